@@ -1,0 +1,1 @@
+"""Static facts that rules share, computed once per file and only when a rule asks."""

@@ -1,0 +1,255 @@
+"""Which names a scope binds, and to what: imports, literal constants, everything else.
+
+This is a deliberately small replacement for LibCST's ScopeProvider and
+QualifiedNameProvider, which cost more than the parse on large trees. It scans statements
+only (not every expression), once per scope, and only when a rule asks.
+
+A name bound by an import maps to the imported qualified name. A name bound any other way
+(a parameter, an assignment, a loop target, a def) is a local that shadows an import of the
+same name, so it resolves to nothing: rules then stay silent, which is the precise choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set, Union
+
+import libcst as cst
+
+ScopeNode = Union[cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef]
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _import_from_module(node: cst.ImportFrom) -> Optional[str]:
+    if node.relative:  # relative imports name the user's own package, never torch
+        return None
+    if node.module is None:
+        return None
+    return dotted_name(node.module)
+
+
+@dataclass
+class Scope:
+    """The bindings of one scope."""
+
+    node: ScopeNode
+    parent: Optional["Scope"]
+    # name -> qualified name, for names bound (only) by imports.
+    imports: Dict[str, str] = field(default_factory=dict)
+    # name -> the values it is assigned; None stands for a binding that is not `name = expr`.
+    bindings: Dict[str, List[Optional[cst.BaseExpression]]] = field(default_factory=dict)
+    # names declared `global`/`nonlocal` here: they are not local to this scope.
+    declared_outer: Set[str] = field(default_factory=set)
+    is_class: bool = False
+
+    def bind(self, name: str, value: Optional[cst.BaseExpression] = None) -> None:
+        self.bindings.setdefault(name, []).append(value)
+
+    def lookup_import(self, name: str) -> Optional[str]:
+        """The qualified name ``name`` refers to from this scope, if it is an import."""
+        scope: Optional[Scope] = self
+        first = True
+        while scope is not None:
+            # Class bodies do not enclose the functions defined in them.
+            if scope.is_class and not first:
+                scope = scope.parent
+                continue
+            first = False
+            if name in scope.declared_outer:
+                scope = _module_scope(scope)
+                first = True
+                if scope is self:
+                    return None
+                continue
+            if name in scope.bindings and not (
+                name in scope.imports and _only_none(scope.bindings[name])
+            ):
+                return None  # a local that shadows any import
+            if name in scope.imports:
+                return scope.imports[name]
+            scope = scope.parent
+        return None
+
+    def lookup_value(self, name: str) -> Optional[cst.BaseExpression]:
+        """The expression ``name`` is bound to, if it is bound exactly once to one."""
+        scope: Optional[Scope] = self
+        first = True
+        while scope is not None:
+            if scope.is_class and not first:
+                scope = scope.parent
+                continue
+            first = False
+            if name in scope.declared_outer:
+                return None
+            if name in scope.imports:
+                return None
+            values = scope.bindings.get(name)
+            if values is not None:
+                if len(values) == 1 and values[0] is not None:
+                    if scope.parent is None and name in _globals_rebound(scope):
+                        return None
+                    return values[0]
+                return None
+            scope = scope.parent
+        return None
+
+
+def _only_none(values: List[Optional[cst.BaseExpression]]) -> bool:
+    """``torch = None`` beside ``import torch`` (an optional import) does not shadow it."""
+    return all(isinstance(v, cst.Name) and v.value == "None" for v in values)
+
+
+def _module_scope(scope: Scope) -> Scope:
+    while scope.parent is not None:
+        scope = scope.parent
+    return scope
+
+
+def _globals_rebound(module_scope: Scope) -> Set[str]:
+    cached = getattr(module_scope, "_globals_cache", None)
+    if cached is None:
+        cached = set()
+        for node in _walk_all(module_scope.node):
+            if isinstance(node, cst.Global):
+                cached.update(n.name.value for n in node.names)
+        setattr(module_scope, "_globals_cache", cached)
+    return cached
+
+
+def _walk_all(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _bind_target(scope: Scope, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+    if isinstance(target, cst.Name):
+        scope.bind(target.value, value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _bind_target(scope, element.value, None)
+    elif isinstance(target, cst.StarredElement):
+        _bind_target(scope, target.value, None)
+    # Attribute and Subscript targets bind no name.
+
+
+def _scan_small(scope: Scope, stmt: cst.BaseSmallStatement) -> None:
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                scope.imports[alias.asname.name.value] = full
+            else:
+                top = full.split(".")[0]
+                scope.imports[top] = top
+    elif isinstance(stmt, cst.ImportFrom):
+        module = _import_from_module(stmt)
+        if isinstance(stmt.names, cst.ImportStar):
+            return
+        for alias in stmt.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            if module is None:
+                scope.bind(local, None)  # a relative import: the user's own code
+            else:
+                scope.imports[local] = f"{module}.{name}"
+    elif isinstance(stmt, cst.Assign):
+        single = len(stmt.targets) == 1
+        for target in stmt.targets:
+            _bind_target(scope, target.target, stmt.value if single else None)
+    elif isinstance(stmt, cst.AnnAssign):
+        _bind_target(scope, stmt.target, stmt.value)
+    elif isinstance(stmt, cst.AugAssign):
+        _bind_target(scope, stmt.target, None)
+    elif isinstance(stmt, (cst.Global, cst.Nonlocal)):
+        scope.declared_outer.update(n.name.value for n in stmt.names)
+    elif isinstance(stmt, cst.Del):
+        _bind_target(scope, stmt.target, None)
+
+
+def _scan_block(scope: Scope, body: Sequence[cst.CSTNode]) -> None:
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                _scan_small(scope, small)
+        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            scope.bind(stmt.name.value, None)
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            if isinstance(stmt, cst.For):
+                _bind_target(scope, stmt.target, None)
+            elif isinstance(stmt, cst.With):
+                for item in stmt.items:
+                    if item.asname is not None:
+                        _bind_target(scope, item.asname.name, None)
+            elif isinstance(stmt, cst.Try) or isinstance(stmt, getattr(cst, "TryStar", cst.Try)):
+                for handler in stmt.handlers:
+                    if handler.name is not None and isinstance(handler.name.name, cst.Name):
+                        scope.bind(handler.name.name.value, None)
+            _scan_compound_children(scope, stmt)
+
+
+def _scan_compound_children(scope: Scope, stmt: cst.BaseCompoundStatement) -> None:
+    for child in stmt.children:
+        if isinstance(child, cst.BaseSuite):
+            body = child.body
+            if isinstance(child, cst.SimpleStatementSuite):
+                for small in body:
+                    _scan_small(scope, small)
+            else:
+                _scan_block(scope, body)
+        elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler, cst.If)):
+            if isinstance(child, cst.ExceptHandler) and child.name is not None:
+                if isinstance(child.name.name, cst.Name):
+                    scope.bind(child.name.name.value, None)
+            if isinstance(child, cst.If):
+                _scan_compound_children(scope, child)
+            else:
+                _scan_compound_children(scope, child)  # type: ignore[arg-type]
+        elif getattr(cst, "MatchCase", None) is not None and isinstance(child, cst.MatchCase):
+            _scan_compound_children(scope, child)  # type: ignore[arg-type]
+
+
+def _bind_params(scope: Scope, params: cst.Parameters) -> None:
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        scope.bind(param.name.value, None)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            scope.bind(star.name.value, None)
+
+
+def build_scope(node: ScopeNode, parent: Optional[Scope]) -> Scope:
+    """Scan the statements of one scope (not nested functions or classes)."""
+    scope = Scope(node=node, parent=parent, is_class=isinstance(node, cst.ClassDef))
+    if isinstance(node, cst.Module):
+        _scan_block(scope, node.body)
+    elif isinstance(node, cst.Lambda):
+        _bind_params(scope, node.params)
+    else:
+        if isinstance(node, cst.FunctionDef):
+            _bind_params(scope, node.params)
+        body = node.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            for small in body.body:
+                _scan_small(scope, small)
+        else:
+            _scan_block(scope, body.body)
+    return scope

@@ -1,0 +1,288 @@
+"""Linting one file: pre-screen, parse once, one batched pass of all enabled rules.
+
+The flow is one way: source -> (cheap pre-screen) -> parsed module -> findings -> positions
+(only for files that have findings) -> suppressions -> diagnostics.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import re
+import tokenize
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from . import registry
+from .config import Settings
+from .rule import FileContext, Finding, NodeFix, Rule
+from .transform import fix_edits
+from .types import Applicability, Diagnostic, Fix, Location
+
+Range = Tuple[Tuple[int, int], Tuple[int, int]]
+
+_FILE_NOQA = re.compile(r"^[ \t]*#[ \t]*pytorch-perflint:[ \t]*noqa[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_NOQA = re.compile(
+    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class FixCandidate:
+    """A diagnostic's fix in tree form, with the ranges of the nodes it replaces."""
+
+    diagnostic: Diagnostic
+    fix: NodeFix
+    ranges: Tuple[Range, ...]
+
+
+@dataclass
+class FileLint:
+    """The result of linting one source text (kept in-process: it holds the tree)."""
+
+    path: Path
+    source: str
+    module: Optional[cst.Module] = None
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    candidates: List[FixCandidate] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+
+
+@functools.lru_cache(maxsize=64)
+def _enabled(settings: Settings) -> FrozenSet[str]:
+    return registry.enabled_codes(settings.select, settings.extend_select, settings.ignore, settings.preview)
+
+
+def rules_for(path: Path, settings: Settings) -> Tuple[FrozenSet[str], Tuple[Type[Rule], ...]]:
+    """The enabled codes for a file and the visitor rules among them."""
+    codes = _enabled(settings)
+    if settings.per_file_ignores:
+        codes = codes - registry.path_ignores(path, settings.per_file_ignores, settings.project_root)
+    version = settings.target_torch_version
+    rules = tuple(r for r in registry.all_rules() if r.code in codes and r.applies_to(version))
+    return codes, rules
+
+
+def _syntax_error(path: Path, error: Exception) -> Diagnostic:
+    row = getattr(error, "raw_line", 1) or 1
+    column = (getattr(error, "raw_column", 0) or 0) + 1
+    message = getattr(error, "message", None) or str(error).splitlines()[0]
+    return Diagnostic(
+        code="TPF001",
+        name="syntax-error",
+        message=f"SyntaxError: {message}",
+        path=path,
+        location=Location(row, column),
+        end_location=Location(row, column),
+    )
+
+
+def undecodable(path: Path, reason: str) -> Diagnostic:
+    """The TPF001 diagnostic for a file that is not text we can parse."""
+    return Diagnostic(
+        code="TPF001",
+        name="syntax-error",
+        message=f"cannot be parsed: {reason}",
+        path=path,
+        location=Location(1, 1),
+        end_location=Location(1, 1),
+    )
+
+
+def noqa_comments(source: str) -> Dict[int, Optional[FrozenSet[str]]]:
+    """Row -> codes a ``# noqa`` comment on that row names (None: a bare ``# noqa``)."""
+    result: Dict[int, Optional[FrozenSet[str]]] = {}
+    if "noqa" not in source.lower():
+        return result
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return result
+    for token in tokens:
+        if token.type != tokenize.COMMENT:
+            continue
+        match = _NOQA.search(token.string)
+        if not match:
+            continue
+        codes = match.group("codes")
+        row = token.start[0]
+        if codes is None:
+            result[row] = None
+        else:
+            names = frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c)
+            previous = result.get(row, frozenset())
+            result[row] = None if previous is None and row in result else names | (previous or frozenset())
+    return result
+
+
+def _suppressed(diagnostic: Diagnostic, noqa: Dict[int, Optional[FrozenSet[str]]], used: Dict[int, set]) -> bool:
+    for row in {diagnostic.location.row, diagnostic.end_location.row}:
+        if row not in noqa:
+            continue
+        codes = noqa[row]
+        if codes is None or diagnostic.code in codes:
+            used.setdefault(row, set()).add(diagnostic.code)
+            return True
+    return False
+
+
+def _culprit(error: BaseException, rules: Sequence[Rule]) -> Optional[Rule]:
+    """The rule instance whose method raised, found from the traceback."""
+    tb = error.__traceback__
+    culprit = None
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("self")
+        if isinstance(candidate, Rule) and candidate in rules:
+            culprit = candidate
+        tb = tb.tb_next
+    return culprit
+
+
+def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors: List[str]) -> None:
+    """One batched pass; a rule that crashes is reported and the pass re-run without it."""
+    remaining = list(rule_classes)
+    while remaining:
+        context.findings = []
+        context.ancestors = []
+        instances = [rule(context) for rule in remaining]
+        try:
+            cst.visit_batched(context.module, instances, context.enter, context.leave)
+            return
+        except RecursionError:
+            errors.append(f"{context.path}: too deeply nested to lint")
+            context.findings = []
+            return
+        except Exception as error:  # noqa: BLE001 - a rule's crash must not stop the run
+            culprit = _culprit(error, instances)
+            detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+            if culprit is None:
+                errors.append(f"{context.path}: internal error: {detail}")
+                context.findings = []
+                return
+            errors.append(f"{context.path}: internal error in {culprit.code} ({culprit.name}): {detail}")
+            remaining = [r for r in remaining if r is not type(culprit)]
+    context.findings = []
+
+
+def lint_source(
+    source: str,
+    path: Path,
+    settings: Settings,
+    *,
+    with_edits: bool = True,
+    rules: Optional[Sequence[Type[Rule]]] = None,
+) -> FileLint:
+    """Lint one source text. ``rules`` overrides the selection (the tests use it)."""
+    result = FileLint(path=path, source=source)
+    if rules is None:
+        codes, rule_classes = rules_for(path, settings)
+    else:
+        rule_classes = tuple(rules)
+        codes = frozenset(r.code for r in rule_classes) | {"TPF001"}
+    if _FILE_NOQA.search(source):
+        return result
+    want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
+    active = [r for r in rule_classes if not r.triggers or any(t in source for t in r.triggers)]
+    if not active and "TPF001" not in codes and not want_unused_noqa:
+        return result
+    if not active and not want_unused_noqa and source.isascii() and "TPF001" in codes:
+        # Nothing can fire: a cheap syntax check stands in for the LibCST parse.
+        try:
+            compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            return result
+        except (SyntaxError, ValueError):
+            pass
+    try:
+        module = cst.parse_module(source)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:
+        if "TPF001" in codes:
+            result.diagnostics.append(_syntax_error(path, error))
+        return result
+    except RecursionError:
+        result.errors.append(f"{path}: too deeply nested to parse")
+        return result
+    result.module = module
+    context = FileContext(path, source, module, settings)
+    active = [r for r in active if not r.needs_cuda or context.uses_cuda]
+    if active:
+        _run_rules(context, active, result.errors)
+    findings = context.findings
+    noqa = noqa_comments(source) if (findings or want_unused_noqa) else {}
+    used: Dict[int, set] = {}
+    if findings:
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        seen = set()
+        for finding in findings:
+            diagnostic, candidate = _to_diagnostic(finding, positions, path, module, with_edits)
+            key = (diagnostic.code, diagnostic.location, diagnostic.end_location)
+            if key in seen:
+                continue
+            seen.add(key)
+            if _suppressed(diagnostic, noqa, used):
+                continue
+            result.diagnostics.append(diagnostic)
+            if candidate is not None:
+                result.candidates.append(candidate)
+    if want_unused_noqa:
+        result.diagnostics.extend(_unused_noqa(path, noqa, used))
+    result.diagnostics.sort(key=Diagnostic.sort_key)
+    return result
+
+
+def _range(positions, node: cst.CSTNode) -> Range:
+    code_range = positions[node]
+    return ((code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column))
+
+
+def _to_diagnostic(finding: Finding, positions, path: Path, module: cst.Module, with_edits: bool):
+    (start_row, start_col), (end_row, end_col) = _range(positions, finding.node)
+    fix: Optional[Fix] = None
+    candidate = None
+    node_fix = finding.fix
+    if node_fix is not None:
+        edits = fix_edits(module, node_fix) if with_edits else ()
+        fix = Fix(node_fix.applicability, node_fix.message, edits)
+    diagnostic = Diagnostic(
+        code=finding.rule.code,
+        name=finding.rule.name,
+        message=finding.message,
+        path=path,
+        location=Location(start_row, start_col + 1),
+        end_location=Location(end_row, end_col + 1),
+        fix=fix,
+        noqa_row=start_row,
+    )
+    if node_fix is not None and node_fix.applicability is not Applicability.DISPLAY_ONLY:
+        ranges = tuple(_range(positions, old) for old, _ in node_fix.replacements)
+        candidate = FixCandidate(diagnostic, node_fix, ranges)
+    return diagnostic, candidate
+
+
+def _unused_noqa(path: Path, noqa: Dict[int, Optional[FrozenSet[str]]], used: Dict[int, set]) -> List[Diagnostic]:
+    known = {rule.code for rule in registry.all_rules()} | set(registry.BUILTIN_CODES)
+    out = []
+    for row, codes in sorted(noqa.items()):
+        if codes is None:
+            continue
+        ours = sorted(c for c in codes if c.startswith("TPF") and c in known and c not in used.get(row, set()))
+        if not ours:
+            continue
+        out.append(
+            Diagnostic(
+                code="TPF002",
+                name="unused-noqa",
+                message=f"Unused `noqa` directive (non-matching: {', '.join(ours)})",
+                path=path,
+                location=Location(row, 1),
+                end_location=Location(row, 1),
+                noqa_row=row,
+            )
+        )
+    return out

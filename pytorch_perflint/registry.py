@@ -1,0 +1,144 @@
+"""Finding the rules and choosing which of them run.
+
+Rules are discovered from the modules of ``pytorch_perflint.rules`` (one rule per module),
+once per process, so adding a rule touches only its own file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import importlib
+import pkgutil
+from pathlib import PurePath
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Type
+
+from .rule import Rule
+
+
+class SelectorError(ValueError):
+    """A selector names no rule: a clear error, not silence."""
+
+
+@functools.lru_cache(maxsize=None)
+def all_rules() -> Tuple[Type[Rule], ...]:
+    """Every rule class, sorted by code."""
+    from . import rules as package
+
+    found: Dict[str, Type[Rule]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
+                and getattr(value, "code", None)
+            ):
+                found[value.code] = value
+    return tuple(found[code] for code in sorted(found))
+
+
+# Diagnostics the tool emits itself, which are not visitor rules.
+BUILTIN_CODES: Dict[str, str] = {"TPF001": "syntax-error", "TPF002": "unused-noqa"}
+
+
+def rule_by_code(code: str) -> Optional[Type[Rule]]:
+    for rule in all_rules():
+        if rule.code == code.upper() or rule.name == code:
+            return rule
+    return None
+
+
+def _all_codes() -> List[Tuple[str, str]]:
+    pairs = [(rule.code, rule.name) for rule in all_rules()]
+    pairs.extend(BUILTIN_CODES.items())
+    return sorted(pairs)
+
+
+def expand(selector: str) -> List[str]:
+    """The codes a selector (code, prefix, name or ALL) stands for."""
+    selector = selector.strip()
+    codes = _all_codes()
+    if selector.upper() == "ALL":
+        return [code for code, _ in codes]
+    upper = selector.upper()
+    matched = [code for code, name in codes if code.startswith(upper) or name == selector]
+    if not matched:
+        raise SelectorError(f"unknown rule selector {selector!r}: no rule code, prefix or name matches")
+    return matched
+
+
+def validate(selectors: Iterable[str]) -> None:
+    for selector in selectors:
+        expand(selector)
+
+
+def default_codes(preview: bool) -> List[str]:
+    codes = [
+        rule.code
+        for rule in all_rules()
+        if rule.default_enabled and (preview or not rule.preview)
+    ]
+    codes.append("TPF001")
+    return codes
+
+
+def _specificity(selector: str) -> int:
+    if selector.upper() == "ALL":
+        return 0
+    upper = selector.upper()
+    return 4 if upper in dict(_all_codes()) or not upper.startswith("TPF") else len(upper)
+
+
+def enabled_codes(
+    select: Optional[Sequence[str]],
+    extend_select: Sequence[str],
+    ignore: Sequence[str],
+    preview: bool,
+) -> frozenset:
+    """Resolve select/extend-select/ignore into the enabled codes (ruff's precedence:
+    a more specific selector wins; at equal specificity ignore wins)."""
+    chosen = set(default_codes(preview)) if select is None else set()
+    entries: List[Tuple[int, int, str]] = []
+    for selector in select or ():
+        entries.append((_specificity(selector), 0, selector))
+    for selector in extend_select:
+        entries.append((_specificity(selector), 0, selector))
+    for selector in ignore:
+        entries.append((_specificity(selector), 1, selector))
+    for _, is_ignore, selector in sorted(entries):
+        codes = expand(selector)
+        if is_ignore:
+            chosen.difference_update(codes)
+        else:
+            chosen.update(codes)
+    if not preview:
+        previews = {rule.code for rule in all_rules() if rule.preview}
+        # A preview rule runs only in preview mode, unless selected by its exact code.
+        exact = {s.upper() for s in (*(select or ()), *extend_select)}
+        chosen = {c for c in chosen if c not in previews or c in exact}
+    return frozenset(chosen)
+
+
+def path_ignores(path: PurePath, per_file_ignores: Sequence[Tuple[str, Sequence[str]]], root: Optional[str]) -> frozenset:
+    """Codes switched off for one file by ``per-file-ignores``."""
+    ignored: set = set()
+    text = path.as_posix()
+    rel = text
+    if root:
+        try:
+            rel = PurePath(path).relative_to(root).as_posix()
+        except ValueError:
+            rel = text
+    for pattern, selectors in per_file_ignores:
+        if (
+            fnmatch.fnmatch(rel, pattern)
+            or fnmatch.fnmatch(text, pattern)
+            or fnmatch.fnmatch(path.name, pattern)
+            or fnmatch.fnmatch(rel, f"*/{pattern}")
+        ):
+            for selector in selectors:
+                ignored.update(expand(selector))
+    return frozenset(ignored)

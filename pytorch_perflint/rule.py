@@ -1,0 +1,262 @@
+"""The rule contract: what a rule declares, what it sees while it runs, how it reports.
+
+A rule is one class in one module under ``pytorch_perflint.rules``. It is a LibCST batched
+visitor: the engine runs every enabled rule in a single pass over the tree. Everything about
+a rule lives on its class: code, name, message, docs (the class docstring, written like
+ruff's rule pages), fix applicability, version gate, preview flag, trigger words for the
+cheap pre-screen, and VALID/INVALID examples that the test suite runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    ClassVar,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
+
+import libcst as cst
+
+from .analysis.names import canonical
+from .analysis.scope import Scope, ScopeNode, build_scope, dotted_name
+from .types import Applicability
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class NodeFix:
+    """A fix in tree form: nodes of the parsed module and what replaces each.
+
+    ``imports`` names modules the replacement code needs (``import torch``); the fixer adds
+    each once, with LibCST's AddImportsVisitor.
+    """
+
+    replacements: Tuple[Tuple[cst.CSTNode, Replacement], ...]
+    applicability: Applicability
+    message: str
+    imports: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must not flag (with optional settings overrides)."""
+
+    code: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must flag.
+
+    ``line`` is the 1-based line of the anchor; ``expected_fix`` is the code after the rule's
+    own fix (unsafe included), when the rule has one.
+    """
+
+    code: str
+    line: Optional[int] = None
+    expected_fix: Optional[str] = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Finding:
+    """What a rule reported, before positions are known."""
+
+    rule: "type[Rule]"
+    node: cst.CSTNode
+    message: str
+    fix: Optional[NodeFix] = None
+
+
+_CUDA_PATTERN = re.compile(
+    r"""\.cuda\s*\(|["']cuda|torch\.cuda\.is_available|non_blocking\s*=|torch\.cuda\.amp|"""
+    r"""cuda\.synchronize|device_type\s*=\s*["']cuda"""
+)
+
+
+class FileContext:
+    """What rules see of the file being linted, and the facts they share.
+
+    The engine keeps ``ancestors`` (every node from the module down to the current one's
+    parent) and the scope stack up to date during the single pass.
+    """
+
+    def __init__(self, path: Path, source: str, module: cst.Module, settings: "Settings") -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+        self.settings = settings
+        self.ancestors: List[cst.CSTNode] = []
+        self._scope_nodes: List[ScopeNode] = []
+        self._scopes: Dict[int, Scope] = {}
+        self._facts: Dict[Any, Any] = {}
+        self._uses_cuda: Optional[bool] = None
+        self.findings: List[Finding] = []
+
+    # -- the single pass keeps these current -------------------------------------------
+    def enter(self, node: cst.CSTNode) -> None:
+        self.ancestors.append(node)
+        if isinstance(node, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            self._scope_nodes.append(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        self.ancestors.pop()
+        if self._scope_nodes and self._scope_nodes[-1] is node:
+            self._scope_nodes.pop()
+
+    # -- scopes and names ----------------------------------------------------------------
+    def scope_of(self, nodes: Sequence[ScopeNode]) -> Scope:
+        """The scope for a chain of scope nodes (outermost first), built on first use."""
+        scope: Optional[Scope] = None
+        for node in nodes:
+            built = self._scopes.get(id(node))
+            if built is None:
+                built = build_scope(node, scope)
+                self._scopes[id(node)] = built
+            scope = built
+        assert scope is not None
+        return scope
+
+    @property
+    def scope(self) -> Scope:
+        """The innermost scope at the current point of the pass."""
+        return self.scope_of(self._scope_nodes or [self.module])
+
+    @property
+    def module_scope(self) -> Scope:
+        return self.scope_of([self.module])
+
+    def scope_for(self, node: cst.CSTNode, ancestors: Sequence[cst.CSTNode]) -> Scope:
+        """The scope a node stands in, given its ancestors (outermost first)."""
+        chain = [a for a in ancestors if isinstance(a, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+        return self.scope_of(chain or [self.module])
+
+    def qualname(self, expr: cst.CSTNode, scope: Optional[Scope] = None) -> Optional[str]:
+        """The canonical qualified name ``expr`` refers to, through the file's imports.
+
+        ``th.nn.DataParallel`` after ``import torch as th`` is ``torch.nn.DataParallel``; a
+        name that is not imported, or is shadowed by a local, gives None.
+        """
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return None
+        dotted = dotted_name(expr)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = (scope or self.scope).lookup_import(head)
+        if target is None:
+            return None
+        return canonical(f"{target}.{rest}" if rest else target)
+
+    def call_qualname(self, call: cst.Call, scope: Optional[Scope] = None) -> Optional[str]:
+        return self.qualname(call.func, scope)
+
+    def lookup(self, name: str) -> Optional[cst.BaseExpression]:
+        """The expression a name is bound to once in the current scope chain, if any."""
+        return self.scope.lookup_value(name)
+
+    def torch_ref(self) -> Optional[Tuple[str, Tuple[str, ...]]]:
+        """How inserted code should spell ``torch`` here, and the imports that needs.
+
+        ``import torch as th`` gives ``("th", ())``; a file without a module-level
+        ``import torch`` gives ``("torch", ("torch",))``. None when ``torch`` is shadowed
+        here, so no fix can name it.
+        """
+        for name, target in self.module_scope.imports.items():
+            if target == "torch" and self.scope.lookup_import(name) == "torch":
+                return name, ()
+        if "torch" in self.module_scope.bindings or self.scope.lookup_value("torch") is not None:
+            return None
+        if self.scope.lookup_import("torch") not in (None, "torch"):
+            return None
+        return "torch", ("torch",)
+
+    # -- shared facts ----------------------------------------------------------------------
+    def fact(self, compute: Callable[["FileContext"], T]) -> T:
+        """Compute a per-file fact once, however many rules ask for it."""
+        if compute not in self._facts:
+            self._facts[compute] = compute(self)
+        return self._facts[compute]
+
+    @property
+    def uses_cuda(self) -> bool:
+        """Whether the file mentions a CUDA device (RULES.md's definition)."""
+        if self._uses_cuda is None:
+            self._uses_cuda = bool(_CUDA_PATTERN.search(self.source))
+        return self._uses_cuda
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every rule. Subclasses set the class attributes and visit nodes."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    # The fix this rule offers, if any (its applicability may vary per finding).
+    fix_applicability: ClassVar[Optional[Applicability]] = None
+    preview: ClassVar[bool] = False
+    default_enabled: ClassVar[bool] = True
+    # Substrings one of which must be in the file for the rule to be able to fire there.
+    triggers: ClassVar[Tuple[str, ...]] = ()
+    # Rules that only matter on a GPU skip modules that never mention CUDA.
+    needs_cuda: ClassVar[bool] = False
+    # Inclusive lower and exclusive upper bound of target-torch-version, as (major, minor).
+    min_torch: ClassVar[Optional[Tuple[int, int]]] = None
+    max_torch: ClassVar[Optional[Tuple[int, int]]] = None
+    VALID: ClassVar[Sequence[Union[str, Valid]]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__()
+        self.context = context
+
+    @classmethod
+    def applies_to(cls, torch_version: Tuple[int, int]) -> bool:
+        if cls.min_torch is not None and torch_version < cls.min_torch:
+            return False
+        if cls.max_torch is not None and torch_version >= cls.max_torch:
+            return False
+        return True
+
+    @classmethod
+    def docs(cls) -> str:
+        import inspect
+
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[NodeFix] = None) -> None:
+        """Report ``node`` (the anchor; its full range is the diagnostic's range)."""
+        self.context.findings.append(Finding(type(self), node, message or self.message, fix))
+
+    def fix(
+        self,
+        replacements: Sequence[Tuple[cst.CSTNode, Replacement]],
+        message: str,
+        applicability: Optional[Applicability] = None,
+        imports: Sequence[str] = (),
+    ) -> NodeFix:
+        """Build a fix with this rule's applicability unless another is given."""
+        kind = applicability or self.fix_applicability
+        assert kind is not None, f"{self.code} offers no fix"
+        return NodeFix(tuple(replacements), kind, message, tuple(imports))
