@@ -94,6 +94,8 @@ class FileResult:
     errors: Tuple[str, ...] = ()
     # Fix that could not be applied (result did not parse, file changed on disk, ...).
     fix_errors: Tuple[str, ...] = field(default=())
+    # The (fixed) text, carried back only for files with diagnostics, for code frames.
+    source: Optional[str] = None
 
 
 @dataclass(frozen=True)
