@@ -1,0 +1,88 @@
+"""Write docs/rules.md and the README's rule table from the rules themselves.
+
+Each rule's docs live in its class docstring; this keeps the published pages in step.
+``python scripts/gen_rule_docs.py --check`` exits 1 when a page is out of date (the tests
+run that check).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pytorch_perflint.registry import BUILTIN_CODES, all_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+START, END = "<!-- rules-table-start -->", "<!-- rules-table-end -->"
+
+BUILTIN_DOCS = {
+    "TPF001": "The file cannot be parsed (a syntax error, or bytes that are not text). It is "
+    "reported as a diagnostic at the error's position and the other files are still linted.",
+    "TPF002": "A `# noqa: TPFxxx` comment that suppresses nothing. Off by default; select it "
+    "with `--extend-select TPF002`.",
+}
+
+
+def _fix(rule) -> str:
+    return rule.fix_applicability.value if rule.fix_applicability else "none"
+
+
+def table() -> str:
+    rows = ["| Code | Name | Fix | Notes |", "|---|---|---|---|"]
+    for code, name in sorted(BUILTIN_CODES.items()):
+        note = "off by default" if code == "TPF002" else "the tool's own"
+        rows.append(f"| [{code}](docs/rules.md#{code.lower()}) | {name} | none | {note} |")
+    for rule in all_rules():
+        notes = []
+        if rule.preview:
+            notes.append("preview")
+        if rule.needs_cuda:
+            notes.append("CUDA modules only")
+        rows.append(
+            f"| [{rule.code}](docs/rules.md#{rule.code.lower()}) | {rule.name} | {_fix(rule)} | {', '.join(notes)} |"
+        )
+    return "\n".join(rows)
+
+
+def rules_page() -> str:
+    parts = ["# Rules", "", "Generated from the rules' own docs by `scripts/gen_rule_docs.py`.", ""]
+    parts.append(table().replace("(docs/rules.md#", "(#"))
+    parts.append("")
+    for code, name in sorted(BUILTIN_CODES.items()):
+        parts += [f"## {code}", "", f"**{name}**", "", BUILTIN_DOCS[code], ""]
+    for rule in all_rules():
+        body = rule.docs().replace("\n## ", "\n### ")
+        if body.startswith("## "):
+            body = "#" + body
+        meta = f"Fix: {_fix(rule)}."
+        if rule.preview:
+            meta += " Preview: enable with `--preview`."
+        parts += [f"## {rule.code}", "", f"**{rule.name}**: {rule.message}", "", meta, "", body, ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def readme_text(current: str) -> str:
+    head, _, rest = current.partition(START)
+    _, _, tail = rest.partition(END)
+    return f"{head}{START}\n{table()}\n{END}{tail}"
+
+
+def main() -> int:
+    check = "--check" in sys.argv
+    targets = {
+        ROOT / "docs" / "rules.md": rules_page(),
+        ROOT / "README.md": readme_text((ROOT / "README.md").read_text(encoding="utf-8")),
+    }
+    stale = [path for path, text in targets.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
+    if check:
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run python scripts/gen_rule_docs.py")
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(targets[path], encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
