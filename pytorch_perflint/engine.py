@@ -70,10 +70,19 @@ def rules_for(path: Path, settings: Settings) -> Tuple[FrozenSet[str], Tuple[Typ
     return codes, rules
 
 
-def _syntax_error(path: Path, error: Exception) -> Diagnostic:
+def _syntax_error(path: Path, source: str, error: Exception) -> Diagnostic:
+    """TPF001 at Python's own position and message when it has one (they read better)."""
     row = getattr(error, "raw_line", 1) or 1
     column = (getattr(error, "raw_column", 0) or 0) + 1
     message = getattr(error, "message", None) or str(error).splitlines()[0]
+    try:
+        compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        row = python_error.lineno or row
+        column = python_error.offset or column
+        message = python_error.msg or message
+    except (ValueError, RecursionError):
+        pass
     return Diagnostic(
         code="TPF001",
         name="syntax-error",
@@ -203,7 +212,7 @@ def lint_source(
         module = cst.parse_module(source)
     except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:
         if "TPF001" in codes:
-            result.diagnostics.append(_syntax_error(path, error))
+            result.diagnostics.append(_syntax_error(path, source, error))
         return result
     except RecursionError:
         result.errors.append(f"{path}: too deeply nested to parse")

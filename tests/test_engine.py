@@ -1,0 +1,211 @@
+"""The engine: name resolution, suppression, syntax errors, crash isolation, fixer safety."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import libcst as cst
+import pytest
+
+from pytorch_perflint.analysis.calls import MISSING, argument
+from pytorch_perflint.analysis.values import UNKNOWN
+from pytorch_perflint.config import Settings
+from pytorch_perflint.engine import lint_source, noqa_comments
+from pytorch_perflint.fixer import fix_source
+from pytorch_perflint.rule import Rule
+from pytorch_perflint.testing import settings_with
+from pytorch_perflint.types import Applicability
+
+
+class RecordNames(Rule):
+    """Test rule: reports every call with the qualified name it resolves to."""
+
+    code = "TPF900"
+    name = "record-names"
+    message = "call"
+    seen: ClassVar[list] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        RecordNames.seen.append(self.context.qualname(node.func))
+
+
+def resolve(source: str) -> list:
+    RecordNames.seen = []
+    lint_source(source, Path("x.py"), Settings(), rules=[RecordNames])
+    return RecordNames.seen
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import torch as th\nth.nn.DataParallel(m)\n", "torch.nn.DataParallel"),
+        ("from torch.utils import data\ndata.DataLoader(ds)\n", "torch.utils.data.DataLoader"),
+        ("from torch.utils.data.dataloader import DataLoader as DL\nDL(ds)\n", "torch.utils.data.DataLoader"),
+        ("import torch.nn as nn\nnn.modules.conv.Conv2d(1, 2, 3)\n", "torch.nn.Conv2d"),
+        ("import torch.utils.data\ntorch.utils.data.DataLoader(ds)\n", "torch.utils.data.DataLoader"),
+        ("def f():\n    from torch import nn\n    nn.DataParallel(m)\n", "torch.nn.DataParallel"),
+        ("try:\n    import torch\nexcept ImportError:\n    torch = None\ntorch.nn.DataParallel(m)\n", "torch.nn.DataParallel"),
+    ],
+)
+def test_qualified_names_follow_imports(source, expected):
+    assert expected in resolve(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\ndef f(torch):\n    torch.nn.DataParallel(m)\n",
+        "from torch.nn import DataParallel\ndef f():\n    DataParallel = object\n    DataParallel(m)\n",
+        "import torch\nfor torch in items:\n    torch.nn.DataParallel(m)\n",
+        "from .torch import nn\nnn.DataParallel(m)\n",
+        "nn.DataParallel(m)\n",
+        "import torch\nclass A:\n    torch = None\n    def f(self):\n        return torch.nn.DataParallel(m)\n",
+    ],
+)
+def test_shadowed_or_unknown_names_do_not_resolve_to_torch(source):
+    names = resolve(source)
+    if "class A" in source:
+        # The class attribute does not shadow the module import inside methods.
+        assert "torch.nn.DataParallel" in names
+    else:
+        assert "torch.nn.DataParallel" not in names
+
+
+def _call(source: str) -> cst.Call:
+    return cst.parse_expression(source)  # type: ignore[return-value]
+
+
+def test_argument_reads_keywords_positions_and_known_dicts():
+    assert argument(_call("f(ds, 1, False, None, None, 3)"), "num_workers", 5).value == 3
+    assert argument(_call("f(ds, num_workers=0)"), "num_workers", 5).value == 0
+    assert argument(_call("f(ds)"), "num_workers", 5).value is MISSING
+    assert argument(_call("f(ds, **kw)"), "num_workers", 5).value is UNKNOWN
+    assert argument(_call("f(*a)"), "num_workers", 5).value is UNKNOWN
+    assert argument(_call("f(ds, **{'num_workers': 2})"), "num_workers", 5).value == 2
+    assert argument(_call("f(ds, **dict(num_workers=0))"), "num_workers", 5).value == 0
+    assert argument(_call("f(ds, **{'batch_size': 2})"), "num_workers", 5).value is MISSING
+    assert argument(_call("f(ds, num_workers=args.n)"), "num_workers", 5).value is UNKNOWN
+
+
+def test_noqa_comments_are_read_from_comments_only():
+    source = "a = 1  # noqa: TPF101, TPF102\nb = '# noqa'\nc = 2  # noqa\n"
+    assert noqa_comments(source) == {1: frozenset({"TPF101", "TPF102"}), 3: None}
+
+
+DP = "import torch\nmodel = torch.nn.DataParallel(net)\n"
+
+
+def test_noqa_suppresses_by_code_and_bare():
+    settings = Settings()
+    assert [d.code for d in lint_source(DP, Path("x.py"), settings).diagnostics] == ["TPF501"]
+    assert lint_source(DP.rstrip() + "  # noqa: TPF501\n", Path("x.py"), settings).diagnostics == []
+    assert lint_source(DP.rstrip() + "  # noqa\n", Path("x.py"), settings).diagnostics == []
+    other = lint_source(DP.rstrip() + "  # noqa: TPF101\n", Path("x.py"), settings).diagnostics
+    assert [d.code for d in other] == ["TPF501"]
+    assert lint_source("# pytorch-perflint: noqa\n" + DP, Path("x.py"), settings).diagnostics == []
+
+
+def test_unused_noqa_is_reported_only_when_selected():
+    source = "import torch\nx = 1  # noqa: TPF501\n"
+    assert lint_source(source, Path("x.py"), Settings()).diagnostics == []
+    found = lint_source(source, Path("x.py"), settings_with({"extend_select": ("TPF002",)})).diagnostics
+    assert [(d.code, d.location.row) for d in found] == [("TPF002", 2)]
+
+
+def test_syntax_error_is_tpf001_with_its_position():
+    found = lint_source("import torch\ndef f(:\n    pass\n", Path("x.py"), Settings()).diagnostics
+    assert [d.code for d in found] == ["TPF001"]
+    assert found[0].location.row == 2
+
+
+def test_clean_file_without_triggers_still_gets_syntax_check():
+    assert lint_source("x = (\n", Path("x.py"), Settings()).diagnostics[0].code == "TPF001"
+    assert lint_source("x = 1\n", Path("x.py"), Settings()).diagnostics == []
+
+
+def test_locations_are_one_based_and_cover_the_node():
+    (diagnostic,) = lint_source(DP, Path("x.py"), Settings()).diagnostics
+    assert (diagnostic.location.row, diagnostic.location.column) == (2, 9)
+    assert (diagnostic.end_location.row, diagnostic.end_location.column) == (2, 35)
+
+
+class Crashes(Rule):
+    """Test rule that crashes on every call."""
+
+    code = "TPF901"
+    name = "crashes"
+    message = "never"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        raise RuntimeError("boom")
+
+
+def test_a_crashing_rule_is_reported_and_the_others_still_run():
+    from pytorch_perflint.rules.tpf501_data_parallel import DataParallel
+
+    result = lint_source(DP, Path("x.py"), Settings(), rules=[Crashes, DataParallel])
+    assert [d.code for d in result.diagnostics] == ["TPF501"]
+    assert len(result.errors) == 1 and "TPF901" in result.errors[0] and "boom" in result.errors[0]
+
+
+class AddOne(Rule):
+    """Test rule with a safe fix: ``f(x)`` becomes ``f(x, 1)``; unsafe for ``g``."""
+
+    code = "TPF902"
+    name = "add-one"
+    message = "add one"
+    fix_applicability = Applicability.SAFE
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in ("f", "g") and len(node.args) == 1:
+            kind = Applicability.SAFE if node.func.value == "f" else Applicability.UNSAFE
+            new = node.with_changes(args=[*node.args, cst.Arg(cst.Integer("1"))])
+            self.report(node, fix=self.fix([(node, new)], "add 1", kind, imports=("torch",)))
+
+
+def test_fixer_applies_safe_fixes_adds_the_import_once_and_is_idempotent():
+    source = '"""doc."""\nf(x)\nf(y)\ng(z)\n'
+    outcome = fix_source(source, Path("x.py"), Settings(), rules=[AddOne])
+    assert outcome.source == '"""doc."""\nimport torch\n\nf(x, 1)\nf(y, 1)\ng(z)\n'
+    assert outcome.fixed == 2
+    assert [d.location.row for d in outcome.diagnostics] == [6]
+    again = fix_source(outcome.source, Path("x.py"), Settings(), rules=[AddOne])
+    assert again.source == outcome.source and again.fixed == 0
+
+
+def test_fixer_applies_unsafe_fixes_only_when_asked_and_respects_unfixable():
+    source = "g(z)\n"
+    assert fix_source(source, Path("x.py"), Settings(), rules=[AddOne]).source == source
+    unsafe = settings_with({"unsafe_fixes": True})
+    assert "g(z, 1)" in fix_source(source, Path("x.py"), unsafe, rules=[AddOne]).source
+
+
+class Breaks(Rule):
+    """Test rule whose fix produces code that does not parse."""
+
+    code = "TPF903"
+    name = "breaks"
+    message = "breaks"
+    fix_applicability = Applicability.SAFE
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # Renders as ``return`` at module level: LibCST accepts it, Python does not.
+        self.report(node, fix=self.fix([(node, cst.Return())], "break it"))
+
+
+def test_a_fix_that_does_not_parse_is_never_applied():
+    outcome = fix_source("f(x)\n", Path("x.py"), Settings(), rules=[Breaks])
+    assert outcome.source == "f(x)\n"
+    assert outcome.fixed == 0
+    assert outcome.fix_errors and "does not parse" in outcome.fix_errors[0]
+
+
+def test_fix_edits_are_reported_as_text_edits():
+    (diagnostic,) = [
+        d for d in lint_source("f(x)\n", Path("x.py"), Settings(), rules=[AddOne]).diagnostics
+    ]
+    assert diagnostic.fix is not None
+    assert diagnostic.fix.applicability is Applicability.SAFE
+    contents = "".join(edit.content for edit in diagnostic.fix.edits)
+    assert "f(x, 1)" in contents and "import torch" in contents
