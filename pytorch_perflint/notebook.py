@@ -1,0 +1,159 @@
+"""Jupyter notebooks: lint and fix their code cells as one Python source.
+
+The code cells are joined into one text, each preceded by a marker comment, so a fix that
+adds or removes lines (an import, a ``with`` block) still splits back into the right cells.
+IPython magics (``%time``, ``!pip``, ``%%bash`` cells, ``x?``) are masked as ``pass``
+statements that carry their index, and restored when the cells are written back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .types import Diagnostic, Location
+
+_MARKER = "# pytorch-perflint: cell {index}"
+_MARKER_RE = re.compile(r"^# pytorch-perflint: cell (\d+)$")
+_MAGIC_RE = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|\?\S|\S.*\?$)")
+_MASK = "pass  # pytorch-perflint: magic {index}"
+_MASK_RE = re.compile(r"^(?P<indent>[ \t]*)pass  # pytorch-perflint: magic (?P<index>\d+)$")
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook we can read; the message says why."""
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """A parsed notebook and where each code cell's lines stand in the joined source."""
+
+    data: Dict[str, Any]
+    # Index into data["cells"] of each code cell, in order.
+    code_cells: Tuple[int, ...]
+    # The original text of every masked magic line, by mask index.
+    magics: Tuple[str, ...]
+    source: str
+    # For each row of ``source`` (1-based, index 0 unused): (cell number 1-based, row in cell).
+    rows: Tuple[Tuple[int, int], ...]
+    trailing_newline: bool
+    indent: Optional[int] = 1
+
+
+def _cell_text(cell: Dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _mask(line: str, magics: List[str], in_cell_magic: bool) -> str:
+    if in_cell_magic or _MAGIC_RE.match(line):
+        indent = re.match(r"^[ \t]*", line).group(0)  # type: ignore[union-attr]
+        magics.append(line)
+        return indent + _MASK.format(index=len(magics) - 1)
+    return line
+
+
+def load(text: str) -> Notebook:
+    """Read a notebook's JSON text; raise NotebookError with a clear reason if it is not one."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise NotebookError(f"invalid notebook JSON: {error}") from error
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise NotebookError("invalid notebook: no list of cells")
+    language = ((data.get("metadata") or {}).get("language_info") or {}).get("name", "python")
+    if language not in ("python", "ipython", "python3"):
+        raise NotebookError(f"not a Python notebook (language {language!r})")
+    code_cells: List[int] = []
+    magics: List[str] = []
+    lines: List[str] = []
+    rows: List[Tuple[int, int]] = [(0, 0)]
+    for index, cell in enumerate(data["cells"]):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        code_cells.append(index)
+        number = len(code_cells)
+        lines.append(_MARKER.format(index=number))
+        rows.append((number, 0))
+        cell_lines = _cell_text(cell).split("\n")
+        cell_magic = bool(cell_lines) and cell_lines[0].startswith("%%")
+        for row, line in enumerate(cell_lines, start=1):
+            lines.append(_mask(line, magics, cell_magic))
+            rows.append((number, row))
+    source = "\n".join(lines) + "\n"
+    indent = re.match(r"\{\r?\n( *)", text)
+    return Notebook(
+        data,
+        tuple(code_cells),
+        tuple(magics),
+        source,
+        tuple(rows),
+        text.endswith("\n"),
+        len(indent.group(1)) if indent else None,
+    )
+
+
+def map_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Optional[Diagnostic]:
+    """The diagnostic with its rows relative to its cell (None if it points at a marker)."""
+    start = notebook.rows[diagnostic.location.row] if diagnostic.location.row < len(notebook.rows) else None
+    if start is None or start[1] == 0:
+        if diagnostic.code != "TPF001":
+            return None
+        start = (start or (1, 1))[0], 1
+    end_row = diagnostic.end_location.row
+    end = notebook.rows[end_row] if end_row < len(notebook.rows) else start
+    if end[0] != start[0]:
+        end = start
+    return dataclasses.replace(
+        diagnostic,
+        cell=start[0],
+        location=Location(start[1], diagnostic.location.column),
+        end_location=Location(max(end[1], start[1]), diagnostic.end_location.column),
+        noqa_row=start[1] if diagnostic.noqa_row is not None else None,
+    )
+
+
+def _unmask(line: str, magics: Sequence[str]) -> str:
+    match = _MASK_RE.match(line)
+    if match is None:
+        return line
+    return magics[int(match.group("index"))]
+
+
+def dump(notebook: Notebook, source: str) -> str:
+    """The notebook's JSON text with its code cells replaced by those in ``source``."""
+    cells: Dict[int, List[str]] = {}
+    current: Optional[int] = None
+    preamble: List[str] = []
+    for line in source.split("\n"):
+        marker = _MARKER_RE.match(line)
+        if marker:
+            current = int(marker.group(1))
+            cells[current] = []
+            continue
+        if current is None:
+            preamble.append(line)  # e.g. an import a fix added above the first marker
+        else:
+            cells[current].append(_unmask(line, notebook.magics))
+    if set(cells) != set(range(1, len(notebook.code_cells) + 1)):
+        raise NotebookError("the fixed source lost a cell marker; not written")
+    data = json.loads(json.dumps(notebook.data))
+    preamble = [line for line in preamble if line.strip()]
+    for number, index in enumerate(notebook.code_cells, start=1):
+        lines = cells[number]
+        if number == 1 and preamble:
+            lines = preamble + lines
+        if number == len(notebook.code_cells) and lines and lines[-1] == "":
+            lines = lines[:-1]  # the newline the joined source ends with
+        text = "\n".join(lines)
+        original = data["cells"][index].get("source", "")
+        if isinstance(original, list):
+            parts = text.split("\n")
+            data["cells"][index]["source"] = [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        else:
+            data["cells"][index]["source"] = text
+    out = json.dumps(data, indent=notebook.indent, ensure_ascii=False)
+    return out + ("\n" if notebook.trailing_newline else "")
