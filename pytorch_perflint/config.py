@@ -1,12 +1,30 @@
-"""Settings: one frozen dataclass, loaded from pyproject.toml and merged with the flags."""
+"""Settings: one frozen dataclass, loaded from pyproject.toml and merged with the flags.
+
+Where settings come from, in order of precedence: command-line flags, then the
+``[tool.pytorch-perflint]`` table of the nearest ``pyproject.toml`` (or a standalone
+``pytorch-perflint.toml`` / ``.pytorch-perflint.toml`` whose top level is that table), found
+by walking up from the first path, then the defaults below. A key or value that is not
+understood is an error (``ConfigError``, exit code 2), never silently ignored.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import os
+import re
+import sys
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
+
+OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
+TABLE = "pytorch-perflint"
+# Standalone config files, checked before pyproject.toml in each folder (ruff's order).
+STANDALONE_NAMES = (".pytorch-perflint.toml", "pytorch-perflint.toml")
 
 
 @dataclass(frozen=True)
@@ -36,3 +54,255 @@ class Settings:
     # Where the settings came from (the pyproject.toml), for messages and relative globs.
     project_root: Optional[str] = None
     extra: Tuple[Tuple[str, str], ...] = field(default=())
+    # The config file that was read, if any (for messages).
+    config_path: Optional[str] = None
+    # Apply exclude/extend-exclude/.gitignore to paths named on the command line too
+    # (for pre-commit, which passes every staged file explicitly).
+    force_exclude: bool = False
+
+
+class ConfigError(Exception):
+    """A configuration problem the user must fix: reported as ``error: ...``, exit code 2."""
+
+
+# --------------------------------------------------------------------------------------
+# Value parsers: each takes the raw value and the place it came from (for the message).
+
+
+def _fail(where: str, problem: str) -> ConfigError:
+    return ConfigError(f"{where}: {problem}")
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(where, f"expected true or false, got {_show(value)}")
+    return value
+
+
+def _strings(value: Any, where: str) -> Tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _fail(where, f"expected a list of strings, got {_show(value)}")
+    return tuple(item.strip() for item in value if item.strip())
+
+
+def _selectors(value: Any, where: str) -> Tuple[str, ...]:
+    selectors = _strings(value, where)
+    _check_selectors(selectors, where)
+    return selectors
+
+
+def _check_selectors(selectors: Sequence[str], where: str) -> None:
+    from . import registry  # imports the rules (and libcst): only when settings are loaded
+
+    try:
+        registry.validate(selectors)
+    except registry.SelectorError as error:
+        raise _fail(where, str(error)) from None
+
+
+def _per_file_ignores(value: Any, where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise _fail(where, f"expected a table of glob = [rule selectors], got {_show(value)}")
+    pairs = []
+    for pattern, selectors in value.items():
+        pairs.append((pattern, _selectors(selectors, f"{where}.{_quote_key(pattern)}")))
+    return tuple(pairs)
+
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
+
+
+def parse_torch_version(value: Any, where: str) -> Tuple[int, int]:
+    """``"2.1"`` -> ``(2, 1)``. Floats are refused: TOML's ``2.10`` is the number 2.1."""
+    if isinstance(value, float):
+        raise _fail(where, f"write the version as a string, e.g. \"{value}\" (a number loses trailing zeros: 2.10 == 2.1)")
+    if not isinstance(value, str) or not _VERSION.match(value.strip()):
+        raise _fail(where, f"expected a torch version such as \"2.1\" or \"1.13\", got {_show(value)}")
+    match = _VERSION.match(value.strip())
+    assert match is not None
+    version = (int(match.group(1)), int(match.group(2)))
+    if version < (1, 0) or version > (LATEST_TORCH[0] + 1, 99):
+        raise _fail(where, f"{value!r} is not a torch release this tool knows (1.0 to {LATEST_TORCH[0]}.{LATEST_TORCH[1]})")
+    return version
+
+
+def _output_format(value: Any, where: str) -> str:
+    if not isinstance(value, str) or value not in OUTPUT_FORMATS:
+        raise _fail(where, f"expected one of {', '.join(OUTPUT_FORMATS)}, got {_show(value)}")
+    return value
+
+
+def _workers(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _fail(where, f"expected a whole number of at least 1, got {_show(value)}")
+    return value
+
+
+# key in the file -> (Settings field, parser)
+_KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
+    "select": ("select", _selectors),
+    "extend-select": ("extend_select", _selectors),
+    "ignore": ("ignore", _selectors),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "exclude": ("exclude", _strings),
+    "extend-exclude": ("extend_exclude", _strings),
+    "respect-gitignore": ("respect_gitignore", _bool),
+    "force-exclude": ("force_exclude", _bool),
+    "target-torch-version": ("target_torch_version", parse_torch_version),
+    "preview": ("preview", _bool),
+    "fix": ("fix", _bool),
+    "unsafe-fixes": ("unsafe_fixes", _bool),
+    "fixable": ("fixable", _selectors),
+    "unfixable": ("unfixable", _selectors),
+    "output-format": ("output_format", _output_format),
+    "dataloader-num-workers": ("dataloader_num_workers", _workers),
+}
+KNOWN_KEYS = tuple(_KEYS)
+
+
+def _show(value: Any) -> str:
+    kind = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a table"}
+    return f"{kind.get(type(value), type(value).__name__)} ({value!r})"
+
+
+def _quote_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'
+
+
+# --------------------------------------------------------------------------------------
+# Finding and reading the file.
+
+
+def _load_toml(path: Path) -> Dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+
+
+def _table_of(path: Path, data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The settings table of a parsed file: ``[tool.pytorch-perflint]`` in a pyproject.toml,
+    the top level of a standalone file."""
+    if path.name != "pyproject.toml":
+        return data
+    tool = data.get("tool")
+    if not isinstance(tool, dict) or TABLE not in tool:
+        return None
+    table = tool[TABLE]
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+    return table
+
+
+def find_config(start: Path) -> Optional[Path]:
+    """The nearest config file at or above ``start`` (a folder): a standalone file, or a
+    ``pyproject.toml`` that has a ``[tool.pytorch-perflint]`` table."""
+    start = Path(os.path.abspath(start))
+    for folder in (start, *start.parents):
+        for name in STANDALONE_NAMES:
+            candidate = folder / name
+            if candidate.is_file():
+                return candidate
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and _table_of(candidate, _load_toml(candidate)) is not None:
+            return candidate
+    return None
+
+
+def _start_folder(paths: Sequence[Union[str, Path]]) -> Path:
+    if not paths or str(paths[0]) == "-":
+        return Path.cwd()
+    first = Path(os.path.abspath(paths[0]))
+    return first if first.is_dir() else first.parent
+
+
+def read_config(path: Path) -> Dict[str, Any]:
+    """Settings field -> value from one config file, every key and value checked."""
+    data = _load_toml(path)
+    table = _table_of(path, data)
+    if table is None:
+        raise ConfigError(f"{path}: no [tool.{TABLE}] table")
+    prefix = f"[tool.{TABLE}]" if path.name == "pyproject.toml" else ""
+    values: Dict[str, Any] = {}
+    for key, raw in table.items():
+        where = f"{path}: {prefix}{' ' if prefix else ''}{_quote_key(key)}"
+        if key not in _KEYS:
+            hint = difflib.get_close_matches(key.replace("_", "-"), KNOWN_KEYS, n=1)
+            suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise ConfigError(f"{path}: unknown key {key!r} in {prefix or 'the config'}{suggestion}; known keys: {', '.join(KNOWN_KEYS)}")
+        name, parse = _KEYS[key]
+        values[name] = parse(raw, where)
+    return values
+
+
+# --------------------------------------------------------------------------------------
+# Merging with the command line.
+
+# Flags that hold selectors, checked like the file's values.
+_SELECTOR_FIELDS = ("select", "extend_select", "ignore", "fixable", "unfixable")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def load_settings(
+    paths: Sequence[Union[str, Path]] = (),
+    config_file: Optional[Union[str, Path]] = None,
+    overrides: Optional[Mapping[str, Any]] = None,
+) -> Settings:
+    """Settings for a run on ``paths``: the config file merged with the flags.
+
+    ``overrides`` maps Settings field names to values from the command line; ``None``
+    values mean "not given". Selection layers as in ruff: a ``--select`` on the command line
+    starts afresh (the file's ``extend-select`` and ``ignore`` no longer apply), otherwise
+    the command line's ``--extend-select`` and ``--ignore`` add to the file's.
+    """
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    fields = {f.name for f in dataclasses.fields(Settings)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(f"unknown settings: {', '.join(unknown)}")  # a programming error
+
+    if config_file is not None:
+        path = Path(os.path.abspath(config_file))
+        if not path.is_file():
+            raise ConfigError(f"{config_file}: config file not found")
+    else:
+        path = find_config(_start_folder(paths))
+
+    values: Dict[str, Any] = {}
+    if path is not None:
+        values = read_config(path)
+        values["project_root"] = str(path.parent)
+        values["config_path"] = str(path)
+    else:
+        values["project_root"] = os.getcwd()
+
+    for name in _SELECTOR_FIELDS:
+        if name in overrides:
+            _check_selectors(overrides[name], _flag(name))
+    if "target_torch_version" in overrides and not isinstance(overrides["target_torch_version"], tuple):
+        overrides["target_torch_version"] = parse_torch_version(overrides["target_torch_version"], "--target-torch-version")
+    if "output_format" in overrides:
+        _output_format(overrides["output_format"], "--output-format")
+
+    merged = dict(values)
+    for name, value in overrides.items():
+        if name in ("extend_select", "ignore") and "select" not in overrides:
+            merged[name] = tuple(values.get(name, ())) + tuple(value)
+        elif name == "extend_exclude":
+            merged[name] = tuple(values.get(name, ())) + tuple(value)
+        else:
+            merged[name] = tuple(value) if isinstance(value, list) else value
+    if "select" in overrides:
+        merged["extend_select"] = tuple(overrides.get("extend_select", ()))
+        merged["ignore"] = tuple(overrides.get("ignore", ()))
+    return Settings(**merged)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import importlib
+import os
 import pkgutil
 from pathlib import PurePath
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Type
@@ -129,7 +130,8 @@ def path_ignores(path: PurePath, per_file_ignores: Sequence[Tuple[str, Sequence[
     rel = text
     if root:
         try:
-            rel = PurePath(path).relative_to(root).as_posix()
+            # A relative path is relative to the current folder, not to the project root.
+            rel = PurePath(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
         except ValueError:
             rel = text
     for pattern, selectors in per_file_ignores:

@@ -1,0 +1,418 @@
+"""The command line: click commands wired to config, discovery, runner and output.
+
+No linting logic lives here. Heavy modules (libcst, rich, the rules, the harness) are
+imported inside the commands, so ``--version`` and ``--help`` stay fast.
+
+Exit codes: 0 nothing left to report; 1 findings remain (or ``--diff`` has a diff);
+2 a usage, config or internal error (a rule crash, an unreadable or missing path).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import click
+
+from . import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
+
+# Commands that live in optional modules: name -> (module, attribute, short help). They are
+# imported only when invoked, never for --help or --version.
+LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
+    "bench": ("pytorch_perflint.bench.cli", "bench", "Measure each fix's speed-up on this machine."),
+}
+
+
+def _lazy_available(name: str) -> bool:
+    module = LAZY_COMMANDS[name][0]
+    relative = Path(*module.split(".")[1:]).with_suffix(".py")
+    return (Path(__file__).resolve().parent / relative).is_file()
+
+
+class LazyGroup(click.Group):
+    """A group whose optional commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> List[str]:
+        names = set(super().list_commands(ctx))
+        names.update(name for name in LAZY_COMMANDS if _lazy_available(name))
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        command = super().get_command(ctx, name)
+        if command is not None or name not in LAZY_COMMANDS or not _lazy_available(name):
+            return command
+        import importlib
+
+        module_name, attribute, _ = LAZY_COMMANDS[name]
+        try:
+            command = getattr(importlib.import_module(module_name), attribute)
+        except Exception as error:  # noqa: BLE001 - say what is missing, exit 2
+            click.echo(f"error: the {name} command is not available: {error}", err=True)
+            ctx.exit(EXIT_ERROR)
+        if not isinstance(command, click.Command):
+            click.echo(f"error: {module_name}.{attribute} is not a click command", err=True)
+            ctx.exit(EXIT_ERROR)
+        self.add_command(command, name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
+        for name in names:
+            if name in LAZY_COMMANDS and name not in self.commands:
+                rows.append((name, LAZY_COMMANDS[name][2]))
+                continue
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="pytorch-perflint", message="%(prog)s %(version)s")
+def main() -> None:
+    """Find, fix and measure PyTorch performance anti-patterns."""
+
+
+# ----------------------------------------------------------------------------------------
+# check
+
+
+def _split(values: Sequence[str]) -> Optional[Tuple[str, ...]]:
+    """``--select A,B --select C`` -> ("A", "B", "C"); None when the flag was not given."""
+    if not values:
+        return None
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _emit(results, fmt: str, stream, summary, *, statistics: bool, show_fixes: bool, unsafe_fixes: bool, quiet: bool) -> None:
+    import inspect
+
+    from .output import emit
+
+    kwargs: Dict[str, Any] = dict(summary=summary, statistics=statistics, show_fixes=show_fixes, root=Path.cwd(), color=None)
+    parameters = inspect.signature(emit).parameters
+    if "unsafe_fixes" in parameters:
+        kwargs["unsafe_fixes"] = unsafe_fixes
+    if quiet and "quiet" in parameters:
+        kwargs["quiet"] = True
+    emit(results, fmt, stream, **kwargs)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--select", multiple=True, metavar="CODES", help="Rules to enable (codes, prefixes, names or ALL), comma-separated; replaces the configured set.")
+@click.option("--extend-select", multiple=True, metavar="CODES", help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Rules to disable.")
+@click.option("--fixable", multiple=True, metavar="CODES", help="Rules whose fixes may be applied (default: all).")
+@click.option("--unfixable", multiple=True, metavar="CODES", help="Rules whose fixes are never applied.")
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default=None, help="How to report (default: full on a terminal, concise otherwise).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (errors still exit 2).")
+@click.option("--statistics", is_flag=True, help="Show counts per rule.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=str), default=None, help="A pyproject.toml or pytorch-perflint.toml to use instead of the discovered one.")
+@click.option("--target-torch-version", default=None, metavar="X.Y", help="The torch version the code runs on, e.g. 2.1 or 1.13.")
+@click.option("--preview/--no-preview", default=None, help="Enable preview rules.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N", help="Processes to use (default: one per CPU).")
+@click.option("--fix/--no-fix", default=None, help="Apply safe fixes.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (with --fix) or count unsafe fixes.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 unless an error.")
+@click.option("--diff", is_flag=True, help="Show the fixes as a unified diff instead of writing them; exit 1 if there is one.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
+@click.option("--stdin-filename", default=None, metavar="PATH", help="The name of the file read from stdin (for config, per-file-ignores and messages).")
+@click.option("--force-exclude/--no-force-exclude", default=None, help="Apply excludes to paths named on the command line too (for pre-commit).")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files that .gitignore ignores (default: on).")
+@click.option("--exclude", "exclude", multiple=True, metavar="GLOBS", help="Globs to exclude, replacing the defaults.")
+@click.option("--extend-exclude", multiple=True, metavar="GLOBS", help="Globs to exclude on top of the defaults.")
+@click.option("--no-cache", is_flag=True, help="Do not use the cache (there is no cache yet: accepted for scripts).")
+@click.option("-q", "--quiet", is_flag=True, help="Print less: no progress bar, notes or warnings.")
+def check(
+    paths: Tuple[str, ...],
+    select: Tuple[str, ...],
+    extend_select: Tuple[str, ...],
+    ignore: Tuple[str, ...],
+    fixable: Tuple[str, ...],
+    unfixable: Tuple[str, ...],
+    output_format: Optional[str],
+    exit_zero: bool,
+    statistics: bool,
+    config_file: Optional[str],
+    target_torch_version: Optional[str],
+    preview: Optional[bool],
+    jobs: Optional[int],
+    fix: Optional[bool],
+    unsafe_fixes: Optional[bool],
+    fix_only: bool,
+    diff: bool,
+    show_fixes: bool,
+    stdin_filename: Optional[str],
+    force_exclude: Optional[bool],
+    respect_gitignore: Optional[bool],
+    exclude: Tuple[str, ...],
+    extend_exclude: Tuple[str, ...],
+    no_cache: bool,
+    quiet: bool,
+) -> None:
+    """Lint PATHS (default: the current folder); `-` reads stdin."""
+    from .config import ConfigError, load_settings
+
+    use_stdin = paths == ("-",) or (not paths and stdin_filename is not None)
+    if "-" in paths and not use_stdin:
+        _fail("`-` (stdin) cannot be combined with other paths")
+    overrides: Dict[str, Any] = {
+        "select": _split(select),
+        "extend_select": _split(extend_select),
+        "ignore": _split(ignore),
+        "fixable": _split(fixable),
+        "unfixable": _split(unfixable),
+        "exclude": _split(exclude),
+        "extend_exclude": _split(extend_exclude),
+        "output_format": output_format,
+        "target_torch_version": target_torch_version,
+        "preview": preview,
+        "fix": True if fix_only else fix,
+        "unsafe_fixes": unsafe_fixes,
+        "force_exclude": force_exclude,
+        "respect_gitignore": respect_gitignore,
+    }
+    config_start = [stdin_filename] if use_stdin and stdin_filename else list(paths)
+    try:
+        settings = load_settings(config_start, config_file, overrides)
+    except ConfigError as error:
+        _fail(str(error))
+
+    from . import runner
+    from .discovery import discover, display_path
+
+    if diff:
+        mode = runner.Mode.DIFF
+    elif settings.fix:
+        mode = runner.Mode.FIX
+    else:
+        mode = runner.Mode.CHECK
+    report_stream = sys.stderr if (use_stdin and mode is runner.Mode.FIX) else sys.stdout
+    fmt = settings.output_format or ("full" if report_stream.isatty() else "concise")
+    with_edits = fmt in ("json", "sarif")
+
+    discovery_errors: Tuple[str, ...] = ()
+    if use_stdin:
+        path = display_path(Path(stdin_filename)) if stdin_filename else Path("-")
+        data = sys.stdin.buffer.read()
+        try:
+            processed = runner.process_bytes(data, path, settings, mode, with_edits=with_edits, write=False)
+        except Exception as error:  # noqa: BLE001 - report it as an internal error, exit 2
+            import traceback
+
+            detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+            processed = runner.Processed(runner.FileResult(path, errors=(f"{path}: internal error: {detail}",)), data)
+        results = [processed.result]
+        summary = runner.summarize(results, settings, mode)
+        if mode is runner.Mode.FIX:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(processed.output if processed.output is not None else data)
+            sys.stdout.flush()
+    else:
+        found = discover(list(paths) or ["."], settings)
+        discovery_errors = found.errors
+        for warning in found.warnings:
+            if not quiet:
+                click.echo(f"warning: {warning}", err=True)
+        if not found.files and not found.errors and not quiet:
+            click.echo("warning: no Python files found under the given paths", err=True)
+        results, summary = runner.run(found.files, settings, mode=mode, jobs=jobs, with_edits=with_edits, progress=not quiet)
+
+    from .output import format_errors
+
+    for line in format_errors(results):
+        click.echo(line, err=True)
+    for message in discovery_errors:
+        click.echo(f"error: {message}", err=True)
+
+    import dataclasses
+
+    summary = dataclasses.replace(summary, errors=summary.errors + len(discovery_errors))
+
+    if mode is runner.Mode.DIFF:
+        for result in results:
+            if result.diff:
+                sys.stdout.write(result.diff)
+        sys.stdout.flush()
+        if not quiet:
+            from .output.summary import summary_lines
+
+            for line in summary_lines(summary, unsafe_fixes=settings.unsafe_fixes):
+                click.echo(line.text, err=True)
+    elif fix_only:
+        if not quiet and summary.fixed:
+            click.echo(f"Fixed {_plural(summary.fixed, 'error')}.", err=True)
+    else:
+        _emit(
+            results,
+            fmt,
+            report_stream,
+            summary,
+            statistics=statistics,
+            show_fixes=show_fixes,
+            unsafe_fixes=settings.unsafe_fixes,
+            quiet=quiet,
+        )
+        report_stream.flush()
+
+    if summary.errors:
+        sys.exit(EXIT_ERROR)
+    if exit_zero or fix_only:
+        sys.exit(EXIT_OK)
+    if mode is runner.Mode.DIFF:
+        sys.exit(EXIT_FINDINGS if summary.fixed else EXIT_OK)
+    sys.exit(EXIT_FINDINGS if summary.remaining else EXIT_OK)
+
+
+# ----------------------------------------------------------------------------------------
+# rules / rule
+
+_BUILTIN_DOCS = {
+    "TPF001": (
+        "The file cannot be parsed: a syntax error, or bytes that are not Python source.",
+        "## What it does\nReports a file that cannot be parsed: a syntax error, bytes that are not "
+        "valid in the file's encoding, or a binary file.\n\n## Why is this bad?\nNo other rule can "
+        "check a file that does not parse. The run goes on with the other files.\n\n## Fix safety\n"
+        "There is no fix: correct the file, or exclude it.",
+    ),
+    "TPF002": (
+        "A `# noqa: TPFxxx` comment that suppresses nothing.",
+        "## What it does\nReports a `# noqa: TPFxxx` comment that names a rule which does not fire "
+        "on that line (off by default; enable with `--extend-select TPF002`).\n\n## Why is this bad?\n"
+        "Stale suppressions hide future findings on that line.\n\n## Fix safety\nThere is no "
+        "automatic fix yet: delete the code from the comment.",
+    ),
+}
+
+
+def _summary_of(docs: str, fallback: str) -> str:
+    """The first paragraph of a rule's "What it does" section."""
+    lines = docs.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip().lower().startswith("## what it does")) + 1
+    except StopIteration:
+        return fallback
+    paragraph: List[str] = []
+    for line in lines[start:]:
+        if line.startswith("#") or (not line.strip() and paragraph):
+            break
+        if line.strip():
+            paragraph.append(line.strip())
+    return " ".join(paragraph) or fallback
+
+
+def _rule_infos() -> List[Dict[str, Any]]:
+    from . import registry
+    from .types import rule_url
+
+    infos = []
+    for code, name in registry.BUILTIN_CODES.items():
+        infos.append(
+            {
+                "code": code,
+                "name": name,
+                "fix": None,
+                "preview": False,
+                "default": code in registry.default_codes(preview=False),
+                "summary": _BUILTIN_DOCS.get(code, ("", ""))[0],
+                "url": rule_url(code),
+            }
+        )
+    for rule in registry.all_rules():
+        applicability = rule.fix_applicability
+        infos.append(
+            {
+                "code": rule.code,
+                "name": rule.name,
+                "fix": str(applicability) if applicability is not None else None,
+                "preview": bool(rule.preview),
+                "default": bool(rule.default_enabled and not rule.preview),
+                "summary": _summary_of(rule.docs(), rule.message),
+                "url": rule_url(rule.code),
+            }
+        )
+    return sorted(infos, key=lambda info: info["code"])
+
+
+@main.command("rules")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", help="A table, or a JSON list of objects.")
+def rules_command(output_format: str) -> None:
+    """List every rule."""
+    infos = _rule_infos()
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(infos, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for column in ("Code", "Name", "Fix", "Preview", "Default", "Summary"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("Code", "Name"))
+    for info in infos:
+        table.add_row(
+            info["code"],
+            info["name"],
+            info["fix"] or "-",
+            "yes" if info["preview"] else "no",
+            "on" if info["default"] else "off",
+            info["summary"],
+        )
+    Console().print(table)
+
+
+@main.command("rule")
+@click.argument("code")
+def rule_command(code: str) -> None:
+    """Explain one rule, by code (TPF501) or name (data-parallel)."""
+    from . import registry
+
+    infos = {info["code"]: info for info in _rule_infos()}
+    by_name = {info["name"]: info for info in infos.values()}
+    info = infos.get(code.strip().upper()) or by_name.get(code.strip())
+    if info is None:
+        _fail(f"unknown rule {code!r}; `pytorch-perflint rules` lists them")
+    assert info is not None
+    rule = registry.rule_by_code(info["code"])
+    docs = rule.docs() if rule is not None else _BUILTIN_DOCS.get(info["code"], ("", ""))[1]
+    facts = [
+        f"Fix: {info['fix'] or 'none'}",
+        f"Default: {'on' if info['default'] else 'off'}",
+        f"Preview: {'yes' if info['preview'] else 'no'}",
+    ]
+    if rule is not None and rule.min_torch:
+        facts.append(f"Torch: >= {'.'.join(map(str, rule.min_torch))}")
+    if rule is not None and rule.max_torch:
+        facts.append(f"Torch: < {'.'.join(map(str, rule.max_torch))}")
+    text = f"# {info['code']}: {info['name']}\n\n{' · '.join(facts)}\n\n{docs}\n\n{info['url']}\n"
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(text))
+    else:
+        click.echo(text, nl=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,308 @@
+"""Linting (and fixing) many files: read, decode, lint or fix, write back; in parallel.
+
+Each file is handled on its own by ``process_file``, which never raises: a file that cannot
+be read or decoded, or a crash while linting it, becomes part of that file's
+``FileResult`` and the run goes on. Fixed files are written atomically and only when the
+file on disk is still the one that was read.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import io
+import os
+import stat
+import sys
+import tempfile
+import tokenize
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
+
+from .config import Settings
+from .types import Applicability, FileResult, RunSummary
+
+# Below this many files the pool's start-up costs more than it saves.
+PARALLEL_MIN_FILES = 8
+# Show a progress bar (on a terminal) from this many files on.
+PROGRESS_MIN_FILES = 50
+
+
+class Mode(str, enum.Enum):
+    """What a run does to the files: report, fix in place, or show the fixes as a diff."""
+
+    CHECK = "check"
+    FIX = "fix"
+    DIFF = "diff"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Undecodable(Exception):
+    """The bytes are not Python source text; the message says why (becomes TPF001)."""
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Source text and how to turn it back into the same kind of bytes."""
+
+    text: str
+    # The codec; "utf-8-sig" when the file starts with a BOM (encoding writes it back).
+    encoding: str
+
+
+def decode(data: bytes) -> Decoded:
+    """Decode Python source as the interpreter would: a BOM, else a PEP 263 cookie, else
+    UTF-8. Newlines are left as they are (LibCST keeps ``\\r\\n``)."""
+    if b"\0" in data:
+        raise Undecodable("binary file (contains NUL bytes)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        # An unknown codec in the cookie, a BOM that contradicts it, or (tokenize's words for
+        # it) bytes in the first two lines that are not UTF-8: say which byte.
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise Undecodable(_bad_byte(data, bad, "utf-8")) from None
+        raise Undecodable(str(error)) from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise Undecodable(_bad_byte(data, error, "utf-8" if encoding == "utf-8-sig" else encoding)) from None
+    except LookupError as error:
+        raise Undecodable(str(error)) from None
+    return Decoded(text, encoding)
+
+
+def _bad_byte(data: bytes, error: UnicodeDecodeError, encoding: str) -> str:
+    line = data.count(b"\n", 0, error.start) + 1
+    return f"not valid {encoding} text: byte 0x{data[error.start]:02x} on line {line}"
+
+
+def write_fixed(path: Path, original: bytes, new: bytes) -> Optional[str]:
+    """Replace the file's content with ``new`` atomically, keeping its permissions.
+
+    The new bytes go to a temporary file in the same folder, which then replaces the file
+    (``os.replace``), so a reader never sees half a file. Just before that, the file is read
+    again: if it is no longer ``original`` (an editor saved it meanwhile), nothing is written.
+    Returns None on success, else why nothing was written.
+    """
+    target = os.path.realpath(path)  # write through a symlink, do not replace it
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+        fd, temp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tpf-tmp")
+    except OSError as error:
+        return f"{path}: fix not written: {error.strerror or error}"
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(new)
+        os.chmod(temp, mode)
+        with open(target, "rb") as handle:
+            current = handle.read()
+        if current != original:
+            os.unlink(temp)
+            return f"{path}: fix not written: the file changed on disk since it was read"
+        os.replace(temp, target)
+    except OSError as error:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        return f"{path}: fix not written: {error.strerror or error}"
+    return None
+
+
+@dataclass(frozen=True)
+class Processed:
+    """One file's result, plus the fixed bytes (for stdin, where they go to stdout)."""
+
+    result: FileResult
+    output: Optional[bytes] = None
+
+
+def _undecodable(path: Path, settings: Settings, reason: str, rules) -> FileResult:
+    from . import engine
+
+    codes = frozenset({"TPF001"}) if rules is not None else engine.rules_for(path, settings)[0]
+    if "TPF001" not in codes:
+        return FileResult(path)
+    return FileResult(path, diagnostics=(engine.undecodable(path, reason),))
+
+
+def process_bytes(
+    data: bytes,
+    path: Path,
+    settings: Settings,
+    mode: Mode,
+    *,
+    with_edits: bool = False,
+    write: bool = True,
+    rules: Optional[Sequence[Type]] = None,
+) -> Processed:
+    """Lint or fix one file's bytes. With ``write`` (and mode FIX) the fix goes to ``path``."""
+    from . import engine, fixer
+    from .transform import unified_diff
+
+    try:
+        decoded = decode(data)
+    except Undecodable as error:
+        return Processed(_undecodable(path, settings, str(error), rules), data)
+    text = decoded.text
+    if mode is Mode.CHECK:
+        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules)
+        diagnostics = tuple(lint.diagnostics)
+        return Processed(FileResult(path, diagnostics, errors=tuple(lint.errors), source=text if diagnostics else None), data)
+
+    outcome = fixer.fix_source(text, path, settings, rules=rules, with_edits=with_edits)
+    diagnostics, fixed, source = outcome.diagnostics, outcome.fixed, outcome.source
+    fix_errors = list(outcome.fix_errors)
+    output = data
+    diff = None
+    if fixed and source != text:
+        encoded: Optional[bytes]
+        try:
+            encoded = source.encode(decoded.encoding)
+        except UnicodeEncodeError as error:
+            fix_errors.append(f"{path}: fix not applied: the fixed text cannot be encoded as {decoded.encoding} ({error.reason})")
+            encoded = None
+        if encoded is not None and mode is Mode.DIFF:
+            diff = unified_diff(path.as_posix(), text, source)
+        elif encoded is not None and write:
+            problem = write_fixed(path, data, encoded)
+            if problem is not None:
+                fix_errors.append(problem)
+                encoded = None
+        if encoded is None:
+            # Nothing was applied: report what the file still has.
+            lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules)
+            diagnostics, fixed, source = tuple(lint.diagnostics), 0, text
+        else:
+            output = encoded
+    else:
+        fixed = 0
+    result = FileResult(
+        path,
+        tuple(diagnostics),
+        fixed=fixed,
+        diff=diff,
+        errors=outcome.errors,
+        fix_errors=tuple(fix_errors),
+        source=source if diagnostics else None,
+    )
+    return Processed(result, output)
+
+
+def process_file(
+    path: Path,
+    settings: Settings,
+    mode: Mode = Mode.CHECK,
+    with_edits: bool = False,
+    rules: Optional[Sequence[Type]] = None,
+) -> FileResult:
+    """One file, start to end; never raises (a crash becomes the file's error)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        return FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",))
+    try:
+        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules).result
+    except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
+        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+        return FileResult(path, errors=(f"{path}: internal error: {detail}",))
+
+
+def _parallel(files: Sequence[Path], work: Callable[[Path], FileResult], jobs: int) -> Iterator[FileResult]:
+    """Results in the order of ``files``; a pool that breaks (a worker killed) leaves the
+    rest to be done in this process."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    chunksize = max(1, min(16, len(files) // (jobs * 4)))
+    done = 0
+    executor = ProcessPoolExecutor(max_workers=jobs)
+    try:
+        for result in executor.map(work, files, chunksize=chunksize):
+            done += 1
+            yield result
+    except BrokenProcessPool:
+        for path in files[done:]:
+            yield work(path)
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+def run(
+    files: Sequence[Path],
+    settings: Settings,
+    *,
+    mode: Mode = Mode.CHECK,
+    jobs: Optional[int] = None,
+    with_edits: bool = False,
+    progress: bool = False,
+    rules: Optional[Sequence[Type]] = None,
+) -> Tuple[List[FileResult], RunSummary]:
+    """Lint (or fix) every file; results in the order of ``files``.
+
+    ``jobs`` processes (default: one per CPU); serial for one job, few files, or when
+    ``rules`` (test-only rule classes, which may not pickle) are given. ``progress`` shows a
+    bar on stderr when it is a terminal and there are many files.
+    """
+    mode = Mode(mode)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    # Import the engine and discover the rules once, here: forked workers inherit them.
+    from . import engine, fixer, registry  # noqa: F401
+
+    registry.all_rules()
+    work = functools.partial(process_file, settings=settings, mode=mode, with_edits=with_edits, rules=rules)
+    parallel = jobs > 1 and len(files) >= PARALLEL_MIN_FILES and rules is None
+    stream = _parallel(files, work, min(jobs, len(files))) if parallel else map(work, files)
+    show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
+    results: List[FileResult] = []
+    if show:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("Fixing" if mode is Mode.FIX else "Checking", total=len(files))
+            for result in stream:
+                results.append(result)
+                bar.advance(task)
+    else:
+        results.extend(stream)
+    return results, summarize(results, settings, mode)
+
+
+def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:
+    """Counts for the summary line and the exit code."""
+    from .fixer import _fixable_codes
+
+    fixable = _fixable_codes(settings)
+    safe = unsafe = remaining = 0
+    for result in results:
+        remaining += len(result.diagnostics)
+        for diagnostic in result.diagnostics:
+            fix = diagnostic.fix
+            if fix is None or fix.applicability is Applicability.DISPLAY_ONLY:
+                continue
+            if fixable is not None and diagnostic.code not in fixable:
+                continue
+            if fix.applicability is Applicability.SAFE or settings.unsafe_fixes:
+                safe += 1
+            else:
+                unsafe += 1
+    return RunSummary(
+        files_checked=len(results),
+        fixed=sum(r.fixed for r in results),
+        remaining=remaining,
+        fixable_safe=safe,
+        fixable_unsafe=unsafe,
+        errors=sum(len(r.errors) for r in results),
+        fix_mode=mode is Mode.FIX,
+        diff_mode=mode is Mode.DIFF,
+    )

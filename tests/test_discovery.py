@@ -1,0 +1,206 @@
+"""Which files get linted: walking, excludes, .gitignore, explicit paths, bad paths."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from pytorch_perflint.config import Settings
+from pytorch_perflint.discovery import discover
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _touch(root: Path, *names: str) -> None:
+    for name in names:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+
+
+def _names(paths) -> List[str]:
+    return [p.as_posix() for p in paths]
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _settings(root: Path, **changes) -> Settings:
+    return dataclasses.replace(Settings(project_root=str(root)), **changes)
+
+
+def test_walks_py_and_pyi_files_in_sorted_order(tree):
+    _touch(tree, "b.py", "a.pyi", "pkg/z.py", "pkg/sub/y.py", "notes.txt", "script", "pkg/data.json")
+    found = discover(["."], _settings(tree))
+    assert _names(found.files) == ["a.pyi", "b.py", "pkg/sub/y.py", "pkg/z.py"]
+    assert found.errors == () and found.warnings == ()
+
+
+def test_default_excludes_and_virtualenvs(tree):
+    _touch(
+        tree,
+        "keep.py",
+        ".git/hook.py",
+        ".venv/lib/x.py",
+        "venv/x.py",
+        "__pycache__/x.py",
+        "build/x.py",
+        "dist/x.py",
+        "pkg.egg-info/x.py",
+        ".tox/x.py",
+        "node_modules/x.py",
+        "lib/site-packages/x.py",
+        "myenv/lib/x.py",
+        "src/buildtools.py",
+    )
+    (tree / "myenv" / "pyvenv.cfg").write_text("home = /usr\n")
+    assert _names(discover(["."], _settings(tree)).files) == ["keep.py", "src/buildtools.py"]
+
+
+def test_exclude_replaces_defaults_and_extend_exclude_adds(tree):
+    _touch(tree, "keep.py", "build/x.py", "gen/out.py", "src/gen/deep.py", "src/a_pb2.py", "tests/fixtures/f.py")
+    settings = _settings(tree, extend_exclude=("*_pb2.py", "tests/fixtures", "src/gen/"))
+    assert _names(discover(["."], settings).files) == ["gen/out.py", "keep.py"]
+    settings = _settings(tree, exclude=("gen",))
+    assert _names(discover(["."], settings).files) == [
+        "build/x.py",
+        "keep.py",
+        "src/a_pb2.py",
+        "tests/fixtures/f.py",
+    ]
+
+
+def test_path_patterns_are_relative_to_the_project_root_not_cwd(tree, monkeypatch):
+    _touch(tree, "src/gen/a.py", "src/keep.py")
+    monkeypatch.chdir(tree / "src")
+    found = discover(["."], _settings(tree, extend_exclude=("src/gen",)))
+    assert _names(found.files) == ["keep.py"]
+
+
+def test_explicit_file_is_linted_even_if_excluded_unless_force_exclude(tree):
+    _touch(tree, "build/gen.py", "keep.py")
+    settings = _settings(tree)
+    assert _names(discover(["build/gen.py", "keep.py"], settings).files) == ["build/gen.py", "keep.py"]
+    forced = dataclasses.replace(settings, force_exclude=True)
+    assert _names(discover(["build/gen.py", "keep.py"], forced).files) == ["keep.py"]
+
+
+def test_explicit_file_of_any_extension_and_duplicates(tree):
+    _touch(tree, "tool", "a.py")
+    found = discover(["tool", "a.py", "./a.py", str(tree / "a.py"), "."], _settings(tree))
+    assert _names(found.files) == ["a.py", "tool"]
+
+
+def test_files_outside_cwd_keep_absolute_paths(tree, tmp_path_factory):
+    other = tmp_path_factory.mktemp("other")
+    _touch(other, "far.py")
+    found = discover([str(other)], _settings(tree))
+    assert found.files == (other / "far.py",)
+
+
+def test_nonexistent_path_is_an_error_and_the_rest_is_found(tree):
+    _touch(tree, "a.py")
+    found = discover(["missing.py", "a.py"], _settings(tree))
+    assert _names(found.files) == ["a.py"]
+    assert found.errors == ("missing.py: no such file or folder",)
+
+
+def test_symlinks_loops_and_broken_links(tree):
+    _touch(tree, "pkg/a.py", "real.py")
+    (tree / "pkg" / "loop").symlink_to(tree / "pkg")  # a folder loop: not followed
+    (tree / "pkg" / "alias.py").symlink_to(tree / "real.py")  # a symlinked file: linted once
+    (tree / "pkg" / "dangling.py").symlink_to(tree / "nowhere.py")
+    (tree / "self.py").symlink_to(tree / "self.py")
+    found = discover(["."], _settings(tree))
+    assert _names(found.files) == ["pkg/a.py", "pkg/alias.py"] or _names(found.files) == ["pkg/a.py", "real.py"]
+    assert len(found.files) == 2
+    assert sorted(found.warnings) == ["pkg/dangling.py: skipped: a broken symlink", "self.py: skipped: a symlink loop"]
+    assert found.errors == ()
+    explicit = discover(["self.py"], _settings(tree))
+    assert explicit.files == () and explicit.errors == ("self.py: symlink loop",)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder")
+def test_unreadable_folder_is_an_error_and_the_rest_is_found(tree):
+    _touch(tree, "a.py", "locked/b.py")
+    (tree / "locked").chmod(0)
+    try:
+        found = discover(["."], _settings(tree))
+    finally:
+        (tree / "locked").chmod(0o755)
+    assert _names(found.files) == ["a.py"]
+    assert len(found.errors) == 1 and "locked: cannot read folder" in found.errors[0]
+
+
+def test_folder_that_cannot_be_listed_is_an_error(tree, monkeypatch):
+    """The same as above for a run as root, which reads every folder: scandir fails."""
+    from pytorch_perflint import discovery
+
+    _touch(tree, "a.py", "locked/b.py")
+    real = os.scandir
+
+    def scandir(path):
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(discovery.os, "scandir", scandir)
+    found = discover(["."], _settings(tree))
+    assert _names(found.files) == ["a.py"]
+    assert found.errors == ("locked: cannot read folder: Permission denied",)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+@needs_git
+def test_gitignored_files_are_skipped_in_a_work_tree(tree):
+    _git(tree, "init", "-q")
+    (tree / ".gitignore").write_text("ignored.py\nout/\n*.gen.py\n")
+    (tree / "pkg").mkdir()
+    (tree / "pkg" / ".gitignore").write_text("local.py\n")
+    _touch(tree, "a.py", "ignored.py", "out/x.py", "pkg/b.gen.py", "pkg/local.py", "pkg/c.py")
+    settings = _settings(tree)
+    assert _names(discover(["."], settings).files) == ["a.py", "pkg/c.py"]
+    # From a subfolder, and for a subfolder path.
+    assert _names(discover(["pkg"], settings).files) == ["pkg/c.py"]
+    # Named explicitly: linted anyway, unless --force-exclude.
+    assert _names(discover(["ignored.py"], settings).files) == ["ignored.py"]
+    assert discover(["ignored.py"], dataclasses.replace(settings, force_exclude=True)).files == ()
+    # respect-gitignore = false
+    everything = discover(["."], dataclasses.replace(settings, respect_gitignore=False)).files
+    assert _names(everything) == ["a.py", "ignored.py", "out/x.py", "pkg/b.gen.py", "pkg/c.py", "pkg/local.py"]
+
+
+@needs_git
+def test_tracked_file_matching_gitignore_is_linted(tree):
+    _git(tree, "init", "-q")
+    _touch(tree, "tracked.py")
+    _git(tree, "add", "tracked.py")
+    (tree / ".gitignore").write_text("tracked.py\n")
+    assert _names(discover(["."], _settings(tree)).files) == ["tracked.py"]
+
+
+@needs_git
+def test_nested_repository_uses_its_own_ignore_rules(tree):
+    _touch(tree, "plain/a.py", "plain/repo/keep.py", "plain/repo/skip.py")
+    _git(tree / "plain" / "repo", "init", "-q")
+    (tree / "plain" / "repo" / ".gitignore").write_text("skip.py\n")
+    assert _names(discover(["."], _settings(tree)).files) == ["plain/a.py", "plain/repo/keep.py"]
+
+
+def test_without_git_nothing_is_gitignored(tree, monkeypatch):
+    monkeypatch.setenv("PATH", str(tree / "no-bin"))
+    (tree / ".gitignore").write_text("a.py\n")
+    _touch(tree, "a.py")
+    assert _names(discover(["."], _settings(tree)).files) == ["a.py"]

@@ -1,0 +1,355 @@
+"""The runner: decoding, lint and fix per file, guarded atomic writes, the process pool."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from pytorch_perflint import engine, runner
+from pytorch_perflint.config import Settings
+from pytorch_perflint.rule import Rule
+from pytorch_perflint.runner import Mode, Undecodable, decode, process_bytes, process_file, run, write_fixed
+from pytorch_perflint.types import Applicability
+
+FIRES = "import torch\nmodel = torch.nn.DataParallel(model)\n"
+
+
+class SlowCall(Rule):
+    """## What it does
+    Test-only rule: flags `slow(...)` and offers a safe fix to `fast(...)`.
+    """
+
+    code = "TPF901"
+    name = "slow-call"
+    message = "use `fast()`"
+    fix_applicability = Applicability.SAFE
+    triggers = ("slow",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "slow":
+            self.report(node, fix=self.fix([(node.func, cst.Name("fast"))], "call `fast` instead"))
+
+
+class RiskyCall(Rule):
+    """## What it does
+    Test-only rule: flags `risky(...)` with an unsafe fix to `safe(...)`.
+    """
+
+    code = "TPF902"
+    name = "risky-call"
+    message = "use `safe()`"
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("risky",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "risky":
+            self.report(node, fix=self.fix([(node.func, cst.Name("safe"))], "call `safe` instead"))
+
+
+TEST_RULES = (SlowCall, RiskyCall)
+SETTINGS = Settings()
+
+
+# -- decoding ---------------------------------------------------------------------------
+
+
+def test_decode_honours_bom_and_keeps_crlf():
+    decoded = decode(b"\xef\xbb\xbfx = 1\r\ny = 2\r\n")
+    assert decoded.text == "x = 1\r\ny = 2\r\n"
+    assert decoded.encoding == "utf-8-sig"
+    assert decoded.text.encode(decoded.encoding).startswith(b"\xef\xbb\xbf")
+
+
+def test_decode_honours_coding_cookie():
+    decoded = decode(b'# -*- coding: latin-1 -*-\nname = "caf\xe9"\n')
+    assert decoded.encoding == "iso-8859-1"
+    assert "café" in decoded.text
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"\x00\x01\x02", "binary file"),
+        (b'x = "\xe9"\n', "not valid utf-8 text: byte 0xe9 on line 1"),
+        (b'x = 1\ny = 2\nz = "\xff"\n', "byte 0xff on line 3"),
+        (b"# coding: no-such-codec\nx = 1\n", "unknown encoding"),
+    ],
+)
+def test_undecodable_bytes_say_why(data, reason):
+    with pytest.raises(Undecodable, match=reason):
+        decode(data)
+
+
+def test_undecodable_file_gives_tpf001_and_ignoring_tpf001_silences_it(tmp_path):
+    path = tmp_path / "bin.py"
+    path.write_bytes(b"\x00\x00\x00")
+    result = process_file(path, SETTINGS)
+    assert [(d.code, d.location.row) for d in result.diagnostics] == [("TPF001", 1)]
+    assert "binary" in result.diagnostics[0].message and not result.errors
+    quiet = process_file(path, dataclasses.replace(SETTINGS, ignore=("TPF001",)))
+    assert quiet.diagnostics == () and not quiet.errors
+
+
+def test_empty_file_is_fine(tmp_path):
+    path = tmp_path / "empty.py"
+    path.write_bytes(b"")
+    assert process_file(path, SETTINGS) == runner.FileResult(path)
+
+
+def test_source_is_carried_only_for_files_with_findings(tmp_path):
+    (tmp_path / "a.py").write_text(FIRES)
+    (tmp_path / "b.py").write_text("x = 1\n")
+    a, b = (process_file(tmp_path / name, SETTINGS) for name in ("a.py", "b.py"))
+    assert a.source == FIRES and [d.code for d in a.diagnostics] == ["TPF501"]
+    assert b.source is None and b.diagnostics == ()
+
+
+def test_unreadable_file_is_an_error_for_that_file(tmp_path):
+    missing = tmp_path / "gone.py"
+    result = process_file(missing, SETTINGS)
+    assert result.errors and "gone.py: cannot read" in result.errors[0]
+
+
+# -- a crash in one file does not stop the others --------------------------------------
+
+
+def test_crash_while_linting_one_file_becomes_its_error(tmp_path, monkeypatch):
+    (tmp_path / "a.py").write_text(FIRES)
+    (tmp_path / "boom.py").write_text(FIRES)
+    real = engine.lint_source
+
+    def lint_source(source, path, *args, **kwargs):
+        if path.name == "boom.py":
+            raise RuntimeError("kaboom")
+        return real(source, path, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "lint_source", lint_source)
+    results, summary = run([tmp_path / "a.py", tmp_path / "boom.py"], SETTINGS, jobs=1)
+    assert [d.code for d in results[0].diagnostics] == ["TPF501"]
+    assert results[1].errors and "internal error: RuntimeError: kaboom" in results[1].errors[0]
+    assert summary.errors == 1 and summary.remaining == 1
+
+
+def test_broken_file_gives_tpf001_and_the_run_goes_on(tmp_path):
+    files = [tmp_path / "a.py", tmp_path / "broken.py", tmp_path / "c.py"]
+    files[0].write_text(FIRES)
+    files[1].write_text("def f(:\n")
+    files[2].write_text(FIRES)
+    results, summary = run(files, SETTINGS, jobs=1)
+    assert [[d.code for d in r.diagnostics] for r in results] == [["TPF501"], ["TPF001"], ["TPF501"]]
+    assert summary.remaining == 3 and summary.errors == 0 and summary.files_checked == 3
+
+
+# -- the process pool ------------------------------------------------------------------
+
+
+def test_parallel_run_gives_the_same_results_as_serial(tmp_path):
+    files = []
+    for index in range(runner.PARALLEL_MIN_FILES + 4):
+        path = tmp_path / f"m{index:02d}.py"
+        if index % 3 == 0:
+            path.write_text(FIRES)
+        elif index % 3 == 1:
+            path.write_text("x = (\n")
+        else:
+            path.write_text("x = 1\n")
+        files.append(path)
+    serial, serial_summary = run(files, SETTINGS, jobs=1)
+    parallel, parallel_summary = run(files, SETTINGS, jobs=2)
+    assert parallel == serial
+    assert parallel_summary == serial_summary
+    assert [r.path for r in parallel] == files
+    assert serial_summary.remaining == len(files) // 3 * 2
+
+
+# -- fixing ----------------------------------------------------------------------------
+
+
+def _fix(path: Path, settings: Settings = SETTINGS, mode: Mode = Mode.FIX):
+    (result,), _ = run([path], dataclasses.replace(settings, fix=True), mode=mode, jobs=1, rules=TEST_RULES)
+    return result
+
+
+def test_fix_writes_and_a_second_run_changes_nothing(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("a = slow(1)\nb = slow(2)\n")
+    result = _fix(path)
+    assert result.fixed == 2 and result.diagnostics == () and not result.fix_errors
+    assert path.read_text() == "a = fast(1)\nb = fast(2)\n"
+    again = _fix(path)
+    assert again.fixed == 0 and path.read_text() == "a = fast(1)\nb = fast(2)\n"
+
+
+def test_fix_keeps_crlf_bom_and_permissions(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_bytes(b"\xef\xbb\xbfimport os\r\nx = slow(1)\r\n")
+    os.chmod(path, 0o750)
+    result = _fix(path)
+    assert result.fixed == 1
+    assert path.read_bytes() == b"\xef\xbb\xbfimport os\r\nx = fast(1)\r\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o750
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]  # no temp file left behind
+
+
+def test_fix_keeps_a_declared_encoding(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_bytes(b'# -*- coding: latin-1 -*-\nname = "caf\xe9"\nx = slow(name)\n')
+    assert _fix(path).fixed == 1
+    assert path.read_bytes() == b'# -*- coding: latin-1 -*-\nname = "caf\xe9"\nx = fast(name)\n'
+
+
+def test_fix_writes_through_a_symlink(tmp_path):
+    real = tmp_path / "real.py"
+    real.write_text("x = slow(1)\n")
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    assert _fix(link).fixed == 1
+    assert link.is_symlink() and real.read_text() == "x = fast(1)\n"
+
+
+def test_unsafe_fix_needs_unsafe_fixes_and_counts(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("a = slow(1)\nb = risky(2)\n")
+    checked, summary = run([path], SETTINGS, jobs=1, rules=TEST_RULES)
+    assert (summary.remaining, summary.fixable_safe, summary.fixable_unsafe) == (2, 1, 1)
+    result = _fix(path)
+    assert result.fixed == 1 and [d.code for d in result.diagnostics] == ["TPF902"]
+    assert path.read_text() == "a = fast(1)\nb = risky(2)\n"
+    result = _fix(path, dataclasses.replace(SETTINGS, unsafe_fixes=True))
+    assert result.fixed == 1 and path.read_text() == "a = fast(1)\nb = safe(2)\n"
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """The test rules known to the registry, so selectors such as `unfixable` name them."""
+    from pytorch_perflint import registry
+
+    known = registry.all_rules()
+    monkeypatch.setattr(registry, "all_rules", lambda: tuple(sorted((*known, *TEST_RULES), key=lambda r: r.code)))
+    engine._enabled.cache_clear()
+    yield
+    engine._enabled.cache_clear()
+
+
+def test_unfixable_rules_are_neither_fixed_nor_counted_fixable(tmp_path, registered):
+    path = tmp_path / "m.py"
+    path.write_text("a = slow(1)\n")
+    _, summary = run([path], SETTINGS, jobs=1)
+    assert (summary.remaining, summary.fixable_safe) == (1, 1)
+    settings = dataclasses.replace(SETTINGS, unfixable=("TPF901",))
+    _, summary = run([path], settings, jobs=1)
+    assert (summary.remaining, summary.fixable_safe, summary.fixable_unsafe) == (1, 0, 0)
+    (result,), summary = run([path], dataclasses.replace(settings, fix=True), mode=Mode.FIX, jobs=1)
+    assert result.fixed == 0 and path.read_text() == "a = slow(1)\n"
+
+
+def test_diff_mode_writes_nothing(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("x = slow(1)\n")
+    result = _fix(path, mode=Mode.DIFF)
+    assert path.read_text() == "x = slow(1)\n"
+    assert result.fixed == 1
+    assert "-x = slow(1)\n+x = fast(1)\n" in result.diff
+
+
+def test_stdin_bytes_are_fixed_to_output_not_written(tmp_path):
+    path = tmp_path / "never-written.py"
+    processed = process_bytes(b"x = slow(1)\r\n", path, SETTINGS, Mode.FIX, write=False, rules=TEST_RULES)
+    assert processed.output == b"x = fast(1)\r\n" and processed.result.fixed == 1
+    assert not path.exists()
+
+
+# -- the guarded write -----------------------------------------------------------------
+
+
+def test_write_fixed_leaves_a_file_that_changed_on_disk_alone(tmp_path):
+    path = tmp_path / "m.py"
+    original = b"x = slow(1)\n"
+    path.write_bytes(original)
+    path.write_bytes(b"x = slow(1)  # edited meanwhile\n")
+    problem = write_fixed(path, original, b"x = fast(1)\n")
+    assert problem is not None and "changed on disk" in problem
+    assert path.read_bytes() == b"x = slow(1)  # edited meanwhile\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
+
+
+def test_write_fixed_replaces_an_unchanged_file(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_bytes(b"old\n")
+    assert write_fixed(path, b"old\n", b"new\n") is None
+    assert path.read_bytes() == b"new\n"
+
+
+def test_fix_of_a_file_changed_meanwhile_is_reported_and_not_written(tmp_path, monkeypatch):
+    path = tmp_path / "m.py"
+    path.write_text("x = slow(1)\n")
+    real = runner.write_fixed
+
+    def edit_then_write(target, original, new):
+        Path(target).write_text("x = slow(1)\ny = 2\n")  # an editor saves in between
+        return real(target, original, new)
+
+    monkeypatch.setattr(runner, "write_fixed", edit_then_write)
+    result = _fix(path)
+    assert result.fixed == 0 and any("changed on disk" in e for e in result.fix_errors)
+    assert [d.code for d in result.diagnostics] == ["TPF901"]
+    assert path.read_text() == "x = slow(1)\ny = 2\n"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_fix_in_a_read_only_folder_is_a_fix_error(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "m.py"
+    path.write_text("x = slow(1)\n")
+    folder.chmod(0o555)
+    try:
+        result = _fix(path)
+    finally:
+        folder.chmod(0o755)
+    assert result.fixed == 0 and result.fix_errors and "fix not written" in result.fix_errors[0]
+    assert path.read_text() == "x = slow(1)\n"
+
+
+def test_fix_that_cannot_create_its_temp_file_is_a_fix_error(tmp_path, monkeypatch):
+    path = tmp_path / "m.py"
+    path.write_text("x = slow(1)\n")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(runner.tempfile, "mkstemp", refuse)
+    result = _fix(path)
+    assert result.fixed == 0 and result.fix_errors == (f"{path}: fix not written: Permission denied",)
+    assert [d.code for d in result.diagnostics] == ["TPF901"]
+    assert path.read_text() == "x = slow(1)\n"
+
+
+_PARENT = os.getpid()
+_REAL_PROCESS_FILE = runner.process_file
+
+
+def _dies_in_a_worker(path, *args, **kwargs):
+    """Kills the worker process on one file (as a segfault would); fine in the parent."""
+    if path.name == "die.py" and os.getpid() != _PARENT:
+        os._exit(1)
+    return _REAL_PROCESS_FILE(path, *args, **kwargs)
+
+
+def test_a_worker_that_dies_does_not_lose_the_other_files(tmp_path, monkeypatch):
+    files = []
+    for index in range(runner.PARALLEL_MIN_FILES + 4):
+        path = tmp_path / ("die.py" if index == 3 else f"m{index:02d}.py")
+        path.write_text(FIRES)
+        files.append(path)
+    files.sort()
+    monkeypatch.setattr(runner, "process_file", _dies_in_a_worker)
+    results, summary = run(files, SETTINGS, jobs=2)
+    assert [r.path for r in results] == files
+    assert all([d.code for d in r.diagnostics] == ["TPF501"] for r in results)
+    assert summary.remaining == len(files) and summary.errors == 0
