@@ -22,8 +22,22 @@ from .types import Applicability, Diagnostic, Edit, Fix, Location
 CACHE_DIR = ".pytorch_perflint_cache"
 
 
+def _code_fingerprint() -> str:
+    """Sizes and times of the tool's own modules: a changed rule invalidates the cache even
+    when the version number did not move (a development install)."""
+    package = Path(__file__).resolve().parent
+    parts = []
+    for path in sorted(package.rglob("*.py")):
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        parts.append(f"{path.relative_to(package)}:{info.st_size}:{info.st_mtime_ns}")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
 def _settings_key(settings: Settings, with_edits: bool) -> str:
-    return f"{__version__}|{with_edits}|{settings!r}"
+    return f"{__version__}|{_code_fingerprint()}|{with_edits}|{settings!r}"
 
 
 def _diagnostic_to_json(diagnostic: Diagnostic) -> Dict[str, Any]:

@@ -140,7 +140,7 @@ def _plural(count: int, word: str) -> str:
 @click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files that .gitignore ignores (default: on).")
 @click.option("--exclude", "exclude", multiple=True, metavar="GLOBS", help="Globs to exclude, replacing the defaults.")
 @click.option("--extend-exclude", multiple=True, metavar="GLOBS", help="Globs to exclude on top of the defaults.")
-@click.option("--no-cache", is_flag=True, help="Do not use the cache (there is no cache yet: accepted for scripts).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the lint cache (.pytorch_perflint_cache).")
 @click.option("-q", "--quiet", is_flag=True, help="Print less: no progress bar, notes or warnings.")
 def check(
     paths: Tuple[str, ...],
@@ -235,7 +235,9 @@ def check(
                 click.echo(f"warning: {warning}", err=True)
         if not found.files and not found.errors and not quiet:
             click.echo("warning: no Python files found under the given paths", err=True)
-        results, summary = runner.run(found.files, settings, mode=mode, jobs=jobs, with_edits=with_edits, progress=not quiet)
+        results, summary = runner.run(
+            found.files, settings, mode=mode, jobs=jobs, with_edits=with_edits, progress=not quiet, use_cache=not no_cache
+        )
 
     from .output import format_errors
 

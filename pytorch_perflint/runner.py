@@ -8,6 +8,7 @@ file on disk is still the one that was read.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import io
@@ -147,6 +148,8 @@ def process_bytes(
     from . import engine, fixer
     from .transform import unified_diff
 
+    if path.suffix == ".ipynb":
+        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules)
     try:
         decoded = decode(data)
     except Undecodable as error:
@@ -193,6 +196,57 @@ def process_bytes(
         fix_errors=tuple(fix_errors),
         source=source if diagnostics else None,
     )
+    return Processed(result, output)
+
+
+def _process_notebook(
+    data: bytes,
+    path: Path,
+    settings: Settings,
+    mode: Mode,
+    *,
+    with_edits: bool,
+    write: bool,
+    rules: Optional[Sequence[Type]],
+) -> Processed:
+    """A notebook: its code cells are linted (and fixed) as one source, reported per cell."""
+    from . import engine, fixer, notebook
+    from .transform import unified_diff
+
+    try:
+        book = notebook.load(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, notebook.NotebookError) as error:
+        return Processed(_undecodable(path, settings, str(error), rules), data)
+    if mode is Mode.CHECK:
+        lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
+        diagnostics, errors, fixed, fix_errors, output, diff = lint.diagnostics, lint.errors, 0, [], data, None
+    else:
+        outcome = fixer.fix_source(book.source, path, settings, rules=rules)
+        diagnostics, errors, fixed = outcome.diagnostics, list(outcome.errors), outcome.fixed
+        fix_errors, output, diff = list(outcome.fix_errors), data, None
+        if fixed:
+            try:
+                new_text = notebook.dump(book, outcome.source)
+            except notebook.NotebookError as error:
+                new_text = None
+                fix_errors.append(f"{path}: {error}")
+            if new_text is not None and mode is Mode.DIFF:
+                diff = unified_diff(path.as_posix(), data.decode("utf-8-sig"), new_text)
+            elif new_text is not None and write:
+                encoded = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + new_text.encode("utf-8")
+                problem = write_fixed(path, data, encoded)
+                if problem is None:
+                    output = encoded
+                else:
+                    fix_errors.append(problem)
+                    new_text = None
+            if new_text is None:
+                lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
+                diagnostics, fixed = lint.diagnostics, 0
+    mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
+    # Edits and code frames are relative to the joined source, not the cells: leave them out.
+    mapped = tuple(dataclasses.replace(d, fix=dataclasses.replace(d.fix, edits=())) if d.fix else d for d in mapped)
+    result = FileResult(path, mapped, fixed=fixed, diff=diff, errors=tuple(errors), fix_errors=tuple(fix_errors))
     return Processed(result, output)
 
 
@@ -245,6 +299,7 @@ def run(
     with_edits: bool = False,
     progress: bool = False,
     rules: Optional[Sequence[Type]] = None,
+    use_cache: bool = False,
 ) -> Tuple[List[FileResult], RunSummary]:
     """Lint (or fix) every file; results in the order of ``files``.
 
@@ -259,8 +314,20 @@ def run(
 
     registry.all_rules()
     work = functools.partial(process_file, settings=settings, mode=mode, with_edits=with_edits, rules=rules)
-    parallel = jobs > 1 and len(files) >= PARALLEL_MIN_FILES and rules is None
-    stream = _parallel(files, work, min(jobs, len(files))) if parallel else map(work, files)
+    cache = _open_cache(settings, with_edits) if use_cache and mode is Mode.CHECK and rules is None else None
+    cached: dict = {}
+    todo = list(files)
+    if cache is not None:
+        todo = []
+        for path in files:
+            hit = _cache_lookup(cache, path)
+            if hit is None:
+                todo.append(path)
+            else:
+                cached[path] = hit
+    parallel = jobs > 1 and len(todo) >= PARALLEL_MIN_FILES and rules is None
+    fresh = _parallel(todo, work, min(jobs, len(todo))) if parallel else map(work, todo)
+    stream = _merge(files, cached, fresh, cache)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
     results: List[FileResult] = []
     if show:
@@ -275,7 +342,49 @@ def run(
                 bar.advance(task)
     else:
         results.extend(stream)
+    if cache is not None:
+        cache.save()
     return results, summarize(results, settings, mode)
+
+
+def _open_cache(settings: Settings, with_edits: bool):
+    from .cache import Cache
+
+    root = Path(settings.project_root) if settings.project_root else Path.cwd()
+    return Cache(root, settings, with_edits)
+
+
+def _cache_lookup(cache, path: Path) -> Optional[FileResult]:
+    """A cached result for an unchanged file (re-read: the content is the key)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    diagnostics = cache.get(path, data)
+    if diagnostics is None:
+        return None
+    source = None
+    if diagnostics and path.suffix != ".ipynb":
+        try:
+            source = decode(data).text
+        except Undecodable:
+            source = None
+    return FileResult(path, diagnostics, source=source)
+
+
+def _merge(files: Sequence[Path], cached: dict, fresh: Iterator[FileResult], cache) -> Iterator[FileResult]:
+    """Results in the order of ``files``; fresh results without errors go into the cache."""
+    for path in files:
+        if path in cached:
+            yield cached[path]
+            continue
+        result = next(fresh)
+        if cache is not None and not result.errors:
+            try:
+                cache.put(path, path.read_bytes(), result.diagnostics)
+            except OSError:
+                pass
+        yield result
 
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:
