@@ -209,3 +209,25 @@ def test_fix_edits_are_reported_as_text_edits():
     assert diagnostic.fix.applicability is Applicability.SAFE
     contents = "".join(edit.content for edit in diagnostic.fix.edits)
     assert "f(x, 1)" in contents and "import torch" in contents
+
+
+def test_a_literal_dict_changed_in_place_is_no_longer_known():
+    from pytorch_perflint.analysis.scope import build_scope
+
+    source = (
+        "kw = {'num_workers': 0}\n"
+        "other = {'num_workers': 0}\n"
+        "def main():\n"
+        "    if cuda:\n"
+        "        kw.update({'num_workers': 4})\n"
+        "    local = {'a': 1}\n"
+        "    local['a'] = 2\n"
+    )
+    module = cst.parse_module(source)
+    scope = build_scope(module, None)
+    assert scope.lookup_value("other") is not None
+    assert scope.lookup_value("kw") is None
+    function = build_scope(module.body[2], scope)
+    assert function.lookup_value("local") is None
+    # A mutation inside a function makes the module-level binding unknown too.
+    assert scope.lookup_value("kw") is None and function.lookup_value("kw") is None

@@ -51,6 +51,9 @@ class Scope:
     bindings: Dict[str, List[Optional[cst.BaseExpression]]] = field(default_factory=dict)
     # names declared `global`/`nonlocal` here: they are not local to this scope.
     declared_outer: Set[str] = field(default_factory=set)
+    # names whose value is changed in place here (`kw["k"] = v`, `kw.update(...)`): a
+    # literal they were bound to no longer tells their value.
+    mutated: Set[str] = field(default_factory=set)
     is_class: bool = False
 
     def bind(self, name: str, value: Optional[cst.BaseExpression] = None) -> None:
@@ -96,6 +99,8 @@ class Scope:
                 return None
             values = scope.bindings.get(name)
             if values is not None:
+                if _is_mutated(scope, name):
+                    return None
                 if len(values) == 1 and values[0] is not None:
                     if scope.parent is None and name in _globals_rebound(scope):
                         return None
@@ -103,6 +108,40 @@ class Scope:
                 return None
             scope = scope.parent
         return None
+
+
+def _is_mutated(scope: Scope, name: str) -> bool:
+    """Whether any statement in the file changes ``name`` in place (by name: conservative)."""
+    if name in scope.mutated:
+        return True
+    module = _module_scope(scope)
+    everywhere = getattr(module, "_mutated_anywhere", None)
+    if everywhere is None:
+        collector = Scope(node=module.node, parent=None)
+        for stmt in _small_statements(module.node):
+            if isinstance(stmt, (cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del)):
+                _scan_small(collector, stmt)
+        everywhere = collector.mutated
+        setattr(module, "_mutated_anywhere", everywhere)
+    return name in everywhere
+
+
+_STATEMENT_CONTAINERS = (
+    cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.Finally, cst.ExceptHandler,
+)
+
+
+def _small_statements(root: cst.CSTNode):
+    """Every small statement in the tree, nested functions and classes included."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleStatementLine):
+            yield from node.body
+        elif isinstance(node, cst.SimpleStatementSuite):
+            yield from node.body
+        elif isinstance(node, _STATEMENT_CONTAINERS) or type(node).__name__ in ("MatchCase", "ExceptStarHandler"):
+            stack.extend(child for child in node.children if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.Else, cst.Finally, cst.ExceptHandler)) or type(child).__name__ in ("MatchCase", "ExceptStarHandler", "If"))
 
 
 def _only_none(values: List[Optional[cst.BaseExpression]]) -> bool:
@@ -146,7 +185,39 @@ def _bind_target(scope: Scope, target: cst.BaseExpression, value: Optional[cst.B
     # Attribute and Subscript targets bind no name.
 
 
+_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove", "__setitem__"})
+
+
+def _base_name(expr: cst.BaseExpression) -> Optional[str]:
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _note_mutation(scope: Scope, target: cst.BaseExpression) -> None:
+    if isinstance(target, (cst.Subscript, cst.Attribute)):
+        name = _base_name(target)
+        if name is not None:
+            scope.mutated.add(name)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _note_mutation(scope, element.value)
+
+
 def _scan_small(scope: Scope, stmt: cst.BaseSmallStatement) -> None:
+    if isinstance(stmt, cst.Expr):
+        call = stmt.value
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _MUTATORS
+        ):
+            _note_mutation(scope, call.func)
+        return
+    if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del)):
+        targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        for target in targets:
+            _note_mutation(scope, target)
     if isinstance(stmt, cst.Import):
         for alias in stmt.names:
             full = dotted_name(alias.name)
