@@ -21,7 +21,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import registry
 from .config import Settings
-from .rule import FileContext, Finding, NodeFix, Rule
+from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
 from .transform import fix_edits
 from .types import Applicability, Diagnostic, Fix, Location
 
@@ -198,10 +198,12 @@ def lint_source(
     if _FILE_NOQA.search(source):
         return result
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
-    active = [r for r in rule_classes if not r.triggers or any(t in source for t in r.triggers)]
+    active = [r for r in rule_classes if r.could_fire(source)]
+    if any(r.needs_cuda for r in active) and not mentions_cuda(source):
+        active = [r for r in active if not r.needs_cuda]
     if not active and "TPF001" not in codes and not want_unused_noqa:
         return result
-    if not active and not want_unused_noqa and source.isascii() and "TPF001" in codes:
+    if not active and not want_unused_noqa and "TPF001" in codes:
         # Nothing can fire: a cheap syntax check stands in for the LibCST parse.
         try:
             compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
@@ -219,7 +221,6 @@ def lint_source(
         return result
     result.module = module
     context = FileContext(path, source, module, settings)
-    active = [r for r in active if not r.needs_cuda or context.uses_cuda]
     if active:
         _run_rules(context, active, result.errors)
     findings = context.findings

@@ -92,6 +92,11 @@ _CUDA_PATTERN = re.compile(
 )
 
 
+def mentions_cuda(source: str) -> bool:
+    """Whether a source text mentions a CUDA device (RULES.md's "the module uses CUDA")."""
+    return bool(_CUDA_PATTERN.search(source))
+
+
 class FileContext:
     """What rules see of the file being linted, and the facts they share.
 
@@ -200,7 +205,7 @@ class FileContext:
     def uses_cuda(self) -> bool:
         """Whether the file mentions a CUDA device (RULES.md's definition)."""
         if self._uses_cuda is None:
-            self._uses_cuda = bool(_CUDA_PATTERN.search(self.source))
+            self._uses_cuda = mentions_cuda(self.source)
         return self._uses_cuda
 
     def code_for(self, node: cst.CSTNode) -> str:
@@ -238,6 +243,12 @@ class Rule(cst.BatchableCSTVisitor):
         if cls.max_torch is not None and torch_version >= cls.max_torch:
             return False
         return True
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """The cheap pre-screen: can this rule fire anywhere in ``source``? A file no enabled
+        rule could fire in is never parsed with LibCST. Override for a sharper test."""
+        return not cls.triggers or any(trigger in source for trigger in cls.triggers)
 
     @classmethod
     def docs(cls) -> str:
