@@ -7,7 +7,7 @@ call gets ``, name=value`` appended.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 
@@ -56,9 +56,35 @@ def with_keywords(call: cst.Call, new: Sequence[cst.Arg]) -> cst.Call:
         tail.append(new[-1].with_changes(comma=last_comma))
         return call.with_changes(args=[*args, *tail])
     space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    closing: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace("")
     if args:
-        args[-1] = args[-1].with_changes(comma=space)
+        # What stood between the last argument and ``)`` (a line break, say) now follows
+        # the new last argument.
+        closing = args[-1].whitespace_after_arg
+        args[-1] = args[-1].with_changes(comma=space, whitespace_after_arg=cst.SimpleWhitespace(""))
     tail = [arg.with_changes(comma=space) for arg in new[:-1]]
-    tail.append(new[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    tail.append(new[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=closing))
     return call.with_changes(args=[*args, *tail])
 
+
+
+def find_keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    """The explicit ``name=`` argument of ``call``, if any."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def with_argument_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> cst.Call:
+    """``call`` with the value of one of its own arguments replaced."""
+    return call.with_changes(args=[a.with_changes(value=value) if a is arg else a for a in call.args])
+
+
+def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """``call`` passing ``name=value``: an explicit argument gets the new value, else one is
+    added in the call's own layout."""
+    existing = find_keyword(call, name)
+    if existing is not None:
+        return with_argument_value(call, existing, value)
+    return with_keywords(call, [keyword_arg(name, value)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.dataloader import is_dataloader, loader_args
-from ..analysis.keywords import with_keyword, with_positional_value
+from ..analysis.call_edits import with_argument_value, with_keyword
 from ..rule import Invalid, Rule
 from ..types import Applicability
 
@@ -112,7 +112,7 @@ class DataloaderSyncLoading(Rule):
             return
         count = cst.Integer(str(self.context.settings.dataloader_num_workers))
         if workers.node is not None:
-            replacement = with_positional_value(node, workers.node, count)
+            replacement = with_argument_value(node, workers.node, count)
         elif workers.missing:
             replacement = with_keyword(node, "num_workers", count)
         else:

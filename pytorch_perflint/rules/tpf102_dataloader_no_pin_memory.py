@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.dataloader import dataset_on_device, is_dataloader, loader_args
-from ..analysis.keywords import with_positional_value, with_keyword
+from ..analysis.call_edits import with_argument_value, with_keyword
 from ..rule import Invalid, Rule
 from ..types import Applicability
 
@@ -96,7 +96,7 @@ class DataloaderNoPinMemory(Rule):
             return
         true = cst.Name("True")
         if pin.node is not None:
-            replacement = with_positional_value(node, pin.node, true)
+            replacement = with_argument_value(node, pin.node, true)
         elif pin.missing:
             replacement = with_keyword(node, "pin_memory", true)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.dataloader import loader_facts
-from ..analysis.keywords import with_keyword
+from ..analysis.call_edits import with_keyword
 from ..rule import Invalid, Rule
 from ..types import Applicability
 
