@@ -1,0 +1,133 @@
+"""``pytorch-perflint bench``: the click command. Wiring only; torch is imported inside it.
+
+The main CLI mounts this command lazily, so ``pytorch-perflint --help`` and linting never
+import torch; ``python -m pytorch_perflint.bench`` runs it standalone.
+
+Exit codes: 0 every check held (the rule fired, the fix applied, before and after agree);
+1 a check failed; 2 usage error or torch/matplotlib missing. Verdicts (faster, slower...)
+are measurements, not failures, and do not change the exit code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Tuple
+
+import click
+
+TORCH_MISSING = (
+    "pytorch-perflint bench needs torch, which is not installed.\n"
+    "Install torch pinned for your platform first, so pip does not pull a build you did not "
+    "ask for, e.g. for CPU only:\n"
+    "  pip install 'torch==2.13.0' --index-url https://download.pytorch.org/whl/cpu\n"
+    "then the harness's other dependencies:\n"
+    "  pip install 'pytorch-perflint[bench]' 'torch==2.13.0'"
+)
+MATPLOTLIB_MISSING = "--plot needs matplotlib: pip install 'pytorch-perflint[plot]'"
+
+
+@click.command("bench")
+@click.option("--rule", "rules", multiple=True, metavar="CODE", help="Only this rule's scenario (repeatable).")
+@click.option(
+    "--device",
+    "devices",
+    multiple=True,
+    type=click.Choice(["auto", "cpu", "cuda"], case_sensitive=False),
+    help="Where to run (repeatable). auto: CUDA when available, else the CPU.",
+)
+@click.option("--quick", is_flag=True, help="Small sizes and short timings (CI): checks the harness, not the speed.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write every round's raw figures here.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG chart of the speed-ups here.")
+@click.option("--rounds", type=click.IntRange(2, 100), help="Measured rounds (a warm-up round comes on top). Default 5, --quick 3.")
+@click.option("--threads", type=click.IntRange(1, 1024), default=1, show_default=True, help="torch intra-op threads while timing.")
+@click.option("--min-run-time", type=click.FloatRange(0.001, 60.0), help="Seconds each program runs per round. Default 0.4, --quick 0.05.")
+@click.option("--check-only", is_flag=True, help="Only check that rules fire, fixes apply and results agree; no timing.")
+@click.pass_context
+def bench(
+    ctx: click.Context,
+    rules: Tuple[str, ...],
+    devices: Tuple[str, ...],
+    quick: bool,
+    json_path: Optional[Path],
+    plot_path: Optional[Path],
+    rounds: Optional[int],
+    threads: int,
+    min_run_time: Optional[float],
+    check_only: bool,
+) -> None:
+    """Measure that each rule's fix makes its scenario faster, and still computes the same.
+
+    For every rule: lint a small PyTorch program written with the anti-pattern, apply the
+    tool's own fix, check both compute the same result, then time them interleaved against
+    an A/A control that sets the noise floor.
+    """
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 150))  # logs and CI: keep rows on one line
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        click.echo(TORCH_MISSING, err=True)
+        ctx.exit(2)
+    if plot_path is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            click.echo(MATPLOTLIB_MISSING, err=True)
+            ctx.exit(2)
+
+    import datetime
+
+    from . import export, harness, machine, report, scenario
+    from .plot import write_plot
+
+    try:
+        scenarios = scenario.select(rules)
+        device_list = harness.resolve_devices(devices)
+    except (scenario.ScenarioError, harness.DeviceError) as error:
+        click.echo(f"error: {error}", err=True)
+        ctx.exit(2)
+    options = harness.Options(quick=quick, rounds=rounds, num_threads=threads, min_run_time=min_run_time, check_only=check_only)
+    info = machine.describe()
+    load_start = machine.load_average()
+    started = datetime.datetime.now().astimezone()
+    results = _run_with_progress(console, scenarios, device_list, options)
+    finished = datetime.datetime.now().astimezone()
+    report.print_report(console, results, info, options)
+    if json_path is not None:
+        data = export.run_dict(results, info, options, started, finished, load_start, machine.load_average())
+        export.write(json_path, data)
+        console.print(f"[dim]JSON written to {json_path}[/]")
+    if plot_path is not None:
+        title = f"pytorch-perflint bench on {info.gpus[0] if info.gpus and 'cuda' in device_list else info.cpu_model}"
+        write_plot(plot_path, results, title)
+        console.print(f"[dim]chart written to {plot_path}[/]")
+    ctx.exit(0 if all(r.ok for r in results) else 1)
+
+
+def _run_with_progress(console, scenarios, devices, options):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from . import harness
+
+    total = len(scenarios) * len(devices) * harness.steps_for(options)
+    with Progress(
+        TextColumn("[progress.description]{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("bench", total=total)
+
+        def advance(steps: int, text: str) -> None:
+            progress.update(task, advance=steps, description=text)
+
+        return harness.run_all(scenarios, devices, options, advance)
+
+
+def main() -> None:  # pragma: no cover - python -m pytorch_perflint.bench
+    bench(prog_name="pytorch-perflint bench")

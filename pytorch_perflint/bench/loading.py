@@ -1,0 +1,186 @@
+"""Running program texts: each one a real module in a temp folder, its global flags fenced.
+
+Why a file and not ``exec``: DataLoader workers pickle the dataset by its module and class
+name. A program written to ``<tmp>/tpf101_before_1.py`` and imported under that name (the
+folder on ``sys.path``) pickles under fork and spawn alike, as user code would.
+
+Why fence global flags: before and after run in one process, interleaved. A program that
+switches on anomaly detection or the cuDNN autotuner at import would otherwise change the
+other program's timings. Each program keeps its own copy of those flags; they are put in
+place around each of its calls and the defaults restored afterwards, as if it ran alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import itertools
+import random
+import shutil
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import torch
+
+_counter = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class GlobalFlags:
+    """Process-wide torch switches a program may flip (at import, in setup or in run)."""
+
+    anomaly: bool
+    anomaly_check_nan: bool
+    grad_enabled: bool
+    cudnn_enabled: bool
+    cudnn_benchmark: bool
+    cudnn_deterministic: bool
+    cudnn_allow_tf32: bool
+    matmul_allow_tf32: bool
+    matmul_precision: str
+    deterministic_algorithms: bool
+    default_dtype: torch.dtype
+
+    @classmethod
+    def capture(cls) -> "GlobalFlags":
+        return cls(
+            anomaly=torch.is_anomaly_enabled(),
+            anomaly_check_nan=torch.is_anomaly_check_nan_enabled(),
+            grad_enabled=torch.is_grad_enabled(),
+            cudnn_enabled=torch.backends.cudnn.enabled,
+            cudnn_benchmark=torch.backends.cudnn.benchmark,
+            cudnn_deterministic=torch.backends.cudnn.deterministic,
+            cudnn_allow_tf32=torch.backends.cudnn.allow_tf32,
+            matmul_allow_tf32=torch.backends.cuda.matmul.allow_tf32,
+            matmul_precision=torch.get_float32_matmul_precision(),
+            deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
+            default_dtype=torch.get_default_dtype(),
+        )
+
+    def apply(self) -> None:
+        torch.autograd.set_detect_anomaly(self.anomaly, check_nan=self.anomaly_check_nan)
+        torch.set_grad_enabled(self.grad_enabled)
+        torch.backends.cudnn.enabled = self.cudnn_enabled
+        torch.backends.cudnn.benchmark = self.cudnn_benchmark
+        torch.backends.cudnn.deterministic = self.cudnn_deterministic
+        torch.backends.cudnn.allow_tf32 = self.cudnn_allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = self.matmul_allow_tf32
+        torch.set_float32_matmul_precision(self.matmul_precision)
+        torch.use_deterministic_algorithms(self.deterministic_algorithms)
+        torch.set_default_dtype(self.default_dtype)
+
+
+def seed_everything(seed: int) -> None:
+    """The same random streams for both programs: Python, NumPy (if present) and torch."""
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:  # pragma: no cover - numpy comes with the bench extra
+        pass
+    torch.manual_seed(seed)  # seeds every CUDA device too
+
+
+class ProgramError(RuntimeError):
+    """A scenario program that failed to import, set up or run."""
+
+
+class Program:
+    """One loaded program text with its state and its own global flags."""
+
+    def __init__(self, module: ModuleType, label: str, defaults: GlobalFlags) -> None:
+        self.module = module
+        self.label = label
+        self.state: Any = None
+        self._warnings: Dict[str, None] = {}
+        self._defaults = defaults
+        self._flags = GlobalFlags.capture()  # as the import left them
+        defaults.apply()
+        for name in ("setup", "run"):
+            if not callable(getattr(module, name, None)):
+                raise ProgramError(f"{label}: the program defines no {name}() function")
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """Put this program's flags in place; keep what it changed; restore the defaults.
+
+        Warnings the program raises are collected (once each) rather than printed over the
+        progress bar; the report lists them.
+        """
+        self._flags.apply()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            try:
+                yield
+            finally:
+                self._flags = GlobalFlags.capture()
+                self._defaults.apply()
+                for item in caught:
+                    text = f"{item.category.__name__}: {str(item.message).splitlines()[0] if str(item.message) else ''}"
+                    self._warnings.setdefault(text, None)
+
+    @property
+    def warnings(self) -> Tuple[str, ...]:
+        return tuple(self._warnings)
+
+    def setup(self, size: dict, device: "torch.device", seed: int) -> None:
+        with self.active():
+            seed_everything(seed)
+            self.state = self.module.setup(dict(size), device)
+
+    def run_once(self, seed: Optional[int] = None) -> Any:
+        with self.active():
+            if seed is not None:
+                seed_everything(seed)
+            return self.module.run(self.state)
+
+    @property
+    def run(self) -> Callable[[Any], Any]:
+        return self.module.run
+
+
+class Workspace:
+    """A temp folder on ``sys.path`` that holds program files for the length of a run."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="perflint-bench-"))
+        self._names: List[str] = []
+        self.defaults = GlobalFlags.capture()
+        sys.path.insert(0, str(self.folder))
+
+    def load(self, source: str, stem: str, label: str) -> Program:
+        """Write ``source`` to a fresh module file and import it (a fresh namespace each time)."""
+        name = f"{stem}_{next(_counter)}"
+        path = self.folder / f"{name}.py"
+        path.write_text(source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        self._names.append(name)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            self.defaults.apply()
+            raise ProgramError(f"{label}: import failed: {type(error).__name__}: {error}") from error
+        return Program(module, label, self.defaults)
+
+    def close(self) -> None:
+        self.defaults.apply()
+        for name in self._names:
+            sys.modules.pop(name, None)
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(self.folder))
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,69 @@
+"""A chart of the speed-ups: one bar per rule and device, its range, and its noise band.
+
+Matplotlib with the Agg backend (no display needed, works in CI). The x axis is
+logarithmic: speed-ups range from a few percent to hundreds of times.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from .harness import ScenarioResult
+from .verdicts import Kind
+
+_COLOURS = {
+    Kind.FASTER: "#2e7d32",
+    Kind.SMALL: "#81c784",
+    Kind.INCONCLUSIVE: "#f9a825",
+    Kind.SLOWER: "#c62828",
+}
+
+
+def write_plot(path: Path, results: Sequence[ScenarioResult], title: str = "") -> int:
+    """Write the PNG; returns how many results had ratios to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401 - used as matplotlib.ticker
+
+    measured = [r for r in results if r.verdict.ratio_median is not None]
+    skipped = [r for r in results if r.verdict.ratio_median is None]
+    rows = len(measured) + len(skipped)
+    fig, ax = plt.subplots(figsize=(9, 0.45 * max(rows, 3) + 1.2))
+    labels = []
+    for y, result in enumerate(measured):
+        v = result.verdict
+        assert v.ratio_min is not None and v.ratio_max is not None and v.threshold is not None
+        ax.barh(y, v.ratio_median - 1.0, left=1.0, color=_COLOURS[v.kind], height=0.6)
+        ax.errorbar(
+            v.ratio_median,
+            y,
+            xerr=[[v.ratio_median - v.ratio_min], [v.ratio_max - v.ratio_median]],
+            fmt="none",
+            ecolor="black",
+            capsize=3,
+        )
+        ax.plot([1 / v.threshold, v.threshold], [y, y], color="grey", linewidth=6, alpha=0.35, solid_capstyle="butt")
+        ax.annotate(f" {v.ratio_median:.2f}x {v.kind}", (max(v.ratio_max, v.ratio_median), y), va="center", fontsize=8)
+        labels.append(f"{result.code} ({result.device})")
+    for offset, result in enumerate(skipped):
+        y = len(measured) + offset
+        ax.annotate(f" {result.verdict.label}", (1.0, y), va="center", fontsize=8, color="grey")
+        labels.append(f"{result.code} ({result.device})")
+    ax.set_yticks(range(rows))
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_ylim(rows - 0.5, -0.5)  # first result on top
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("speed-up (before / after), median and range over rounds; grey: A/A noise band")
+    highest = max([r.verdict.ratio_max or 1.0 for r in measured] + [2.0])
+    ax.set_xlim(0.5, highest * 4)
+    ax.set_title(title or "pytorch-perflint bench")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return len(measured)

@@ -1,0 +1,107 @@
+"""The terminal table: one row per rule and device, and the problems under it."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Optional, Sequence
+
+from .harness import ScenarioResult
+from .verdicts import Kind
+
+_STYLES = {
+    Kind.FASTER: "bold green",
+    Kind.SMALL: "green",
+    Kind.INCONCLUSIVE: "yellow",
+    Kind.SLOWER: "bold red",
+    Kind.SKIPPED: "dim",
+}
+
+
+def format_seconds(value: Optional[float]) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def _median_of(result: ScenarioResult, name: str) -> Optional[float]:
+    values = [r.timings[name].median for r in result.measured]
+    return statistics.median(values) if values else None
+
+
+def ratio_text(result: ScenarioResult) -> str:
+    verdict = result.verdict
+    if verdict.ratio_median is None:
+        return "-"
+    return f"{verdict.ratio_median:.2f}x [{verdict.ratio_min:.2f}-{verdict.ratio_max:.2f}]"
+
+
+def equivalence_text(result: ScenarioResult) -> str:
+    if result.equivalence is None:
+        return "[red]not run[/]" if result.error else "-"
+    if not result.equivalence.ok:
+        return "[red]differs[/]"
+    if result.determinism is not None and not result.determinism.ok:
+        return "[red]not deterministic[/]"
+    return f"[green]ok[/] ({result.equivalence.max_abs_diff:.1g})"
+
+
+def checks_text(result: ScenarioResult) -> str:
+    check = result.programs.check
+    if not check.rule_exists:
+        return "[red]no rule[/]"
+    if check.problems:
+        return "[red]failed[/]"
+    fixed = "hand-written" if check.after_source == "hand-written" else f"fixed x{check.fix_applied}"
+    return f"[green]fires[/], {fixed}"
+
+
+def table(results: Sequence[ScenarioResult]) -> Any:
+    """A rich Table of the results."""
+    from rich.table import Table
+
+    out = Table(title="pytorch-perflint bench: before / after the tool's fix", show_lines=False)
+    out.add_column("rule", no_wrap=True)
+    out.add_column("device", no_wrap=True)
+    out.add_column("before", justify="right", no_wrap=True)
+    out.add_column("after", justify="right", no_wrap=True)
+    out.add_column("speed-up [range]", justify="right", no_wrap=True)
+    out.add_column("noise", justify="right", no_wrap=True)
+    out.add_column("verdict")
+    out.add_column("checks")
+    out.add_column("equivalence", no_wrap=True)
+    for result in results:
+        verdict = result.verdict
+        style = _STYLES[verdict.kind]
+        label = f"[{style}]{verdict.kind}[/]"
+        if verdict.kind is Kind.SKIPPED:
+            label += f": {verdict.reason}"
+        noise = f"±{100 * (verdict.threshold - 1):.1f}%" if verdict.threshold else "-"
+        out.add_row(
+            result.code,
+            result.device,
+            format_seconds(_median_of(result, "before")),
+            format_seconds(_median_of(result, "after")),
+            ratio_text(result),
+            noise,
+            label,
+            checks_text(result),
+            equivalence_text(result),
+        )
+    return out
+
+
+def print_report(console: Any, results: Sequence[ScenarioResult], machine: Any, options: Any) -> None:
+    console.print(table(results))
+    gpus = ", ".join(machine.gpus) if machine.gpus else "none"
+    console.print(
+        f"[dim]{machine.cpu_model}, {machine.cpus_available}/{machine.cpu_count} CPUs, GPUs: {gpus}; "
+        f"torch {machine.torch_version}; {options.num_threads} thread(s); "
+        f"{options.measured_rounds} rounds + 1 warm-up; speed-up = before/after per round, "
+        f"noise = widest A/A deviation[/]"
+    )
+    for result in results:
+        for problem in result.problems:
+            console.print(f"[red]{result.code} {result.device}:[/] {problem}")

@@ -1,0 +1,106 @@
+"""From per-round ratios to a verdict: pure arithmetic, no torch, unit-tested on its own.
+
+Each round times before, after and a control (a second, independent copy of "before").
+``ratio = before / after`` (above 1: the fix is faster); ``aa = before / control`` measures
+how far two identical programs drift apart in one round. The noise threshold is the widest
+A/A deviation seen, never below ``NOISE_FLOOR``:
+
+    threshold = max(NOISE_FLOOR, max over rounds of max(aa, 1 / aa))
+
+- ``faster``: every round's ratio is above the threshold and the median ratio is at least
+  ``MEANINGFUL`` (a 5% speed-up: less than that is rarely worth a code change or a review).
+- ``small``: every round's ratio is above the threshold, but the median is under
+  ``MEANINGFUL``: real but not worth much.
+- ``slower``: every round's ratio is below ``1 / threshold``.
+- ``inconclusive``: anything else, e.g. one round inside the noise; or too few rounds.
+- ``skipped``: not measured, with the reason (needs CUDA, a failed check...).
+
+Requiring *every* round, rather than the median, keeps a single lucky or unlucky round from
+deciding: one bad round prevents ``faster``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+NOISE_FLOOR = 1.01
+MEANINGFUL = 1.05
+MIN_ROUNDS = 2
+
+
+class Kind(str, enum.Enum):
+    FASTER = "faster"
+    SMALL = "small"
+    INCONCLUSIVE = "inconclusive"
+    SLOWER = "slower"
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verdict with the figures that decided it."""
+
+    kind: Kind
+    reason: str = ""
+    ratio_median: Optional[float] = None
+    ratio_min: Optional[float] = None
+    ratio_max: Optional[float] = None
+    threshold: Optional[float] = None  # the A/A noise threshold (a ratio >= 1)
+    rounds: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}: {self.reason}" if self.kind is Kind.SKIPPED and self.reason else str(self.kind)
+
+
+def skipped(reason: str) -> Verdict:
+    return Verdict(Kind.SKIPPED, reason)
+
+
+def noise_threshold(aa_ratios: Sequence[float], floor: float = NOISE_FLOOR) -> float:
+    """The widest A/A deviation as a ratio >= 1, never below ``floor``."""
+    widest = max((max(r, 1.0 / r) for r in aa_ratios if r > 0 and math.isfinite(r)), default=floor)
+    return max(floor, widest)
+
+
+def decide(
+    ratios: Sequence[float],
+    aa_ratios: Sequence[float],
+    floor: float = NOISE_FLOOR,
+    meaningful: float = MEANINGFUL,
+    min_rounds: int = MIN_ROUNDS,
+) -> Verdict:
+    """The verdict for one rule on one device from its measured (non-warm-up) rounds."""
+    ratios = [r for r in ratios]
+    if not ratios:
+        return Verdict(Kind.INCONCLUSIVE, "no measured rounds")
+    threshold = noise_threshold(aa_ratios, floor)
+    summary = dict(
+        ratio_median=statistics.median(ratios),
+        ratio_min=min(ratios),
+        ratio_max=max(ratios),
+        threshold=threshold,
+        rounds=len(ratios),
+    )
+    if len(ratios) < min_rounds:
+        return Verdict(Kind.INCONCLUSIVE, f"{len(ratios)} round(s); a verdict needs {min_rounds}", **summary)
+    median = summary["ratio_median"]
+    if all(r > threshold for r in ratios):
+        if median >= meaningful:
+            return Verdict(Kind.FASTER, f"every round above the noise threshold x{threshold:.3f}", **summary)
+        return Verdict(Kind.SMALL, f"faster in every round, but by less than {100 * (meaningful - 1):.0f}%", **summary)
+    if all(r < 1.0 / threshold for r in ratios):
+        return Verdict(Kind.SLOWER, f"every round below 1/x{threshold:.3f}", **summary)
+    inside = sum(1 for r in ratios if 1.0 / threshold <= r <= threshold)
+    if inside:
+        reason = f"{inside} of {len(ratios)} rounds within the noise (x{threshold:.3f})"
+    else:
+        reason = "rounds disagree in direction"
+    return Verdict(Kind.INCONCLUSIVE, reason, **summary)
