@@ -9,7 +9,7 @@ import pytest
 
 from pytorch_perflint.analysis.calls import MISSING
 from pytorch_perflint.analysis.dataloader import loader_args, loader_facts
-from pytorch_perflint.analysis.keywords import with_keyword
+from pytorch_perflint.analysis.call_edits import with_keyword
 from pytorch_perflint.analysis.values import UNKNOWN
 from pytorch_perflint.rule import FileContext
 from pytorch_perflint.testing import settings_with

@@ -1,0 +1,220 @@
+"""TPF204 debug-mode-left-on."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ..analysis.calls import argument
+from ..analysis.training import (
+    enclosing_function,
+    guarded_between,
+    in_test_code,
+    is_backward_call,
+    is_optimizer_step,
+    method_name,
+    training_facts,
+    walk,
+)
+from ..rule import Invalid, NodeFix, Rule
+from ..types import Applicability
+
+_ANOMALY_SWITCH = "torch.autograd.set_detect_anomaly"
+_ANOMALY_CONTEXT = "torch.autograd.detect_anomaly"
+_NVTX = "torch.autograd.profiler.emit_nvtx"
+_PROFILERS = frozenset(
+    {
+        "torch.autograd.profiler.profile",
+        "torch.autograd.profiler_legacy.profile",
+        "torch.profiler.profile",
+        "torch.autograd.profile",
+    }
+)
+
+
+_ALL = frozenset({_ANOMALY_SWITCH, _ANOMALY_CONTEXT, _NVTX, *_PROFILERS})
+# Functions whose job is debugging (or implementing the switch itself): their callers decide.
+_DEBUGGING = re.compile(r"debug|anomal|check|verify|diagnos|profil|^__(?:enter|exit)__$", re.IGNORECASE)
+
+
+def _debugging_function(ancestors: Sequence[cst.CSTNode]) -> bool:
+    function = enclosing_function(ancestors)
+    return function is not None and bool(_DEBUGGING.search(function.name.value))
+
+
+class DebugModeLeftOn(Rule):
+    """## What it does
+    Flags autograd debugging switched on unconditionally:
+    `torch.autograd.set_detect_anomaly(True)`, `with torch.autograd.detect_anomaly():`,
+    `with torch.autograd.profiler.emit_nvtx():`, and an autograd profiler
+    (`torch.profiler.profile`, `torch.autograd.profiler.profile`) entered around training.
+    Silent for `set_detect_anomaly(False)`, values that are not known (`args.debug`), code
+    under an `if` (a debug flag), `record_function` ranges, comments and strings.
+
+    ## Why is this bad?
+    Anomaly detection records a stack trace for every autograd node in the forward pass and
+    checks every backward result for NaNs, which forces device synchronisations: training
+    commonly runs several times slower. NVTX ranges and profilers add per-op overhead. These
+    are debugging tools that are easy to leave on after the bug is found.
+
+    ## Example
+    ```python
+    torch.autograd.set_detect_anomaly(True)
+    with torch.autograd.detect_anomaly():
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    torch.autograd.set_detect_anomaly(args.debug)
+    loss.backward()
+    ```
+
+    ## Fix safety
+    The fix turns the tool off (`set_detect_anomaly(False)`) or removes the `with` around
+    the code. It is unsafe: whoever left it on may still be chasing a NaN, and a profiler's
+    `as prof` target may be used later (then no fix is offered).
+    """
+
+    code = "TPF204"
+    name = "debug-mode-left-on"
+    message = "`{what}` slows every training step; turn it off once the debugging is done"
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("anomaly", "emit_nvtx", "profile")
+
+    VALID = (
+        "import torch\ntorch.autograd.set_detect_anomaly(False)\n",
+        "import torch\ntorch.autograd.set_detect_anomaly(args.debug)\n",
+        "import torch\nif args.debug:\n    torch.autograd.set_detect_anomaly(True)\n",
+        "# torch.autograd.set_detect_anomaly(True)\nx = 'torch.autograd.set_detect_anomaly(True)'\n",
+        "import torch\nwith torch.autograd.profiler.record_function('fwd'):\n    loss.backward()\n",
+        "import torch\nif args.profile:\n    with torch.profiler.profile() as p:\n        loss.backward()\n",
+        "import torch\nwith torch.profiler.profile() as prof:\n    model(x)\n",
+        "import torch\nwith torch.autograd.profiler.profile(enabled=args.profile):\n    loss.backward()\n",
+        "def set_detect_anomaly(x):\n    pass\nset_detect_anomaly(True)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\ntorch.autograd.set_detect_anomaly(True)\n",
+            line=2,
+            expected_fix="import torch\ntorch.autograd.set_detect_anomaly(False)\n",
+        ),
+        Invalid(
+            "from torch import autograd\nwith autograd.detect_anomaly():\n    loss.backward()\n    opt.step()\n",
+            line=2,
+            expected_fix="from torch import autograd\nloss.backward()\nopt.step()\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.autograd.profiler.emit_nvtx(), ctx():\n    loss.backward()\n",
+            line=2,
+            expected_fix="import torch\nwith ctx():\n    loss.backward()\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.profiler.profile() as prof:\n    for x in loader:\n        f(x).backward()\n",
+            line=2,
+        ),
+        Invalid(
+            "import torch\nif __name__ == '__main__':\n    torch.autograd.set_detect_anomaly(mode=True)\n",
+            line=3,
+            expected_fix="import torch\nif __name__ == '__main__':\n    torch.autograd.set_detect_anomaly(mode=False)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualname = self.context.qualname(node.func)
+        if qualname is None or qualname not in _ALL:
+            return
+        if in_test_code(self.context.ancestors) or _debugging_function(self.context.ancestors):
+            return
+        if qualname == _ANOMALY_SWITCH:
+            self._switch(node)
+        elif qualname == _ANOMALY_CONTEXT or qualname == _NVTX or qualname in _PROFILERS:
+            self._context_manager(node, qualname)
+
+    def _parents(self, node: cst.CSTNode) -> List[cst.CSTNode]:
+        ancestors = list(self.context.ancestors)
+        if ancestors and ancestors[-1] is node:
+            ancestors.pop()
+        return ancestors
+
+    def _switch(self, node: cst.Call) -> None:
+        mode = argument(node, "mode", 0, self.context.lookup)
+        if mode.value is not True or guarded_between([*self._parents(node), node]):
+            return
+        fix = None
+        if mode.node is not None:
+            fix = self.fix([(mode.node, mode.node.with_changes(value=cst.Name("False")))], "Turn anomaly detection off")
+        self.report(node, message=self.message.format(what="set_detect_anomaly(True)"), fix=fix)
+
+    def _context_manager(self, node: cst.Call, qualname: str) -> None:
+        parents = self._parents(node)
+        if guarded_between([*parents, node]):
+            return
+        found = _with_item(node, parents)
+        if found is None:
+            return
+        statement, item = found
+        if qualname != _ANOMALY_CONTEXT:
+            enabled = argument(node, "enabled", 0 if qualname != "torch.profiler.profile" else None, self.context.lookup)
+            if not (enabled.missing or enabled.value is True):
+                return
+        if qualname in _PROFILERS and not self._trains(statement.body):
+            return
+        what = self.context.code_for(node.func) + "()"
+        fix = None if item.asname is not None else self._unwrap(statement, item)
+        self.report(node, message=self.message.format(what=what), fix=fix)
+
+    def _trains(self, body: cst.BaseSuite) -> bool:
+        """Whether a block runs training: backward, an optimizer step, a training loop."""
+        facts = self.context.fact(training_facts)
+        found: List[bool] = []
+
+        def enter(child: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> bool:
+            if found:
+                return False
+            loop = facts.loop(child)
+            if loop is not None and loop.is_training:
+                found.append(True)
+            elif isinstance(child, cst.Call) and (
+                is_backward_call(child, self.context.qualname) or is_optimizer_step(child, facts.optimizer_names)
+            ):
+                found.append(True)
+            elif isinstance(child, cst.Call) and method_name(child) is None and isinstance(child.func, cst.Name):
+                if (None, child.func.value) in facts.step_functions:
+                    found.append(True)
+            return True
+
+        walk(body, enter)
+        return bool(found)
+
+    def _unwrap(self, statement: cst.With, item: cst.WithItem) -> Optional[NodeFix]:
+        if len(statement.items) > 1:
+            items = [i for i in statement.items if i is not item]
+            items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return self.fix([(statement, statement.with_changes(items=items))], "Remove the debugging context")
+        body = statement.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            statements: List[cst.BaseStatement] = [cst.SimpleStatementLine(body=list(body.body))]
+        else:
+            statements = list(body.body)
+        if not statements:
+            return None
+        first = statements[0]
+        moved = list(statement.leading_lines)
+        header = getattr(body, "header", None)
+        if header is not None and header.comment is not None:  # keep `with x:  # note`'s comment
+            moved.append(cst.EmptyLine(comment=header.comment))
+        statements[0] = first.with_changes(leading_lines=[*moved, *first.leading_lines])
+        return self.fix([(statement, cst.FlattenSentinel(statements))], "Remove the debugging context")
+
+
+def _with_item(node: cst.Call, parents: Sequence[cst.CSTNode]) -> Optional[Tuple[cst.With, cst.WithItem]]:
+    """The ``with`` statement and item whose context manager is ``node``."""
+    if len(parents) < 2:
+        return None
+    item, statement = parents[-1], parents[-2]
+    if isinstance(item, cst.WithItem) and item.item is node and isinstance(statement, cst.With):
+        return statement, item
+    return None
