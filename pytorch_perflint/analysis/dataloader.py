@@ -655,7 +655,7 @@ def _names_in(node: cst.CSTNode) -> Iterator[cst.Name]:
         current = stack.pop()
         if isinstance(current, cst.Name):
             yield current
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
 
 
 def _bound_names(target: cst.BaseExpression) -> Iterator[str]:

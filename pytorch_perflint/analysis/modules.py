@@ -29,6 +29,7 @@ from ..rule import FileContext
 from .calls import Argument, argument
 from .scope import Scope, ScopeNode, dotted_name
 from .values import literal_value
+from .walk import child_nodes
 
 _SCOPE_TYPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _SEQUENTIAL = "torch.nn.Sequential"
@@ -108,7 +109,7 @@ def walk_scoped(module: cst.Module) -> Iterator[Visited]:
                 inner_cls = node
             elif isinstance(node, cst.FunctionDef):
                 inner_function = node
-        for child in reversed(node.children):
+        for child in reversed(tuple(child_nodes(node))):
             stack.append((child, inner_chain, inner_cls, inner_function))
 
 
@@ -118,7 +119,7 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(tuple(child_nodes(current))))
 
 
 def variables(node: cst.CSTNode) -> Iterator[cst.Name]:
@@ -129,7 +130,7 @@ def variables(node: cst.CSTNode) -> Iterator[cst.Name]:
         if isinstance(current, cst.Name):
             yield current
             continue
-        children = list(current.children)
+        children = list(child_nodes(current))
         if isinstance(current, cst.Attribute):
             children = [c for c in children if c is not current.attr]
         elif isinstance(current, cst.Arg) and current.keyword is not None:
@@ -614,7 +615,7 @@ def _unique(feeds: Sequence[Feed]) -> List[Feed]:
 
 def _blocks(statement: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.BaseStatement]]:
     """The statement blocks directly inside a compound statement (``if``/``else`` etc.)."""
-    for child in statement.children:
+    for child in child_nodes(statement):
         if isinstance(child, cst.IndentedBlock):
             yield child.body
         elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler)):
@@ -659,7 +660,7 @@ def _self_layer(func: cst.BaseExpression, module_class: ModuleClass, own: str) -
 def _parents(root: cst.CSTNode) -> Dict[int, cst.CSTNode]:
     parents: Dict[int, cst.CSTNode] = {}
     for node in descendants(root):
-        for child in node.children:
+        for child in child_nodes(node):
             parents[id(child)] = node
     return parents
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Pro
 import libcst as cst
 
 from .calls import argument
+from .walk import child_nodes
 
 if TYPE_CHECKING:
     from ..rule import FileContext
@@ -183,7 +184,7 @@ def _binds(statement: cst.CSTNode, name: str) -> bool:
                 return True
         if any(found == name for target in targets for found in _target_names(target)):
             return True
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return False
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Union
 
 import libcst as cst
+from .walk import child_nodes
 
 ScopeNode = Union[cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef]
 
@@ -141,7 +142,7 @@ def _small_statements(root: cst.CSTNode):
         elif isinstance(node, cst.SimpleStatementSuite):
             yield from node.body
         elif isinstance(node, _STATEMENT_CONTAINERS) or type(node).__name__ in ("MatchCase", "ExceptStarHandler"):
-            stack.extend(child for child in node.children if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.Else, cst.Finally, cst.ExceptHandler)) or type(child).__name__ in ("MatchCase", "ExceptStarHandler", "If"))
+            stack.extend(child for child in child_nodes(node) if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.Else, cst.Finally, cst.ExceptHandler)) or type(child).__name__ in ("MatchCase", "ExceptStarHandler", "If"))
 
 
 def _only_none(values: List[Optional[cst.BaseExpression]]) -> bool:
@@ -171,7 +172,7 @@ def _walk_all(node: cst.CSTNode):
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
 
 
 def _bind_target(scope: Scope, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
@@ -279,7 +280,7 @@ def _scan_block(scope: Scope, body: Sequence[cst.CSTNode]) -> None:
 
 
 def _scan_compound_children(scope: Scope, stmt: cst.BaseCompoundStatement) -> None:
-    for child in stmt.children:
+    for child in child_nodes(stmt):
         if isinstance(child, cst.BaseSuite):
             body = child.body
             if isinstance(child, cst.SimpleStatementSuite):

@@ -42,6 +42,7 @@ import libcst as cst
 
 from .scope import dotted_name
 from .values import literal_value
+from .walk import child_nodes
 
 if TYPE_CHECKING:  # rule.py imports the analysis package: no runtime import here
     from ..rule import FileContext
@@ -349,7 +350,7 @@ def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bo
             continue
         stack.append(node)
         todo.append((node, True))
-        todo.extend((child, False) for child in reversed(node.children))
+        todo.extend((child, False) for child in reversed(tuple(child_nodes(node))))
 
 
 _SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist)\(|synchronize")

@@ -17,15 +17,26 @@ _SKIPPED_FIELDS = frozenset(
      "equal", "colon", "dot", "operator", "newline", "trailing_whitespace", "asynchronous", "star_tok"}
 )
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
+# Nodes whose dataclass fields are not declared in source order: these come first, in order.
+_SOURCE_ORDER: Dict[type, Tuple[str, ...]] = {
+    cst.Arg: ("keyword", "value"),
+    cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.Parameters: ("posonly_params", "posonly_ind", "params", "star_arg", "kwonly_params", "star_kwarg"),
+}
 
 
 def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The child nodes of ``node`` that can hold code, in field order."""
+    """The child nodes of ``node`` that can hold code, in source order (tokens such as
+    brackets, operators and whitespace are left out)."""
     names = _FIELDS.get(type(node))
     if names is None:
-        names = tuple(
-            f.name for f in dataclasses.fields(node) if f.name not in _SKIPPED_FIELDS and "whitespace" not in f.name
-        )
+        fields = [f.name for f in dataclasses.fields(node)]
+        first = [name for name in _SOURCE_ORDER.get(type(node), ()) if name in fields]
+        ordered = first + [name for name in fields if name not in first]
+        names = tuple(name for name in ordered if name not in _SKIPPED_FIELDS and "whitespace" not in name)
         _FIELDS[type(node)] = names
     for name in names:
         value = getattr(node, name)

@@ -20,6 +20,9 @@ _CUDA_GRAPHS = re.compile(r"CUDAGraph|cuda\.graph\(|cudagraph|graphed_callables|
 _FIX_MESSAGE = "Set the gradients to `None` instead of zeroing them"
 
 
+_GRAD_ATTRIBUTE = re.compile(r"\.grad\b")
+
+
 class ZeroGradWithoutSetToNone(Rule):
     """## What it does
     Flags gradients that are zeroed in place: `zero_grad(set_to_none=False)` on an optimizer
@@ -66,7 +69,12 @@ class ZeroGradWithoutSetToNone(Rule):
         "(`zero_grad(set_to_none=True)` / `p.grad = None`) to skip a memset per parameter"
     )
     fix_applicability = Applicability.UNSAFE
-    triggers = ("zero_grad", ".zero_(", ".fill_(", "zeros_like", "torch.zeros")
+    triggers = ("zero_grad", ".grad")  # every manual zeroing writes to a `.grad`
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """`zero_grad`, or a `.grad` attribute (not `torch.autograd`) for manual zeroing."""
+        return "zero_grad" in source or _GRAD_ATTRIBUTE.search(source) is not None
 
     VALID = (
         "optimizer.zero_grad()\n",

@@ -77,7 +77,7 @@ class HostSyncInTrainingLoop(Rule):
         "(`total += loss.detach()`) and sync every N steps"
     )
     fix_applicability = Applicability.DISPLAY_ONLY
-    triggers = ("backward", ".step(")
+    triggers = (".backward(", ".step(")  # a training loop
     needs_cuda = True
 
     VALID = (

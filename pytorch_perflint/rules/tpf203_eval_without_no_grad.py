@@ -6,7 +6,7 @@ from typing import Union
 
 import libcst as cst
 
-from ..analysis.training import evaluation_loops, in_test_code
+from ..analysis.training import could_evaluate, evaluation_loops, in_test_code
 from ..rule import Invalid, Rule
 from ..types import Applicability
 
@@ -59,6 +59,11 @@ class EvalWithoutNoGrad(Rule):
     message = "Evaluation loop runs the model with autograd on; wrap it in `with torch.no_grad():`"
     fix_applicability = Applicability.UNSAFE
     triggers = ("eval", "valid", "test", "infer", "predict", ".train(")
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """An evaluation loop needs a loop and eval mode or an evaluation-named function."""
+        return ("for " in source or "while " in source) and could_evaluate(source)
 
     VALID = (
         "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        out = model(x)\n",

@@ -84,6 +84,13 @@ class DebugModeLeftOn(Rule):
     fix_applicability = Applicability.UNSAFE
     triggers = ("anomaly", "emit_nvtx", "profile")
 
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """Anomaly detection and NVTX anywhere; a profiler only around training."""
+        if "anomaly" in source or "emit_nvtx" in source:
+            return True
+        return "profile" in source and ".backward(" in source
+
     VALID = (
         "import torch\ntorch.autograd.set_detect_anomaly(False)\n",
         "import torch\ntorch.autograd.set_detect_anomaly(args.debug)\n",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Optional
 
@@ -24,6 +26,8 @@ _RANDOM = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint", "ra
 _FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})
+# The cheap pre-screen: a file without any factory call cannot hold a finding.
+_FACTORY_CALL = re.compile(r"\b(?:zeros|ones|empty|full|rand\w*|arange|linspace|logspace|eye|tensor)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,11 @@ class TensorCreatedThenMoved(Rule):
     message = "`{factory}(...)` is created on the host and then copied to the device; pass `device=` to create it there"
     fix_applicability = Applicability.SAFE
     triggers = (".cuda(", ".to(")
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """A move (`.cuda(`/`.to(`) and a factory call somewhere in the file."""
+        return any(t in source for t in cls.triggers) and _FACTORY_CALL.search(source) is not None
 
     VALID = (
         "import torch\nx = torch.zeros(3).to(torch.float16)\n",

@@ -131,7 +131,7 @@ class CudnnBenchmarkDisabled(Rule):
         "enable it so cuDNN autotunes the convolutions"
     )
     fix_applicability = Applicability.UNSAFE
-    triggers = ("backward",)
+    triggers = (".backward(",)  # a training loop
     needs_cuda = True
 
     _PROLOGUE = (

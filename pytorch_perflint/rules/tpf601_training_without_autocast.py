@@ -66,7 +66,7 @@ class TrainingWithoutAutocast(Rule):
         "(or float16 with a GradScaler) for the forward pass"
     )
     fix_applicability = Applicability.DISPLAY_ONLY
-    triggers = ("backward",)
+    triggers = (".backward(",)  # a training loop
     needs_cuda = True
     preview = True
 
