@@ -1,4 +1,4 @@
-"""The flake8 plugin reports what the engine finds, in flake8's shape."""
+"""Packaging: the flake8 plugin and the generated rule docs."""
 
 from __future__ import annotations
 
@@ -30,3 +30,12 @@ def test_flake8_runs_the_plugin(tmp_path):
         [sys.executable, "-m", "flake8", "--select=TPF", str(target)], capture_output=True, text=True
     )
     assert f"{target}:3:9: TPF501" in proc.stdout
+
+
+def test_rule_docs_and_readme_table_are_up_to_date():
+    """docs/rules.md and the README's table are generated from the rules themselves."""
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_rule_docs.py"
+    proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
