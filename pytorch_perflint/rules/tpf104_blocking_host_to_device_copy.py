@@ -56,6 +56,11 @@ class BlockingHostToDeviceCopy(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("pin_memory",)
 
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """A pinned DataLoader built here and a copy to the device."""
+        return "pin_memory" in source and "DataLoader" in source and (".to(" in source or ".cuda(" in source)
+
     VALID = (
         _SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
         _SETUP + "for x, y in loader:\n    x = torch.cat([x, y])\n    x = x.to(device)\n",

@@ -20,7 +20,8 @@ _CUDA_GRAPHS = re.compile(r"CUDAGraph|cuda\.graph\(|cudagraph|graphed_callables|
 _FIX_MESSAGE = "Set the gradients to `None` instead of zeroing them"
 
 
-_GRAD_ATTRIBUTE = re.compile(r"\.grad\b")
+# p.grad = ..., p.grad.zero_(), p.grad.data.zero_(), p.grad.fill_(...)
+_GRAD_WRITE = re.compile(r"\.grad(?:\.data)?(?:\s*=(?!=)|\.(?:zero_|fill_|detach_)\s*\()")
 
 
 class ZeroGradWithoutSetToNone(Rule):
@@ -73,8 +74,9 @@ class ZeroGradWithoutSetToNone(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """`zero_grad`, or a `.grad` attribute (not `torch.autograd`) for manual zeroing."""
-        return "zero_grad" in source or _GRAD_ATTRIBUTE.search(source) is not None
+        """A `zero_grad(` call, or a `.grad` that is zeroed or assigned."""
+        return "zero_grad" in source or _GRAD_WRITE.search(source) is not None
+
 
     VALID = (
         "optimizer.zero_grad()\n",

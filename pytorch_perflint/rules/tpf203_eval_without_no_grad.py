@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Union
 
 import libcst as cst
 
-from ..analysis.training import could_evaluate, evaluation_loops, in_test_code
+from ..analysis.training import evaluation_loops, in_test_code, is_eval_function_name
 from ..rule import Invalid, Rule
 from ..types import Applicability
 
 _LOOP = "model.eval()\nfor x, y in loader:\n    out = model(x)\n"
+
+
+_EVAL_MODE = re.compile(r"\.eval\(\s*\)|\.train\(\s*(?:mode\s*=\s*)?False")
+_DEF_NAME = re.compile(r"\bdef\s+(\w+)")
 
 
 class EvalWithoutNoGrad(Rule):
@@ -62,8 +68,13 @@ class EvalWithoutNoGrad(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """An evaluation loop needs a loop and eval mode or an evaluation-named function."""
-        return ("for " in source or "while " in source) and could_evaluate(source)
+        """A loop, and eval mode switched on or a function named like evaluation."""
+        if "for " not in source and "while " not in source:
+            return False
+        if _EVAL_MODE.search(source):
+            return True
+        return any(is_eval_function_name(name) for name in _DEF_NAME.findall(source))
+
 
     VALID = (
         "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        out = model(x)\n",

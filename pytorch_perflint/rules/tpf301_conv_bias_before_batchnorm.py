@@ -113,6 +113,11 @@ class ConvBiasBeforeBatchnorm(Rule):
     fix_applicability = Applicability.UNSAFE
     triggers = ("BatchNorm",)
 
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """A BatchNorm and a layer that could feed it."""
+        return "BatchNorm" in source and ("Conv" in source or "Linear" in source)
+
     VALID = (
         # An activation between the conv and the norm.
         "import torch.nn as nn\nm = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.BatchNorm2d(8))\n",

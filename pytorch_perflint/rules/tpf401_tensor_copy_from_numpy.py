@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Dict, Optional
 
 import libcst as cst
@@ -27,6 +29,9 @@ _LEGACY: Dict[str, str] = {
 }
 # Keywords of torch.tensor that torch.as_tensor takes as well.
 _KEPT = ("dtype", "device")
+
+
+_CONSTRUCTOR_CALL = re.compile(r"\b(?:tensor|[A-Z][A-Za-z0-9]*Tensor|Tensor)\s*\(")
 
 
 class TensorCopyFromNumpy(Rule):
@@ -71,6 +76,11 @@ class TensorCopyFromNumpy(Rule):
     message = "`{call}` copies a NumPy array; use `torch.from_numpy` or `torch.as_tensor` to share its memory"
     fix_applicability = Applicability.UNSAFE
     triggers = ("numpy",)
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """NumPy in the file and a tensor constructor call."""
+        return ("numpy" in source or "np." in source) and _CONSTRUCTOR_CALL.search(source) is not None
 
     VALID = (
         "import torch\nx = torch.tensor([1.0, 2.0])\n",

@@ -26,8 +26,11 @@ _RANDOM = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint", "ra
 _FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})
-# The cheap pre-screen: a file without any factory call cannot hold a finding.
-_FACTORY_CALL = re.compile(r"\b(?:zeros|ones|empty|full|rand\w*|arange|linspace|logspace|eye|tensor)\s*\(")
+# The cheap pre-screen: a factory call directly followed by a move.
+_FACTORY_THEN_MOVE = re.compile(
+    r"\b(?:zeros|ones|empty|full|rand\w*|arange|linspace|logspace|eye|tensor)\s*"
+    r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\s*\.\s*(?:cuda|to)\s*\("
+)
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,10 @@ class TensorCreatedThenMoved(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A move (`.cuda(`/`.to(`) and a factory call somewhere in the file."""
-        return any(t in source for t in cls.triggers) and _FACTORY_CALL.search(source) is not None
+        """A factory call directly followed by `.cuda(` or `.to(` (two levels of nested
+        parentheses inside the factory's arguments are seen; deeper ones are missed)."""
+        return any(t in source for t in cls.triggers) and _FACTORY_THEN_MOVE.search(source) is not None
+
 
     VALID = (
         "import torch\nx = torch.zeros(3).to(torch.float16)\n",

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..rule import Invalid, Rule
 from ..types import Applicability
+
+
+_DATA_PARALLEL = re.compile(r"(?<!Distributed)DataParallel")
 
 
 class DataParallel(Rule):
@@ -44,6 +49,11 @@ class DataParallel(Rule):
     )
     fix_applicability = Applicability.DISPLAY_ONLY
     triggers = ("DataParallel",)
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """`DataParallel` other than inside `DistributedDataParallel`."""
+        return _DATA_PARALLEL.search(source) is not None
 
     VALID = (
         "import torch\nif isinstance(model, torch.nn.DataParallel):\n    model = model.module\n",
