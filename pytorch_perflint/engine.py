@@ -180,6 +180,29 @@ def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors:
     context.findings = []
 
 
+# Rules whose ``could_fire_tree`` answers None have no ast screen; remembered per class.
+_NO_TREE_SCREEN: set = set()
+_EMPTY_TREE = ast.Module(body=[], type_ignores=[])
+
+
+def _screen_with_ast(active: List[Type[Rule]], source: str) -> List[Type[Rule]]:
+    """Drop the rules whose ast pre-screen says they cannot fire (one ``ast.parse``, and
+    only when a candidate rule has such a screen). A file that ``ast`` cannot parse keeps
+    every rule: LibCST reports the syntax error."""
+    screened = [r for r in active if r not in _NO_TREE_SCREEN]
+    for rule in screened:
+        if rule.could_fire_tree(_EMPTY_TREE) is None:
+            _NO_TREE_SCREEN.add(rule)
+    screened = [r for r in screened if r not in _NO_TREE_SCREEN]
+    if not screened:
+        return active
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return active
+    return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)]
+
+
 def lint_source(
     source: str,
     path: Path,
@@ -201,6 +224,7 @@ def lint_source(
     active = [r for r in rule_classes if r.could_fire(source)]
     if any(r.needs_cuda for r in active) and not mentions_cuda(source):
         active = [r for r in active if not r.needs_cuda]
+    active = _screen_with_ast(active, source)
     if not active and "TPF001" not in codes and not want_unused_noqa:
         return result
     if not active and not want_unused_noqa and "TPF001" in codes:

@@ -9,6 +9,7 @@ cheap pre-screen, and VALID/INVALID examples that the test suite runs.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,6 +250,13 @@ class Rule(cst.BatchableCSTVisitor):
         """The cheap pre-screen: can this rule fire anywhere in ``source``? A file no enabled
         rule could fire in is never parsed with LibCST. Override for a sharper test."""
         return not cls.triggers or any(trigger in source for trigger in cls.triggers)
+
+    @classmethod
+    def could_fire_tree(cls, tree: "ast.Module") -> Optional[bool]:
+        """A second, sharper pre-screen on Python's own ``ast`` (about 13x cheaper to build
+        than the LibCST tree), asked only of files that passed ``could_fire``. None: this
+        rule has no such screen. It must over-approximate: the visitors stay the detectors."""
+        return None
 
     @classmethod
     def docs(cls) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import re
 
 from typing import Union
@@ -9,6 +11,7 @@ from typing import Union
 import libcst as cst
 
 from ..analysis.training import evaluation_loops, in_test_code, is_eval_function_name
+from ..analysis.ast_screens import could_evaluate_without_no_grad
 from ..rule import Invalid, Rule
 from ..types import Applicability
 
@@ -74,6 +77,11 @@ class EvalWithoutNoGrad(Rule):
         if _EVAL_MODE.search(source):
             return True
         return any(is_eval_function_name(name) for name in _DEF_NAME.findall(source))
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """An evaluating function runs a loop outside a no-grad block."""
+        return could_evaluate_without_no_grad(tree)
 
 
     VALID = (

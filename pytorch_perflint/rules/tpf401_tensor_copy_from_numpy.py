@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import re
 
 from typing import Dict, Optional
@@ -10,6 +12,7 @@ import libcst as cst
 
 from ..analysis.call_edits import keyword_arg, with_keywords
 from ..analysis.numpy_values import is_numpy_array
+from ..analysis.ast_screens import could_copy_numpy
 from ..rule import Invalid, NodeFix, Rule
 from ..types import Applicability
 
@@ -81,6 +84,11 @@ class TensorCopyFromNumpy(Rule):
     def could_fire(cls, source: str) -> bool:
         """NumPy in the file and a tensor constructor call."""
         return ("numpy" in source or "np." in source) and _CONSTRUCTOR_CALL.search(source) is not None
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """A tensor constructor is given something that could be an array."""
+        return could_copy_numpy(tree)
 
     VALID = (
         "import torch\nx = torch.tensor([1.0, 2.0])\n",
