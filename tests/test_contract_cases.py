@@ -1655,7 +1655,7 @@ TPF202 += [
           scaler.step(optimizer)
           scaler.update()
           print(f"loss {loss.item():.3f}")  #!
-      """, xfail="one sync reported twice on the line: print(...) of an f-string and the .item() inside it",
+      """,
       id="scaler-fstring-item"),
 ]
 
@@ -1692,7 +1692,7 @@ TPF202 += [
           loss.backward()
           optimizer.step()
           print(loss.item())  #!
-      """, xfail="one sync reported twice: print(...) of a Python float and the .item() inside it",
+      """,
       id="print-of-item-reported-once"),
 ]
 

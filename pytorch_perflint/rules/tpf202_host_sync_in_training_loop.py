@@ -29,6 +29,10 @@ _TORCH_REDUCTIONS = frozenset(
 _PREAMBLE = "import torch\nmodel.cuda()\n"
 
 
+# Methods whose result is already on the host: printing or converting it syncs nothing more.
+_HOST_RESULTS = frozenset({"item", "tolist", "numpy", "cpu"})
+
+
 class HostSyncInTrainingLoop(Rule):
     """## What it does
     Flags device-to-host synchronisations that run on every iteration of a training loop (a
@@ -223,6 +227,10 @@ class HostSyncInTrainingLoop(Rule):
         if isinstance(expr, cst.Call):
             if self.context.qualname(expr.func) in _TORCH_REDUCTIONS:
                 return True
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _HOST_RESULTS:
+                # `print(loss.item())`: the `.item()` is the sync (reported on its own);
+                # what print gets is already on the host.
+                return False
             root = expr.func
             while isinstance(root, (cst.Attribute, cst.Call)):
                 root = root.value if isinstance(root, cst.Attribute) else root.func
