@@ -10,49 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import libcst as cst
 import pytest
 from click.testing import CliRunner
 
 from pytorch_perflint import __version__, engine
 from pytorch_perflint.cli import main
-from pytorch_perflint.rule import Rule
-from pytorch_perflint.types import Applicability
+
+from fix_rules import RiskyCall, SlowCall  # noqa: E402
 
 FIRES = "import torch\nmodel = torch.nn.DataParallel(model)\n"
 CLEAN = "import torch\nx = torch.zeros(3)\n"
-
-
-class SlowCall(Rule):
-    """## What it does
-    Test-only rule: flags `slow(...)` and offers a safe fix to `fast(...)`.
-    """
-
-    code = "TPF901"
-    name = "slow-call"
-    message = "use `fast()`"
-    fix_applicability = Applicability.SAFE
-    triggers = ("slow",)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "slow":
-            self.report(node, fix=self.fix([(node.func, cst.Name("fast"))], "call `fast` instead"))
-
-
-class RiskyCall(Rule):
-    """## What it does
-    Test-only rule: flags `risky(...)` with an unsafe fix to `safe(...)`.
-    """
-
-    code = "TPF902"
-    name = "risky-call"
-    message = "use `safe()`"
-    fix_applicability = Applicability.UNSAFE
-    triggers = ("risky",)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "risky":
-            self.report(node, fix=self.fix([(node.func, cst.Name("safe"))], "call `safe` instead"))
 
 
 @pytest.fixture

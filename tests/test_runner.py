@@ -7,51 +7,17 @@ import os
 import stat
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
 from pytorch_perflint import engine, runner
 from pytorch_perflint.config import Settings
-from pytorch_perflint.rule import Rule
 from pytorch_perflint.runner import Mode, Undecodable, decode, process_bytes, process_file, run, write_fixed
-from pytorch_perflint.types import Applicability
+
+from fix_rules import TEST_RULES  # noqa: E402
 
 FIRES = "import torch\nmodel = torch.nn.DataParallel(model)\n"
 
 
-class SlowCall(Rule):
-    """## What it does
-    Test-only rule: flags `slow(...)` and offers a safe fix to `fast(...)`.
-    """
-
-    code = "TPF901"
-    name = "slow-call"
-    message = "use `fast()`"
-    fix_applicability = Applicability.SAFE
-    triggers = ("slow",)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "slow":
-            self.report(node, fix=self.fix([(node.func, cst.Name("fast"))], "call `fast` instead"))
-
-
-class RiskyCall(Rule):
-    """## What it does
-    Test-only rule: flags `risky(...)` with an unsafe fix to `safe(...)`.
-    """
-
-    code = "TPF902"
-    name = "risky-call"
-    message = "use `safe()`"
-    fix_applicability = Applicability.UNSAFE
-    triggers = ("risky",)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "risky":
-            self.report(node, fix=self.fix([(node.func, cst.Name("safe"))], "call `safe` instead"))
-
-
-TEST_RULES = (SlowCall, RiskyCall)
 SETTINGS = Settings()
 
 
