@@ -203,6 +203,14 @@ def _screen_with_ast(active: List[Type[Rule]], source: str) -> List[Type[Rule]]:
     return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)]
 
 
+def _compiles(source: str, path: Path) -> bool:
+    try:
+        compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def lint_source(
     source: str,
     path: Path,
@@ -225,15 +233,14 @@ def lint_source(
     if any(r.needs_cuda for r in active) and not mentions_cuda(source):
         active = [r for r in active if not r.needs_cuda]
     active = _screen_with_ast(active, source)
-    if not active and "TPF001" not in codes and not want_unused_noqa:
-        return result
-    if not active and not want_unused_noqa and "TPF001" in codes:
-        # Nothing can fire: a cheap syntax check stands in for the LibCST parse.
-        try:
-            compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    if not active:
+        # Nothing can fire: a cheap syntax check stands in for the LibCST parse, and every
+        # `noqa` naming one of our codes is unused.
+        valid = "TPF001" not in codes or _compiles(source, path)
+        if valid:
+            if want_unused_noqa:
+                result.diagnostics.extend(_unused_noqa(path, noqa_comments(source), {}))
             return result
-        except (SyntaxError, ValueError):
-            pass
     try:
         module = cst.parse_module(source)
     except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:

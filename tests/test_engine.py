@@ -113,6 +113,19 @@ def test_unused_noqa_is_reported_only_when_selected():
     assert [(d.code, d.location.row) for d in found] == [("TPF002", 2)]
 
 
+def test_unused_noqa_in_a_file_no_rule_could_fire_in_is_still_checked():
+    """No rule's trigger occurs, so the file is never parsed by LibCST: the unused noqa and
+    a syntax error must still be found."""
+    settings = settings_with({"extend_select": ("TPF002",)})
+    source = "x = 1  # noqa: TPF101, E501\ny = 2  # noqa\n"
+    found = lint_source(source, Path("x.py"), settings).diagnostics
+    assert [(d.code, d.location.row, d.message) for d in found] == [
+        ("TPF002", 1, "Unused `noqa` directive (non-matching: TPF101)")
+    ]
+    broken = lint_source("x = (  # noqa: TPF101\n", Path("x.py"), settings).diagnostics
+    assert [d.code for d in broken][0] == "TPF001"
+
+
 def test_syntax_error_is_tpf001_with_its_position():
     found = lint_source("import torch\ndef f(:\n    pass\n", Path("x.py"), Settings()).diagnostics
     assert [d.code for d in found] == ["TPF001"]
