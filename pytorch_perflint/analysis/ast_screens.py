@@ -12,74 +12,153 @@ import ast
 import re
 from typing import Iterator, List, Set, Union
 
-from .training import is_eval_function_name
+from .training import (
+    BACKWARD_ATTRS,
+    FRAMEWORK_HOOKS,
+    GRAD_ATTRS,
+    MODEL_NAME,
+    is_eval_function_name,
+    needs_grad_name,
+)
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
-_NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode|set_grad_enabled|enable_grad", re.IGNORECASE)
+_NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
+_TEST_FUNCTION = re.compile(r"^_*test", re.IGNORECASE)
+
+
+def _dotted(node: ast.AST) -> str:
+    """``a.b.c`` for a Name/Attribute chain, else an empty string."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function (or module) body, not those of nested functions/classes."""
+    """The nodes under ``root`` that belong to its own frame: not those of nested functions
+    or lambdas (class bodies belong to the enclosing frame, as in the LibCST analysis)."""
     stack = list(ast.iter_child_nodes(root))
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
-def _mentions_no_grad(node: ast.AST) -> bool:
-    return any(
-        isinstance(n, ast.Name) and _NO_GRAD_WORDS.search(n.id)
-        or isinstance(n, ast.Attribute) and _NO_GRAD_WORDS.search(n.attr)
-        for n in ast.walk(node)
-    )
-
-
-def _sets_eval_mode(node: ast.AST) -> bool:
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+def _is_no_grad(expr: ast.AST) -> bool:
+    """Mirrors ``training.is_no_grad_expr`` by spelling: ``no_grad``/``inference_mode``
+    names (not ``inference_mode(False)``), ``set_grad_enabled`` with a value not ``True``."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    name = _dotted(target)
+    first = expr.args[0] if isinstance(expr, ast.Call) and expr.args else None
+    if name.rsplit(".", 1)[-1] == "set_grad_enabled":
+        return first is not None and not (isinstance(first, ast.Constant) and first.value is True)
+    if name.rsplit(".", 1)[-1] == "inference_mode" and isinstance(first, ast.Constant) and first.value is False:
         return False
-    if node.func.attr == "eval" and not node.args and not node.keywords:
-        return True
-    if node.func.attr == "train":
-        values = [*node.args, *(k.value for k in node.keywords)]
-        return any(isinstance(v, ast.Constant) and v.value is False for v in values)
+    return bool(_NO_GRAD_WORDS.search(name))
+
+
+def _eval_owner(node: ast.AST) -> str:
+    """``m`` for ``m.eval()`` or ``m.train(False)``; else an empty string."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return ""
+    values = [*node.args, *(k.value for k in node.keywords)]
+    if node.func.attr == "eval" and not values:
+        return _dotted(node.func.value)
+    if node.func.attr == "train" and values and isinstance(values[0], ast.Constant) and values[0].value is False:
+        return _dotted(node.func.value)
+    return ""
+
+
+def _runs_backward(function: Function) -> bool:
+    """Mirrors ``training._runs_backward``: the body calls ``.backward()`` or touches a
+    gradient attribute anywhere (nested functions included)."""
+    for statement in function.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Attribute) and node.attr in GRAD_ATTRS:
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in BACKWARD_ATTRS:
+                return True
     return False
 
 
-def _has_loop_outside_no_grad(root: ast.AST) -> bool:
-    """A for/while loop in ``root``'s own body that no ``with`` no-grad block encloses."""
-    stack: List[ast.AST] = list(ast.iter_child_nodes(root))
+def _forward_target(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        return _dotted(func.value)
+    return _dotted(func)
+
+
+def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool) -> bool:
+    """The loop calls a model in eval mode (or, in a function named like evaluation, a callee
+    named like a model) outside a no-grad block, and no name in it says it needs gradients."""
+    forward = False
+    stack = [(child, False) for child in ast.iter_child_nodes(loop)]
+    while stack:
+        node, no_grad = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Attribute) and needs_grad_name(node.attr):
+            return False
+        if isinstance(node, ast.Name) and needs_grad_name(node.id):
+            return False
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_no_grad(i.context_expr) for i in node.items):
+            no_grad = True
+        elif isinstance(node, ast.Call) and not no_grad and not forward:
+            target = _forward_target(node)
+            forward = bool(target) and (
+                target in owners or eval_named and MODEL_NAME.match(target.rsplit(".", 1)[-1]) is not None
+            )
+        stack.extend((child, no_grad) for child in ast.iter_child_nodes(node))
+    return forward
+
+
+def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
+    """Some loop of this frame (the module or one function) outside a no-grad ``with``
+    qualifies."""
+    owners = {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner}
+    if not owners and not eval_named:
+        return False
+    stack = list(ast.iter_child_nodes(frame))
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
-        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
-            _mentions_no_grad(item.context_expr) for item in node.items
-        ):
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_no_grad(i.context_expr) for i in node.items):
             continue
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and _loop_qualifies(node, owners, eval_named):
             return True
         stack.extend(ast.iter_child_nodes(node))
     return False
 
 
 def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
-    """Somewhere a function (or the module) that evaluates — it sets eval mode or is named
-    like evaluation — runs a loop outside any no-grad ``with`` and is not decorated no-grad."""
-    scopes: List[ast.AST] = [tree]
-    scopes.extend(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    for scope in scopes:
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(_mentions_no_grad(d) for d in scope.decorator_list):
+    """What TPF203's LibCST analysis reports, over-approximated: outside test code and
+    framework hooks, a frame (the module or a function not decorated no-grad) whose loop
+    calls a model it put in eval mode (or, when the function is named like evaluation and
+    never runs backward, a callee named like a model) outside a no-grad ``with``, and nothing
+    in that loop needs gradients."""
+    if _frame_could_evaluate(tree, eval_named=False):
+        return True
+    stack: List[ast.AST] = list(ast.iter_child_nodes(tree))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = node.name
+            if _TEST_FUNCTION.match(name) and name != "test":
                 continue
-            evaluates = is_eval_function_name(scope.name) or any(_sets_eval_mode(n) for n in _own_nodes(scope))
-        else:
-            evaluates = any(_sets_eval_mode(n) for n in _own_nodes(scope))
-        if evaluates and _has_loop_outside_no_grad(scope):
-            return True
+            if name not in FRAMEWORK_HOOKS and not any(_is_no_grad(d) for d in node.decorator_list):
+                eval_named = is_eval_function_name(name) and not _runs_backward(node)
+                if _frame_could_evaluate(node, eval_named):
+                    return True
+        stack.extend(ast.iter_child_nodes(node))
     return False
 
 

@@ -53,7 +53,7 @@ FuncKey = Tuple[Optional[str], str]  # (class name or None, function name)
 _SCHEDULER = re.compile(r"sched", re.IGNORECASE)
 # opt, opts, optG, opt_d, opt1, g_opt, genOpt (``optim`` anywhere is checked separately).
 _OPTIMIZER = re.compile(r"^opts?(?:$|_|\d|[A-Z])|_opts?(?:$|_|\d)|[a-z]Opts?(?:$|_|\d|[A-Z])")
-_BACKWARD_ATTRS = frozenset({"backward", "manual_backward"})
+BACKWARD_ATTRS = frozenset({"backward", "manual_backward"})
 _SYNC_METHODS = frozenset({"item", "cpu", "tolist"})
 _NO_GRAD_NAMES = frozenset({"torch.no_grad", "torch.inference_mode"})
 _NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
@@ -93,7 +93,7 @@ def call_receiver(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 def is_backward_call(call: cst.Call, qualname: Callable[[cst.CSTNode], Optional[str]]) -> bool:
     """``loss.backward()``, ``accelerator.backward(loss)``, ``torch.autograd.backward(t)``."""
-    if method_name(call) in _BACKWARD_ATTRS:
+    if method_name(call) in BACKWARD_ATTRS:
         return True
     if isinstance(call.func, cst.Name) and call.func.value == "backward":
         return qualname(call.func) == "torch.autograd.backward"
@@ -449,7 +449,7 @@ class _Builder:
         func, loops = self.frames[-1]
         name = method_name(call) or (call.func.value if isinstance(call.func, cst.Name) else None)
         backward = step = grad = False
-        if name in _BACKWARD_ATTRS or name == "backward":
+        if name in BACKWARD_ATTRS or name == "backward":
             backward = is_backward_call(call, self.qualname_at(stack))
         elif name == "step":
             step = is_optimizer_step(call, frozenset(self.optimizer_names))
@@ -707,7 +707,7 @@ def is_eval_function_name(name: str) -> bool:
 
 
 # Hooks that frameworks (Lightning, HF) already run under no_grad.
-_FRAMEWORK_HOOKS = frozenset(
+FRAMEWORK_HOOKS = frozenset(
     {
         "validation_step",
         "test_step",
@@ -722,8 +722,8 @@ _FRAMEWORK_HOOKS = frozenset(
     }
 )
 # The last name of a callee that is a model: model, net, self.model, netG, base_model.
-_MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
-_GRAD_ATTRS = frozenset(
+MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
+GRAD_ATTRS = frozenset(
     {
         "grad",
         "requires_grad",
@@ -741,11 +741,11 @@ _GRAD_ATTRS = frozenset(
 )
 
 
-def _needs_grad_name(name: str) -> bool:
+def needs_grad_name(name: str) -> bool:
     """Names that mean a loop trains: an optimizer, a loss scaler (timm's NativeScaler
     runs backward and step when called), a gradient."""
     lowered = name.lower()
-    return is_optimizer_name(name) or "scaler" in lowered or lowered in _GRAD_ATTRS
+    return is_optimizer_name(name) or "scaler" in lowered or lowered in GRAD_ATTRS
 
 
 @dataclass(frozen=True)
@@ -861,9 +861,9 @@ class _EvalWalk:
             frame.loops.append(loop)
         elif isinstance(node, cst.Yield):
             self.mark("has_yield")
-        elif isinstance(node, cst.Attribute) and _needs_grad_name(node.attr.value):
+        elif isinstance(node, cst.Attribute) and needs_grad_name(node.attr.value):
             self.mark("needs_grad")
-        elif isinstance(node, cst.Name) and _needs_grad_name(node.value):
+        elif isinstance(node, cst.Name) and needs_grad_name(node.value):
             self.mark("needs_grad")
         elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
             call = node.value
@@ -902,7 +902,7 @@ class _EvalWalk:
             self.no_grad_called.add(called)
         key = callee_key(call, frame.class_name)
         if (
-            name in _BACKWARD_ATTRS
+            name in BACKWARD_ATTRS
             or (name == "step" and is_optimizer_step(call))
             or (called == "grad" and is_autograd_grad(call, self.qualname_at(stack)))
             or (key is not None and key in self.grad_fns)
@@ -919,7 +919,7 @@ class _EvalWalk:
         branch = frame.branch.get(dotted)
         if mode == "eval" and branch is not None and not any(node is branch for node in stack):
             mode = "unknown"  # `if training: model.train() else: model.eval()`: not known here
-        model_like = frame.eval_named and mode is None and bool(_MODEL_NAME.match(dotted.rsplit(".", 1)[-1]))
+        model_like = frame.eval_named and mode is None and bool(MODEL_NAME.match(dotted.rsplit(".", 1)[-1]))
         if mode == "eval" or model_like:
             self.mark("forward")
 
@@ -950,7 +950,7 @@ class _EvalWalk:
             function = loop.frame.node
             if function is not None:
                 name = function.name.value
-                if name in _FRAMEWORK_HOOKS or name in self.no_grad_called:
+                if name in FRAMEWORK_HOOKS or name in self.no_grad_called:
                     continue
             if self._backward_after(loop):
                 continue
@@ -979,9 +979,9 @@ def _runs_backward(function: cst.FunctionDef) -> bool:
     def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
         if found:
             return False
-        if isinstance(node, cst.Call) and method_name(node) in _BACKWARD_ATTRS:
+        if isinstance(node, cst.Call) and method_name(node) in BACKWARD_ATTRS:
             found.append(True)
-        elif isinstance(node, cst.Attribute) and node.attr.value in _GRAD_ATTRS:
+        elif isinstance(node, cst.Attribute) and node.attr.value in GRAD_ATTRS:
             found.append(True)
         return True
 
