@@ -549,8 +549,8 @@ TPF101_FIX += [
           batch_size=2,  # bs
           # trailing comment
       )
-      """, lambda t: "batch_size=2,  # bs\n" in t and "num_workers=4," in t and _loader_workers(4)(t),
-      xfail="the comment on the last argument's line moves onto the added num_workers line",
+      """, lambda t: "batch_size=2,  # bs\n" in t and "num_workers=4,\n    # trailing comment\n)" in t
+      and _loader_workers(4)(t),
       id="multiline-keeps-comment-on-its-argument"),
 ]
 

@@ -50,10 +50,21 @@ def with_keywords(call: cst.Call, new: Sequence[cst.Arg]) -> cst.Call:
             line_break = args[-2].comma.whitespace_after
         else:
             line_break = call.whitespace_before_args
+        after_last = last_comma.whitespace_after
+        assert isinstance(after_last, cst.ParenthesizedWhitespace)
+        if not isinstance(line_break, cst.ParenthesizedWhitespace):  # `f(a,  # note\n)`
+            between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            args[-1] = args[-1].with_changes(comma=between)
+            tail = [arg.with_changes(comma=between) for arg in new[:-1]]
+            return call.with_changes(args=[*args, *tail, new[-1].with_changes(comma=last_comma)])
         between = cst.Comma(whitespace_after=_bare(line_break))
-        args[-1] = args[-1].with_changes(comma=between)
+        # A comment on the old last argument's line stays there; the comment lines and
+        # the indentation before ``)`` move after the new last argument.
+        own_line = _bare(line_break).with_changes(first_line=after_last.first_line)
+        args[-1] = args[-1].with_changes(comma=last_comma.with_changes(whitespace_after=own_line))
         tail = [arg.with_changes(comma=between) for arg in new[:-1]]
-        tail.append(new[-1].with_changes(comma=last_comma))
+        closing = after_last.with_changes(first_line=cst.TrailingWhitespace())
+        tail.append(new[-1].with_changes(comma=last_comma.with_changes(whitespace_after=closing)))
         return call.with_changes(args=[*args, *tail])
     space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     closing: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace("")
