@@ -9,9 +9,11 @@ detectors, these only spare them files that cannot hold a finding.
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from typing import Iterator, List, Set, Union
+from typing import FrozenSet, Iterator, List, Optional, Set, Union
 
+from .device_targets import is_device_name, is_device_string
 from .training import (
     BACKWARD_ATTRS,
     FRAMEWORK_HOOKS,
@@ -163,8 +165,16 @@ def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
 
 
 _ARRAY_MODULES = ("numpy", "cv2", "pandas", "PIL", "imageio", "h5py", "scipy")
-_ARRAY_ATTRIBUTES = frozenset({"numpy", "to_numpy", "values", "astype", "T", "copy", "reshape", "transpose"})
-_CONSTRUCTOR = re.compile(r"^(?:tensor|Tensor|[A-Z][A-Za-z0-9]*Tensor)$")
+# Methods and attributes that give an array when their receiver is one (or a pandas object).
+_ARRAY_PRESERVING = frozenset(
+    {"astype", "reshape", "copy", "flatten", "ravel", "transpose", "squeeze", "swapaxes", "view", "repeat"}
+    | {"T", "values", "to_numpy"}
+)
+# The tensor constructors TPF401 knows (``torch.tensor`` and the legacy typed ones).
+_CONSTRUCTORS = frozenset(
+    {"tensor", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor"}
+    | {"IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
+)
 
 
 def _array_roots(tree: ast.Module) -> Set[str]:
@@ -188,16 +198,38 @@ def _root_name(node: ast.AST) -> str:
 
 
 def _could_be_array(node: ast.AST, roots: Set[str], names: Set[str]) -> bool:
+    """Over-approximates ``numpy_values``' known arrays: ``.numpy()``, an expression rooted
+    in an array module or in a name assigned one, array-preserving methods of those."""
     if isinstance(node, ast.Starred):
         node = node.value
     if isinstance(node, ast.Name):
         return node.id in names
-    if isinstance(node, ast.Attribute) and node.attr in _ARRAY_ATTRIBUTES:
-        return True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ARRAY_ATTRIBUTES:
-        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "numpy":
+            return True
+        if node.func.attr in _ARRAY_PRESERVING:
+            return _could_be_array(node.func.value, roots, names)
+    if isinstance(node, ast.Attribute) and node.attr in _ARRAY_PRESERVING:
+        return _could_be_array(node.value, roots, names)
     root = _root_name(node)
     return bool(root) and (root in roots or root in names)
+
+
+def _constructor_names(tree: ast.Module) -> Set[str]:
+    """The constructor names, and what ``from torch import tensor as t`` binds them to."""
+    names = set(_CONSTRUCTORS)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update(a.asname for a in node.names if a.asname and a.name in _CONSTRUCTORS)
+    return names
+
+
+def _is_constructor(func: ast.AST, names: Set[str]) -> bool:
+    """``tensor`` / ``LongTensor`` imported by name, or an attribute of a plain name
+    (``torch.tensor``, ``th.FloatTensor``); not ``aten.split.Tensor`` or ``torch.cuda.*``."""
+    if isinstance(func, ast.Name):
+        return func.id in names
+    return isinstance(func, ast.Attribute) and func.attr in _CONSTRUCTORS and isinstance(func.value, ast.Name)
 
 
 def could_copy_numpy(tree: ast.Module) -> bool:
@@ -219,11 +251,151 @@ def could_copy_numpy(tree: ast.Module) -> bool:
                     if isinstance(name, ast.Name) and name.id not in names:
                         names.add(name.id)
                         changed = True
+    constructors = _constructor_names(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
-        func = node.func
-        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if _CONSTRUCTOR.match(called) and _could_be_array(node.args[0], roots, names):
+        if _is_constructor(node.func, constructors) and _could_be_array(node.args[0], roots, names):
             return True
     return False
+
+
+_FACTORY_NAMES = frozenset(
+    {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
+    | {"rand", "randn", "randint", "randperm"}
+)
+_FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
+_MOVE_KEYWORDS = {
+    "cuda": frozenset({"device", "non_blocking", "memory_format"}),
+    "to": frozenset({"device", "dtype", "memory_format", "non_blocking", "copy"}),
+}
+
+
+def _assigned_names(tree: ast.Module) -> Set[str]:
+    """Names assigned somewhere in the file: the analysis may look their value up."""
+    names: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            names.add(node.target.id)
+    return names
+
+
+def _could_be_device(node: ast.AST, bound: Set[str]) -> bool:
+    """Over-approximates ``device_targets.device_target(...)`` being a non-host device."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, str):
+            return is_device_string(value, host=False)
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if isinstance(node, ast.Call):
+        return _dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device")
+    if isinstance(node, ast.Name):
+        return node.id in bound or is_device_name(node.id)
+    if isinstance(node, ast.Attribute):
+        return is_device_name(node.attr)
+    return False
+
+
+def could_create_then_move(tree: ast.Module) -> bool:
+    """A tensor factory call without ``device=`` (or another blocker) directly followed by
+    ``.cuda(...)`` or by ``.to(...)`` whose target could be a device (TPF402)."""
+    bound: Optional[Set[str]] = None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        move = node.func.attr
+        factory = node.func.value
+        if move not in _MOVE_KEYWORDS or not isinstance(factory, ast.Call):
+            continue
+        if _dotted(factory.func).rsplit(".", 1)[-1] not in _FACTORY_NAMES:
+            continue
+        if any(k.arg is None or k.arg in _FACTORY_BLOCKERS for k in factory.keywords):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None or k.arg not in _MOVE_KEYWORDS[move] for k in node.keywords
+        ):
+            continue
+        if move == "cuda":
+            return True
+        device = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if device is not None:
+            if not node.args and not (isinstance(device, ast.Constant) and device.value is None):
+                return True
+            continue
+        if node.args:
+            if bound is None:
+                bound = _assigned_names(tree)
+            if _could_be_device(node.args[0], bound):
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------
+# Identifiers in code, and the rough shape of a training loop
+# ---------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def code_identifiers(tree: ast.Module) -> FrozenSet[str]:
+    """Every name, attribute and imported name the code uses (not strings or comments):
+    a qualified API name can only resolve where its last part occurs here."""
+    names: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.update(alias.name.split("."))
+    return frozenset(names)
+
+
+def uses_identifier(tree: ast.Module, pattern: "re.Pattern[str]") -> bool:
+    """Whether some identifier in the code matches ``pattern`` (``search``)."""
+    return any(pattern.search(name) for name in code_identifiers(tree))
+
+
+def _is_training_call(node: ast.AST) -> bool:
+    """``x.backward(...)``, ``backward(...)``, ``x.manual_backward(...)`` or ``x.step(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr in BACKWARD_ATTRS or func.attr == "step"
+    return isinstance(func, ast.Name) and func.id == "backward"
+
+
+@functools.lru_cache(maxsize=1)
+def could_have_training_loop(tree: ast.Module) -> bool:
+    """The rough shape of ``training.training_facts``' training loops: the file calls
+    backward or a ``.step()`` somewhere, and some loop calls one itself or calls a function
+    (or method) defined in this file, which may be a training-step helper."""
+    defined: Set[str] = set()
+    trains = False
+    loops: List[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            loops.append(node)
+        elif not trains and _is_training_call(node):
+            trains = True
+    if not trains:
+        return False
+    for loop in loops:
+        for node in ast.walk(loop):
+            if not isinstance(node, ast.Call):
+                continue
+            if _is_training_call(node):
+                return True
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if called in defined:
+                return True
+    return False
+
+
+def calls_training_step(tree: ast.Module) -> bool:
+    """Some call to backward or ``.step()`` anywhere in the code."""
+    return any(_is_training_call(node) for node in ast.walk(tree))

@@ -74,11 +74,21 @@ def device_target(expr: cst.BaseExpression, context: "FileContext", depth: int =
     return None
 
 
+def is_device_name(name: str) -> bool:
+    """A variable name that conventionally holds a (non-host) device: ``device``, ``gpu``,
+    ``local_rank``, ``*_device``; ``cpu_device`` is the host."""
+    return _DEVICE_NAME.match(name) is not None and "cpu" not in name.lower()
+
+
+def is_device_string(value: str, host: bool) -> bool:
+    """``"cuda"``, ``"cuda:1"``, ``"mps"``...; host (``cpu``, ``meta``) ones only when ``host``."""
+    match = _DEVICE_STRING.match(value)
+    return match is not None and (host or match.group("type") not in _HOST)
+
+
 def _named_device(name: str) -> Optional[DeviceTarget]:
     """A variable whose name says it holds a device; ``cpu_device`` is the host, not a move."""
-    if not _DEVICE_NAME.match(name) or "cpu" in name.lower():
-        return None
-    return DeviceTarget(known=False)
+    return DeviceTarget(known=False) if is_device_name(name) else None
 
 
 def _literal_target(value: object) -> Optional[DeviceTarget]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set
 
 import libcst as cst
 
+from ..analysis.ast_screens import could_have_training_loop
 from ..analysis.training import (
     callee_key,
     guarded_between,
@@ -83,6 +85,11 @@ class HostSyncInTrainingLoop(Rule):
     fix_applicability = Applicability.DISPLAY_ONLY
     triggers = (".backward(", ".step(")  # a training loop
     needs_cuda = True
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """Some loop trains: it runs backward or a step, or calls a helper defined here."""
+        return could_have_training_loop(tree)
 
     VALID = (
         # CPU-only module

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from ..analysis.ast_screens import calls_training_step, code_identifiers
 from ..analysis.calls import argument
 from ..analysis.training import (
     enclosing_function,
@@ -34,6 +36,8 @@ _PROFILERS = frozenset(
 )
 
 
+# The last parts of the switch and context names (also what `from ... import` binds).
+_SWITCHES = frozenset({"set_detect_anomaly", "detect_anomaly", "emit_nvtx"})
 _ALL = frozenset({_ANOMALY_SWITCH, _ANOMALY_CONTEXT, _NVTX, *_PROFILERS})
 # Functions whose job is debugging (or implementing the switch itself): their callers decide.
 _DEBUGGING = re.compile(r"debug|anomal|check|verify|diagnos|profil|^__(?:enter|exit)__$", re.IGNORECASE)
@@ -90,6 +94,14 @@ class DebugModeLeftOn(Rule):
         if "anomaly" in source or "emit_nvtx" in source:
             return True
         return "profile" in source and ".backward(" in source
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring) names a debugging switch, or a profiler and a step."""
+        names = code_identifiers(tree)
+        if not names.isdisjoint(_SWITCHES):
+            return True
+        return "profile" in names and calls_training_step(tree)
 
     VALID = (
         "import torch\ntorch.autograd.set_detect_anomaly(False)\n",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from ..analysis.ast_screens import uses_identifier
 from ..analysis.call_edits import keyword_arg, with_keywords
 from ..analysis.calls import MISSING
 from ..analysis.modules import Feed, Layer, ModuleFacts, module_facts, variables
@@ -36,6 +39,9 @@ _NORMS: Dict[str, Optional[int]] = {
     "torch.nn.LazyBatchNorm3d": 3,
     "torch.nn.SyncBatchNorm": None,
 }
+# What the code must name for a finding to be possible (the ast pre-screen).
+_BATCHNORM = re.compile(r"BatchNorm")
+_CONV_OR_LINEAR = re.compile(r"Conv|Linear")
 
 
 def _matches(feed: Feed) -> bool:
@@ -117,6 +123,11 @@ class ConvBiasBeforeBatchnorm(Rule):
     def could_fire(cls, source: str) -> bool:
         """A BatchNorm and a layer that could feed it."""
         return "BatchNorm" in source and ("Conv" in source or "Linear" in source)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring) names a BatchNorm and a Conv or Linear layer."""
+        return uses_identifier(tree, _BATCHNORM) and uses_identifier(tree, _CONV_OR_LINEAR)
 
     VALID = (
         # An activation between the conv and the norm.

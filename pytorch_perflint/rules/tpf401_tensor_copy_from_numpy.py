@@ -35,6 +35,9 @@ _KEPT = ("dtype", "device")
 
 
 _CONSTRUCTOR_CALL = re.compile(r"\b(?:tensor|[A-Z][A-Za-z0-9]*Tensor|Tensor)\s*\(")
+_CONSTRUCTOR_ALIAS = re.compile(r"\b(?:tensor|[A-Z][A-Za-z0-9]*Tensor|Tensor)\s+as\s")
+# Where known arrays come from: NumPy, pandas' `.values` / `.to_numpy()`, OpenCV readers.
+_ARRAY_SOURCE = re.compile(r"numpy|np\.|pandas|\.values|to_numpy|cv2")
 
 
 class TensorCopyFromNumpy(Rule):
@@ -82,8 +85,10 @@ class TensorCopyFromNumpy(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """NumPy in the file and a tensor constructor call."""
-        return ("numpy" in source or "np." in source) and _CONSTRUCTOR_CALL.search(source) is not None
+        """An array library in the file and a tensor constructor call (or an alias of one)."""
+        return _ARRAY_SOURCE.search(source) is not None and (
+            _CONSTRUCTOR_CALL.search(source) is not None or _CONSTRUCTOR_ALIAS.search(source) is not None
+        )
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:

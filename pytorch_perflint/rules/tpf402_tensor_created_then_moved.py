@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
+from ..analysis.ast_screens import could_create_then_move
 from ..analysis.call_edits import keyword_arg, with_keywords
 from ..analysis.calls import argument
 from ..analysis.device_targets import device_target
@@ -95,6 +97,11 @@ class TensorCreatedThenMoved(Rule):
         """A factory call directly followed by `.cuda(` or `.to(` (two levels of nested
         parentheses inside the factory's arguments are seen; deeper ones are missed)."""
         return any(t in source for t in cls.triggers) and _FACTORY_THEN_MOVE.search(source) is not None
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """A factory call without ``device=`` moved straight to what could be a device."""
+        return could_create_then_move(tree)
 
 
     VALID = (

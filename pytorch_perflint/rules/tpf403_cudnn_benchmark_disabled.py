@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
+from ..analysis.ast_screens import could_have_training_loop
 from ..analysis.modules import ModelBuild, conv_model_builds, descendants, walk_scoped
 from ..analysis.scope import dotted_name
 from ..analysis.training import training_facts
@@ -133,6 +135,11 @@ class CudnnBenchmarkDisabled(Rule):
     fix_applicability = Applicability.UNSAFE
     triggers = (".backward(",)  # a training loop
     needs_cuda = True
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """Some loop trains: it runs backward or a step, or calls a helper defined here."""
+        return could_have_training_loop(tree)
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"

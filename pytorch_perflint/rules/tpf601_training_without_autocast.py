@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Union
 
 import libcst as cst
 
+from ..analysis.ast_screens import could_have_training_loop
 from ..analysis.training import training_facts
 from ..rule import Invalid, Rule
 from ..types import Applicability
@@ -68,6 +70,11 @@ class TrainingWithoutAutocast(Rule):
     fix_applicability = Applicability.DISPLAY_ONLY
     triggers = (".backward(",)  # a training loop
     needs_cuda = True
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """Some loop trains: it runs backward or a step, or calls a helper defined here."""
+        return could_have_training_loop(tree)
     preview = True
 
     VALID = (

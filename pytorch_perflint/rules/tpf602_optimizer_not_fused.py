@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import libcst as cst
 
+from ..analysis.ast_screens import code_identifiers
 from ..analysis.call_edits import keyword_arg, with_keywords
 from ..analysis.calls import argument
 from ..rule import Invalid, Rule, Valid
@@ -51,6 +53,11 @@ class OptimizerNotFused(Rule):
     triggers = ("Adam", "SGD")
     needs_cuda = True
     preview = True
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring) names one of the optimizers."""
+        return not code_identifiers(tree).isdisjoint(("Adam", "AdamW", "SGD"))
 
     VALID = (
         "import torch\nopt = torch.optim.Adam(model.parameters())\n",

@@ -1,0 +1,101 @@
+"""The ast pre-screens only spare LibCST files that cannot hold a finding.
+
+A screen (``Rule.could_fire_tree``) must answer True for every file its rule reports on; the
+invariant is checked by linting every example, fixture and contract case with the screens
+switched off and asking the screen about each file that got a finding.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+from typing import Iterator, List, Tuple, Type
+
+import pytest
+
+import test_contract_cases
+from pytorch_perflint import engine
+from pytorch_perflint.registry import all_rules, rule_by_code
+from pytorch_perflint.rule import Rule
+from pytorch_perflint.testing import lint_example
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SCREENED = [r for r in all_rules() if r.could_fire_tree(ast.parse("")) is not None]
+
+# Positives that only a careful screen keeps: aliases, helpers, values bound elsewhere.
+TRICKY = [
+    ("TPF204", "from torch.autograd import set_detect_anomaly as sda\nsda(True)\n"),
+    ("TPF204", "import torch.autograd.profiler as P\nwith P.profile():\n    loss.backward()\n"),
+    ("TPF202", "import torch\ndef step(b):\n    loss = model(b.cuda()).sum()\n    loss.backward()\n"
+               "    opt.step()\n    return loss\nfor b in loader:\n    print(step(b).item())\n"),
+    ("TPF402", "import torch\ndev = 'cuda'\nx = torch.zeros(3).to(dev)\n"),
+    ("TPF402", "from torch import ones\nx = ones(4).cuda()\n"),
+    ("TPF402", "import torch\nx = torch.randn(2).to(device=args.device)\n"),
+    ("TPF401", "from torch import tensor as T\nimport numpy as np\nx = T(np.zeros(3))\n"),
+    ("TPF401", "import torch\nimport pandas as pd\ndf = pd.read_csv('a')\nx = torch.tensor(df.values)\n"),
+    ("TPF401", "import torch\nimport numpy as np\na = np.zeros((2, 3))\nx = torch.FloatTensor(a.T.copy())\n"),
+    ("TPF301", "from torch.nn import Conv2d as C, BatchNorm2d as B, Sequential\nm = Sequential(C(3, 8, 3), B(8))\n"),
+    ("TPF203", "import torch\ndef run(m, loader):\n    m.train(mode=False)\n    for x in loader:\n        m(x)\n"),
+    ("TPF203", "import torch\nclass Trainer:\n    def validate(self):\n        for x in self.val:\n"
+               "            self.model.forward(x)\n"),
+]
+
+
+def _contract_sources() -> Iterator[str]:
+    for value in vars(test_contract_cases).values():
+        if isinstance(value, list):
+            for param in value:
+                if getattr(param, "values", None) and isinstance(param.values[0], str):
+                    yield param.values[0]
+
+
+def _sources(rule: Type[Rule]) -> List[Tuple[str, dict]]:
+    options = {"preview": True}
+    out = [(case.code, {**options, **case.options}) for case in rule.INVALID]
+    out += [(case.code if not isinstance(case, str) else case, options) for case in rule.VALID]
+    out += [(path.read_text(encoding="utf-8"), options) for path in sorted(FIXTURES.glob(f"{rule.code}/*.py"))]
+    out += [(code, options) for code in _contract_sources()]
+    out += [(textwrap.dedent(code), options) for c, code in TRICKY if c == rule.code]
+    return out
+
+
+@pytest.mark.parametrize("rule", SCREENED, ids=[r.code for r in SCREENED])
+def test_a_screen_never_drops_a_file_its_rule_reports_on(rule, monkeypatch):
+    monkeypatch.setattr(engine, "_screen_with_ast", lambda active, source: active)
+    reported = 0
+    for source, options in _sources(rule):
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        if lint_example(rule, source, options):
+            reported += 1
+            assert rule.could_fire_tree(tree), f"{rule.code}'s screen drops a file it reports on:\n{source}"
+    assert reported >= 3
+
+
+@pytest.mark.parametrize(("code", "source"), TRICKY, ids=[f"{c}-{i}" for i, (c, _) in enumerate(TRICKY)])
+def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
+    assert lint_example(rule_by_code(code), source, {"preview": True})
+
+
+@pytest.mark.parametrize(
+    ("code", "source"),
+    [
+        ("TPF204", '"""Call torch.autograd.set_detect_anomaly(True) to debug."""\nimport torch\n'),
+        ("TPF301", '"""nn.Conv2d followed by nn.BatchNorm2d"""\nimport torch\n'),
+        ("TPF202", '"""loss.backward() then x.item() in a loop"""\nfor x in xs:\n    print(x.item())\n'),
+        ("TPF402", "import torch\nx = torch.zeros(3).to(torch.float16)\n"),
+        ("TPF401", "import numpy as np\nimport torch\nx = torch.tensor([1, 2])\ny = aten.split.Tensor(sizes, 2)\n"),
+        ("TPF401", "import torch\nv = x.topk(3).values\ny = torch.tensor(v)\n"),
+        ("TPF203", "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        model(x)\n"),
+        ("TPF203", "import torch\nmodel.eval()\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"),
+        ("TPF602", '"""Use torch.optim.Adam on CUDA."""\nimport torch\nx = torch.ones(1).cuda()\n'),
+    ],
+)
+def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):
+    """The text pre-screen lets these through; the ast screen sees there is nothing to find."""
+    rule = rule_by_code(code)
+    assert rule.could_fire(source)
+    assert not rule.could_fire_tree(ast.parse(source))
