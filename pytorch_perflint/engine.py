@@ -14,12 +14,13 @@ import tokenize
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import registry
+from .analysis.walk import child_nodes
 from .config import Settings
 from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
 from .transform import fix_edits
@@ -154,6 +155,39 @@ def _culprit(error: BaseException, rules: Sequence[Rule]) -> Optional[Rule]:
     return culprit
 
 
+def _traverse(context: FileContext, rules: Sequence[Rule]) -> None:
+    """One pre-order pass over the code nodes (``analysis.walk.child_nodes``), calling each
+    rule's ``visit_<Node>`` and ``leave_<Node>`` methods with the ancestor stack kept.
+
+    It replaces ``cst.visit_batched``: LibCST's ``visit`` rebuilds and re-validates every
+    node (whitespace and tokens included), which costs more than parsing the file. Rules
+    cannot skip children (as in batched visitors) and attribute hooks are not supported.
+    """
+    visits: Dict[str, List[Callable[[cst.CSTNode], object]]] = {}
+    leaves: Dict[str, List[Callable[[cst.CSTNode], object]]] = {}
+    for rule in rules:
+        for name, method in rule.get_visitors().items():
+            kind, _, node_type = name.partition("_")
+            if "_" in node_type:
+                raise TypeError(f"{type(rule).__name__}.{name}: attribute hooks are not supported")
+            (visits if kind == "visit" else leaves).setdefault(node_type, []).append(method)
+    no_calls: Tuple[Callable[[cst.CSTNode], object], ...] = ()
+    todo: List[Tuple[cst.CSTNode, bool]] = [(context.module, False)]
+    while todo:
+        node, done = todo.pop()
+        node_type = type(node).__name__
+        if done:
+            for method in leaves.get(node_type, no_calls):
+                method(node)
+            context.leave(node)
+            continue
+        context.enter(node)
+        for method in visits.get(node_type, no_calls):
+            method(node)
+        todo.append((node, True))
+        todo.extend((child, False) for child in reversed(tuple(child_nodes(node))))
+
+
 def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors: List[str]) -> None:
     """One batched pass; a rule that crashes is reported and the pass re-run without it."""
     remaining = list(rule_classes)
@@ -162,7 +196,7 @@ def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors:
         context.ancestors = []
         instances = [rule(context) for rule in remaining]
         try:
-            cst.visit_batched(context.module, instances, context.enter, context.leave)
+            _traverse(context, instances)
             return
         except RecursionError:
             errors.append(f"{context.path}: too deeply nested to lint")
