@@ -37,16 +37,21 @@ def settings_with(options: Mapping[str, Any], **extra: Any) -> Settings:
     return dataclasses.replace(Settings(), **values)
 
 
-def lint_example(rule: Type[Rule], code: str, options: Mapping[str, Any] = {}) -> List[Tuple[int, str]]:
-    """(line, code) of every diagnostic the rule gives on ``code``."""
-    result = lint_source(code, Path("example.py"), settings_with(options), rules=[rule])
+def lint_example(
+    rule: Type[Rule], code: str, options: Mapping[str, Any] = {}, path: str = "example.py"
+) -> List[Tuple[int, str]]:
+    """(line, code) of every diagnostic the rule gives on ``code`` (linted as ``path``:
+    some rules treat test files differently)."""
+    result = lint_source(code, Path(path), settings_with(options), rules=[rule])
     assert not result.errors, result.errors
     return [(d.location.row, d.code) for d in result.diagnostics if d.code == rule.code]
 
 
-def fix_example(rule: Type[Rule], code: str, options: Mapping[str, Any] = {}, unsafe: bool = True) -> str:
+def fix_example(
+    rule: Type[Rule], code: str, options: Mapping[str, Any] = {}, unsafe: bool = True, path: str = "example.py"
+) -> str:
     settings = settings_with(options, unsafe_fixes=unsafe, fix=True)
-    outcome = fix_source(code, Path("example.py"), settings, rules=[rule])
+    outcome = fix_source(code, Path(path), settings, rules=[rule])
     assert not outcome.errors and not outcome.fix_errors, (outcome.errors, outcome.fix_errors)
     return outcome.source
 

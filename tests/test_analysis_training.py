@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import libcst as cst
+import pytest
 
 from pytorch_perflint.analysis.gradients import writes_into_grads
 from pytorch_perflint.analysis.training import (
+    is_test_path,
     evaluation_loops,
     is_optimizer_name,
     loop_bound_names,
@@ -133,3 +135,20 @@ def test_gradient_accumulation_keeps_the_outer_step_loop():
     assert outer.is_step_loop and micro.is_step_loop
     epoch, batch = loops("for e in range(3):\n    for x in loader:\n        f(x).backward()\n        engine.step()\n")
     assert not epoch.is_step_loop and batch.is_step_loop
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("tests/test_model.py", True),
+        ("pkg/tests/helpers.py", True),
+        ("model_test.py", True),
+        ("conftest.py", True),
+        ("torch/testing/_internal/common_utils.py", True),
+        ("models/test.py", False),
+        ("train.py", False),
+        ("contest/solver.py", False),
+    ],
+)
+def test_test_files_are_what_pytest_and_unittest_collect(path, expected):
+    assert is_test_path(PurePath(path)) is expected

@@ -41,7 +41,7 @@ FIXTURES = fixtures()
 def test_fixture_findings(fixture):
     rule = rule_by_code(fixture.code)
     assert rule is not None, f"fixtures/{fixture.code} names no rule"
-    found = set(lint_example(rule, fixture.source, fixture.options))
+    found = set(lint_example(rule, fixture.source, fixture.options, path=fixture.path.name))
     assert found == fixture.expected()
 
 
@@ -52,10 +52,10 @@ def test_fixture_fixes(fixture, unsafe):
     if expected is None:
         pytest.skip("no expected output for this mode")
     rule = rule_by_code(fixture.code)
-    fixed = fix_example(rule, fixture.source, fixture.options, unsafe=unsafe)
+    fixed = fix_example(rule, fixture.source, fixture.options, unsafe=unsafe, path=fixture.path.name)
     assert fixed == expected
     # Fixing twice changes nothing the second time.
-    assert fix_example(rule, fixed, fixture.options, unsafe=unsafe) == fixed
+    assert fix_example(rule, fixed, fixture.options, unsafe=unsafe, path=fixture.path.name) == fixed
 
 
 def test_rule_codes_are_unique_and_named_after_their_module():

@@ -26,7 +26,6 @@ from .training import (
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 _NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
-_TEST_FUNCTION = re.compile(r"^_*test", re.IGNORECASE)
 
 
 def _dotted(node: ast.AST) -> str:
@@ -154,8 +153,6 @@ def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             name = node.name
-            if _TEST_FUNCTION.match(name) and name != "test":
-                continue
             if name not in FRAMEWORK_HOOKS and not any(_is_no_grad(d) for d in node.decorator_list):
                 eval_named = is_eval_function_name(name) and not _runs_backward(node)
                 if _frame_could_evaluate(node, eval_named):

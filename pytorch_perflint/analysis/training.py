@@ -15,7 +15,7 @@ Public API (each fact is computed once per file; call it through ``context.fact`
     guarded_between(path, loop_names)          # is the last node of ``path`` conditional?
     under_no_grad(context, ancestors)          # inside no_grad / inference_mode / ...?
     is_backward_call / is_optimizer_step / is_sync_call / is_no_grad_expr   # classifiers
-    in_test_code(ancestors)                    # inside a unit test (rules stay quiet there)
+    in_test_code(ancestors, path)              # inside a unit test (rules stay quiet there)
 
 A **training loop** is a ``for``/``while`` whose body runs ``.backward()`` (also
 ``accelerator.backward``, ``torch.autograd.backward``) or an optimizer ``.step()`` (a receiver
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
@@ -993,6 +994,7 @@ def _runs_backward(function: cst.FunctionDef) -> bool:
 # Where a finding would be noise
 # ---------------------------------------------------------------------------------------
 _TEST_FUNCTION = re.compile(r"^_*test", re.IGNORECASE)
+_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 
 
 def enclosing_function(ancestors: Sequence[cst.CSTNode]) -> Optional[cst.FunctionDef]:
@@ -1002,11 +1004,28 @@ def enclosing_function(ancestors: Sequence[cst.CSTNode]) -> Optional[cst.Functio
     return None
 
 
-def in_test_code(ancestors: Sequence[cst.CSTNode]) -> bool:
-    """Inside a unit test (a ``test*`` function or a method of a ``Test*`` class): tests run
-    a few tiny steps on purpose, and often exercise exactly the behaviour a rule flags."""
+def is_test_path(path: PurePath) -> bool:
+    """A file pytest or unittest would collect tests from: ``test_*.py``, ``*_test.py``,
+    ``conftest.py``, or anything under a ``test``/``tests``/``testing`` folder."""
+    name = path.name
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(part in _TEST_FOLDERS for part in path.parts[:-1])
+
+
+def in_test_code(ancestors: Sequence[cst.CSTNode], path: PurePath) -> bool:
+    """Inside a unit test: a method of a ``Test*`` class, or a ``test*`` function in a test
+    file (see ``is_test_path``). Tests run a few tiny steps on purpose, and often exercise
+    exactly the behaviour a rule flags. Outside test files, ``test_img(model, loader)`` is
+    research code's evaluation function, not a unit test."""
+    test_file = is_test_path(path)
     for node in reversed(ancestors):
-        if isinstance(node, cst.FunctionDef) and _TEST_FUNCTION.match(node.name.value) and node.name.value != "test":
+        if (
+            test_file
+            and isinstance(node, cst.FunctionDef)
+            and _TEST_FUNCTION.match(node.name.value)
+            and node.name.value != "test"
+        ):
             return True
         if isinstance(node, cst.ClassDef) and node.name.value.startswith("Test"):
             return True

@@ -144,7 +144,7 @@ class ZeroGradWithoutSetToNone(Rule):
     def _exempt(self) -> bool:
         """Unit tests (they exercise both modes on purpose) and CUDA-graph code (captured
         graphs need static gradient buffers, so zeroing in place is required there)."""
-        return bool(_CUDA_GRAPHS.search(self.context.source)) or in_test_code(self.context.ancestors)
+        return bool(_CUDA_GRAPHS.search(self.context.source)) or in_test_code(self.context.ancestors, self.context.path)
 
     # -- zero_grad(...) ---------------------------------------------------------------------
     def _zero_grad(self, node: cst.Call) -> None:

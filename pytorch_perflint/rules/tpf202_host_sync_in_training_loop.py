@@ -148,7 +148,7 @@ class HostSyncInTrainingLoop(Rule):
         if around is None:
             return
         index, loop = around
-        if in_test_code(ancestors) or any(isinstance(a, cst.Assert) for a in ancestors[index:]):
+        if in_test_code(ancestors, self.context.path) or any(isinstance(a, cst.Assert) for a in ancestors[index:]):
             return
         if guarded_between([*ancestors[index:], node], self._bound_names(loop.node)):
             return

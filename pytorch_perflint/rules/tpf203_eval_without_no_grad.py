@@ -126,7 +126,7 @@ class EvalWithoutNoGrad(Rule):
 
     def _check(self, node: Union[cst.For, cst.While]) -> None:
         for loop in self.context.fact(evaluation_loops):
-            if loop.node is node and not in_test_code(self.context.ancestors):
+            if loop.node is node and not in_test_code(self.context.ancestors, self.context.path):
                 self.report(node, fix=None if loop.has_yield else self._wrap(node))
                 return
 

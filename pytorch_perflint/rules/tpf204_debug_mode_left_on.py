@@ -145,7 +145,7 @@ class DebugModeLeftOn(Rule):
         qualname = self.context.qualname(node.func)
         if qualname is None or qualname not in _ALL:
             return
-        if in_test_code(self.context.ancestors) or _debugging_function(self.context.ancestors):
+        if in_test_code(self.context.ancestors, self.context.path) or _debugging_function(self.context.ancestors):
             return
         if qualname == _ANOMALY_SWITCH:
             self._switch(node)
