@@ -88,14 +88,28 @@ class Finding:
 
 
 _CUDA_PATTERN = re.compile(
-    r"""\.cuda\s*\(|["']cuda|torch\.cuda\.is_available|non_blocking\s*=|torch\.cuda\.amp|"""
-    r"""cuda\.synchronize|device_type\s*=\s*["']cuda"""
+    r"""\.cuda\s*\(|["']cuda|\bcuda\.is_available|non_blocking\s*=|\bcuda\.amp|"""
+    r"""\bcuda\.synchronize|device_type\s*=\s*["']cuda"""
 )
 
 
 def mentions_cuda(source: str) -> bool:
-    """Whether a source text mentions a CUDA device (RULES.md's "the module uses CUDA")."""
-    return bool(_CUDA_PATTERN.search(source))
+    """Whether the code mentions a CUDA device (RULES.md's "the module uses CUDA"), whatever
+    torch is imported as (``th.cuda.is_available()``); commented-out code does not count."""
+    return any(not _in_comment(source, match.start()) for match in _CUDA_PATTERN.finditer(source))
+
+
+def _in_comment(source: str, offset: int) -> bool:
+    """Whether ``offset`` follows a ``#`` that starts a comment on its line (a ``#`` with an
+    even number of each quote character before it; an odd one means it is in a string)."""
+    line = source[source.rfind("\n", 0, offset) + 1 : offset]
+    hash_at = line.find("#")
+    while hash_at != -1:
+        before = line[:hash_at]
+        if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
+            return True
+        hash_at = line.find("#", hash_at + 1)
+    return False
 
 
 class FileContext:

@@ -13,7 +13,7 @@ from pytorch_perflint.analysis.values import UNKNOWN
 from pytorch_perflint.config import Settings
 from pytorch_perflint.engine import lint_source, noqa_comments
 from pytorch_perflint.fixer import fix_source
-from pytorch_perflint.rule import Rule
+from pytorch_perflint.rule import Rule, mentions_cuda
 from pytorch_perflint.testing import settings_with
 from pytorch_perflint.types import Applicability
 
@@ -244,3 +244,22 @@ def test_a_literal_dict_changed_in_place_is_no_longer_known():
     assert function.lookup_value("local") is None
     # A mutation inside a function makes the module-level binding unknown too.
     assert scope.lookup_value("kw") is None and function.lookup_value("kw") is None
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import torch as th\nif th.cuda.is_available():\n    pass\n", True),
+        ("import torch\nmodel = Net().cuda()\n", True),
+        ("d = 'cuda:0'\n", True),
+        ("x = y.to(f'cuda:{rank}')\n", True),
+        ("with th.cuda.amp.autocast():\n    pass\n", True),
+        ("s = '#'; m.cuda()\n", True),
+        ("# model.cuda()\nx = 1\n", False),
+        ("x = 1  # .to('cuda') once we have a GPU\n", False),
+        ("s = '#'  # m.cuda()\n", False),
+        ("import torch\nx = torch.zeros(3)\n", False),
+    ],
+)
+def test_uses_cuda_is_read_from_code_whatever_torch_is_imported_as(source, expected):
+    assert mentions_cuda(source) is expected
