@@ -208,6 +208,8 @@ def _could_be_array(node: ast.AST, roots: Set[str], names: Set[str]) -> bool:
             return _could_be_array(node.func.value, roots, names)
     if isinstance(node, ast.Attribute) and node.attr in _ARRAY_PRESERVING:
         return _could_be_array(node.value, roots, names)
+    if isinstance(node, ast.BinOp):  # `np.array(b) / 255.0`
+        return _could_be_array(node.left, roots, names) or _could_be_array(node.right, roots, names)
     root = _root_name(node)
     return bool(root) and (root in roots or root in names)
 

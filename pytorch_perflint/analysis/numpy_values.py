@@ -44,6 +44,18 @@ _ARRAY_FUNCTIONS: FrozenSet[str] = frozenset(
     ).split()
 )
 
+# Elementwise numpy functions (and scalar-type casts): an array when given one, a scalar when
+# given a scalar, so they count only with a known array among their first two operands.
+_ELEMENTWISE: FrozenSet[str] = frozenset(
+    f"numpy.{name}"
+    for name in (
+        "clip abs absolute fabs exp expm1 log log1p log2 log10 sqrt square power sin cos tan tanh "
+        "sign floor ceil round around rint trunc negative reciprocal maximum minimum fmax fmin "
+        "add subtract multiply divide true_divide floor_divide mod "
+        "float16 float32 float64 uint8 int8 int16 int32 int64 bool_"
+    ).split()
+)
+
 # Random draws return an array only when given a size (``np.random.rand()`` is a float).
 # name -> position of the ``size`` parameter (``rand``/``randn`` take the shape as *args).
 _SIZED_RANDOM: Dict[str, int] = {
@@ -239,7 +251,7 @@ def _is_array(expr: cst.BaseExpression, context: "Names", depth: int) -> bool:
 def _call_returns_array(call: cst.Call, context: "Names", depth: int) -> bool:
     name = context.qualname(call.func)
     if name is not None and name.startswith("numpy."):
-        return _numpy_function_returns_array(name, call, context)
+        return _numpy_function_returns_array(name, call, context, depth)
     if name in _OTHER_ARRAY_FUNCTIONS:
         return True
     if not isinstance(call.func, cst.Attribute):
@@ -257,9 +269,12 @@ def _call_returns_array(call: cst.Call, context: "Names", depth: int) -> bool:
     return False
 
 
-def _numpy_function_returns_array(name: str, call: cst.Call, context: "Names") -> bool:
+def _numpy_function_returns_array(name: str, call: cst.Call, context: "Names", depth: int) -> bool:
     if name in _ARRAY_FUNCTIONS:
         return True
+    if name in _ELEMENTWISE:
+        operands = [a.value for a in call.args[:2] if a.keyword is None and not a.star]
+        return any(_is_array(operand, context, depth + 1) for operand in operands)
     if name == "numpy.linspace":
         retstep = argument(call, "retstep", 5, context.lookup)
         return retstep.missing or retstep.value is False
