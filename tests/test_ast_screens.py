@@ -31,6 +31,7 @@ TRICKY = [
                "    opt.step()\n    return loss\nfor b in loader:\n    print(step(b).item())\n"),
     ("TPF402", "import torch\ndev = 'cuda'\nx = torch.zeros(3).to(dev)\n"),
     ("TPF402", "from torch import ones\nx = ones(4).cuda()\n"),
+    ("TPF402", "import torch\nx = torch.zeros(len(f(g(h(1))))).cuda()\n"),
     ("TPF402", "import torch\nx = torch.randn(2).to(device=args.device)\n"),
     ("TPF401", "from torch import tensor as T\nimport numpy as np\nx = T(np.zeros(3))\n"),
     ("TPF401", "import torch\nimport pandas as pd\ndf = pd.read_csv('a')\nx = torch.tensor(df.values)\n"),

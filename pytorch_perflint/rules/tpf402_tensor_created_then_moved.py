@@ -28,11 +28,10 @@ _RANDOM = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint", "ra
 _FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})
-# The cheap pre-screen: a factory call directly followed by a move.
-_FACTORY_THEN_MOVE = re.compile(
-    r"\b(?:zeros|ones|empty|full|rand\w*|arange|linspace|logspace|eye|tensor)\s*"
-    r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\s*\.\s*(?:cuda|to)\s*\("
-)
+# The cheap text pre-screen: a factory call and a move of a call's result somewhere (the ast
+# screen then checks that one follows the other).
+_FACTORY_CALL = re.compile(r"\b(?:zeros|ones|empty|full|rand\w*|arange|linspace|logspace|eye|tensor)\s*\(")
+_MOVE_OF_CALL = re.compile(r"\)\s*\.\s*(?:cuda|to)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -94,9 +93,8 @@ class TensorCreatedThenMoved(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A factory call directly followed by `.cuda(` or `.to(` (two levels of nested
-        parentheses inside the factory's arguments are seen; deeper ones are missed)."""
-        return any(t in source for t in cls.triggers) and _FACTORY_THEN_MOVE.search(source) is not None
+        """A factory call, and `.cuda(` or `.to(` on the result of some call."""
+        return _MOVE_OF_CALL.search(source) is not None and _FACTORY_CALL.search(source) is not None
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
