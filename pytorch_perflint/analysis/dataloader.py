@@ -186,7 +186,7 @@ class LoaderFacts:
 
 
 _RECORDED = frozenset(
-    {cst.Call, cst.For, cst.CompFor, cst.FunctionDef, cst.Return, cst.Assign, cst.AnnAssign, cst.AugAssign}
+    {cst.Call, cst.For, cst.CompFor, cst.FunctionDef, cst.Return, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.From}
 )
 
 
@@ -200,6 +200,7 @@ class _Collector:
         self.fors: List[Tuple[cst.For, Path]] = []
         self.comp_fors: List[Tuple[cst.CompFor, Path]] = []
         self.iter_calls: List[Tuple[cst.Call, Path]] = []
+        self.yield_froms: List[Tuple[cst.From, Path]] = []  # `yield from loader`
         self.next_assigns: List[Tuple[cst.Assign, Path]] = []
         self.functions: Dict[str, List[Tuple[cst.FunctionDef, Path]]] = {}
         self.name_calls: Dict[str, List[Tuple[cst.Call, Path]]] = {}
@@ -229,6 +230,9 @@ class _Collector:
                 self.fors.append((node, path))  # type: ignore[arg-type]
             elif kind is cst.CompFor:
                 self.comp_fors.append((node, path))  # type: ignore[arg-type]
+            elif kind is cst.From:
+                if path and isinstance(path[-1], cst.Yield):
+                    self.yield_froms.append((node, path))  # type: ignore[arg-type]
             elif kind is cst.FunctionDef:
                 self.functions.setdefault(node.name.value, []).append((node, path))  # type: ignore[attr-defined]
             elif kind is cst.Return:
@@ -381,7 +385,40 @@ class _Resolver:
             return self.self_attribute(expr, path, loops, depth)
         if isinstance(expr, cst.Subscript):
             return self.subscript(expr, path, loops, depth)
+        if isinstance(expr, cst.IfExp):  # `tqdm(loader) if verbose else loader`
+            return self.union([(expr.body, path + (expr,)), (expr.orelse, path + (expr,))], depth)
         return _NOTHING
+
+    def union(self, parts: Sequence[Tuple[cst.BaseExpression, Path]], depth: int) -> Resolution:
+        """The loaders any of ``parts`` may hold; complete when every part is."""
+        sources: List[Source] = []
+        complete = bool(parts)
+        for part, part_path in parts:
+            inner = self.resolve(part, part_path, depth + 1)
+            complete = complete and inner.complete
+            sources.extend(inner.sources)
+        return Resolution(tuple(sources), complete)
+
+    def branch_values(self, name: str, scope: Scope) -> Optional[List[Tuple[cst.BaseExpression, Path]]]:
+        """``if c: loader = A(...) else: loader = B(...)``: the values of a name that its scope
+        binds only in plain assignments on mutually exclusive branches of one ``if``."""
+        while scope.is_class and scope.parent is not None:
+            scope = scope.parent
+        values = scope.bindings.get(name)
+        if not values or len(values) < 2 or any(v is None for v in values):
+            return None
+        if name in scope.imports or name in scope.declared_outer or name in scope.mutated:
+            return None
+        found: List[Tuple[cst.BaseExpression, Path]] = []
+        for value in values:
+            value_path = self.c.value_paths.get(id(value))  # type: ignore[arg-type]
+            if value_path is None:
+                return None
+            found.append((value, value_path))  # type: ignore[arg-type]
+        for index, (_, first) in enumerate(found):
+            if not all(_exclusive(first, other) for _, other in found[index + 1:]):
+                return None
+        return found
 
     def subscript(self, expr: cst.Subscript, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
         """``loaders[phase]`` where ``loaders`` holds loaders (a dict, a dict comprehension,
@@ -475,6 +512,9 @@ class _Resolver:
                 return _NOTHING
             inner = self.resolve(value, value_path, depth + 1)
             return self._with_caller_loops(inner, path, loops)
+        branches = self.branch_values(expr.value, scope)
+        if branches is not None:
+            return self._with_caller_loops(self.union(branches, depth), path, loops)
         unpacked = self.unpacked(expr.value, scope)
         if unpacked is not None:
             call, index, call_path = unpacked
@@ -639,6 +679,20 @@ class _Resolver:
         return sum(1 for _, path in self.c.functions.get(name, []) if len(path) == 1) == 1
 
 
+def _exclusive(first: Path, second: Path) -> bool:
+    """Whether two nodes (given by their ancestors) stand in different branches of one
+    ``if``/``elif``/``else``, so that at most one of them runs."""
+    for index, (a, b) in enumerate(zip(first, second)):
+        if a is b:
+            continue
+        parent = first[index - 1] if index else None
+        if not isinstance(parent, cst.If) or parent.orelse is None:
+            return False
+        branches = (parent.body, parent.orelse)
+        return any(a is x for x in branches) and any(b is x for x in branches)
+    return False
+
+
 def _element(value: cst.BaseExpression, index: int, path: Path) -> Tuple[Optional[cst.BaseExpression], Path]:
     """Element ``index`` of a returned tuple display (``return train, val``)."""
     if not isinstance(value, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in value.elements):
@@ -715,6 +769,8 @@ def _iteration_sites(collector: _Collector) -> Iterable[Tuple[cst.BaseExpression
         arg = call.args[0]
         if not arg.star and arg.keyword is None:
             yield arg.value, path + (call, arg)
+    for node, path in collector.yield_froms:
+        yield node.item, path + (node,)
 
 
 def _find_reiterated(resolver: _Resolver, facts: LoaderFacts) -> None:

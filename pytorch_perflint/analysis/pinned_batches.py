@@ -406,7 +406,9 @@ class _Scanner:
         flag = keywords.get("non_blocking")
         if flag is not None and literal_value(flag.value, self.scope.lookup_value) is not False:
             return
-        if len(positional) > 1:
+        # `.cuda(device, non_blocking)` and `.to(device, dtype, non_blocking)` pass the flag
+        # by position; `.to(device, dtype)` does not.
+        if len(positional) > (2 if func.attr.value == "to" else 1):
             return
         if func.attr.value == "to":
             if "device" in keywords:
@@ -422,6 +424,9 @@ class _Scanner:
             return value.startswith("cuda")
         if isinstance(value, int) and not isinstance(value, bool):
             return True
+        if isinstance(expr, cst.FormattedString):  # f"cuda:{rank}"
+            first = expr.parts[0] if expr.parts else None
+            return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
         if isinstance(expr, cst.Call):
             return self.context.qualname(expr.func, self.scope) == "torch.device"
         if isinstance(expr, (cst.Name, cst.Attribute)):
