@@ -111,18 +111,18 @@ def noqa_comments(source: str) -> Dict[int, Optional[FrozenSet[str]]]:
     result: Dict[int, Optional[FrozenSet[str]]] = {}
     if "noqa" not in source.lower():
         return result
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return result
-    for token in tokens:
-        if token.type != tokenize.COMMENT:
-            continue
-        match = _NOQA.search(token.string)
+    comments = _comments_on_noqa_lines(source)
+    if comments is None:
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            return result
+        comments = [(t.start[0], t.string) for t in tokens if t.type == tokenize.COMMENT]
+    for row, comment in comments:
+        match = _NOQA.search(comment)
         if not match:
             continue
         codes = match.group("codes")
-        row = token.start[0]
         if codes is None:
             result[row] = None
         else:
@@ -130,6 +130,56 @@ def noqa_comments(source: str) -> Dict[int, Optional[FrozenSet[str]]]:
             previous = result.get(row, frozenset())
             result[row] = None if previous is None and row in result else names | (previous or frozenset())
     return result
+
+
+def _comments_on_noqa_lines(source: str) -> Optional[List[Tuple[int, str]]]:
+    """The comments of the lines that mention ``noqa``, found without tokenizing the whole
+    file (which costs as much as parsing it); None when a line is not plainly code plus a
+    comment (a triple quote on it or open before it, a backslash) and the tokenizer must
+    decide."""
+    lowered = source.lower()
+    comments: List[Tuple[int, str]] = []
+    seen_rows = set()
+    for match in re.finditer("noqa", lowered):
+        start = source.rfind("\n", 0, match.start()) + 1
+        end = source.find("\n", match.start())
+        line = source[start : end if end != -1 else len(source)]
+        if '"""' in line or "'''" in line or "\\" in line:
+            return None
+        if source[max(0, start - 3) : start].rstrip("\r\n").endswith("\\"):
+            return None  # continues the line before
+        if (source.count('"""', 0, start) + source.count("'''", 0, start)) % 2:
+            return None
+        row = source.count("\n", 0, start) + 1
+        if row in seen_rows:
+            continue
+        seen_rows.add(row)
+        comment_at = _comment_start(line)
+        if comment_at is None:
+            return None
+        if comment_at >= 0:
+            comments.append((row, line[comment_at:].rstrip("\r")))
+    return comments
+
+
+def _comment_start(line: str) -> Optional[int]:
+    """Where the comment of a line that starts outside any string begins (-1: none); None
+    when the line ends inside a string (it continues one, or is continued)."""
+    quote = ""
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            return index
+        index += 1
+    return None if quote or line.rstrip().endswith("\\") else -1
 
 
 def _suppressed(diagnostic: Diagnostic, noqa: Dict[int, Optional[FrozenSet[str]]], used: Dict[int, set]) -> bool:
@@ -219,22 +269,23 @@ _NO_TREE_SCREEN: set = set()
 _EMPTY_TREE = ast.Module(body=[], type_ignores=[])
 
 
-def _screen_with_ast(active: List[Type[Rule]], source: str) -> List[Type[Rule]]:
+def _screen_with_ast(active: List[Type[Rule]], source: str) -> Tuple[List[Type[Rule]], Optional[bool]]:
     """Drop the rules whose ast pre-screen says they cannot fire (one ``ast.parse``, and
-    only when a candidate rule has such a screen). A file that ``ast`` cannot parse keeps
-    every rule: LibCST reports the syntax error."""
+    only when a candidate rule has such a screen), and say whether ``ast`` parsed the file
+    (None: not tried). A file that ``ast`` cannot parse keeps every rule: LibCST reports
+    the syntax error."""
     screened = [r for r in active if r not in _NO_TREE_SCREEN]
     for rule in screened:
         if rule.could_fire_tree(_EMPTY_TREE) is None:
             _NO_TREE_SCREEN.add(rule)
     screened = [r for r in screened if r not in _NO_TREE_SCREEN]
     if not screened:
-        return active
+        return active, None
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return active
-    return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)]
+        return active, False
+    return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)], True
 
 
 def _compiles(source: str, path: Path) -> bool:
@@ -266,11 +317,11 @@ def lint_source(
     active = [r for r in rule_classes if r.could_fire(source)]
     if any(r.needs_cuda for r in active) and not mentions_cuda(source):
         active = [r for r in active if not r.needs_cuda]
-    active = _screen_with_ast(active, source)
+    active, parsed = _screen_with_ast(active, source)
     if not active:
         # Nothing can fire: a cheap syntax check stands in for the LibCST parse, and every
         # `noqa` naming one of our codes is unused.
-        valid = "TPF001" not in codes or _compiles(source, path)
+        valid = "TPF001" not in codes or parsed or (parsed is None and _compiles(source, path))
         if valid:
             if want_unused_noqa:
                 result.diagnostics.extend(_unused_noqa(path, noqa_comments(source), {}))

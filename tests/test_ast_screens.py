@@ -63,7 +63,7 @@ def _sources(rule: Type[Rule]) -> List[Tuple[str, dict]]:
 
 @pytest.mark.parametrize("rule", SCREENED, ids=[r.code for r in SCREENED])
 def test_a_screen_never_drops_a_file_its_rule_reports_on(rule, monkeypatch):
-    monkeypatch.setattr(engine, "_screen_with_ast", lambda active, source: active)
+    monkeypatch.setattr(engine, "_screen_with_ast", lambda active, source: (active, None))
     reported = 0
     for source, options in _sources(rule):
         try:

@@ -11,6 +11,7 @@ import pytest
 from pytorch_perflint.analysis.calls import MISSING, argument
 from pytorch_perflint.analysis.values import UNKNOWN
 from pytorch_perflint.config import Settings
+from pytorch_perflint import engine
 from pytorch_perflint.engine import lint_source, noqa_comments
 from pytorch_perflint.fixer import fix_source
 from pytorch_perflint.rule import Rule, mentions_cuda
@@ -263,3 +264,23 @@ def test_a_literal_dict_changed_in_place_is_no_longer_known():
 )
 def test_uses_cuda_is_read_from_code_whatever_torch_is_imported_as(source, expected):
     assert mentions_cuda(source) is expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 1  # noqa: TPF101\n",
+        's = "# noqa"\n',
+        "s = 'it''s'  # NOQA\n",
+        'x = """\n# noqa\n"""\n',
+        'x = "a \\\n# noqa"\n',
+        "y = f'{a!r}'  # noqa: E1, TPF2\n",
+        'msg = ("can\'t "\n       "do it")  # noqa: TRY002\n',
+        "a = 1  # noqa: TPF101\r\nb = 2 # noqa\r\n",
+        "x = '#'  # not a noqa\n",
+    ],
+)
+def test_noqa_lines_read_without_the_tokenizer_agree_with_it(source, monkeypatch):
+    fast = noqa_comments(source)
+    monkeypatch.setattr(engine, "_comments_on_noqa_lines", lambda source: None)
+    assert fast == noqa_comments(source)

@@ -9,9 +9,11 @@ detectors, these only spare them files that cannot hold a finding.
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import re
-from typing import FrozenSet, Iterator, List, Optional, Set, Union
+from dataclasses import dataclass
+from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from .device_targets import is_device_name, is_device_string
 from .training import (
@@ -24,6 +26,62 @@ from .training import (
 )
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
+_LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+_ASSIGN_TYPES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
+# Node types with no child that can hold a name or a call.
+_LEAVES = (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+@dataclass(frozen=True)
+class TreeIndex:
+    """What the screens read of a file, gathered in one walk (several screens look at the
+    same tree, and walking it is what costs)."""
+
+    calls: Tuple[ast.Call, ...]
+    calls_in_loops: Tuple[ast.Call, ...]  # calls anywhere inside a for/while
+    assignments: Tuple[Assignment, ...]
+    imports: Tuple[Union[ast.Import, ast.ImportFrom], ...]
+    functions: Tuple[Function, ...]
+    identifiers: FrozenSet[str]  # names, attributes and imported names (not strings)
+
+
+@functools.lru_cache(maxsize=1)
+def tree_index(tree: ast.Module) -> TreeIndex:
+    calls: List[ast.Call] = []
+    in_loops: List[ast.Call] = []
+    assignments: List[Assignment] = []
+    imports: List[Union[ast.Import, ast.ImportFrom]] = []
+    functions: List[Function] = []
+    names: Set[str] = set()
+    stack: List[Tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, in_loop = stack.pop()
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+            continue
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Call):
+            calls.append(node)
+            if in_loop:
+                in_loops.append(node)
+        elif isinstance(node, _ASSIGN_TYPES):
+            assignments.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append(node)
+        elif isinstance(node, _LOOP_TYPES):
+            in_loop = True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(node)
+            for alias in node.names:
+                names.update(alias.name.split("."))
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _LEAVES):
+                stack.append((child, in_loop))
+    return TreeIndex(
+        tuple(calls), tuple(in_loops), tuple(assignments), tuple(imports), tuple(functions), frozenset(names)
+    )
 
 _NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
 
@@ -139,25 +197,29 @@ def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
 
 
 def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
-    """What TPF203's LibCST analysis reports, over-approximated: outside test code and
-    framework hooks, a frame (the module or a function not decorated no-grad) whose loop
+    """What TPF203's LibCST analysis reports, over-approximated: outside framework hooks, a
+    frame (the module or a function not decorated no-grad) whose loop
     calls a model it put in eval mode (or, when the function is named like evaluation and
     never runs backward, a callee named like a model) outside a no-grad ``with``, and nothing
     in that loop needs gradients."""
-    if _frame_could_evaluate(tree, eval_named=False):
+    index = tree_index(tree)
+    eval_lines = sorted(call.lineno for call in index.calls if _eval_owner(call))
+    if not eval_lines and not any(is_eval_function_name(f.name) for f in index.functions):
+        return False  # nothing is put in eval mode and nothing is named like evaluation
+
+    def sets_eval_mode(node: ast.AST) -> bool:
+        """Some ``m.eval()`` lies within the node's lines (cheaper than walking it)."""
+        at = bisect.bisect_left(eval_lines, node.lineno)  # type: ignore[attr-defined]
+        return at < len(eval_lines) and eval_lines[at] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
+
+    if eval_lines and _frame_could_evaluate(tree, eval_named=False):
         return True
-    stack: List[ast.AST] = list(ast.iter_child_nodes(tree))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+    for function in index.functions:
+        if function.name in FRAMEWORK_HOOKS or any(_is_no_grad(d) for d in function.decorator_list):
             continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            name = node.name
-            if name not in FRAMEWORK_HOOKS and not any(_is_no_grad(d) for d in node.decorator_list):
-                eval_named = is_eval_function_name(name) and not _runs_backward(node)
-                if _frame_could_evaluate(node, eval_named):
-                    return True
-        stack.extend(ast.iter_child_nodes(node))
+        eval_named = is_eval_function_name(function.name) and not _runs_backward(function)
+        if (eval_named or sets_eval_mode(function)) and _frame_could_evaluate(function, eval_named):
+            return True
     return False
 
 
@@ -174,16 +236,16 @@ _CONSTRUCTORS = frozenset(
 )
 
 
-def _array_roots(tree: ast.Module) -> Set[str]:
+def _array_roots(index: TreeIndex) -> Set[str]:
     """Local names bound to array-producing modules (``np``, ``numpy``, ``cv2``, ``pd``...)
     or to names imported from them."""
     roots: Set[str] = set()
-    for node in ast.walk(tree):
+    for node in index.imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] in _ARRAY_MODULES:
                     roots.add((alias.asname or alias.name).split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in _ARRAY_MODULES:
+        elif node.module and node.module.split(".")[0] in _ARRAY_MODULES:
             roots.update(alias.asname or alias.name for alias in node.names)
     return roots
 
@@ -214,10 +276,10 @@ def _could_be_array(node: ast.AST, roots: Set[str], names: Set[str]) -> bool:
     return bool(root) and (root in roots or root in names)
 
 
-def _constructor_names(tree: ast.Module) -> Set[str]:
+def _constructor_names(index: TreeIndex) -> Set[str]:
     """The constructor names, and what ``from torch import tensor as t`` binds them to."""
     names = set(_CONSTRUCTORS)
-    for node in ast.walk(tree):
+    for node in index.imports:
         if isinstance(node, ast.ImportFrom):
             names.update(a.asname for a in node.names if a.asname and a.name in _CONSTRUCTORS)
     return names
@@ -234,13 +296,17 @@ def _is_constructor(func: ast.AST, names: Set[str]) -> bool:
 def could_copy_numpy(tree: ast.Module) -> bool:
     """A tensor constructor whose first argument could be a NumPy array: an expression from
     numpy (or cv2, pandas...), ``.numpy()``, or a name assigned one anywhere in the file."""
-    roots = _array_roots(tree)
-    assignments = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr))]
+    index = tree_index(tree)
+    constructors = _constructor_names(index)
+    candidates = [c for c in index.calls if c.args and _is_constructor(c.func, constructors)]
+    if not candidates:
+        return False
+    roots = _array_roots(index)
     names: Set[str] = set()
     changed = True
     while changed:  # a name assigned from another array name is an array name too
         changed = False
-        for node in assignments:
+        for node in index.assignments:
             value = node.value
             if value is None or not _could_be_array(value, roots, names):
                 continue
@@ -250,13 +316,7 @@ def could_copy_numpy(tree: ast.Module) -> bool:
                     if isinstance(name, ast.Name) and name.id not in names:
                         names.add(name.id)
                         changed = True
-    constructors = _constructor_names(tree)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not node.args:
-            continue
-        if _is_constructor(node.func, constructors) and _could_be_array(node.args[0], roots, names):
-            return True
-    return False
+    return any(_could_be_array(call.args[0], roots, names) for call in candidates)
 
 
 _FACTORY_NAMES = frozenset(
@@ -270,10 +330,10 @@ _MOVE_KEYWORDS = {
 }
 
 
-def _assigned_names(tree: ast.Module) -> Set[str]:
+def _assigned_names(index: TreeIndex) -> Set[str]:
     """Names assigned somewhere in the file: the analysis may look their value up."""
     names: Set[str] = set()
-    for node in ast.walk(tree):
+    for node in index.assignments:
         if isinstance(node, ast.Assign):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
@@ -301,8 +361,9 @@ def could_create_then_move(tree: ast.Module) -> bool:
     """A tensor factory call without ``device=`` (or another blocker) directly followed by
     ``.cuda(...)`` or by ``.to(...)`` whose target could be a device (TPF402)."""
     bound: Optional[Set[str]] = None
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+    index = tree_index(tree)
+    for node in index.calls:
+        if not isinstance(node.func, ast.Attribute):
             continue
         move = node.func.attr
         factory = node.func.value
@@ -325,7 +386,7 @@ def could_create_then_move(tree: ast.Module) -> bool:
             continue
         if node.args:
             if bound is None:
-                bound = _assigned_names(tree)
+                bound = _assigned_names(index)
             if _could_be_device(node.args[0], bound):
                 return True
     return False
@@ -334,20 +395,10 @@ def could_create_then_move(tree: ast.Module) -> bool:
 # ---------------------------------------------------------------------------------------
 # Identifiers in code, and the rough shape of a training loop
 # ---------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
 def code_identifiers(tree: ast.Module) -> FrozenSet[str]:
     """Every name, attribute and imported name the code uses (not strings or comments):
     a qualified API name can only resolve where its last part occurs here."""
-    names: Set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            names.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            names.add(node.attr)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                names.update(alias.name.split("."))
-    return frozenset(names)
+    return tree_index(tree).identifiers
 
 
 def uses_identifier(tree: ast.Module, pattern: "re.Pattern[str]") -> bool:
@@ -365,36 +416,24 @@ def _is_training_call(node: ast.AST) -> bool:
     return isinstance(func, ast.Name) and func.id == "backward"
 
 
-@functools.lru_cache(maxsize=1)
 def could_have_training_loop(tree: ast.Module) -> bool:
     """The rough shape of ``training.training_facts``' training loops: the file calls
     backward or a ``.step()`` somewhere, and some loop calls one itself or calls a function
     (or method) defined in this file, which may be a training-step helper."""
-    defined: Set[str] = set()
-    trains = False
-    loops: List[ast.AST] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            defined.add(node.name)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            loops.append(node)
-        elif not trains and _is_training_call(node):
-            trains = True
-    if not trains:
+    index = tree_index(tree)
+    if not any(map(_is_training_call, index.calls)):
         return False
-    for loop in loops:
-        for node in ast.walk(loop):
-            if not isinstance(node, ast.Call):
-                continue
-            if _is_training_call(node):
-                return True
-            func = node.func
-            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if called in defined:
-                return True
+    defined = {function.name for function in index.functions}
+    for call in index.calls_in_loops:
+        if _is_training_call(call):
+            return True
+        func = call.func
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if called in defined:
+            return True
     return False
 
 
 def calls_training_step(tree: ast.Module) -> bool:
     """Some call to backward or ``.step()`` anywhere in the code."""
-    return any(_is_training_call(node) for node in ast.walk(tree))
+    return any(map(_is_training_call, tree_index(tree).calls))
