@@ -320,8 +320,7 @@ def could_copy_numpy(tree: ast.Module) -> bool:
 
 
 _FACTORY_NAMES = frozenset(
-    {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
-    | {"rand", "randn", "randint", "randperm"}
+    {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "tensor"} | {"rand", "randn", "randint"}
 )
 _FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
 _MOVE_KEYWORDS = {

@@ -20,9 +20,6 @@ _SOURCES: Dict[str, Tuple[int, int]] = {
     "torch.nn.Conv1d": (1, 7),
     "torch.nn.Conv2d": (2, 7),
     "torch.nn.Conv3d": (3, 7),
-    "torch.nn.ConvTranspose1d": (1, 7),
-    "torch.nn.ConvTranspose2d": (2, 7),
-    "torch.nn.ConvTranspose3d": (3, 7),
     "torch.nn.LazyConv1d": (1, 6),
     "torch.nn.LazyConv2d": (2, 6),
     "torch.nn.LazyConv3d": (3, 6),
@@ -77,7 +74,7 @@ def flagged(facts: ModuleFacts) -> Dict[int, Layer]:
 
 class ConvBiasBeforeBatchnorm(Rule):
     """## What it does
-    Flags a convolution (`nn.Conv1d/2d/3d`, `nn.ConvTranspose*d`) or an `nn.Linear` that
+    Flags a convolution (`nn.Conv1d/2d/3d` and their lazy forms) or an `nn.Linear` that
     keeps its bias although its output goes straight into a matching `BatchNorm*d` (or
     `SyncBatchNorm`): adjacent in an `nn.Sequential` (arguments, a list, an `OrderedDict`,
     `layers.append(...)` sequences) or in `forward` (`self.bn(self.conv(x))`, or
