@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import registry
 from .analysis.walk import child_nodes
 from .config import Settings
+from .positions import StatementPositions
 from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
 from .transform import fix_edits
 from .types import Applicability, Diagnostic, Fix, Location
@@ -343,7 +343,9 @@ def lint_source(
     noqa = noqa_comments(source) if (findings or want_unused_noqa) else {}
     used: Dict[int, set] = {}
     if findings:
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        positions = StatementPositions(module)
+        for finding in findings:
+            positions.track(finding.statement)
         seen = set()
         for finding in findings:
             diagnostic, candidate = _to_diagnostic(finding, positions, path, module, with_edits)

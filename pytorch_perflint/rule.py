@@ -32,6 +32,7 @@ import libcst as cst
 
 from .analysis.names import canonical
 from .analysis.scope import Scope, ScopeNode, build_scope, dotted_name
+from .positions import top_level_statement
 from .types import Applicability
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class Finding:
     node: cst.CSTNode
     message: str
     fix: Optional[NodeFix] = None
+    statement: Optional[cst.CSTNode] = None  # the top-level statement it was reported in
 
 
 _CUDA_PATTERN = re.compile(
@@ -280,7 +282,8 @@ class Rule(cst.BatchableCSTVisitor):
 
     def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[NodeFix] = None) -> None:
         """Report ``node`` (the anchor; its full range is the diagnostic's range)."""
-        self.context.findings.append(Finding(type(self), node, message or self.message, fix))
+        statement = top_level_statement(self.context.ancestors)
+        self.context.findings.append(Finding(type(self), node, message or self.message, fix, statement))
 
     def fix(
         self,
