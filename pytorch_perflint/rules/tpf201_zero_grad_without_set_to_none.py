@@ -12,11 +12,16 @@ from ..analysis.calls import argument
 from ..analysis.gradients import grad_attribute, writes_into_grads
 from ..analysis.training import in_test_code
 from ..analysis.values import literal_value
-from ..rule import Invalid, Rule, Valid
+from ..rule import FileContext, Invalid, Rule, Valid
 from ..types import Applicability
 
 _OLD = {"target-torch-version": "1.13"}
 _CUDA_GRAPHS = re.compile(r"CUDAGraph|cuda\.graph\(|cudagraph|graphed_callables|reduce-overhead|capture_begin")
+
+
+def _captures_cuda_graphs(context: FileContext) -> bool:
+    """Whether the module captures CUDA graphs (once per file: ``context.fact``)."""
+    return _CUDA_GRAPHS.search(context.source) is not None
 _FIX_MESSAGE = "Set the gradients to `None` instead of zeroing them"
 
 
@@ -116,7 +121,9 @@ class ZeroGradWithoutSetToNone(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or self._exempt():
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("zero_grad", "zero_", "fill_"):
+            return
+        if self._exempt():
             return
         name = func.attr.value
         if name == "zero_grad":
@@ -144,7 +151,7 @@ class ZeroGradWithoutSetToNone(Rule):
     def _exempt(self) -> bool:
         """Unit tests (they exercise both modes on purpose) and CUDA-graph code (captured
         graphs need static gradient buffers, so zeroing in place is required there)."""
-        return bool(_CUDA_GRAPHS.search(self.context.source)) or in_test_code(self.context.ancestors, self.context.path)
+        return self.context.fact(_captures_cuda_graphs) or in_test_code(self.context.ancestors, self.context.path)
 
     # -- zero_grad(...) ---------------------------------------------------------------------
     def _zero_grad(self, node: cst.Call) -> None:
