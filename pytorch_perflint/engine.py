@@ -14,14 +14,14 @@ import tokenize
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
 from . import registry
 from .analysis.walk import child_nodes
 from .config import Settings
-from .positions import StatementPositions
+from .positions import NodePositions
 from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
 from .transform import fix_edits
 from .types import Applicability, Diagnostic, Fix, Location
@@ -343,9 +343,7 @@ def lint_source(
     noqa = noqa_comments(source) if (findings or want_unused_noqa) else {}
     used: Dict[int, set] = {}
     if findings:
-        positions = StatementPositions(module)
-        for finding in findings:
-            positions.track(finding.statement)
+        positions = NodePositions(module, _positioned_nodes(findings))
         seen = set()
         for finding in findings:
             diagnostic, candidate = _to_diagnostic(finding, positions, path, module, with_edits)
@@ -364,7 +362,15 @@ def lint_source(
     return result
 
 
-def _range(positions, node: cst.CSTNode) -> Range:
+def _positioned_nodes(findings: Sequence[Finding]) -> Iterator[cst.CSTNode]:
+    """The nodes whose positions the diagnostics need: anchors and the nodes fixes replace."""
+    for finding in findings:
+        yield finding.node
+        if finding.fix is not None:
+            yield from (old for old, _ in finding.fix.replacements)
+
+
+def _range(positions: NodePositions, node: cst.CSTNode) -> Range:
     code_range = positions[node]
     return ((code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column))
 

@@ -1,70 +1,92 @@
-"""Source positions of reported nodes, computed one top-level statement at a time.
+"""Source positions of the few nodes a file's findings and fixes name.
 
-LibCST's ``PositionProvider`` generates the code of the whole module while tracking the
-position of every node: on a large file that costs more than parsing it, for the handful of
-nodes a file's findings name. A node's position inside its top-level statement does not
-depend on the rest of the module, so only the statements that hold findings are tracked,
-shifted by the number of lines before them. A node outside those statements falls back to
-the whole-module provider, so the answer is always LibCST's own.
+LibCST's ``PositionProvider`` generates the module's code while tracking the line and column
+after every token and storing a range for every node: on a large file that costs more than
+parsing it, for the handful of nodes the findings need. Here the code is generated once
+without that bookkeeping; only the wanted nodes note which tokens they span, and those token
+indices are turned into lines and columns at the end. The rules for where a node starts and
+ends (syntactic positions, hoisted children) are LibCST's own, so the ranges are the same as
+``PositionProvider``'s, which a test checks on every node of the fixtures.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional
+import bisect
+import itertools
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import CodeRange, CodePosition, MetadataWrapper, PositionProvider
+from libcst._nodes.internal import CodegenState
+from libcst.metadata import CodePosition, CodeRange
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # what LibCST counts as a line break
 
 
-class StatementPositions:
-    """``positions[node]`` -> the node's ``CodeRange``, as ``PositionProvider`` gives it."""
+@dataclass
+class _TargetedCodegenState(CodegenState):
+    """Code generation that records, for the wanted nodes only, the tokens they span."""
 
-    def __init__(self, module: cst.Module) -> None:
-        self.module = module
-        self._ranges: Dict[cst.CSTNode, CodeRange] = {}
-        self._tracked: set = set()
-        self._first_lines: Optional[Dict[int, int]] = None
-        self._full: Optional[Mapping[cst.CSTNode, CodeRange]] = None
+    wanted: Dict[int, cst.CSTNode] = field(default_factory=dict)
+    spans: Dict[int, Tuple[int, int]] = field(default_factory=dict)
+    starts: Dict[int, List[int]] = field(default_factory=dict)
 
-    def track(self, statement: Optional[cst.CSTNode]) -> None:
-        """Compute the positions of the nodes in one top-level statement of the module."""
-        if statement is None or id(statement) in self._tracked:
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.wanted:
+            self.starts.setdefault(id(node), []).append(len(self.tokens))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.wanted:
+            start = self.starts[id(node)].pop()
+            self.spans.setdefault(id(node), (start, len(self.tokens)))
+
+    @contextmanager
+    def record_syntactic_position(
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: Optional[cst.CSTNode] = None,
+        end_node: Optional[cst.CSTNode] = None,
+    ) -> Iterator[None]:
+        if id(node) not in self.wanted:
+            yield
             return
-        self._tracked.add(id(statement))
-        first_line = self._statement_lines().get(id(statement))
-        if first_line is None:
-            return
-        alone = self.module.with_changes(body=[statement], header=(), footer=())
-        shift = first_line - 1
-        for node, found in MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider).items():
-            self._ranges[node] = CodeRange(
-                CodePosition(found.start.line + shift, found.start.column),
-                CodePosition(found.end.line + shift, found.end.column),
-            )
+        for child in (start_node, end_node):  # their ranges bound this node's
+            if child is not None:
+                self.wanted[id(child)] = child
+        start = len(self.tokens)
+        yield
+        end = len(self.tokens)
+        if start_node is not None:
+            start = self.spans[id(start_node)][0]
+        if end_node is not None:
+            end = self.spans[id(end_node)][1]
+        self.spans[id(node)] = (start, end)
+
+
+class NodePositions:
+    """``positions[node]`` -> the ``CodeRange`` that ``PositionProvider`` would give, for
+    the nodes named when it was built."""
+
+    def __init__(self, module: cst.Module, nodes: Iterable[cst.CSTNode]) -> None:
+        state = _TargetedCodegenState(
+            default_indent=module.default_indent,
+            default_newline=module.default_newline,
+            wanted={id(node): node for node in nodes},
+        )
+        module._codegen(state)
+        offsets = [0, *itertools.accumulate(len(token) for token in state.tokens)]
+        text = "".join(state.tokens)
+        breaks = [match.end() for match in _NEWLINE.finditer(text)]
+
+        def position(token_index: int) -> CodePosition:
+            offset = offsets[min(token_index, len(offsets) - 1)]
+            line = bisect.bisect_right(breaks, offset)
+            return CodePosition(line + 1, offset - (breaks[line - 1] if line else 0))
+
+        self._ranges = {key: CodeRange(position(start), position(end)) for key, (start, end) in state.spans.items()}
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        found = self._ranges.get(node)
-        if found is not None:
-            return found
-        if self._full is None:
-            self._full = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
-        return self._full[node]
-
-    def _statement_lines(self) -> Dict[int, int]:
-        """id(top-level statement) -> the line its code (leading comments included) starts on."""
-        if self._first_lines is None:
-            module = self.module
-            line = 1 + sum(module.code_for_node(empty).count("\n") for empty in module.header)
-            lines: Dict[int, int] = {}
-            for statement in module.body:
-                lines[id(statement)] = line
-                line += module.code_for_node(statement).count("\n")
-            self._first_lines = lines
-        return self._first_lines
-
-
-def top_level_statement(ancestors: List[cst.CSTNode]) -> Optional[cst.CSTNode]:
-    """The module-level statement the innermost of ``ancestors`` stands in, if any."""
-    if len(ancestors) > 1 and isinstance(ancestors[0], cst.Module):
-        return ancestors[1]
-    return None
+        return self._ranges[id(node)]

@@ -32,7 +32,6 @@ import libcst as cst
 
 from .analysis.names import canonical
 from .analysis.scope import Scope, ScopeNode, build_scope, dotted_name
-from .positions import top_level_statement
 from .types import Applicability
 
 if TYPE_CHECKING:
@@ -86,7 +85,6 @@ class Finding:
     node: cst.CSTNode
     message: str
     fix: Optional[NodeFix] = None
-    statement: Optional[cst.CSTNode] = None  # the top-level statement it was reported in
 
 
 _CUDA_PATTERN = re.compile(
@@ -282,8 +280,7 @@ class Rule(cst.BatchableCSTVisitor):
 
     def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[NodeFix] = None) -> None:
         """Report ``node`` (the anchor; its full range is the diagnostic's range)."""
-        statement = top_level_statement(self.context.ancestors)
-        self.context.findings.append(Finding(type(self), node, message or self.message, fix, statement))
+        self.context.findings.append(Finding(type(self), node, message or self.message, fix))
 
     def fix(
         self,

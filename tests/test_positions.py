@@ -1,4 +1,4 @@
-"""Positions computed per top-level statement are exactly LibCST's whole-module ones."""
+"""Positions computed for chosen nodes only are exactly LibCST's PositionProvider ones."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from pytorch_perflint.analysis.walk import child_nodes
-from pytorch_perflint.positions import StatementPositions
+from pytorch_perflint.positions import NodePositions
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
     "# header comment\n\nimport torch\n\n\n# lead\n@dec\ndef f(x):\n    return x.cuda()  # c\n",
     "x = 1; y = 2\nif x:\n    z = [\n        1,\n        2,\n    ]\nelse:\n    pass\n",
     "import torch\r\nmodel = Net().cuda()\r\n\r\nfor x in loader:\r\n    model(x)\r\n",
+    "x = 1\ny = [a,\n     b]",  # no trailing newline
+    "@a\n@b(1)\nclass C(Base, metaclass=M):\n    x: int = 0\n    async def f(self):\n        async with g() as h:\n            await h\n",
+    "try:\n    pass\nexcept (A, B) as e:\n    raise\nfinally:\n    y = lambda q, *r, **k: q\n",
     "class A:\n    '''doc\n    string'''\n    def g(self):\n        return 1\n# trailing comment",
     '"""Module docstring."""\nx = (1 +\n     2)\n',
 ]
@@ -35,23 +38,21 @@ def _all_nodes(module: cst.Module):
     SOURCES + [path.read_text(encoding="utf-8") for path in FILES],
     ids=[f"inline-{i}" for i in range(len(SOURCES))] + [f"{p.parent.name}/{p.name}" for p in FILES],
 )
-def test_statement_positions_match_the_whole_module_provider(source):
+def test_node_positions_match_the_position_provider(source):
     module = cst.parse_module(source)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    positions = StatementPositions(module)
-    for statement in module.body:
-        positions.track(statement)
-    assert positions._full is None  # no fallback was needed
-    for node in _all_nodes(module):
-        if node is module:
-            continue
+    nodes = [node for node in _all_nodes(module) if node is not module]
+    positions = NodePositions(module, nodes)
+    for node in nodes:
         assert positions[node] == expected[node], module.code_for_node(node)
 
 
-def test_a_node_outside_the_tracked_statements_falls_back_to_the_whole_module():
-    module = cst.parse_module("a = 1\nb = 2\n")
-    positions = StatementPositions(module)
-    positions.track(module.body[0])
-    second = module.body[1]
-    assert positions[second].start.line == 2
-    assert positions._full is not None
+def test_only_the_chosen_nodes_are_positioned():
+    module = cst.parse_module("a = 1\nif a:\n    b = f(\n        a,\n    )\n")
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    call = module.body[1].body.body[0].body[0].value
+    positions = NodePositions(module, [call])
+    assert positions[call] == expected[call]
+    assert (positions[call].start.line, positions[call].end.line) == (3, 5)
+    with pytest.raises(KeyError):
+        positions[module.body[0]]
