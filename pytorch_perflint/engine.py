@@ -20,6 +20,7 @@ import libcst as cst
 
 from . import registry
 from .analysis.walk import child_nodes
+from .comments import comment_start
 from .config import Settings
 from .positions import NodePositions
 from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
@@ -154,32 +155,12 @@ def _comments_on_noqa_lines(source: str) -> Optional[List[Tuple[int, str]]]:
         if row in seen_rows:
             continue
         seen_rows.add(row)
-        comment_at = _comment_start(line)
+        comment_at = comment_start(line)
         if comment_at is None:
             return None
         if comment_at >= 0:
             comments.append((row, line[comment_at:].rstrip("\r")))
     return comments
-
-
-def _comment_start(line: str) -> Optional[int]:
-    """Where the comment of a line that starts outside any string begins (-1: none); None
-    when the line ends inside a string (it continues one, or is continued)."""
-    quote = ""
-    index = 0
-    while index < len(line):
-        char = line[index]
-        if quote:
-            if char == "\\":
-                index += 1
-            elif char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        elif char == "#":
-            return index
-        index += 1
-    return None if quote or line.rstrip().endswith("\\") else -1
 
 
 def _suppressed(diagnostic: Diagnostic, noqa: Dict[int, Optional[FrozenSet[str]]], used: Dict[int, set]) -> bool:

@@ -32,6 +32,7 @@ import libcst as cst
 
 from .analysis.names import canonical
 from .analysis.scope import Scope, ScopeNode, build_scope, dotted_name
+from .comments import comment_start
 from .types import Applicability
 
 if TYPE_CHECKING:
@@ -100,16 +101,12 @@ def mentions_cuda(source: str) -> bool:
 
 
 def _in_comment(source: str, offset: int) -> bool:
-    """Whether ``offset`` follows a ``#`` that starts a comment on its line (a ``#`` with an
-    even number of each quote character before it; an odd one means it is in a string)."""
-    line = source[source.rfind("\n", 0, offset) + 1 : offset]
-    hash_at = line.find("#")
-    while hash_at != -1:
-        before = line[:hash_at]
-        if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
-            return True
-        hash_at = line.find("#", hash_at + 1)
-    return False
+    """Whether ``offset`` lies in the comment of its line (a line the scanner cannot read
+    alone, inside a multi-line string say, counts as code)."""
+    start = source.rfind("\n", 0, offset) + 1
+    end = source.find("\n", offset)
+    column = comment_start(source[start : end if end != -1 else len(source)])
+    return column is not None and 0 <= column <= offset - start
 
 
 class FileContext:
