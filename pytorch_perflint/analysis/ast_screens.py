@@ -190,7 +190,7 @@ def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
             continue
         if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_no_grad(i.context_expr) for i in node.items):
             continue
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and _loop_qualifies(node, owners, eval_named):
+        if isinstance(node, _LOOP_TYPES) and _loop_qualifies(node, owners, eval_named):
             return True
         stack.extend(ast.iter_child_nodes(node))
     return False
@@ -419,9 +419,9 @@ def could_have_training_loop(tree: ast.Module) -> bool:
     """The rough shape of ``training.training_facts``' training loops: the file calls
     backward or a ``.step()`` somewhere, and some loop calls one itself or calls a function
     (or method) defined in this file, which may be a training-step helper."""
-    index = tree_index(tree)
-    if not any(map(_is_training_call, index.calls)):
+    if not calls_training_step(tree):
         return False
+    index = tree_index(tree)
     defined = {function.name for function in index.functions}
     for call in index.calls_in_loops:
         if _is_training_call(call):

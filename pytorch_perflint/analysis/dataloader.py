@@ -461,13 +461,7 @@ class _Resolver:
                 parts.append((item.value, path + (expr, item)))
         else:
             return _NOTHING
-        sources: List[Source] = []
-        complete = bool(parts)
-        for part, part_path in parts:
-            inner = self.resolve(part, part_path, depth + 1)
-            complete = complete and inner.complete
-            sources.extend(inner.sources)
-        return Resolution(tuple(sources), complete)
+        return self.union(parts, depth)
 
     def _self_assignment(self, expr: cst.Attribute, path: Path) -> Optional[Tuple[cst.BaseExpression, Path]]:
         """The one value ``self.attr`` is assigned in its class, if it is assigned once."""
