@@ -37,6 +37,14 @@ TRICKY = [
     ("TPF401", "import torch\nimport pandas as pd\ndf = pd.read_csv('a')\nx = torch.tensor(df.values)\n"),
     ("TPF401", "import torch\nimport numpy as np\na = np.zeros((2, 3))\nx = torch.FloatTensor(a.T.copy())\n"),
     ("TPF301", "from torch.nn import Conv2d as C, BatchNorm2d as B, Sequential\nm = Sequential(C(3, 8, 3), B(8))\n"),
+    ("TPF301", "import torch.nn as nn\nm = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.Linear(4, 4),\n"
+               "    nn.BatchNorm1d(4))\n"),
+    # The optimizer is only known by what it was built from.
+    ("TPF202", "import torch\nclass T:\n    def fit(self, loader):\n        self.learner = torch.optim.Adam(p)\n"
+               "        for x in loader:\n            loss = self.model(x.cuda())\n            self.learner.step()\n"
+               "            print(loss.item())\n"),
+    ("TPF202", "import torch\nfor x in loader:\n    loss = model(x.cuda())\n    scaler.step(optimizers[0])\n"
+               "    print(loss.item())\n"),
     ("TPF203", "import torch\ndef run(m, loader):\n    m.train(mode=False)\n    for x in loader:\n        m(x)\n"),
     ("TPF203", "import torch\nclass Trainer:\n    def validate(self):\n        for x in self.val:\n"
                "            self.model.forward(x)\n"),
@@ -93,6 +101,14 @@ def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
         ("TPF203", "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        model(x)\n"),
         ("TPF203", "import torch\nmodel.eval()\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"),
         ("TPF602", '"""Use torch.optim.Adam on CUDA."""\nimport torch\nx = torch.ones(1).cuda()\n'),
+        # An interpreter's own step loop, not an optimizer's (torch._dynamo).
+        ("TPF202", "import torch\nclass Tracer:\n    def run(self):\n        while self.step():\n"
+                   "            print(self.stack[-1].item())\n"),
+        ("TPF202", "for x in loader:\n    scaler.step()\n    print(x.cuda().item())\n"),
+        # Layer classes named (a registry of modules) but never built; biases already off.
+        ("TPF301", "import torch.nn as nn\nMODULES = [nn.Conv2d, nn.BatchNorm2d, nn.Linear]\n"),
+        ("TPF301", "import torch.nn as nn\nm = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8))\n"),
+        ("TPF301", "import torch.nn as nn\nm = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 0, 1, 1, False), nn.BatchNorm2d(8))\n"),
     ],
 )
 def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):

@@ -22,6 +22,7 @@ from .training import (
     GRAD_ATTRS,
     MODEL_NAME,
     is_eval_function_name,
+    is_optimizer_name,
     needs_grad_name,
 )
 
@@ -405,26 +406,63 @@ def uses_identifier(tree: ast.Module, pattern: "re.Pattern[str]") -> bool:
     return any(pattern.search(name) for name in code_identifiers(tree))
 
 
-def _is_training_call(node: ast.AST) -> bool:
-    """``x.backward(...)``, ``backward(...)``, ``x.manual_backward(...)`` or ``x.step(...)``."""
+def _last_name(node: ast.AST) -> str:
+    """``c`` for ``a.b.c``, ``a[0].c`` or ``c``; else an empty string (``training.last_name``)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+@functools.lru_cache(maxsize=1)
+def _optimizer_targets(tree: ast.Module) -> FrozenSet[str]:
+    """Over-approximates ``training``'s optimizer names (targets bound to a ``torch.optim``
+    constructor): every dotted target assigned a call of a capitalised name."""
+    targets: Set[str] = set()
+    for node in tree_index(tree).assignments:
+        value = node.value
+        if isinstance(value, ast.Call) and _last_name(value.func)[:1].isupper():
+            found = node.targets if isinstance(node, ast.Assign) else [node.target]
+            targets.update(filter(None, map(_dotted, found)))
+    return frozenset(targets)
+
+
+def _is_training_call(node: ast.AST, tree: ast.Module) -> bool:
+    """``x.backward(...)``, ``backward(...)``, ``x.manual_backward(...)``, or a ``.step()``
+    that ``training.is_optimizer_step`` could take for an optimizer step (its receiver named
+    like an optimizer, a scaler given an optimizer, or a name bound to a constructor)."""
     if not isinstance(node, ast.Call):
         return False
     func = node.func
-    if isinstance(func, ast.Attribute):
-        return func.attr in BACKWARD_ATTRS or func.attr == "step"
-    return isinstance(func, ast.Name) and func.id == "backward"
+    if isinstance(func, ast.Name):
+        return func.id == "backward"
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in BACKWARD_ATTRS:
+        return True
+    if func.attr != "step":
+        return False
+    name = _last_name(func.value)
+    if not name:
+        return False
+    if _dotted(func.value) in _optimizer_targets(tree):
+        return True
+    if "scaler" in name.lower():
+        return bool(node.args or node.keywords)
+    return is_optimizer_name(name)
 
 
 def could_have_training_loop(tree: ast.Module) -> bool:
     """The rough shape of ``training.training_facts``' training loops: the file calls
-    backward or a ``.step()`` somewhere, and some loop calls one itself or calls a function
+    backward or an optimizer's ``.step()`` somewhere, and some loop calls one itself or calls a function
     (or method) defined in this file, which may be a training-step helper."""
     if not calls_training_step(tree):
         return False
     index = tree_index(tree)
     defined = {function.name for function in index.functions}
     for call in index.calls_in_loops:
-        if _is_training_call(call):
+        if _is_training_call(call, tree):
             return True
         func = call.func
         called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -434,5 +472,5 @@ def could_have_training_loop(tree: ast.Module) -> bool:
 
 
 def calls_training_step(tree: ast.Module) -> bool:
-    """Some call to backward or ``.step()`` anywhere in the code."""
-    return any(map(_is_training_call, tree_index(tree).calls))
+    """Some call to backward, or a ``.step()`` that could be an optimizer's, in the code."""
+    return any(_is_training_call(call, tree) for call in tree_index(tree).calls)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from ..analysis.ast_screens import uses_identifier
+from ..analysis.ast_screens import tree_index
 from ..analysis.call_edits import keyword_arg, with_keywords
 from ..analysis.calls import MISSING
 from ..analysis.modules import Feed, Layer, ModuleFacts, module_facts, variables
@@ -36,9 +35,8 @@ _NORMS: Dict[str, Optional[int]] = {
     "torch.nn.LazyBatchNorm3d": 3,
     "torch.nn.SyncBatchNorm": None,
 }
-# What the code must name for a finding to be possible (the ast pre-screen).
-_BATCHNORM = re.compile(r"BatchNorm")
-_CONV_OR_LINEAR = re.compile(r"Conv|Linear")
+_SOURCE_NAMES = {name.rsplit(".", 1)[1]: bias for name, (_, bias) in _SOURCES.items()}
+_NORM_NAMES = frozenset(name.rsplit(".", 1)[1] for name in _NORMS)
 
 
 def _matches(feed: Feed) -> bool:
@@ -123,8 +121,8 @@ class ConvBiasBeforeBatchnorm(Rule):
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code (not a docstring) names a BatchNorm and a Conv or Linear layer."""
-        return uses_identifier(tree, _BATCHNORM) and uses_identifier(tree, _CONV_OR_LINEAR)
+        """The code calls a BatchNorm class and a Conv or Linear class that may keep its bias."""
+        return _builds_layer_and_norm(tree)
 
     VALID = (
         # An activation between the conv and the norm.
@@ -199,3 +197,38 @@ class ConvBiasBeforeBatchnorm(Rule):
 
 def _flagged(context: FileContext) -> Dict[int, Layer]:
     return flagged(context.fact(module_facts))
+
+
+def _builds_layer_and_norm(tree: ast.Module) -> bool:
+    """Some call names a BatchNorm class, and another a Conv/Linear class without a literal
+    ``bias=False`` (by its last name, or the alias ``from torch.nn import X as Y`` binds):
+    ``modules.module_facts`` only pairs layers it sees constructed."""
+    index = tree_index(tree)
+    aliases = {
+        alias.asname: alias.name
+        for node in index.imports
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname
+    }
+    norm = layer = False
+    for call in index.calls:
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        name = aliases.get(name, name)
+        if name in _NORM_NAMES:
+            norm = True
+        elif name in _SOURCE_NAMES and not layer:
+            layer = not _bias_off(call, _SOURCE_NAMES[name])
+        if norm and layer:
+            return True
+    return False
+
+
+def _bias_off(call: ast.Call, position: int) -> bool:
+    """``bias=False`` (or False at the bias position) as a literal."""
+    if len(call.args) > position and not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+        value: Optional[ast.AST] = call.args[position]
+    else:
+        value = next((k.value for k in call.keywords if k.arg == "bias"), None)
+    return isinstance(value, ast.Constant) and value.value is False
