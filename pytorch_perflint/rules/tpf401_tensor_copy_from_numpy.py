@@ -34,8 +34,10 @@ _LEGACY: Dict[str, str] = {
 _KEPT = ("dtype", "device")
 
 
-_CONSTRUCTOR_CALL = re.compile(r"\b(?:tensor|[A-Z][A-Za-z0-9]*Tensor|Tensor)\s*\(")
-_CONSTRUCTOR_ALIAS = re.compile(r"\b(?:tensor|[A-Z][A-Za-z0-9]*Tensor|Tensor)\s+as\s")
+# A call of (or an import alias for) ``tensor``, ``Tensor``, ``FloatTensor``...: any name
+# ending in "ensor" passes, as a pattern that starts with a literal is searched for fast.
+_CONSTRUCTOR_CALL = re.compile(r"ensor\s*\(")
+_CONSTRUCTOR_ALIAS = re.compile(r"ensor\s+as\s")
 # Where known arrays come from: NumPy, pandas' `.values` / `.to_numpy()`, OpenCV readers.
 _ARRAY_SOURCE = re.compile(r"numpy|np\.|pandas|\.values|to_numpy|cv2")
 
