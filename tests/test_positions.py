@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import libcst as cst
@@ -9,7 +10,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from pytorch_perflint.analysis.walk import child_nodes
-from pytorch_perflint.positions import NodePositions
+from pytorch_perflint.positions import NodePositions, _statement_ranges, statement_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
@@ -33,18 +34,47 @@ def _all_nodes(module: cst.Module):
         stack.extend(child_nodes(node))
 
 
-@pytest.mark.parametrize(
-    "source",
-    SOURCES + [path.read_text(encoding="utf-8") for path in FILES],
-    ids=[f"inline-{i}" for i in range(len(SOURCES))] + [f"{p.parent.name}/{p.name}" for p in FILES],
-)
-def test_node_positions_match_the_position_provider(source):
+ALL_SOURCES = SOURCES + [path.read_text(encoding="utf-8") for path in FILES]
+IDS = [f"inline-{i}" for i in range(len(SOURCES))] + [f"{p.parent.name}/{p.name}" for p in FILES]
+
+
+@pytest.mark.parametrize("with_ast", [False, True], ids=["whole-module", "by-statement"])
+@pytest.mark.parametrize("source", ALL_SOURCES, ids=IDS)
+def test_node_positions_match_the_position_provider(source, with_ast):
     module = cst.parse_module(source)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     nodes = [node for node in _all_nodes(module) if node is not module]
-    positions = NodePositions(module, nodes)
+    if with_ast:
+        positions = NodePositions(module, nodes, source, ast.parse(source))
+    else:
+        positions = NodePositions(module, nodes)
     for node in nodes:
         assert positions[node] == expected[node], module.code_for_node(node)
+
+
+@pytest.mark.parametrize("source", ALL_SOURCES, ids=IDS)
+def test_statements_are_generated_alone_when_the_file_ends_with_a_newline(source):
+    """(Without one, LibCST drops the last statement's newline and the check falls back.)"""
+    module = cst.parse_module(source)
+    nodes = {id(node): node for node in _all_nodes(module) if node is not module}
+    ranges = _statement_ranges(module, nodes, source, ast.parse(source))
+    assert ranges is not None or not source.endswith("\n")
+
+
+def test_statement_lines_count_leading_comments_and_decorators():
+    source = "import torch\n\n# lead\n\n@dec\n# between\n@dec2\ndef f():\n    pass\na = 1; b = 2\nc = 3\n"
+    module = cst.parse_module(source)
+    assert list(statement_lines(module, ast.parse(source))) == [0, 1, 9, 10]
+
+
+def test_a_statement_not_where_ast_says_falls_back_to_the_whole_module():
+    source = "a = 1\nb = f(\n    a,\n)\n"
+    module = cst.parse_module(source)
+    call = module.body[1].body[0].value
+    wrong = ast.parse("\n" + source)  # every line number one too high
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert _statement_ranges(module, {id(call): call}, source, wrong) is None
+    assert NodePositions(module, [call], source, wrong)[call] == expected[call]
 
 
 def test_only_the_chosen_nodes_are_positioned():
