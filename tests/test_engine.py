@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import ClassVar
 
@@ -284,3 +285,23 @@ def test_noqa_lines_read_without_the_tokenizer_agree_with_it(source, monkeypatch
     fast = noqa_comments(source)
     monkeypatch.setattr(engine, "_comments_on_noqa_lines", lambda source: None)
     assert fast == noqa_comments(source)
+
+
+def test_the_garbage_collector_is_paused_while_a_file_is_linted_and_restored(monkeypatch):
+    seen = []
+    real = engine._lint_source
+    monkeypatch.setattr(engine, "_lint_source", lambda *args: seen.append(gc.isenabled()) or real(*args))
+    assert gc.isenabled()
+    engine.lint_source("x = 1\n", Path("a.py"), Settings())
+    assert seen == [False] and gc.isenabled()
+    monkeypatch.setattr(engine, "_lint_source", lambda *args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        engine.lint_source("x = 1\n", Path("a.py"), Settings())
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        monkeypatch.setattr(engine, "_lint_source", real)
+        engine.lint_source("x = 1\n", Path("a.py"), Settings())
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
