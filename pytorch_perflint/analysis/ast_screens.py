@@ -13,7 +13,7 @@ import bisect
 import functools
 import re
 from dataclasses import dataclass
-from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from .device_targets import is_device_name, is_device_string
 from .training import (
@@ -30,8 +30,6 @@ Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 _LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 _ASSIGN_TYPES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
-# Node types with no child that can hold a name or a call.
-_LEAVES = (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
 
 @dataclass(frozen=True)
@@ -47,6 +45,41 @@ class TreeIndex:
     identifiers: FrozenSet[str]  # names, attributes and imported names (not strings)
 
 
+# Fields that never hold a name or a call (``ctx`` is Load/Store, ``op`` an operator).
+_TOKEN_FIELDS = frozenset({"ctx", "op", "type_comment", "kind"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_AST = ast.AST
+
+
+def _child_fields(kind: type) -> Tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _TOKEN_FIELDS)  # type: ignore[attr-defined]
+    return fields
+
+
+def child_nodes(node: ast.AST) -> List[ast.AST]:
+    """What ``ast.iter_child_nodes`` gives, less operators and contexts, and without its
+    generators (the screens walk every file that passes a text screen)."""
+    children: List[ast.AST] = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name, None)
+        if type(value) is list:
+            children.extend(item for item in value if isinstance(item, _AST))
+        elif isinstance(value, _AST):
+            children.append(value)
+    return children
+
+
+def _walk(root: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` over ``child_nodes``."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child_nodes(node))
+
+
 @functools.lru_cache(maxsize=1)
 def tree_index(tree: ast.Module) -> TreeIndex:
     calls: List[ast.Call] = []
@@ -56,33 +89,43 @@ def tree_index(tree: ast.Module) -> TreeIndex:
     functions: List[Function] = []
     names: Set[str] = set()
     stack: List[Tuple[ast.AST, bool]] = [(tree, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, in_loop = stack.pop()
-        if isinstance(node, ast.Name):
-            names.add(node.id)
+        node, in_loop = pop()
+        kind = type(node)
+        if kind is ast.Name:
+            names.add(node.id)  # type: ignore[attr-defined]
             continue
-        if isinstance(node, ast.Attribute):
-            names.add(node.attr)
-        elif isinstance(node, ast.Call):
-            calls.append(node)
+        if kind is ast.Constant:
+            continue
+        if kind is ast.Attribute:
+            names.add(node.attr)  # type: ignore[attr-defined]
+        elif kind is ast.Call:
+            calls.append(node)  # type: ignore[arg-type]
             if in_loop:
-                in_loops.append(node)
-        elif isinstance(node, _ASSIGN_TYPES):
-            assignments.append(node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.append(node)
-        elif isinstance(node, _LOOP_TYPES):
+                in_loops.append(node)  # type: ignore[arg-type]
+        elif kind in _ASSIGN_TYPES:
+            assignments.append(node)  # type: ignore[arg-type]
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            functions.append(node)  # type: ignore[arg-type]
+        elif kind in _LOOP_TYPES:
             in_loop = True
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.append(node)
-            for alias in node.names:
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            imports.append(node)  # type: ignore[arg-type]
+            for alias in node.names:  # type: ignore[attr-defined]
                 names.update(alias.name.split("."))
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, _LEAVES):
-                stack.append((child, in_loop))
+        for name in _child_fields(kind):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, _AST):
+                        push((item, in_loop))
+            elif isinstance(value, _AST):
+                push((value, in_loop))
     return TreeIndex(
         tuple(calls), tuple(in_loops), tuple(assignments), tuple(imports), tuple(functions), frozenset(names)
     )
+
 
 _NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
 
@@ -102,12 +145,12 @@ def _dotted(node: ast.AST) -> str:
 def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
     """The nodes under ``root`` that belong to its own frame: not those of nested functions
     or lambdas (class bodies belong to the enclosing frame, as in the LibCST analysis)."""
-    stack = list(ast.iter_child_nodes(root))
+    stack = list(child_nodes(root))
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
 
 
 def _is_no_grad(expr: ast.AST) -> bool:
@@ -139,7 +182,7 @@ def _runs_backward(function: Function) -> bool:
     """Mirrors ``training._runs_backward``: the body calls ``.backward()`` or touches a
     gradient attribute anywhere (nested functions included)."""
     for statement in function.body:
-        for node in ast.walk(statement):
+        for node in _walk(statement):
             if isinstance(node, ast.Attribute) and node.attr in GRAD_ATTRS:
                 return True
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in BACKWARD_ATTRS:
@@ -158,7 +201,7 @@ def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool) -> bool:
     """The loop calls a model in eval mode (or, in a function named like evaluation, a callee
     named like a model) outside a no-grad block, and no name in it says it needs gradients."""
     forward = False
-    stack = [(child, False) for child in ast.iter_child_nodes(loop)]
+    stack = [(child, False) for child in child_nodes(loop)]
     while stack:
         node, no_grad = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -174,7 +217,7 @@ def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool) -> bool:
             forward = bool(target) and (
                 target in owners or eval_named and MODEL_NAME.match(target.rsplit(".", 1)[-1]) is not None
             )
-        stack.extend((child, no_grad) for child in ast.iter_child_nodes(node))
+        stack.extend((child, no_grad) for child in child_nodes(node))
     return forward
 
 
@@ -184,7 +227,7 @@ def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
     owners = {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner}
     if not owners and not eval_named:
         return False
-    stack = list(ast.iter_child_nodes(frame))
+    stack = list(child_nodes(frame))
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -193,7 +236,7 @@ def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
             continue
         if isinstance(node, _LOOP_TYPES) and _loop_qualifies(node, owners, eval_named):
             return True
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return False
 
 
@@ -313,7 +356,7 @@ def could_copy_numpy(tree: ast.Module) -> bool:
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                for name in ast.walk(target):
+                for name in _walk(target):
                     if isinstance(name, ast.Name) and name.id not in names:
                         names.add(name.id)
                         changed = True
