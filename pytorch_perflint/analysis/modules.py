@@ -830,10 +830,14 @@ class _ConvModels:
         return self.core(expr, scope)
 
 
+def could_build_conv_model(source: str) -> bool:
+    """Whether ``source`` has a word every convolutional model build needs (a text screen)."""
+    return any(word in source for word in ("Conv", "torchvision", "timm", "hub.load", "segmentation_models", "EfficientNet"))
+
+
 def conv_model_builds(context: FileContext) -> Tuple[ModelBuild, ...]:
     """Statements that build a convolutional model (use with ``context.fact``)."""
-    source = context.source
-    if not any(word in source for word in ("Conv", "torchvision", "timm", "hub.load", "segmentation_models", "EfficientNet")):
+    if not could_build_conv_model(context.source):
         return ()
     finder = _ConvModels(context)
     class_calls: List[Tuple[cst.ClassDef, cst.Call, Scope]] = []

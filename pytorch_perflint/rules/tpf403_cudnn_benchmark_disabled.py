@@ -9,7 +9,7 @@ from typing import List, Optional, Set, Tuple
 import libcst as cst
 
 from ..analysis.ast_screens import could_have_training_loop
-from ..analysis.modules import ModelBuild, conv_model_builds, descendants, walk_scoped
+from ..analysis.modules import ModelBuild, conv_model_builds, could_build_conv_model, descendants, walk_scoped
 from ..analysis.scope import dotted_name
 from ..analysis.training import training_facts
 from ..analysis.values import literal_value
@@ -48,11 +48,11 @@ def _training_receivers(context: FileContext) -> Optional[Set[str]]:
 
 
 def _decide(context: FileContext) -> _Decision:
+    called = _training_receivers(context)  # first: TPF202 and TPF601 share these facts
+    if called is None:
+        return _Decision()
     builds = context.fact(conv_model_builds)
     if not builds:
-        return _Decision()
-    called = _training_receivers(context)
-    if called is None:
         return _Decision()
     false_values: List[cst.BaseExpression] = []
     trained: Set[str] = set()
@@ -135,6 +135,11 @@ class CudnnBenchmarkDisabled(Rule):
     fix_applicability = Applicability.UNSAFE
     triggers = (".backward(",)  # a training loop
     needs_cuda = True
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """Backward, and a word that building a convolutional model needs."""
+        return ".backward(" in source and could_build_conv_model(source)
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
