@@ -205,20 +205,26 @@ def _traverse(context: FileContext, rules: Sequence[Rule]) -> None:
                 raise TypeError(f"{type(rule).__name__}.{name}: attribute hooks are not supported")
             (visits if kind == "visit" else leaves).setdefault(node_type, []).append(method)
     no_calls: Tuple[Callable[[cst.CSTNode], object], ...] = ()
-    todo: List[Tuple[cst.CSTNode, bool]] = [(context.module, False)]
+    ancestors = context.ancestors
+    enter, leave = context.enter, context.leave
+    # A node to enter, or None: leave the innermost node entered (``ancestors[-1]``).
+    todo: List[Optional[cst.CSTNode]] = [context.module]
+    pop, push, extend = todo.pop, todo.append, todo.extend
     while todo:
-        node, done = todo.pop()
-        node_type = type(node).__name__
-        if done:
-            for method in leaves.get(node_type, no_calls):
+        node = pop()
+        if node is None:
+            node = ancestors[-1]
+            for method in leaves.get(type(node).__name__, no_calls):
                 method(node)
-            context.leave(node)
+            leave(node)
             continue
-        context.enter(node)
-        for method in visits.get(node_type, no_calls):
+        enter(node)
+        for method in visits.get(type(node).__name__, no_calls):
             method(node)
-        todo.append((node, True))
-        todo.extend((child, False) for child in reversed(tuple(child_nodes(node))))
+        push(None)
+        children = child_nodes(node)
+        children.reverse()
+        extend(children)
 
 
 def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors: List[str]) -> None:

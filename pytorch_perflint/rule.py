@@ -109,6 +109,10 @@ def _in_comment(source: str, offset: int) -> bool:
     return column is not None and 0 <= column <= offset - start
 
 
+# The nodes that open a scope (LibCST's node classes are final: no subclasses to miss).
+_SCOPE_NODE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef})
+
+
 class FileContext:
     """What rules see of the file being linted, and the facts they share.
 
@@ -131,7 +135,7 @@ class FileContext:
     # -- the single pass keeps these current -------------------------------------------
     def enter(self, node: cst.CSTNode) -> None:
         self.ancestors.append(node)
-        if isinstance(node, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if type(node) in _SCOPE_NODE_TYPES:
             self._scope_nodes.append(node)
 
     def leave(self, node: cst.CSTNode) -> None:

@@ -8,7 +8,7 @@ whitespace, commas and parentheses is several times faster.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Iterator, Tuple
+from typing import Dict, List, Tuple
 
 import libcst as cst
 
@@ -28,25 +28,40 @@ _SOURCE_ORDER: Dict[type, Tuple[str, ...]] = {
 }
 
 
-def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def child_nodes(node: cst.CSTNode) -> List[cst.CSTNode]:
     """The child nodes of ``node`` that can hold code, in source order (tokens such as
     brackets, operators and whitespace are left out)."""
-    names = _FIELDS.get(type(node))
+    kind = type(node)
+    names = _FIELDS.get(kind)
     if names is None:
-        fields = [f.name for f in dataclasses.fields(node)]
-        first = [name for name in _SOURCE_ORDER.get(type(node), ()) if name in fields]
-        ordered = first + [name for name in fields if name not in first]
-        names = tuple(name for name in ordered if name not in _SKIPPED_FIELDS and "whitespace" not in name)
-        _FIELDS[type(node)] = names
+        names = _fields(node)
+    children: List[cst.CSTNode] = []
     for name in names:
         value = getattr(node, name)
-        kind = type(value)
-        if kind is list or kind is tuple:
+        value_kind = type(value)
+        if value_kind is list or value_kind is tuple:
             for item in value:
-                if _is_node(type(item)):
-                    yield item
-        elif _is_node(kind):
-            yield value
+                is_node = _NODE_TYPES.get(type(item))
+                if is_node is None:
+                    is_node = _is_node(type(item))
+                if is_node:
+                    children.append(item)
+        else:
+            is_node = _NODE_TYPES.get(value_kind)
+            if is_node is None:
+                is_node = _is_node(value_kind)
+            if is_node:
+                children.append(value)
+    return children
+
+
+def _fields(node: cst.CSTNode) -> Tuple[str, ...]:
+    fields = [f.name for f in dataclasses.fields(node)]
+    first = [name for name in _SOURCE_ORDER.get(type(node), ()) if name in fields]
+    ordered = first + [name for name in fields if name not in first]
+    names = tuple(name for name in ordered if name not in _SKIPPED_FIELDS and "whitespace" not in name)
+    _FIELDS[type(node)] = names
+    return names
 
 
 _NODE_TYPES: Dict[type, bool] = {}
