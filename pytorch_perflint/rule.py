@@ -167,7 +167,7 @@ class FileContext:
 
     def scope_for(self, node: cst.CSTNode, ancestors: Sequence[cst.CSTNode]) -> Scope:
         """The scope a node stands in, given its ancestors (outermost first)."""
-        chain = [a for a in ancestors if isinstance(a, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+        chain = [a for a in ancestors if type(a) in (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)]
         return self.scope_of(chain or [self.module])
 
     def qualname(self, expr: cst.CSTNode, scope: Optional[Scope] = None) -> Optional[str]:

@@ -54,7 +54,8 @@ _AST = ast.AST
 def _child_fields(kind: type) -> Tuple[str, ...]:
     fields = _CHILD_FIELDS.get(kind)
     if fields is None:
-        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _TOKEN_FIELDS)  # type: ignore[attr-defined]
+        names: Tuple[str, ...] = getattr(kind, "_fields", ())
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in names if f not in _TOKEN_FIELDS)
     return fields
 
 

@@ -79,23 +79,23 @@ def _mentions_grad(node: cst.CSTNode) -> bool:
 
 
 def _is_write(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.AugAssign):
+    if type(node) is cst.AugAssign:
         return _grad_or_item(node.target)
-    if isinstance(node, cst.Assign):
+    if type(node) is cst.Assign:
         for target in node.targets:
             expr = target.target
-            if isinstance(expr, cst.Subscript) and _grad_or_item(expr):
+            if type(expr) is cst.Subscript and _grad_or_item(expr):
                 return True
-            if isinstance(expr, cst.Attribute) and expr.attr.value == "data" and grad_attribute(expr) is not None:
+            if type(expr) is cst.Attribute and expr.attr.value == "data" and grad_attribute(expr) is not None:
                 return True
         return False
-    if not isinstance(node, cst.Call):
+    if not type(node) is cst.Call:
         return False
     func = node.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
     if name is None:
         return False
-    if isinstance(func, cst.Attribute) and name in _ACCUMULATING and _grad_or_item(func.value):
+    if type(func) is cst.Attribute and name in _ACCUMULATING and _grad_or_item(func.value):
         return True
     for arg in node.args:
         if arg.keyword is not None and arg.keyword.value == "out" and _grad_or_item(arg.value):

@@ -21,7 +21,7 @@ left out, so rules built on these facts stay silent rather than guess.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -86,8 +86,9 @@ class ModuleFacts:
     feeds: Tuple[Feed, ...]
 
 
-@dataclass(frozen=True)
-class Visited:
+class Visited(NamedTuple):
+    """A node met by ``walk_scoped`` (a tuple: one is made per node of the module)."""
+
     node: cst.CSTNode
     chain: Tuple[ScopeNode, ...]
     cls: Optional[cst.ClassDef]  # innermost enclosing class, if any
@@ -103,14 +104,15 @@ def walk_scoped(module: cst.Module) -> Iterator[Visited]:
         node, chain, cls, function = stack.pop()
         yield Visited(node, chain or (module,), cls, function)
         inner_chain, inner_cls, inner_function = chain, cls, function
-        if isinstance(node, _SCOPE_TYPES):
+        if type(node) in _SCOPE_TYPES:
             inner_chain = chain + (node,)
-            if isinstance(node, cst.ClassDef):
+            if type(node) is cst.ClassDef:
                 inner_cls = node
-            elif isinstance(node, cst.FunctionDef):
+            elif type(node) is cst.FunctionDef:
                 inner_function = node
-        for child in reversed(tuple(child_nodes(node))):
-            stack.append((child, inner_chain, inner_cls, inner_function))
+        children = child_nodes(node)
+        children.reverse()
+        stack.extend((child, inner_chain, inner_cls, inner_function) for child in children)
 
 
 def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -127,13 +129,13 @@ def variables(node: cst.CSTNode) -> Iterator[cst.Name]:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Name):
+        if type(current) is cst.Name:
             yield current
             continue
         children = list(child_nodes(current))
-        if isinstance(current, cst.Attribute):
+        if type(current) is cst.Attribute:
             children = [c for c in children if c is not current.attr]
-        elif isinstance(current, cst.Arg) and current.keyword is not None:
+        elif type(current) is cst.Arg and current.keyword is not None:
             children = [c for c in children if c is not current.keyword]
         stack.extend(reversed(children))
 
@@ -324,7 +326,7 @@ class _Builder:
     # -- classes ---------------------------------------------------------------------------
     def module_class(self, visited: Visited) -> ModuleClass:
         node = visited.node
-        assert isinstance(node, cst.ClassDef)
+        assert type(node) is cst.ClassDef
         scope = self.scope(visited.chain)
         bases = tuple(self.context.qualname(base.value, scope) for base in node.bases)
         inner = visited.chain + (node,)
@@ -337,18 +339,18 @@ class _Builder:
             method_scope = self.scope(inner + (method,))
             for sub in descendants(method.body):
                 targets: List[Tuple[cst.BaseExpression, Optional[cst.BaseExpression]]] = []
-                if isinstance(sub, cst.Assign):
+                if type(sub) is cst.Assign:
                     targets = [(t.target, sub.value if len(sub.targets) == 1 else None) for t in sub.targets]
-                elif isinstance(sub, (cst.AnnAssign, cst.AugAssign)):
-                    targets = [(sub.target, sub.value if isinstance(sub, cst.AnnAssign) else None)]
-                elif isinstance(sub, (cst.For, cst.CompFor)):
+                elif type(sub) in (cst.AnnAssign, cst.AugAssign):
+                    targets = [(sub.target, sub.value if type(sub) is cst.AnnAssign else None)]
+                elif type(sub) in (cst.For, cst.CompFor):
                     targets = [(sub.target, None)]
-                elif isinstance(sub, cst.WithItem) and sub.asname is not None:
+                elif type(sub) is cst.WithItem and sub.asname is not None:
                     targets = [(sub.asname.name, None)]
                 for target, value in targets:
                     for attr in _self_attrs(target, own):
                         counts[attr] = counts.get(attr, 0) + 1
-                        layer = self.layer(value, method_scope) if value is not None and isinstance(target, cst.Attribute) else None
+                        layer = self.layer(value, method_scope) if value is not None and type(target) is cst.Attribute else None
                         if layer is not None:
                             found[attr] = layer
         attributes = tuple((a, l) for a, l in found.items() if counts.get(a) == 1)
@@ -388,21 +390,21 @@ class _Builder:
             parents = _parents(method)
             for node in descendants(method.body):
                 if not (
-                    isinstance(node, cst.Attribute)
-                    and isinstance(node.value, cst.Name)
+                    type(node) is cst.Attribute
+                    and type(node.value) is cst.Name
                     and node.value.value == own
                     and module_class.attribute(node.attr.value) is not None
                 ):
                     continue
                 attr = node.attr.value
                 parent = parents.get(id(node))
-                if isinstance(parent, cst.Attribute) and parent.value is node:
+                if type(parent) is cst.Attribute and parent.value is node:
                     continue  # self.conv.weight: reading a parameter is not a use of the output
-                if isinstance(parent, cst.AssignTarget) or (
-                    isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node
+                if type(parent) is cst.AssignTarget or (
+                    type(parent) in (cst.AnnAssign, cst.AugAssign) and parent.target is node
                 ):
                     continue
-                if isinstance(parent, cst.Call) and parent.func is node:
+                if type(parent) is cst.Call and parent.func is node:
                     targets.setdefault(attr, []).append(self._consumer(parent, module_class, own, parents, method))
                 else:
                     escaped.add(attr)
@@ -498,11 +500,11 @@ class _Builder:
     def build(self) -> ModuleFacts:
         for visited in walk_scoped(self.context.module):
             node = visited.node
-            if isinstance(node, cst.ClassDef):
+            if type(node) is cst.ClassDef:
                 self.class_nodes.append(visited)
-            elif isinstance(node, cst.FunctionDef):
+            elif type(node) is cst.FunctionDef:
                 self.functions.append(visited)
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 scope = self.scope(visited.chain)
                 if self.context.qualname(node.func, scope) == _SEQUENTIAL:
                     self.sequential_calls.append(visited)
@@ -510,29 +512,29 @@ class _Builder:
                     args = self.super_init(visited)
                     if args is not None:
                         self.sequence_args(args, visited)
-            elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+            elif type(node) is cst.Assign and len(node.targets) == 1:
                 value = node.value
                 target = _dotted(node.targets[0].target)
                 if (
                     target is not None
-                    and isinstance(value, cst.Call)
+                    and type(value) is cst.Call
                     and not value.args
                     and self.context.qualname(value.func, self.scope(visited.chain)) == _SEQUENTIAL
                 ):
                     self.empty_sequentials.append((target, visited))
         for visited in self.sequential_calls:
             call = visited.node
-            assert isinstance(call, cst.Call)
+            assert type(call) is cst.Call
             self.sequence_args(call.args, visited)
         for target, visited in self.empty_sequentials:
             self.list_building(target, visited.function or self.context.module, self.scope(visited.chain))
         for visited in self.functions:
             function = visited.node
-            assert isinstance(function, cst.FunctionDef)
+            assert type(function) is cst.FunctionDef
             if function.name.value in self.star_sources:
                 scope = self.scope(visited.chain + (function,))
                 for returned in _returned(function):
-                    if isinstance(returned, cst.Name):
+                    if type(returned) is cst.Name:
                         self.list_building(returned.value, function, scope)
                     else:
                         self._pairs(self._list_items(returned, scope))
@@ -845,13 +847,13 @@ def conv_model_builds(context: FileContext) -> Tuple[ModelBuild, ...]:
     assigns: List[Tuple[cst.SimpleStatementLine, cst.BaseSmallStatement, Scope, Optional[str]]] = []
     for visited in walk_scoped(context.module):
         node = visited.node
-        if isinstance(node, cst.ClassDef):
+        if type(node) is cst.ClassDef:
             class_bases.append((node, context.scope_of(visited.chain)))
-        elif isinstance(node, cst.Call) and visited.cls is not None:
+        elif type(node) is cst.Call and visited.cls is not None:
             class_calls.append((visited.cls, node, context.scope_of(visited.chain)))
-        elif isinstance(node, cst.SimpleStatementLine):
+        elif type(node) is cst.SimpleStatementLine:
             for small in node.body:
-                if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                if type(small) in (cst.Assign, cst.AnnAssign) and small.value is not None:
                     owner = visited.cls.name.value if visited.cls is not None else None
                     assigns.append((node, small, context.scope_of(visited.chain), owner))
     # Classes are convolutional when they build a conv layer or model, or inherit from one:
@@ -868,7 +870,7 @@ def conv_model_builds(context: FileContext) -> Tuple[ModelBuild, ...]:
                 continue
             for base in cls.bases:
                 qualified = context.qualname(base.value, scope)
-                local = isinstance(base.value, cst.Name) and base.value.value in finder.classes
+                local = type(base.value) is cst.Name and base.value.value in finder.classes
                 tv = qualified is not None and qualified.startswith("torchvision.models.") and (
                     qualified.rsplit(".", 1)[-1].lower().startswith(_TORCHVISION_CONV)
                 )
@@ -878,10 +880,10 @@ def conv_model_builds(context: FileContext) -> Tuple[ModelBuild, ...]:
                     break
     builds = []
     for line, small, scope, owner in assigns:
-        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
         if len(targets) != 1:
             continue
-        target = dotted_name(targets[0]) if isinstance(targets[0], (cst.Name, cst.Attribute)) else None
+        target = dotted_name(targets[0]) if type(targets[0]) in (cst.Name, cst.Attribute) else None
         if target is None:
             continue
         assert small.value is not None

@@ -23,10 +23,10 @@ ScopeNode = Union[cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef]
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: List[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if not type(node) is cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
@@ -206,55 +206,55 @@ def _note_mutation(scope: Scope, target: cst.BaseExpression) -> None:
 
 
 def _scan_small(scope: Scope, stmt: cst.BaseSmallStatement) -> None:
-    if isinstance(stmt, cst.Expr):
+    if type(stmt) is cst.Expr:
         call = stmt.value
         if (
-            isinstance(call, cst.Call)
-            and isinstance(call.func, cst.Attribute)
+            type(call) is cst.Call
+            and type(call.func) is cst.Attribute
             and call.func.attr.value in _MUTATORS
         ):
             _note_mutation(scope, call.func)
         return
-    if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del)):
-        targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+    if type(stmt) in (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del):
+        targets = [t.target for t in stmt.targets] if type(stmt) is cst.Assign else [stmt.target]
         for target in targets:
             _note_mutation(scope, target)
-    if isinstance(stmt, cst.Import):
+    if type(stmt) is cst.Import:
         for alias in stmt.names:
             full = dotted_name(alias.name)
             if full is None:
                 continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 scope.imports[alias.asname.name.value] = full
             else:
                 top = full.split(".")[0]
                 scope.imports[top] = top
-    elif isinstance(stmt, cst.ImportFrom):
+    elif type(stmt) is cst.ImportFrom:
         module = _import_from_module(stmt)
-        if isinstance(stmt.names, cst.ImportStar):
+        if type(stmt.names) is cst.ImportStar:
             return
         for alias in stmt.names:
             name = dotted_name(alias.name)
             if name is None:
                 continue
             local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 local = alias.asname.name.value
             if module is None:
                 scope.bind(local, None)  # a relative import: the user's own code
             else:
                 scope.imports[local] = f"{module}.{name}"
-    elif isinstance(stmt, cst.Assign):
+    elif type(stmt) is cst.Assign:
         single = len(stmt.targets) == 1
         for target in stmt.targets:
             _bind_target(scope, target.target, stmt.value if single else None)
-    elif isinstance(stmt, cst.AnnAssign):
+    elif type(stmt) is cst.AnnAssign:
         _bind_target(scope, stmt.target, stmt.value)
-    elif isinstance(stmt, cst.AugAssign):
+    elif type(stmt) is cst.AugAssign:
         _bind_target(scope, stmt.target, None)
-    elif isinstance(stmt, (cst.Global, cst.Nonlocal)):
+    elif type(stmt) in (cst.Global, cst.Nonlocal):
         scope.declared_outer.update(n.name.value for n in stmt.names)
-    elif isinstance(stmt, cst.Del):
+    elif type(stmt) is cst.Del:
         _bind_target(scope, stmt.target, None)
 
 

@@ -249,18 +249,18 @@ def loop_bound_names(loop: Loop) -> FrozenSet[str]:
             bind(target.value)
 
     def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             return False
-        if isinstance(node, cst.For):
+        if type(node) is cst.For:
             bind(node.target)
-        elif isinstance(node, cst.Assign):
+        elif type(node) is cst.Assign:
             for target in node.targets:
                 bind(target.target)
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        elif type(node) in (cst.AugAssign, cst.AnnAssign):
             bind(node.target)
-        elif isinstance(node, cst.NamedExpr):
+        elif type(node) is cst.NamedExpr:
             bind(node.target)
-        elif isinstance(node, cst.AsName):
+        elif type(node) is cst.AsName:
             bind(node.name)
         return True
 
@@ -339,19 +339,22 @@ def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bo
     ``enter(node, ancestors)`` returns False to skip the node's children.
     """
     stack: List[cst.CSTNode] = []
-    todo: List[Tuple[cst.CSTNode, bool]] = [(root, False)]
+    # A node to enter, or None: leave the innermost node entered (``stack[-1]``).
+    todo: List[Optional[cst.CSTNode]] = [root]
     while todo:
-        node, done = todo.pop()
-        if done:
-            stack.pop()
+        node = todo.pop()
+        if node is None:
+            node = stack.pop()
             if leave is not None:
                 leave(node, stack)
             continue
         if enter(node, stack) is False:
             continue
         stack.append(node)
-        todo.append((node, True))
-        todo.extend((child, False) for child in reversed(tuple(child_nodes(node))))
+        todo.append(None)
+        children = child_nodes(node)
+        children.reverse()
+        todo.extend(children)
 
 
 _SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist)\(|synchronize")
@@ -393,15 +396,15 @@ class _Builder:
 
     # -- walk callbacks -------------------------------------------------------------------
     def enter(self, node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
-        if isinstance(node, cst.ClassDef):
+        if type(node) is cst.ClassDef:
             self.classes.append(node.name.value)
-        elif isinstance(node, cst.FunctionDef):
+        elif type(node) is cst.FunctionDef:
             owner = self.classes[-1] if stack and self._directly_in_class(stack) else None
             func = _Func((owner, node.name.value), node, owner or self._enclosing_class())
             self.funcs.setdefault(func.key, []).append(func)  # type: ignore[arg-type]
             self.all_funcs.append(func)
             self.frames.append((func, []))
-        elif isinstance(node, (cst.For, cst.While)):
+        elif type(node) in (cst.For, cst.While):
             func, loops = self.frames[-1]
             parent = loops[-1] if loops else None
             loop = _Loop(node, func, parent)
@@ -410,23 +413,23 @@ class _Builder:
             func.loops.append(loop)
             self.loops.append(loop)
             loops.append(loop)
-        elif isinstance(node, cst.Call):
+        elif type(node) is cst.Call:
             self.on_call(node, stack)
-        elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+        elif type(node) is cst.Assign and type(node.value) is cst.Call:
             self.on_assign(node, stack)
         return True
 
     def leave(self, node: cst.CSTNode, stack: List[cst.CSTNode]) -> None:
-        if isinstance(node, cst.ClassDef):
+        if type(node) is cst.ClassDef:
             self.classes.pop()
-        elif isinstance(node, cst.FunctionDef):
+        elif type(node) is cst.FunctionDef:
             self.frames.pop()
-        elif isinstance(node, (cst.For, cst.While)):
+        elif type(node) in (cst.For, cst.While):
             self.frames[-1][1].pop()
 
     def _directly_in_class(self, stack: List[cst.CSTNode]) -> bool:
         # FunctionDef <- IndentedBlock <- ClassDef (decorators do not change the parents)
-        return len(stack) >= 2 and isinstance(stack[-2], cst.ClassDef)
+        return len(stack) >= 2 and type(stack[-2]) is cst.ClassDef
 
     def _enclosing_class(self) -> Optional[str]:
         func = self.frames[-1][0]
@@ -434,7 +437,7 @@ class _Builder:
 
     def on_assign(self, node: cst.Assign, stack: List[cst.CSTNode]) -> None:
         call = node.value
-        assert isinstance(call, cst.Call)
+        assert type(call) is cst.Call
         last = last_name(call.func)
         if last is None or not last[:1].isupper():
             return
@@ -448,7 +451,7 @@ class _Builder:
 
     def on_call(self, call: cst.Call, stack: List[cst.CSTNode]) -> None:
         func, loops = self.frames[-1]
-        name = method_name(call) or (call.func.value if isinstance(call.func, cst.Name) else None)
+        name = method_name(call) or (call.func.value if type(call.func) is cst.Name else None)
         backward = step = grad = False
         if name in BACKWARD_ATTRS or name == "backward":
             backward = is_backward_call(call, self.qualname_at(stack))
@@ -675,11 +678,11 @@ def no_grad_wrappers(context: "FileContext") -> FrozenSet[str]:
         def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
             if found:
                 return False
-            if isinstance(node, cst.With) and any(
+            if type(node) is cst.With and any(
                 is_no_grad_expr(item.item, lambda e: context.qualname(e, scope)) for item in node.items
             ):
                 found.append(True)
-            elif isinstance(node, cst.Call) and is_no_grad_expr(node, lambda e: context.qualname(e, scope)):
+            elif type(node) is cst.Call and is_no_grad_expr(node, lambda e: context.qualname(e, scope)):
                 found.append(True)
             return True
 
@@ -841,36 +844,36 @@ class _EvalWalk:
             self.no_grad_depth += 1
             self.entered.append(id(node))
         frame = self.frames[-1]
-        if isinstance(node, cst.ClassDef):
+        if type(node) is cst.ClassDef:
             self.classes.append(node.name.value)
-        elif isinstance(node, cst.FunctionDef):
+        elif type(node) is cst.FunctionDef:
             name = node.name.value
             eval_named = is_eval_function_name(name) and not _runs_backward(node)
-            owner = self.classes[-1] if len(stack) >= 2 and isinstance(stack[-2], cst.ClassDef) else frame.class_name
+            owner = self.classes[-1] if len(stack) >= 2 and type(stack[-2]) is cst.ClassDef else frame.class_name
             self.frames.append(_EFrame(node, owner, eval_named))
             if decorated_no_grad(self.context, node, stack):
                 self.no_grad_regions.add(id(node))
-        elif isinstance(node, cst.Lambda):
+        elif type(node) is cst.Lambda:
             return False
-        elif isinstance(node, cst.With):
+        elif type(node) is cst.With:
             qualname = self.qualname_at(stack)
             if any(is_no_grad_expr(item.item, qualname) for item in node.items):
                 self.no_grad_regions.add(id(node))
-        elif isinstance(node, (cst.For, cst.While)):
+        elif type(node) in (cst.For, cst.While):
             loop = _ELoop(node, frame, frame.loops[-1] if frame.loops else None)
             self.loops.append(loop)
             frame.loops.append(loop)
-        elif isinstance(node, cst.Yield):
+        elif type(node) is cst.Yield:
             self.mark("has_yield")
-        elif isinstance(node, cst.Attribute) and needs_grad_name(node.attr.value):
+        elif type(node) is cst.Attribute and needs_grad_name(node.attr.value):
             self.mark("needs_grad")
-        elif isinstance(node, cst.Name) and needs_grad_name(node.value):
+        elif type(node) is cst.Name and needs_grad_name(node.value):
             self.mark("needs_grad")
-        elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+        elif type(node) is cst.Expr and type(node.value) is cst.Call:
             call = node.value
             if last_name(call.func) == "set_grad_enabled" and is_no_grad_expr(call, self.qualname_at(stack)):
                 self.globally_off = True
-        elif isinstance(node, cst.Call):
+        elif type(node) is cst.Call:
             self.on_call(node, stack, frame)
         return True
 
@@ -878,11 +881,11 @@ class _EvalWalk:
         if self.entered and self.entered[-1] == id(node):
             self.entered.pop()
             self.no_grad_depth -= 1
-        if isinstance(node, cst.ClassDef):
+        if type(node) is cst.ClassDef:
             self.classes.pop()
-        elif isinstance(node, cst.FunctionDef):
+        elif type(node) is cst.FunctionDef:
             self.frames.pop()
-        elif isinstance(node, (cst.For, cst.While)):
+        elif type(node) in (cst.For, cst.While):
             self.frames[-1].loops.pop().end = self.order
 
     def on_call(self, call: cst.Call, stack: List[cst.CSTNode], frame: _EFrame) -> None:
@@ -913,7 +916,7 @@ class _EvalWalk:
         if not frame.loops or self.no_grad_depth:
             return
         target = receiver if name == "forward" else call.func
-        dotted = dotted_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+        dotted = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
         if dotted is None:
             return
         mode = frame.mode.get(dotted)
@@ -980,9 +983,9 @@ def _runs_backward(function: cst.FunctionDef) -> bool:
     def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
         if found:
             return False
-        if isinstance(node, cst.Call) and method_name(node) in BACKWARD_ATTRS:
+        if type(node) is cst.Call and method_name(node) in BACKWARD_ATTRS:
             found.append(True)
-        elif isinstance(node, cst.Attribute) and node.attr.value in GRAD_ATTRS:
+        elif type(node) is cst.Attribute and node.attr.value in GRAD_ATTRS:
             found.append(True)
         return True
 

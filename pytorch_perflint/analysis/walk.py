@@ -3,6 +3,11 @@
 ``module.visit`` rebuilds every node and ``node.children`` runs a visitor per node; for a
 fact that must look at a whole module, reading the dataclass fields directly and skipping
 whitespace, commas and parentheses is several times faster.
+
+In the per-node code of such walks, ``type(node) is cst.Call`` stands in for ``isinstance``:
+LibCST's node classes are ABCs, whose ``isinstance`` runs Python code on every check (about
+a second on the torch tree), and the concrete ones are final (a test checks every class
+compared this way has no subclasses).
 """
 
 from __future__ import annotations

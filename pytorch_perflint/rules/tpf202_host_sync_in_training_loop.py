@@ -207,7 +207,7 @@ class HostSyncInTrainingLoop(Rule):
 
     def _class_name(self) -> Optional[str]:
         for ancestor in reversed(self.context.ancestors):
-            if isinstance(ancestor, cst.ClassDef):
+            if type(ancestor) is cst.ClassDef:
                 return ancestor.name.value
         return None
 

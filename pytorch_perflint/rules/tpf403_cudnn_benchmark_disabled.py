@@ -58,7 +58,7 @@ def _decide(context: FileContext) -> _Decision:
     trained: Set[str] = set()
     for visited in walk_scoped(context.module):
         node = visited.node
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             scope = context.scope_of(visited.chain)
             value = literal_value(node.value, scope.lookup_value)
             for target in node.targets:
@@ -69,9 +69,9 @@ def _decide(context: FileContext) -> _Decision:
                     false_values.append(node.value)
                 elif (name == _DETERMINISTIC and value is not False) or (name == _ENABLED and value is not True):
                     return _Decision()
-        elif isinstance(node, cst.Call):
+        elif type(node) is cst.Call:
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _TRAINED_BY:
+            if type(func) is cst.Attribute and func.attr.value in _TRAINED_BY:
                 receiver = dotted_name(func.value)
                 if receiver is not None:
                     trained.add(receiver)
