@@ -31,7 +31,7 @@ from typing import (
 import libcst as cst
 
 from .analysis.names import canonical
-from .analysis.scope import Scope, ScopeNode, build_scope, dotted_name
+from .analysis.scope import Scope, ScopeNode, build_scope, comprehension_binds, dotted_name
 from .comments import comment_start
 from .types import Applicability
 
@@ -184,6 +184,8 @@ class FileContext:
         head, _, rest = dotted.partition(".")
         target = (scope or self.scope).lookup_import(head)
         if target is None:
+            return None
+        if scope is None and comprehension_binds([*self.ancestors, expr], head):
             return None
         return canonical(f"{target}.{rest}" if rest else target)
 

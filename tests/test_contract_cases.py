@@ -3260,8 +3260,17 @@ TPF501 += [
     C("""
       import torch.nn as nn
       wrapped = [nn.DataParallel(m) for nn in libs]
-      """, xfail="a comprehension variable named nn shadows the import but the call is still reported",
-      id="comprehension-var-shadows"),
+      """, id="comprehension-var-shadows"),
+    C("""
+      import torch.nn as nn
+      wrapped = [[nn.DataParallel(m) for m in group] for nn in libs]
+      factories = [lambda m: nn.DataParallel(m) for nn in libs]
+      """, id="comprehension-var-shadows-nested-and-in-lambda"),
+    C("""
+      import torch.nn as nn
+      wrapped = [nn.DataParallel(m) for m in models]  #!
+      parts = [nn for nn in nn.DataParallel(model).children()]  #!
+      """, id="comprehension-outer-iterable-and-other-vars-see-the-import"),
     C("""
       import typing
       from typing import Union

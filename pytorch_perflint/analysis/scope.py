@@ -186,6 +186,40 @@ def _bind_target(scope: Scope, target: cst.BaseExpression, value: Optional[cst.B
     # Attribute and Subscript targets bind no name.
 
 
+# Comprehensions have a scope of their own: their loop variables shadow outer names there.
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def comprehension_binds(path: Sequence[cst.CSTNode], name: str) -> bool:
+    """Whether a comprehension on ``path`` (from the module down to a node) binds ``name``
+    as a loop variable where the node stands: ``nn`` in ``[nn.DataParallel(m) for nn in
+    libs]``. The outermost iterable is evaluated outside and sees the enclosing names."""
+    for index, node in enumerate(path):
+        if type(node) not in _COMPREHENSIONS:
+            continue
+        first = node.for_in  # type: ignore[attr-defined]
+        below = path[index + 1 : index + 3]
+        if len(below) == 2 and below[0] is first and below[1] is first.iter:
+            continue
+        for_in: Optional[cst.CompFor] = first
+        while for_in is not None:
+            if name in _target_names(for_in.target):
+                return True
+            for_in = for_in.inner_for_in
+    return False
+
+
+def _target_names(target: cst.BaseExpression) -> Set[str]:
+    """The names an assignment target binds (``a``, ``(a, *b)``; not ``x.a`` or ``x[a]``)."""
+    if type(target) is cst.Name:
+        return {target.value}  # type: ignore[attr-defined]
+    if type(target) in (cst.Tuple, cst.List):
+        return set().union(*(_target_names(element.value) for element in target.elements))  # type: ignore[attr-defined]
+    if type(target) is cst.StarredElement:
+        return _target_names(target.value)  # type: ignore[attr-defined]
+    return set()
+
+
 _MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove", "__setitem__"})
 
 
