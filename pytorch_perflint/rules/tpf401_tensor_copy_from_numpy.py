@@ -88,9 +88,8 @@ class TensorCopyFromNumpy(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """An array library in the file and a tensor constructor call (or an alias of one)."""
-        return _ARRAY_SOURCE.search(source) is not None and (
-            _CONSTRUCTOR_CALL.search(source) is not None or _CONSTRUCTOR_ALIAS.search(source) is not None
-        )
+        constructor = _CONSTRUCTOR_CALL.search(source) or _CONSTRUCTOR_ALIAS.search(source)
+        return constructor is not None and _ARRAY_SOURCE.search(source) is not None
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
