@@ -89,7 +89,7 @@ def _is_write(node: cst.CSTNode) -> bool:
             if type(expr) is cst.Attribute and expr.attr.value == "data" and grad_attribute(expr) is not None:
                 return True
         return False
-    if not type(node) is cst.Call:
+    if type(node) is not cst.Call:
         return False
     func = node.func
     name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None

@@ -12,7 +12,7 @@ same name, so it resolves to nothing: rules then stay silent, which is the preci
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from .walk import child_nodes
@@ -26,7 +26,7 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if not type(node) is cst.Name:
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
@@ -176,14 +176,22 @@ def _walk_all(node: cst.CSTNode):
 
 
 def _bind_target(scope: Scope, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+    for name, bound in _bound_names(target, value):
+        scope.bind(name, bound)
+
+
+def _bound_names(
+    target: cst.BaseExpression, value: Optional[cst.BaseExpression]
+) -> Iterator[Tuple[str, Optional[cst.BaseExpression]]]:
+    """The names an assignment target binds, each with its value when the target is a plain
+    name (``a``, ``(a, *b)``; ``x.a`` and ``x[a]`` bind no name)."""
     if isinstance(target, cst.Name):
-        scope.bind(target.value, value)
+        yield target.value, value
     elif isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
-            _bind_target(scope, element.value, None)
+            yield from _bound_names(element.value, None)
     elif isinstance(target, cst.StarredElement):
-        _bind_target(scope, target.value, None)
-    # Attribute and Subscript targets bind no name.
+        yield from _bound_names(target.value, None)
 
 
 # Comprehensions have a scope of their own: their loop variables shadow outer names there.
@@ -203,21 +211,13 @@ def comprehension_binds(path: Sequence[cst.CSTNode], name: str) -> bool:
             continue
         for_in: Optional[cst.CompFor] = first
         while for_in is not None:
-            if name in _target_names(for_in.target):
+            if any(bound == name for bound, _ in _bound_names(for_in.target, None)):
                 return True
             for_in = for_in.inner_for_in
     return False
 
 
-def _target_names(target: cst.BaseExpression) -> Set[str]:
-    """The names an assignment target binds (``a``, ``(a, *b)``; not ``x.a`` or ``x[a]``)."""
-    if type(target) is cst.Name:
-        return {target.value}  # type: ignore[attr-defined]
-    if type(target) in (cst.Tuple, cst.List):
-        return set().union(*(_target_names(element.value) for element in target.elements))  # type: ignore[attr-defined]
-    if type(target) is cst.StarredElement:
-        return _target_names(target.value)  # type: ignore[attr-defined]
-    return set()
+
 
 
 _MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove", "__setitem__"})
