@@ -28,7 +28,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodePosition, CodeRange
 
-from .analysis.walk import child_nodes
+from .analysis.walk import descendants
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # what LibCST counts as a line break
 
@@ -90,7 +90,7 @@ class NodePositions:
         ranges = None
         if source is not None and tree is not None:
             ranges = _statement_ranges(module, wanted, source, tree)
-        self._ranges = ranges if ranges is not None else _ranges(module, module, wanted, 0)
+        self._ranges = ranges if ranges is not None else _spans_to_ranges(_generate(module, module, wanted), 0)
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         return self._ranges[id(node)]
@@ -104,14 +104,6 @@ def _generate(module: cst.Module, root: cst.CSTNode, wanted: Dict[int, cst.CSTNo
     )
     root._codegen(state)
     return state
-
-
-def _ranges(
-    module: cst.Module, root: cst.CSTNode, wanted: Dict[int, cst.CSTNode], first_line: int
-) -> Dict[int, CodeRange]:
-    """The ranges of the wanted nodes under ``root``, whose code starts at column 0 of line
-    ``first_line + 1``."""
-    return _spans_to_ranges(_generate(module, root, wanted), first_line)
 
 
 def _spans_to_ranges(state: _TargetedCodegenState, first_line: int) -> Dict[int, CodeRange]:
@@ -159,15 +151,9 @@ def _holding_statements(module: cst.Module, wanted: Dict[int, cst.CSTNode]) -> O
     remaining = set(wanted)
     found: List[int] = []
     for index, statement in enumerate(module.body):
-        stack: List[cst.CSTNode] = [statement]
-        hit = False
-        while stack:
-            node = stack.pop()
-            if id(node) in remaining:
-                remaining.discard(id(node))
-                hit = True
-            stack.extend(child_nodes(node))
-        if hit:
+        held = {id(node) for node in descendants(statement)} & remaining
+        if held:
+            remaining -= held
             found.append(index)
         if not remaining:
             return found

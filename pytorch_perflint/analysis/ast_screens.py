@@ -445,11 +445,6 @@ def code_identifiers(tree: ast.Module) -> FrozenSet[str]:
     return tree_index(tree).identifiers
 
 
-def uses_identifier(tree: ast.Module, pattern: "re.Pattern[str]") -> bool:
-    """Whether some identifier in the code matches ``pattern`` (``search``)."""
-    return any(pattern.search(name) for name in code_identifiers(tree))
-
-
 def _last_name(node: ast.AST) -> str:
     """``c`` for ``a.b.c``, ``a[0].c`` or ``c``; else an empty string (``training.last_name``)."""
     while isinstance(node, ast.Subscript):

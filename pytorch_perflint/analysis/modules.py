@@ -29,7 +29,7 @@ from ..rule import FileContext
 from .calls import Argument, argument
 from .scope import Scope, ScopeNode, dotted_name
 from .values import literal_value
-from .walk import child_nodes
+from .walk import child_nodes, descendants
 
 _SCOPE_TYPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _SEQUENTIAL = "torch.nn.Sequential"
@@ -113,15 +113,6 @@ def walk_scoped(module: cst.Module) -> Iterator[Visited]:
         children = child_nodes(node)
         children.reverse()
         stack.extend((child, inner_chain, inner_cls, inner_function) for child in children)
-
-
-def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node`` and everything under it, in source order."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(tuple(child_nodes(current))))
 
 
 def variables(node: cst.CSTNode) -> Iterator[cst.Name]:

@@ -13,7 +13,7 @@ compared this way has no subclasses).
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 import libcst as cst
 
@@ -78,3 +78,12 @@ def _is_node(kind: type) -> bool:
     if known is None:
         known = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
     return known
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and everything under it, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(child_nodes(current)))

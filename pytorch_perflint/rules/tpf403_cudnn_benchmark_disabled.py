@@ -9,10 +9,11 @@ from typing import List, Optional, Set, Tuple
 import libcst as cst
 
 from ..analysis.ast_screens import could_have_training_loop
-from ..analysis.modules import ModelBuild, conv_model_builds, could_build_conv_model, descendants, walk_scoped
+from ..analysis.modules import ModelBuild, conv_model_builds, could_build_conv_model, walk_scoped
 from ..analysis.scope import dotted_name
 from ..analysis.training import training_facts
 from ..analysis.values import literal_value
+from ..analysis.walk import descendants
 from ..rule import FileContext, Invalid, NodeFix, Rule
 from ..types import Applicability
 
