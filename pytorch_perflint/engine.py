@@ -20,7 +20,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
-from . import registry
+from . import narrowing, registry
 from .analysis.walk import child_nodes
 from .comments import comment_start
 from .config import Settings
@@ -276,6 +276,20 @@ def _screen_with_ast(active: List[Type[Rule]], source: str) -> Tuple[List[Type[R
     return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)], tree
 
 
+def _narrowed(source: str, tree: ast.Module, active: Sequence[Type[Rule]]) -> Optional[str]:
+    """The part of a large file LibCST must parse when every rule left says where it could
+    fire (``Rule.candidates_tree``); None: parse it all."""
+    if source.count("\n") < narrowing.MIN_LINES:
+        return None
+    candidates: List[ast.AST] = []
+    for rule in active:
+        found = rule.candidates_tree(tree)
+        if found is None:
+            return None
+        candidates.extend(found)
+    return narrowing.narrowed_source(source, tree, candidates)
+
+
 def _compiles(source: str, path: Path) -> bool:
     try:
         compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
@@ -309,10 +323,15 @@ def lint_source(
     *,
     with_edits: bool = True,
     rules: Optional[Sequence[Type[Rule]]] = None,
+    keep_module: bool = True,
 ) -> FileLint:
-    """Lint one source text. ``rules`` overrides the selection (the tests use it)."""
+    """Lint one source text. ``rules`` overrides the selection (the tests use it).
+
+    ``keep_module=False`` says the caller wants the diagnostics only (no ``module`` to fix,
+    no fix candidates, no edits): then a large file may be parsed only in part.
+    """
     with _collector_paused():
-        return _lint_source(source, path, settings, with_edits, rules)
+        return _lint_source(source, path, settings, with_edits, rules, keep_module)
 
 
 def _lint_source(
@@ -321,6 +340,7 @@ def _lint_source(
     settings: Settings,
     with_edits: bool,
     rules: Optional[Sequence[Type[Rule]]],
+    keep_module: bool = True,
 ) -> FileLint:
     result = FileLint(path=path, source=source)
     if rules is None:
@@ -343,16 +363,22 @@ def _lint_source(
             if want_unused_noqa:
                 result.diagnostics.extend(_unused_noqa(path, noqa_comments(source), {}))
             return result
+    narrowed = None
+    if not keep_module and not with_edits and active and tree is not None:
+        narrowed = _narrowed(source, tree, active)
     try:
-        module = cst.parse_module(source)
+        module = cst.parse_module(narrowed if narrowed is not None else source)
     except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:
+        if narrowed is not None:  # cannot happen for valid Python; be sure anyway
+            return _lint_source(source, path, settings, with_edits, rules)
         if "TPF001" in codes:
             result.diagnostics.append(_syntax_error(path, source, error))
         return result
     except RecursionError:
         result.errors.append(f"{path}: too deeply nested to parse")
         return result
-    result.module = module
+    if narrowed is None:
+        result.module = module
     context = FileContext(path, source, module, settings)
     if active:
         _run_rules(context, active, result.errors)
@@ -360,7 +386,10 @@ def _lint_source(
     noqa = noqa_comments(source) if (findings or want_unused_noqa) else {}
     used: Dict[int, set] = {}
     if findings:
-        positions = NodePositions(module, _positioned_nodes(findings), source, tree)
+        if narrowed is None:
+            positions = NodePositions(module, _positioned_nodes(findings), source, tree)
+        else:
+            positions = NodePositions(module, _positioned_nodes(findings))
         seen = set()
         for finding in findings:
             diagnostic, candidate = _to_diagnostic(finding, positions, path, module, with_edits)
@@ -371,7 +400,7 @@ def _lint_source(
             if _suppressed(diagnostic, noqa, used):
                 continue
             result.diagnostics.append(diagnostic)
-            if candidate is not None:
+            if candidate is not None and narrowed is None:
                 result.candidates.append(candidate)
     if want_unused_noqa:
         result.diagnostics.extend(_unused_noqa(path, noqa, used))

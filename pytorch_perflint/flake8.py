@@ -40,7 +40,7 @@ class Flake8Plugin:
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         from .engine import lint_source
 
-        result = lint_source(self._source(), Path(self.filename), self._settings(), with_edits=False)
+        result = lint_source(self._source(), Path(self.filename), self._settings(), with_edits=False, keep_module=False)
         for diagnostic in result.diagnostics:
             yield (
                 diagnostic.location.row,

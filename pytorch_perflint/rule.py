@@ -278,6 +278,14 @@ class Rule(cst.BatchableCSTVisitor):
         return None
 
     @classmethod
+    def candidates_tree(cls, tree: "ast.Module") -> Optional[Sequence["ast.AST"]]:
+        """For a rule whose findings depend only on the statement holding them and on what
+        the names there are bound to: the ``ast`` nodes it could fire at, which lets the
+        engine parse only those statements of a large file (see ``narrowing``). None: the
+        rule reads the whole module. Like ``could_fire_tree``, it must over-approximate."""
+        return None
+
+    @classmethod
     def docs(cls) -> str:
         import inspect
 

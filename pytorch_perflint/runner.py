@@ -156,7 +156,7 @@ def process_bytes(
         return Processed(_undecodable(path, settings, str(error), rules), data)
     text = decoded.text
     if mode is Mode.CHECK:
-        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules)
+        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, keep_module=False)
         diagnostics = tuple(lint.diagnostics)
         return Processed(FileResult(path, diagnostics, errors=tuple(lint.errors), source=text if diagnostics else None), data)
 

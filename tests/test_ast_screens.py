@@ -34,6 +34,7 @@ TRICKY = [
     ("TPF402", "import torch\nx = torch.zeros(len(f(g(h(1))))).cuda()\n"),
     ("TPF402", "import torch\nx = torch.randn(2).to(device=args.device)\n"),
     ("TPF401", "from torch import tensor as T\nimport numpy as np\nx = T(np.zeros(3))\n"),
+    ("TPF401", "import torch\nimport numpy as np\nx = torch.tensor(np.copy(a))\n"),
     ("TPF401", "import torch\nimport pandas as pd\ndf = pd.read_csv('a')\nx = torch.tensor(df.values)\n"),
     ("TPF401", "import torch\nimport numpy as np\na = np.zeros((2, 3))\nx = torch.FloatTensor(a.T.copy())\n"),
     ("TPF301", "from torch.nn import Conv2d as C, BatchNorm2d as B, Sequential\nm = Sequential(C(3, 8, 3), B(8))\n"),

@@ -311,10 +311,11 @@ def _could_be_array(node: ast.AST, roots: Set[str], names: Set[str]) -> bool:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr == "numpy":
             return True
-        if node.func.attr in _ARRAY_PRESERVING:
-            return _could_be_array(node.func.value, roots, names)
+        if node.func.attr in _ARRAY_PRESERVING and _could_be_array(node.func.value, roots, names):
+            return True  # `(a / 255).copy()`; `np.copy(a)` is rooted in `np`, below
     if isinstance(node, ast.Attribute) and node.attr in _ARRAY_PRESERVING:
-        return _could_be_array(node.value, roots, names)
+        if _could_be_array(node.value, roots, names):
+            return True
     if isinstance(node, ast.BinOp):  # `np.array(b) / 255.0`
         return _could_be_array(node.left, roots, names) or _could_be_array(node.right, roots, names)
     root = _root_name(node)
@@ -338,14 +339,15 @@ def _is_constructor(func: ast.AST, names: Set[str]) -> bool:
     return isinstance(func, ast.Attribute) and func.attr in _CONSTRUCTORS and isinstance(func.value, ast.Name)
 
 
-def could_copy_numpy(tree: ast.Module) -> bool:
-    """A tensor constructor whose first argument could be a NumPy array: an expression from
-    numpy (or cv2, pandas...), ``.numpy()``, or a name assigned one anywhere in the file."""
+def numpy_copy_candidates(tree: ast.Module) -> List[ast.Call]:
+    """The tensor constructor calls whose first argument could be a NumPy array: an
+    expression from numpy (or cv2, pandas...), ``.numpy()``, or a name assigned one anywhere
+    in the file."""
     index = tree_index(tree)
     constructors = _constructor_names(index)
     candidates = [c for c in index.calls if c.args and _is_constructor(c.func, constructors)]
     if not candidates:
-        return False
+        return []
     roots = _array_roots(index)
     names: Set[str] = set()
     changed = True
@@ -361,7 +363,7 @@ def could_copy_numpy(tree: ast.Module) -> bool:
                     if isinstance(name, ast.Name) and name.id not in names:
                         names.add(name.id)
                         changed = True
-    return any(_could_be_array(call.args[0], roots, names) for call in candidates)
+    return [call for call in candidates if _could_be_array(call.args[0], roots, names)]
 
 
 _FACTORY_NAMES = frozenset(
@@ -401,9 +403,10 @@ def _could_be_device(node: ast.AST, bound: Set[str]) -> bool:
     return False
 
 
-def could_create_then_move(tree: ast.Module) -> bool:
-    """A tensor factory call without ``device=`` (or another blocker) directly followed by
-    ``.cuda(...)`` or by ``.to(...)`` whose target could be a device (TPF402)."""
+def create_then_move_candidates(tree: ast.Module) -> List[ast.Call]:
+    """The moves of a tensor factory call without ``device=`` (or another blocker): its
+    ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""
+    found: List[ast.Call] = []
     bound: Optional[Set[str]] = None
     index = tree_index(tree)
     for node in index.calls:
@@ -422,18 +425,19 @@ def could_create_then_move(tree: ast.Module) -> bool:
         ):
             continue
         if move == "cuda":
-            return True
+            found.append(node)
+            continue
         device = next((k.value for k in node.keywords if k.arg == "device"), None)
         if device is not None:
             if not node.args and not (isinstance(device, ast.Constant) and device.value is None):
-                return True
+                found.append(node)
             continue
         if node.args:
             if bound is None:
                 bound = _assigned_names(index)
             if _could_be_device(node.args[0], bound):
-                return True
-    return False
+                found.append(node)
+    return found
 
 
 # ---------------------------------------------------------------------------------------

@@ -220,7 +220,8 @@ def comprehension_binds(path: Sequence[cst.CSTNode], name: str) -> bool:
 
 
 
-_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove", "__setitem__"})
+# Methods that change their object in place: a name they are called on is "mutated".
+MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove", "__setitem__"})
 
 
 def _base_name(expr: cst.BaseExpression) -> Optional[str]:
@@ -245,7 +246,7 @@ def _scan_small(scope: Scope, stmt: cst.BaseSmallStatement) -> None:
         if (
             type(call) is cst.Call
             and type(call.func) is cst.Attribute
-            and call.func.attr.value in _MUTATORS
+            and call.func.attr.value in MUTATORS
         ):
             _note_mutation(scope, call.func)
         return

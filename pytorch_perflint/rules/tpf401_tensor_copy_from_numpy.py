@@ -6,13 +6,13 @@ import ast
 
 import re
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import libcst as cst
 
 from ..analysis.call_edits import keyword_arg, with_keywords
 from ..analysis.numpy_values import is_numpy_array
-from ..analysis.ast_screens import could_copy_numpy
+from ..analysis.ast_screens import numpy_copy_candidates
 from ..rule import Invalid, NodeFix, Rule
 from ..types import Applicability
 
@@ -94,7 +94,13 @@ class TensorCopyFromNumpy(Rule):
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """A tensor constructor is given something that could be an array."""
-        return could_copy_numpy(tree)
+        return bool(numpy_copy_candidates(tree))
+
+    @classmethod
+    def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:
+        """The calls the screen could not rule out: a finding depends on its statement and
+        on how the names it reads are bound, nothing else in the module."""
+        return numpy_copy_candidates(tree)
 
     VALID = (
         "import torch\nx = torch.tensor([1.0, 2.0])\n",

@@ -6,11 +6,11 @@ import ast
 import re
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import libcst as cst
 
-from ..analysis.ast_screens import could_create_then_move
+from ..analysis.ast_screens import create_then_move_candidates
 from ..analysis.call_edits import keyword_arg, with_keywords
 from ..analysis.calls import argument
 from ..analysis.device_targets import device_target
@@ -100,7 +100,13 @@ class TensorCreatedThenMoved(Rule):
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """A factory call without ``device=`` moved straight to what could be a device."""
-        return could_create_then_move(tree)
+        return bool(create_then_move_candidates(tree))
+
+    @classmethod
+    def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:
+        """The calls the screen could not rule out: a finding depends on its statement and
+        on how the names it reads are bound, nothing else in the module."""
+        return create_then_move_candidates(tree)
 
 
     VALID = (

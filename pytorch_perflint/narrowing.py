@@ -1,0 +1,168 @@
+"""Parse only the part of a large file that its rules can read.
+
+The LibCST parse is most of what linting costs, and it grows with the file, not with what
+the rules look at. Some rules decide a finding from the statement that holds it and from
+what the names it reads are bound to (TPF401 and TPF402 do: an argument is an array or a
+device because of how its name was assigned); their ``ast`` screens can say which nodes
+they could fire at. For such rules a large file is parsed as a copy in which every other
+top-level statement is blanked out, keeping:
+
+* the top-level statements that hold a candidate node;
+* every top-level statement that binds a module-level name a kept statement reads, or
+  changes such a name in place anywhere (the scope analysis gives up on a name that any
+  statement of the file mutates), and so on until nothing more is needed;
+* every top-level statement that binds ``torch`` or imports it under another name (fixes
+  spell it).
+
+Blanked statements become empty lines, so each kept line stays on its row and column and
+the positions of findings need no mapping. Bindings are over-approximated (``global``
+anywhere, comprehension variables at module level), so that narrowing can only keep more
+than needed, never drop a binding the analysis would have seen.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+from dataclasses import dataclass
+from typing import FrozenSet, Iterable, List, Optional, Set, Tuple
+
+from .analysis.scope import MUTATORS
+
+# Below this many lines the whole file is parsed: the saving would not pay for the walk.
+MIN_LINES = 1000
+# Narrow only when it leaves out at least this share of the lines.
+MIN_SHARE_LEFT_OUT = 0.5
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Where a node is, for what a store there binds.
+_MODULE, _COMPREHENSION, _FUNCTION = range(3)
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Top-level statements that share lines (``a = 1; b = 2``): kept or blanked together."""
+
+    first: int  # 1-based first line (decorators included)
+    last: int  # 1-based last line
+    binds: FrozenSet[str]  # module-level names bound, and names changed in place anywhere
+    reads: FrozenSet[str]
+    imports_torch: bool
+
+
+def narrowed_source(source: str, tree: ast.Module, candidates: Iterable[ast.AST]) -> Optional[str]:
+    """``source`` with the top-level statements the rules cannot need blanked out; None when
+    the file is small or too little would be left out to be worth it."""
+    lines = io.StringIO(source, newline="").readlines()  # breaks at \n, \r\n, \r, as ast does
+    if len(lines) < MIN_LINES:
+        return None
+    wanted = {node.lineno for node in candidates if hasattr(node, "lineno")}
+    if not wanted:
+        return None
+    blocks = _blocks(tree)
+    keep = [b.imports_torch or any(b.first <= line <= b.last for line in wanted) for b in blocks]
+    needed: Set[str] = {"torch"}
+    for index, block in enumerate(blocks):
+        if keep[index]:
+            needed |= block.reads
+    changed = True
+    while changed:  # a kept statement's names pull in what binds them, and what that reads
+        changed = False
+        for index, block in enumerate(blocks):
+            if not keep[index] and not block.binds.isdisjoint(needed):
+                keep[index] = changed = True
+                needed |= block.reads
+    blanked = [b for b, kept in zip(blocks, keep) if not kept]
+    if sum(b.last - b.first + 1 for b in blanked) < MIN_SHARE_LEFT_OUT * len(lines):
+        return None
+    for block in blanked:
+        for row in range(block.first - 1, min(block.last, len(lines))):
+            line = lines[row]
+            lines[row] = line[len(line.rstrip("\r\n")) :]  # keep only the line break
+    return "".join(lines)
+
+
+def _blocks(tree: ast.Module) -> List[_Block]:
+    blocks: List[_Block] = []
+    for statement in tree.body:
+        first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        last = statement.end_lineno or statement.lineno
+        binds, reads, imports_torch = _names(statement)
+        if blocks and first <= blocks[-1].last:
+            previous = blocks.pop()
+            first = previous.first
+            last = max(last, previous.last)
+            binds |= previous.binds
+            reads |= previous.reads
+            imports_torch = imports_torch or previous.imports_torch
+        blocks.append(_Block(first, last, frozenset(binds), frozenset(reads), imports_torch))
+    return blocks
+
+
+def _names(statement: ast.stmt) -> Tuple[Set[str], Set[str], bool]:
+    """What a statement could bind at module level or change in place, every name it
+    reads, and whether it imports ``torch`` itself at module level.
+
+    Inside a function, lambda or class body a store binds a local name, so only ``global``
+    (and ``nonlocal``, to be safe) counts there; decorators, defaults, bases and the names
+    of the functions and classes themselves are module-level. A comprehension's variables
+    are its own, but ``:=`` in a module-level comprehension binds a module-level name. A
+    change in place (``x[i] = v``, ``x.a = v``, ``x.append(v)``) counts wherever it is.
+    """
+    binds: Set[str] = set()
+    reads: Set[str] = set()
+    imports_torch = False
+    stack: List[Tuple[ast.AST, int]] = [(statement, _MODULE)]
+    while stack:
+        node, where = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            if type(node.ctx) is ast.Load:
+                reads.add(node.id)
+            elif where == _MODULE:
+                binds.add(node.id)
+            continue
+        if kind is ast.Attribute or kind is ast.Subscript:
+            if type(node.ctx) is not ast.Load:
+                _add_base(binds, node)
+        elif kind is ast.Call:
+            func = node.func
+            if type(func) is ast.Attribute and func.attr in MUTATORS:
+                _add_base(binds, func)
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            binds.update(node.names)
+        elif where == _COMPREHENSION and kind is ast.NamedExpr:
+            binds.add(node.target.id)
+        elif where != _MODULE:
+            pass
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            for alias in node.names:
+                binds.add(alias.asname or alias.name.split(".")[0])
+                imports_torch = imports_torch or (kind is ast.Import and alias.name == "torch")
+        elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
+            if node.name:
+                binds.add(node.name)
+        elif kind is ast.MatchMapping and node.rest:
+            binds.add(node.rest)
+        if kind in _SCOPES:
+            if where == _MODULE and kind is not ast.Lambda:
+                binds.add(node.name)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            inside = {id(child) for child in body}
+            for child in ast.iter_child_nodes(node):
+                stack.append((child, _FUNCTION if id(child) in inside else where))
+        elif kind in _COMPREHENSIONS:
+            inner = _COMPREHENSION if where == _MODULE else where
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        else:
+            stack.extend((child, where) for child in ast.iter_child_nodes(node))
+    return binds, reads, imports_torch
+
+
+def _add_base(names: Set[str], node: ast.AST) -> None:
+    """The name at the root of ``a.b[c].d``, as the scope analysis's mutation check finds it."""
+    while type(node) is ast.Attribute or type(node) is ast.Subscript:
+        node = node.value
+    if type(node) is ast.Name:
+        names.add(node.id)
