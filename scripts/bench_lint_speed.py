@@ -6,8 +6,9 @@ rule (preview included), and prints CPU-seconds, lines per CPU-second and their 
 runs keep TPF001, the syntax-error check that the default configuration runs on every
 file, so that the ratio measures what the later rules add and nothing else (TPF002, which
 is opt-in, is off in both). Files are linted as ``pytorch-perflint check`` lints them
-(diagnostics only: no fix edits, and large files may be parsed in part). The floor, ``ast.parse`` of the same files, is printed for
-scale, and so is the three-rule run without TPF001 (how this was measured before).
+(diagnostics only: no fix edits, and large files may be parsed in part). The floor,
+``ast.parse`` of the same files, is printed for scale, and so is the three-rule run
+without TPF001 (how this was measured before).
 
     python scripts/bench_lint_speed.py [TREE] [--limit N] [--repeat R]
 """
