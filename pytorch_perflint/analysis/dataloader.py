@@ -401,7 +401,9 @@ class _Resolver:
 
     def branch_values(self, name: str, scope: Scope) -> Optional[List[Tuple[cst.BaseExpression, Path]]]:
         """``if c: loader = A(...) else: loader = B(...)``: the values of a name that its scope
-        binds only in plain assignments on mutually exclusive branches of one ``if``."""
+        binds only in plain assignments on mutually exclusive branches of one ``if``; or
+        only to ``iter(...)`` calls, wherever (an iterator re-created when it runs out:
+        whichever binding is live, it walks one of those loaders)."""
         while scope.is_class and scope.parent is not None:
             scope = scope.parent
         values = scope.bindings.get(name)
@@ -415,6 +417,8 @@ class _Resolver:
             if value_path is None:
                 return None
             found.append((value, value_path))  # type: ignore[arg-type]
+        if all(self._is_iter_call(value, path) for value, path in found):
+            return found
         for index, (_, first) in enumerate(found):
             if not all(_exclusive(first, other) for _, other in found[index + 1:]):
                 return None
@@ -488,6 +492,13 @@ class _Resolver:
         if self.context.qualname(func, self.context.scope_for(call, path)) in _TQDM:
             return call.args[0], False
         return None
+
+    def _is_iter_call(self, value: cst.BaseExpression, path: Path) -> bool:
+        """A call of the builtin ``iter`` on one argument."""
+        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name) or value.func.value != "iter":
+            return False
+        inner = self.pass_through(value, path)
+        return inner is not None
 
     def _bound(self, name: str, node: cst.CSTNode, path: Path) -> bool:
         scope = self.context.scope_for(node, path)

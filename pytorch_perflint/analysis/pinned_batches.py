@@ -2,7 +2,8 @@
 
 A batch is "straight from" the loader while it is still the object the loader yielded: the
 loop target (``for x, y in loader``, ``for i, batch in enumerate(tqdm(loader))``), the
-result of ``next(iter(loader))``, and what is unpacked or indexed out of them (``x, y =
+result of ``next(iter(loader))`` (also after ``try: batch = next(it) except StopIteration:
+it = iter(loader); batch = next(it)``), and what is unpacked or indexed out of them (``x, y =
 batch``, ``batch["image"]``, ``v`` in ``{k: v.to(d) for k, v in batch.items()}``). A name
 stops being pinned once it is rebound (``x = torch.cat(...)``, ``x = x.float()``), from that
 statement on; a loop that rebinds it anywhere stops it for the whole loop.
@@ -145,7 +146,58 @@ def _from_next(
     index = next((i for i, s in enumerate(statements) if s is line), None)
     if index is None or not pinned:
         return None
-    return pinned, custom, statements[index + 1:]
+    rest = statements[index + 1:]
+    if not rest and len(path) >= 4 and isinstance(path[-3], cst.Try):
+        refill = _after_refill(resolver, assign, path)
+        if refill is not None:
+            rest, refill_custom = refill
+            custom = custom or refill_custom
+    return pinned, custom, rest
+
+
+def _after_refill(
+    resolver: "_Resolver", assign: cst.Assign, path: "Path"
+) -> Optional[Tuple[Sequence[cst.BaseStatement], bool]]:
+    """The statements after ``try: batch = next(it) except StopIteration: it = iter(loader);
+    batch = next(it)`` (the batch is the loader's either way): every handler binds the same
+    target from a pinned loader last, or leaves the block. None when the idiom differs."""
+    try_node, outer = path[-3], path[-4]
+    assert isinstance(try_node, cst.Try)
+    if try_node.orelse is not None or try_node.finalbody is not None or not try_node.handlers:
+        return None
+    custom = False
+    for handler in try_node.handlers:
+        body = _body(handler.body)
+        if not body or not isinstance(body[-1], cst.SimpleStatementLine):
+            return None
+        last = body[-1].body[-1]
+        if isinstance(last, (cst.Break, cst.Continue, cst.Return, cst.Raise)):
+            continue
+        if not (
+            isinstance(last, cst.Assign)
+            and len(body[-1].body) == 1
+            and len(last.targets) == 1
+            and last.targets[0].target.deep_equals(assign.targets[0].target)
+            and isinstance(last.value, cst.Call)
+            and isinstance(last.value.func, cst.Name)
+            and last.value.func.value == "next"
+            and len(last.value.args) == 1
+        ):
+            return None
+        arg = last.value.args[0]
+        if arg.star or arg.keyword is not None:
+            return None
+        last_path = path[:-3] + (try_node, handler, handler.body, body[-1])
+        handler_custom = _pinned_loader(resolver, arg.value, last_path + (last, last.value, arg))
+        if handler_custom is None:
+            return None
+        custom = custom or handler_custom
+    statements = _body(outer)
+    index = next((i for i, s in enumerate(statements) if s is try_node), None)
+    if index is None:
+        return None
+    return statements[index + 1:], custom
+
 
 
 def _body(node: cst.CSTNode) -> Sequence[cst.BaseStatement]:
