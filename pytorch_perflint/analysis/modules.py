@@ -820,7 +820,44 @@ class _ConvModels:
             return any(
                 isinstance(n, cst.Call) and self.core(n, scope) for a in expr.args for n in descendants(a.value)
             )
-        return self.core(expr, scope)
+        return self.core(expr, scope) or (name is None and self.factory(expr, scope, depth))
+
+    def factory(self, call: cst.Call, scope: Scope, depth: int) -> bool:
+        """``build_model(cfg)``: a function defined once at the top of this module (and not
+        shadowed where it is called) whose every ``return`` gives a convolutional model."""
+        func = call.func
+        if type(func) is not cst.Name or not _module_binds(scope, func.value):
+            return False
+        module = self.context.module
+        if self.context.module_scope.bindings.get(func.value) != [None]:
+            return False
+        definitions = [s for s in module.body if type(s) is cst.FunctionDef and s.name.value == func.value]
+        if len(definitions) != 1:
+            return False
+        function = definitions[0]
+        inner = self.context.scope_of([module, function])
+        values = [node.value for node in _own_nodes(function.body) if type(node) is cst.Return]
+        return bool(values) and all(v is not None and self.model(v, inner, depth + 1) for v in values)
+
+
+def _module_binds(scope: Scope, name: str) -> bool:
+    """Whether ``name`` seen from ``scope`` is the module's own binding (no local, no import)."""
+    current: Optional[Scope] = scope
+    while current is not None and current.parent is not None:
+        if not current.is_class or current is scope:
+            if name in current.bindings or name in current.imports or name in current.declared_outer:
+                return False
+        current = current.parent
+    return current is not None and name in current.bindings and name not in current.imports
+
+
+def _own_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes under ``root`` outside nested functions, lambdas and classes."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in child_nodes(node) if type(c) not in (cst.FunctionDef, cst.Lambda, cst.ClassDef))
 
 
 def could_build_conv_model(source: str) -> bool:

@@ -171,10 +171,26 @@ class CudnnBenchmarkDisabled(Rule):
         _PROLOGUE.replace("nn.Conv2d(3, 8, 3)", "nn.Linear(3, 8)") + "model = Net().cuda()\n" + _LOOP,
         # A model of unknown kind.
         "import torch\nmodel = build_model(cfg).cuda()\n" + _LOOP,
+        # A factory of this module that may build a model without convolutions.
+        _PROLOGUE
+        + "def build(kind):\n    if kind == 'mlp':\n        return nn.Linear(3, 8)\n    return Net()\n"
+        + "model = build(cfg).cuda()\n"
+        + _LOOP,
+        # The factory's name is a parameter here, not the module's function.
+        _PROLOGUE
+        + "def build():\n    return Net()\ndef main(build):\n    model = build().cuda()\n"
+        + "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        + "    for x in loader:\n        model(x.cuda()).backward()\n        opt.step()\n",
         # No training loop.
         _PROLOGUE + "model = Net().cuda()\nwith torch.no_grad():\n    out = model(x.cuda())\n",
     )
     INVALID = (
+        # Built by a factory of this module, every return of which is convolutional.
+        Invalid(
+            _PROLOGUE + "def build_model(cfg):\n    net = Net()\n    return net\n"
+            "model = build_model(cfg).cuda()\n" + _LOOP,
+            line=12,
+        ),
         Invalid(
             _PROLOGUE + "model = Net().cuda()\n" + _LOOP,
             line=9,
