@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
 
 import libcst as cst
 
@@ -92,6 +92,9 @@ class HostSyncInTrainingLoop(Rule):
         return could_have_training_loop(tree)
 
     VALID = (
+        # Text formatted from host values only.
+        _PREAMBLE + "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n"
+        "    print('batch %d of %s' % (len(x), name))\n    print('{} {}'.format(step, name))\n",
         # CPU-only module
         "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n    print(loss.item())\n",
         # guarded
@@ -113,6 +116,17 @@ class HostSyncInTrainingLoop(Rule):
         Invalid(
             _PREAMBLE + "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n"
             "    total += loss.item()\n",
+            line=7,
+        ),
+        # The loss formatted into the printed text: `%` and `str.format` convert it too.
+        Invalid(
+            _PREAMBLE + "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n"
+            "    print('step %d loss %.4f' % (step, loss))\n",
+            line=7,
+        ),
+        Invalid(
+            _PREAMBLE + "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n"
+            "    print('loss {:.4f}'.format(loss))\n",
             line=7,
         ),
         Invalid(
@@ -219,14 +233,7 @@ class HostSyncInTrainingLoop(Rule):
         args = [a.value for a in node.args if a.keyword is None and not a.star]
         if func.value != "print":
             return len(args) == 1 and self._is_tensor(args[0], names)
-        for arg in args:
-            if self._is_tensor(arg, names):
-                return True
-            if isinstance(arg, cst.FormattedString):
-                for part in arg.parts:
-                    if isinstance(part, cst.FormattedStringExpression) and self._is_tensor(part.expression, names):
-                        return True
-        return False
+        return any(self._is_tensor(value, names) for arg in args for value in _formatted_values(arg))
 
     def _is_tensor(self, expr: cst.BaseExpression, names: Set[str]) -> bool:
         if isinstance(expr, cst.Name):
@@ -268,3 +275,27 @@ class HostSyncInTrainingLoop(Rule):
         walk(loop, enter)
         self._tensor_names[id(loop)] = names
         return names
+
+
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+def _formatted_values(arg: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """What a ``print`` argument shows: the argument itself, the expressions of an
+    f-string, the values of ``"..." % (a, b)`` and of ``"...".format(a, b)`` (each turns a
+    tensor into text, which copies it to the host)."""
+    yield arg
+    if isinstance(arg, cst.FormattedString):
+        for part in arg.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                yield part.expression
+    elif isinstance(arg, cst.BinaryOperation) and isinstance(arg.operator, cst.Modulo):
+        if isinstance(arg.left, _STRINGS):
+            right = arg.right
+            if isinstance(right, cst.Tuple):
+                yield from (e.value for e in right.elements if not isinstance(e, cst.StarredElement))
+            else:
+                yield right
+    elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "format":
+        if isinstance(arg.func.value, _STRINGS):
+            yield from (a.value for a in arg.args if not a.star)
