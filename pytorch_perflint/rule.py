@@ -94,12 +94,25 @@ _CUDA_PATTERN = re.compile(
 )
 
 
+_LONG_STRING = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""' + r"|'''(?:[^'\\]|\\.|'(?!''))*'''", re.DOTALL)
+
+
 def mentions_cuda(source: str) -> bool:
     """Whether the code mentions a CUDA device (RULES.md's "the module uses CUDA"), whatever
-    torch is imported as (``th.cuda.is_available()``); commented-out code does not count."""
+    torch is imported as (``th.cuda.is_available()``); commented-out code and prose in
+    triple-quoted strings (docstrings: "call ``model.cuda()`` first") do not count."""
     if "cuda" not in source and "non_blocking" not in source:
         return False  # every spelling names one of them (a plain search is much faster)
-    return any(not _in_comment(source, match.start()) for match in _CUDA_PATTERN.finditer(source))
+    long_strings: Optional[List[Tuple[int, int]]] = None
+    for match in _CUDA_PATTERN.finditer(source):
+        offset = match.start()
+        if _in_comment(source, offset):
+            continue
+        if long_strings is None:
+            long_strings = [m.span() for m in _LONG_STRING.finditer(source)] if ('"""' in source or "'''" in source) else []
+        if not any(start < offset < end for start, end in long_strings):
+            return True
+    return False
 
 
 def _in_comment(source: str, offset: int) -> bool:

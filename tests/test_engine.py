@@ -261,6 +261,11 @@ def test_a_literal_dict_changed_in_place_is_no_longer_known():
         ("x = 1  # .to('cuda') once we have a GPU\n", False),
         ("s = '#'  # m.cuda()\n", False),
         ("import torch\nx = torch.zeros(3)\n", False),
+        # Prose in docstrings is not code either.
+        ('"""CPU-only trainer. Note: model.cuda() is deliberately NOT called."""\nimport torch\n', False),
+        ("def f(x):\n    \'\'\'Moves ``x`` with x.cuda() when asked.\'\'\'\n    return x\n", False),
+        ('"""Doc with a \\""" quote."""\nm.cuda()\n', True),
+        ('s = """a"""; t = """b"""\nx.to("cuda")\n', True),
     ],
 )
 def test_uses_cuda_is_read_from_code_whatever_torch_is_imported_as(source, expected):
