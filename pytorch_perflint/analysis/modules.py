@@ -714,7 +714,10 @@ _WRAPPERS = frozenset(
         "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
     )
 )
-_MODEL_METHODS = frozenset(("to", "cuda", "train", "float", "half", "double", "bfloat16", "to_empty"))
+# Methods that return the module they are called on (`resnet50(...).eval()` is still it).
+_MODEL_METHODS = frozenset(
+    ("to", "cuda", "train", "eval", "requires_grad_", "float", "half", "double", "bfloat16", "to_empty")
+)
 
 
 @dataclass(frozen=True)
@@ -890,7 +893,7 @@ def conv_model_builds(context: FileContext) -> Tuple[ModelBuild, ...]:
     while changed:
         changed = False
         for cls, call, scope in class_calls:
-            if cls.name.value not in finder.classes and finder.core(call, scope):
+            if cls.name.value not in finder.classes and (finder.core(call, scope) or finder.factory(call, scope, 0)):
                 finder.classes.add(cls.name.value)
                 changed = True
         for cls, scope in class_bases:

@@ -130,6 +130,11 @@ class HostSyncInTrainingLoop(Rule):
             line=7,
         ),
         Invalid(
+            _PREAMBLE + "for x, y in loader:\n    d_loss = f(x, y)\n    d_loss.backward()\n    opt.step()\n"
+            "    print('[D loss: %f]' % (d_loss.data[0],))\n",
+            line=7,
+        ),
+        Invalid(
             _PREAMBLE + "def step(x):\n    loss = f(x)\n    loss.backward()\n    optimizer.step()\n"
             "    return loss.item()\nfor x in loader:\n    step(x)\n",
             line=9,
@@ -238,6 +243,10 @@ class HostSyncInTrainingLoop(Rule):
     def _is_tensor(self, expr: cst.BaseExpression, names: Set[str]) -> bool:
         if isinstance(expr, cst.Name):
             return expr.value in names
+        if isinstance(expr, cst.Subscript):  # `loss[0]`, old code's `loss.data[0]`
+            return self._is_tensor(expr.value, names)
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            return self._is_tensor(expr.value, names)
         if isinstance(expr, cst.Call):
             if self.context.qualname(expr.func) in _TORCH_REDUCTIONS:
                 return True

@@ -185,6 +185,16 @@ class CudnnBenchmarkDisabled(Rule):
         _PROLOGUE + "model = Net().cuda()\nwith torch.no_grad():\n    out = model(x.cuda())\n",
     )
     INVALID = (
+        # Convolutions built by a helper of this module; the model put in eval mode (to
+        # freeze BatchNorm) and still trained.
+        Invalid(
+            "import torch\nimport torch.nn as nn\n"
+            "def conv3x3(cin, cout):\n    return nn.Conv2d(cin, cout, 3, padding=1, bias=False)\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.conv = conv3x3(3, 16)\n"
+            "model = Net().eval().cuda()\n" + _LOOP,
+            line=9,
+        ),
         # Built by a factory of this module, every return of which is convolutional.
         Invalid(
             _PROLOGUE + "def build_model(cfg):\n    net = Net()\n    return net\n"
