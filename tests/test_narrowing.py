@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from test_ast_screens import _sources
+from test_ast_screens import parsed_sources
 from pytorch_perflint import engine, narrowing
 from pytorch_perflint.config import Settings
 from pytorch_perflint.fixer import fix_source
@@ -55,11 +55,7 @@ def test_a_padded_example_gets_the_same_diagnostics_either_way(rule, monkeypatch
     monkeypatch.setattr(narrowing, "narrowed_source", spy)
     settings = dataclasses.replace(SETTINGS, select=(rule.code,))
     reported = 0
-    for source, options in _sources(rule):
-        try:
-            ast.parse(source)
-        except SyntaxError:
-            continue
+    for source, options, _ in parsed_sources(rule):
         padded = source.rstrip("\n") + "\n" + PADDING
         whole, part = _both(padded, dataclasses.replace(settings, **{k: v for k, v in options.items() if k != "preview"}))
         assert [_key(d) for d in part.diagnostics] == [_key(d) for d in whole.diagnostics], source
@@ -73,11 +69,7 @@ def test_every_finding_is_in_a_statement_holding_a_candidate(rule, monkeypatch):
     """Stronger than the file-level screen: narrowing keeps only statements with candidates."""
     monkeypatch.setattr(engine, "_screen_with_ast", lambda active, source: (active, None))
     reported = 0
-    for source, options in _sources(rule):
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
+    for source, options, tree in parsed_sources(rule):
         rows = [row for row, _ in lint_example(rule, source, options)]
         spans = [(s.lineno, s.end_lineno) for s in tree.body]
         lines = {c.lineno for c in rule.candidates_tree(tree)}
