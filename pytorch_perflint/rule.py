@@ -108,8 +108,8 @@ def mentions_cuda(source: str) -> bool:
         offset = match.start()
         if _in_comment(source, offset):
             continue
-        if long_strings is None:
-            long_strings = [m.span() for m in _LONG_STRING.finditer(source)] if ('"""' in source or "'''" in source) else []
+        if long_strings is None:  # found once, and only when a mention needs it
+            long_strings = [m.span() for m in _LONG_STRING.finditer(source)]
         if not any(start < offset < end for start, end in long_strings):
             return True
     return False

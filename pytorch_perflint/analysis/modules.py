@@ -774,6 +774,7 @@ class _ConvModels:
     def __init__(self, context: FileContext) -> None:
         self.context = context
         self.classes: Set[str] = set()
+        self._functions: Optional[Dict[str, List[cst.FunctionDef]]] = None
 
     def core(self, call: cst.Call, scope: Scope) -> bool:
         """Whether a call by itself builds a convolutional network or layer."""
@@ -829,16 +830,20 @@ class _ConvModels:
         """``build_model(cfg)``: a function defined once at the top of this module (and not
         shadowed where it is called) whose every ``return`` gives a convolutional model."""
         func = call.func
-        if type(func) is not cst.Name or not _module_binds(scope, func.value):
+        if type(func) is not cst.Name:
             return False
-        module = self.context.module
+        if self._functions is None:
+            self._functions = {}
+            for statement in self.context.module.body:
+                if type(statement) is cst.FunctionDef:
+                    self._functions.setdefault(statement.name.value, []).append(statement)
+        definitions = self._functions.get(func.value)
+        if definitions is None or len(definitions) != 1 or not _module_binds(scope, func.value):
+            return False
         if self.context.module_scope.bindings.get(func.value) != [None]:
             return False
-        definitions = [s for s in module.body if type(s) is cst.FunctionDef and s.name.value == func.value]
-        if len(definitions) != 1:
-            return False
         function = definitions[0]
-        inner = self.context.scope_of([module, function])
+        inner = self.context.scope_of([self.context.module, function])
         values = [node.value for node in _own_nodes(function.body) if type(node) is cst.Return]
         return bool(values) and all(v is not None and self.model(v, inner, depth + 1) for v in values)
 
@@ -847,6 +852,7 @@ def _module_binds(scope: Scope, name: str) -> bool:
     """Whether ``name`` seen from ``scope`` is the module's own binding (no local, no import)."""
     current: Optional[Scope] = scope
     while current is not None and current.parent is not None:
+        # A class body's names are not seen from the methods inside it.
         if not current.is_class or current is scope:
             if name in current.bindings or name in current.imports or name in current.declared_outer:
                 return False
