@@ -339,7 +339,8 @@ def _is_constructor(func: ast.AST, names: Set[str]) -> bool:
     return isinstance(func, ast.Attribute) and func.attr in _CONSTRUCTORS and isinstance(func.value, ast.Name)
 
 
-def numpy_copy_candidates(tree: ast.Module) -> List[ast.Call]:
+@functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
+def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     """The tensor constructor calls whose first argument could be a NumPy array: an
     expression from numpy (or cv2, pandas...), ``.numpy()``, or a name assigned one anywhere
     in the file."""
@@ -347,7 +348,7 @@ def numpy_copy_candidates(tree: ast.Module) -> List[ast.Call]:
     constructors = _constructor_names(index)
     candidates = [c for c in index.calls if c.args and _is_constructor(c.func, constructors)]
     if not candidates:
-        return []
+        return ()
     roots = _array_roots(index)
     names: Set[str] = set()
     changed = True
@@ -363,7 +364,7 @@ def numpy_copy_candidates(tree: ast.Module) -> List[ast.Call]:
                     if isinstance(name, ast.Name) and name.id not in names:
                         names.add(name.id)
                         changed = True
-    return [call for call in candidates if _could_be_array(call.args[0], roots, names)]
+    return tuple(call for call in candidates if _could_be_array(call.args[0], roots, names))
 
 
 _FACTORY_NAMES = frozenset(
@@ -403,7 +404,8 @@ def _could_be_device(node: ast.AST, bound: Set[str]) -> bool:
     return False
 
 
-def create_then_move_candidates(tree: ast.Module) -> List[ast.Call]:
+@functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
+def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     """The moves of a tensor factory call without ``device=`` (or another blocker): its
     ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""
     found: List[ast.Call] = []
@@ -437,7 +439,7 @@ def create_then_move_candidates(tree: ast.Module) -> List[ast.Call]:
                 bound = _assigned_names(index)
             if _could_be_device(node.args[0], bound):
                 found.append(node)
-    return found
+    return tuple(found)
 
 
 # ---------------------------------------------------------------------------------------

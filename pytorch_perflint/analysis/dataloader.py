@@ -494,11 +494,13 @@ class _Resolver:
         return None
 
     def _is_iter_call(self, value: cst.BaseExpression, path: Path) -> bool:
-        """A call of the builtin ``iter`` on one argument."""
-        if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name) or value.func.value != "iter":
-            return False
-        inner = self.pass_through(value, path)
-        return inner is not None
+        """A call of the builtin ``iter`` on one argument (``pass_through`` checks the rest)."""
+        return (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value == "iter"
+            and self.pass_through(value, path) is not None
+        )
 
     def _bound(self, name: str, node: cst.CSTNode, path: Path) -> bool:
         scope = self.context.scope_for(node, path)

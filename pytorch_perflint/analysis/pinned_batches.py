@@ -199,7 +199,6 @@ def _after_refill(
     return statements[index + 1:], custom
 
 
-
 def _body(node: cst.CSTNode) -> Sequence[cst.BaseStatement]:
     if isinstance(node, (cst.IndentedBlock, cst.Module)):
         return node.body  # type: ignore[return-value]
