@@ -30,7 +30,7 @@ class ScriptDispatch(click.Command):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not self.epilog:
-            self.epilog = "To measure the fixes on your own training script: pytorch-perflint bench SCRIPT --help"
+            self.epilog = "\b\nTo measure the fixes on your own training script (this runs it):\n  pytorch-perflint bench SCRIPT [OPTIONS] [-- SCRIPT_ARGS]...\n  pytorch-perflint bench SCRIPT --help"
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
         if names_a_script(args, (self, bench_script)):

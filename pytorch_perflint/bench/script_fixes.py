@@ -45,8 +45,11 @@ class FixResult:
 
     label: str  # "all fixes" or a rule code
     fixed: int
-    codes: Tuple[str, ...]  # rules with at least one fix applied
+    codes: Tuple[str, ...]  # rules with at least one of their findings fixed
     errors: Tuple[str, ...]
+    # Fixes beyond the findings' own: a fix can make another rule fire and be fixed in turn
+    # (num_workers added, then persistent_workers for a loader in an epoch loop).
+    follow_ups: int = 0
 
 
 def _for_copy(settings: Settings, copy: Copy, **changes) -> Settings:
@@ -120,4 +123,6 @@ def fix(copy: Copy, ran: Sequence[str], settings: Settings, findings: Sequence[F
     counts_after = Counter(d.code for r in results for d in r.diagnostics)
     codes = tuple(sorted(code for code in counts_before if counts_after[code] < counts_before[code]))
     errors = tuple(e for r in results for e in tuple(r.errors) + tuple(r.fix_errors))
-    return FixResult(label, sum(r.fixed for r in results), codes, errors)
+    fixed = sum(r.fixed for r in results)
+    direct = sum(counts_before[code] - counts_after[code] for code in codes)
+    return FixResult(label, fixed, codes, errors, max(0, fixed - direct))

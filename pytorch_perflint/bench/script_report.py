@@ -87,7 +87,8 @@ def agreement_text(agreement: Optional[Agreement]) -> str:
 def _label(outcome: Outcome) -> str:
     fix = outcome.program.fix
     if outcome.program.name == "after" and fix is not None:
-        return f"all fixes ({', '.join(fix.codes)})"
+        more = f" + {fix.follow_ups} follow-up" if fix.follow_ups else ""
+        return f"all fixes ({', '.join(fix.codes)}{more})"
     from .. import registry
 
     rule = registry.rule_by_code(outcome.program.label)
@@ -101,7 +102,7 @@ def speed_table(session: Session) -> Any:
     out.add_column("fixes", no_wrap=True)
     out.add_column("before", justify="right", no_wrap=True)
     out.add_column("after", justify="right", no_wrap=True)
-    out.add_column("speed-up [range]", justify="right", no_wrap=True)
+    out.add_column("speed-up \\[range]", justify="right", no_wrap=True)  # "\\[": not rich markup
     out.add_column("noise", justify="right", no_wrap=True)
     out.add_column("verdict")
     out.add_column("result", no_wrap=True)
@@ -121,12 +122,19 @@ def speed_table(session: Session) -> Any:
     return out
 
 
-def _measured_for(session: Session, code: str) -> str:
+def _measured_for(session: Session, finding) -> str:
+    """What the runs say about a finding's rule: its own row's verdict, or why there is none."""
+    from .script_session import device_skip
+
     for outcome in session.outcomes:
-        if outcome.program.name == code:
-            return _verdict_text(outcome.verdict) + (f" {outcome.verdict.ratio_median:.2f}x" if outcome.verdict.ratio_median else "")
+        if outcome.program.name == finding.code:
+            ratio = f" {outcome.verdict.ratio_median:.2f}x" if outcome.verdict.ratio_median else ""
+            return _verdict_text(outcome.verdict) + ratio
+    reason = device_skip(finding.code, session.first_run("before"))
+    if reason is not None:
+        return f"[dim]{reason}[/]"
     everything = next((o for o in session.outcomes if o.program.name == "after"), None)
-    if everything is not None and everything.program.fix is not None and code in everything.program.fix.codes:
+    if everything is not None and everything.program.fix is not None and finding.code in everything.program.fix.codes:
         return "in all fixes"
     return "-"
 
@@ -152,7 +160,7 @@ def findings_table(session: Session, found: Sequence[script_evidence.Evidence]) 
         out.add_column("runtime evidence")
     out.add_column("message", overflow="fold")
     for finding in session.findings:
-        row = [finding.code, finding.where, _fix_text(session, finding.applicability, finding.code), _measured_for(session, finding.code)]
+        row = [finding.code, finding.where, _fix_text(session, finding.applicability, finding.code), _measured_for(session, finding)]
         if session.profile is not None:
             mine = script_evidence.for_finding(found, finding)
             share = max((e.share for e in mine), default=None)
@@ -180,7 +188,7 @@ def print_report(console: Any, session: Session, machine: Machine) -> None:
     console.print(
         f"[dim]{machine.cpu_model}, {machine.cpus_available}/{machine.cpu_count} CPUs, GPUs: {gpus}; torch "
         f"{machine.torch_version}; {request.unit}s: {request.warmup} warm-up + {request.steps} timed per run, "
-        f"{options.rounds} rounds + 1 warm-up, a fresh process per run; step time = {clock} time from one step's end "
+        f"{options.rounds} round{'s' if options.rounds != 1 else ''} + 1 warm-up, a fresh process per run; step time = {clock} time from one step's end "
         f"to the next (median per run); speed-up = before/after per round; noise = widest A/A deviation[/]"
     )
     for note in session.notes:
@@ -193,7 +201,10 @@ def print_report(console: Any, session: Session, machine: Machine) -> None:
         console.print(f"note: unsafe fixes for {', '.join(session.held_back)} were not applied: add --unsafe-fixes to measure them")
     if session.link_changes:
         shown = ", ".join(session.link_changes[:5]) + (" ..." if len(session.link_changes) > 5 else "")
-        console.print(f"[bold red]warning:[/] the script changed files in your project through the copy's links: {shown}")
+        console.print(
+            f"[bold yellow]warning:[/] files the copies link to changed while bench ran (the script may have "
+            f"written into your project through a link, or another program did): {shown}"
+        )
     for problem in session.problems:
         console.print(f"[red]problem:[/] {problem}")
 

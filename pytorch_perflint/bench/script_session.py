@@ -180,7 +180,7 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
     copies: Dict[str, Copy] = {"before": mirror("before"), "control": mirror("control")}
     watch = script_copies.LinkWatch(script_copies.linked_entries(copies["before"]))
     runs: List[Run] = []
-    per_round = 2
+    per_round = 3
 
     def run_one(name: str, index: int, profile: bool = False) -> Run:
         report(f"{name}, round {index}" if index >= 0 else f"{name}, profiled", planned())
@@ -207,12 +207,13 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
         if fixed.fixed:
             programs.append(Program("after", "all fixes", fixed, None, tuple(sorted(unsafe & set(fixed.codes)))))
             programs.extend(_per_rule(fixed, findings, settings, options, first, ran, mirror, copies, notes))
-    names = ["before"] + [p.name for p in programs if p.skip is None] + ["control"]
-    per_round = len(names) if programs else 2
+    # Nothing fixed: nothing to compare, so no control either.
+    names = ["before"] + [p.name for p in programs if p.skip is None] + ["control"] if programs else ["before"]
+    per_round = len(names)
     for name in names[1:]:
         run_one(name, 0)
-    control = next(r for r in runs if r.program == "control")
-    if not control.ok:
+    control = next((r for r in runs if r.program == "control"), None)
+    if control is not None and not control.ok:
         raise ScriptFailed("a second, identical run of the script failed: " + describe_failure(control, request))
     broken = {r.program: describe_failure(r, request) for r in runs if not r.ok}
     measured = [n for n in names if n not in broken]
@@ -260,7 +261,7 @@ def _per_rule(fixed: FixResult, findings, settings, options: Options, first: Run
     unsafe = {f.code for f in findings if f.applicability == "unsafe"}
     programs = []
     for code in fixed.codes:
-        reason = _skip_reason(code, first)
+        reason = device_skip(code, first)
         if reason is not None:
             programs.append(Program(code, code, None, reason))
             continue
@@ -270,19 +271,18 @@ def _per_rule(fixed: FixResult, findings, settings, options: Options, first: Run
     return programs
 
 
-def _skip_reason(code: str, first: Run) -> Optional[str]:
-    """The scenario harness's reason (needs CUDA, 2+ GPUs) when this run cannot show it."""
+def device_skip(code: str, first: Optional[Run]) -> Optional[str]:
+    """The scenario harness's reason (needs CUDA, 2+ GPUs) when this run cannot show the
+    rule's effect: its scenario says where the effect exists."""
     from .scenario import ScenarioError, select
 
     try:
         scenario = select((code,))[0]
     except ScenarioError:
         return None
-    device = "cuda" if first.cuda_used else "cpu"
-    gpus = len((first.torch or {}).get("gpus") or ()) if first.cuda_used else 0
-    reason = scenario.skip_reason(device, gpus)
-    # A multi-GPU rule's fix (DDP) is display-only anyway; "needs torchrun" is about scenarios.
-    return reason
+    cuda = first is not None and first.cuda_used
+    gpus = len((first.torch or {}).get("gpus") or ()) if cuda else 0
+    return scenario.skip_reason("cuda" if cuda else "cpu", gpus)
 
 
 def _agreement(runs: Sequence[Run], names: Sequence[str], reference) -> Optional[Agreement]:
