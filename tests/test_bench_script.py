@@ -101,6 +101,12 @@ def test_a_missing_script_is_a_usage_error(project):
     assert result.exit_code == 2 and "nope.py" in result.output
 
 
+def test_a_notebook_is_refused_with_the_way_out(project):
+    (project / "train.ipynb").write_text("{}")
+    result = invoke("train.ipynb")
+    assert result.exit_code == 2 and "nbconvert --to script" in result.output
+
+
 def test_output_paths_are_checked_before_anything_runs(project, temp_root):
     (project / "train.py").write_text("raise SystemExit('must not run')\n")
     (project / "out").mkdir()

@@ -89,6 +89,8 @@ class Measurement:
     def on_torch(self, torch):
         self.torch = torch
         torch.manual_seed(int(self.config["seed"]))
+        if self.config.get("threads"):
+            torch.set_num_threads(int(self.config["threads"]))
         if self.unit == "forward":
             from torch.nn.modules import module as nn_module
 

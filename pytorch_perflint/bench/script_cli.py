@@ -93,6 +93,7 @@ def output_problem(path: Optional[Path], flag: str) -> Optional[str]:
 @click.option("--unit", type=click.Choice(["step", "forward"]), default="step", show_default=True, help="What a step is: an optimizer.step() call, or a forward call of the outermost module (evaluation and inference scripts).")
 @click.option("--rounds", type=click.IntRange(1, 100), default=5, show_default=True, help="Measured rounds of interleaved runs (a warm-up round comes on top).")
 @click.option("--timeout", type=click.FloatRange(1, 86400), default=600, show_default=True, help="Seconds one run may take before it is stopped.")
+@click.option("--threads", type=click.IntRange(1, 1024), default=None, help="torch intra-op threads in every run (OMP_NUM_THREADS too). Default: the script's own.")
 @click.option("--per-rule/--no-per-rule", default=None, help="Also measure each rule's fixes alone (default: when more than one rule was fixed).")
 @click.option("--profile", is_flag=True, help="One more run under torch.profiler: the share of step time behind each finding.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Apply the unsafe fixes too, as `check --fix --unsafe-fixes`.")
@@ -114,6 +115,7 @@ def bench_script(
     unit: str,
     rounds: int,
     timeout: float,
+    threads: Optional[int],
     per_rule: Optional[bool],
     profile: bool,
     unsafe_fixes: Optional[bool],
@@ -144,6 +146,8 @@ def bench_script(
         click.echo(f"error: {message}", err=True)
         ctx.exit(EXIT_ERROR)
 
+    if script.suffix == ".ipynb":
+        fail(f"{script}: bench runs Python scripts; export the notebook first (jupyter nbconvert --to script {script})")
     if importlib.util.find_spec("torch") is None:
         click.echo(TORCH_MISSING, err=True)
         ctx.exit(EXIT_ERROR)
@@ -180,7 +184,7 @@ def bench_script(
     except script_copies.CopyError as error:
         fail(str(error))
     argv0 = os.path.relpath(script, cwd) if script.is_relative_to(cwd) else str(script)
-    request = Request(steps=steps, warmup=warmup, unit=unit, timeout=timeout, args=tuple(script_args), argv0=argv0)
+    request = Request(steps=steps, warmup=warmup, unit=unit, timeout=timeout, args=tuple(script_args), argv0=argv0, threads=threads)
     options = script_session.Options(rounds=rounds, per_rule=per_rule, profile=profile, max_copy_mb=max_copy_mb)
     import datetime
 

@@ -187,7 +187,7 @@ def print_report(console: Any, session: Session, machine: Machine) -> None:
     clock = (session.first_run("before").clock if session.first_run("before") else "wall")
     console.print(
         f"[dim]{machine.cpu_model}, {machine.cpus_available}/{machine.cpu_count} CPUs, GPUs: {gpus}; torch "
-        f"{machine.torch_version}; {request.unit}s: {request.warmup} warm-up + {request.steps} timed per run, "
+        f"{machine.torch_version}; {_threads(request, machine)}; {request.unit}s: {request.warmup} warm-up + {request.steps} timed per run, "
         f"{options.rounds} round{'s' if options.rounds != 1 else ''} + 1 warm-up, a fresh process per run; step time = {clock} time from one step's end "
         f"to the next (median per run); speed-up = before/after per round; noise = widest A/A deviation[/]"
     )
@@ -207,6 +207,12 @@ def print_report(console: Any, session: Session, machine: Machine) -> None:
         )
     for problem in session.problems:
         console.print(f"[red]problem:[/] {problem}")
+
+
+def _threads(request: Any, machine: Machine) -> str:
+    if request.threads:
+        return f"{request.threads} thread(s) (--threads)"
+    return f"{machine.default_num_threads} thread(s) (the script's own)"
 
 
 # ----------------------------------------------------------------------------------------
@@ -262,6 +268,7 @@ def run_dict(session: Session, machine: Machine, started: datetime.datetime, fin
             "per_rule": session.options.per_rule,
             "profile": session.options.profile,
             "seed": session.request.seed,
+            "threads": session.request.threads,
         },
         "thresholds": {"noise_floor": NOISE_FLOOR, "meaningful": MEANINGFUL, "min_rounds": MIN_ROUNDS},
         "findings": [

@@ -37,6 +37,7 @@ class Request:
     args: Tuple[str, ...] = ()
     argv0: str = ""  # the script as the user named it (sys.argv[0])
     seed: int = 0
+    threads: Optional[int] = None  # intra-op threads; None: the script's own choice
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def start(copy: Copy, program: str, index: int, request: Request, folder: Path, 
         "steps": request.steps,
         "seed": request.seed,
         "profile_out": profile,
+        "threads": request.threads,
     }
     config_path = Path(f"{stem}.config.json")
     config_path.write_text(json.dumps(config), encoding="utf-8")
@@ -99,6 +101,9 @@ def start(copy: Copy, program: str, index: int, request: Request, folder: Path, 
     # Modules imported from linked (not copied) folders must not get __pycache__ written
     # into the user's tree.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if request.threads:
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[name] = str(request.threads)
     stdout_path, stderr_path = Path(f"{stem}.stdout"), Path(f"{stem}.stderr")
     started = time.perf_counter()
     timed_out = False
