@@ -176,11 +176,15 @@ def test_a_project_too_big_to_copy_is_refused_with_its_largest_folders(project):
         script_copies.find_project(project / "train.py", project, project, files, 0.2)
 
 
-def test_the_root_is_check_s_when_the_script_is_inside_it(tmp_path):
-    script = tmp_path / "repo" / "examples" / "train.py"
-    assert script_copies.project_root(script, str(tmp_path / "repo"), True, tmp_path / "elsewhere") == tmp_path / "repo"
-    assert script_copies.project_root(script, None, False, tmp_path / "repo") == tmp_path / "repo"
+def test_the_root_is_the_config_s_folder_else_the_project_s(tmp_path):
+    script = tmp_path / "home" / "repo" / "examples" / "train.py"
+    script.parent.mkdir(parents=True)
+    home, repo = tmp_path / "home", tmp_path / "home" / "repo"
+    assert script_copies.project_root(script, str(repo), True, home) == repo
+    assert script_copies.project_root(script, None, False, home) == home  # nothing marks a project
     assert script_copies.project_root(script, None, False, tmp_path / "elsewhere") == script.parent
+    (repo / ".git").mkdir()
+    assert script_copies.project_root(script, None, False, home) == repo  # not the whole home folder
 
 
 # -- fingerprints ---------------------------------------------------------------------------

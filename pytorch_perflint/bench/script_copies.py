@@ -51,14 +51,17 @@ class Project:
 
 
 def project_root(script: Path, config_root: Optional[str], config_found: bool, cwd: Path) -> Path:
-    """The root ``check`` would use (the config file's folder, else the current folder), as
-    long as the script lies inside it; else the script's own folder."""
-    candidates = [Path(config_root)] if config_found and config_root else []
-    candidates.append(cwd)
-    for candidate in candidates:
-        root = Path(os.path.abspath(candidate))
-        if _inside(script, root):
-            return root
+    """The project the script belongs to: the config file's folder (as for ``check``), else
+    the nearest folder above the script holding a ``pyproject.toml`` or ``.git`` (the
+    catalogue's "project root"), else the current folder when the script is inside it, else
+    the script's own folder. Never a whole home folder just because bench started there."""
+    if config_found and config_root and _inside(script, Path(os.path.abspath(config_root))):
+        return Path(os.path.abspath(config_root))
+    for folder in script.parents:
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    if _inside(script, cwd):
+        return cwd
     return script.parent
 
 
