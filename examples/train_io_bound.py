@@ -50,9 +50,11 @@ def make_model(features: int, classes: int, width: int) -> nn.Module:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--items", type=int, default=4096)
-    parser.add_argument("--read-latency", type=float, default=0.002, help="seconds per item")
+    # Few, long waits rather than many short ones: on a busy machine every wake-up also waits
+    # for a core, which would swamp millisecond sleeps.
+    parser.add_argument("--read-latency", type=float, default=0.005, help="seconds per item")
     parser.add_argument("--lr", type=float, default=0.01)
     args = parser.parse_args()
 
