@@ -142,6 +142,22 @@ def test_a_fixed_copy_that_fails_is_a_problem_and_is_not_timed(tmp_path, monkeyp
     assert not session.ok and any("the fixed copy failed" in p for p in session.problems)
 
 
+class TimesOutInRoundOne(FakeRuns):
+    def __call__(self, copy, program, index, *rest, **kwargs):
+        run = super().__call__(copy, program, index, *rest, **kwargs)
+        if program == "TPF401" and index == 1:
+            return Run(program, index, "timeout", None, 1.0, stderr_tail="still loading")
+        return run
+
+
+def test_a_fixed_copy_that_fails_in_a_later_round_is_not_run_again(tmp_path, monkeypatch):
+    fake = TimesOutInRoundOne({"before": 0.1})
+    session = session_for(tmp_path, monkeypatch, LOADER, fake, rounds=3)
+    assert [i for p, i in fake.calls if p == "TPF401"] == [0, 1]
+    failed = next(o for o in session.outcomes if o.program.name == "TPF401")
+    assert "ran past --timeout" in failed.failure and not session.ok
+
+
 def test_a_script_that_is_not_deterministic_cannot_be_checked(tmp_path, monkeypatch):
     other = {**FINGERPRINT, "sum": 2.0, "each": [[2.0, 1.0]]}
     fake = FakeRuns({"before": 0.1}, fingerprints={"control": other})

@@ -221,11 +221,13 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
         for index in range(1, options.rounds + 1):
             order = measured if index % 2 == 0 else list(reversed(measured))
             for name in order:
+                if name in broken:  # failed earlier in this round's order: not run again
+                    continue
                 result = run_one(name, index)
                 if not result.ok and name in ("before", "control"):
                     raise ScriptFailed(f"round {index}: " + describe_failure(result, request))
                 if not result.ok:
-                    broken.setdefault(name, describe_failure(result, request))
+                    broken[name] = describe_failure(result, request)
     profile_run = run_one("before", -1, profile=True) if options.profile else None
     reference = first.fingerprint
     determinism = _agreement(runs, ("before", "control"), reference)
