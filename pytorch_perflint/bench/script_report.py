@@ -57,7 +57,7 @@ def device_of(session: Session) -> str:
 def _median(session: Session, program: str) -> Optional[float]:
     import statistics
 
-    values = [r.median for r in session.runs if r.program == program and r.round > 0 and r.ok]
+    values = [r.step_time for r in session.runs if r.program == program and r.round > 0 and r.ok]
     return statistics.median(values) if values else None
 
 
@@ -189,7 +189,7 @@ def print_report(console: Any, session: Session, machine: Machine) -> None:
         f"[dim]{machine.cpu_model}, {machine.cpus_available}/{machine.cpu_count} CPUs, GPUs: {gpus}; torch "
         f"{machine.torch_version}; {_threads(request, machine)}; {request.unit}s: {request.warmup} warm-up + {request.steps} timed per run, "
         f"{options.rounds} round{'s' if options.rounds != 1 else ''} + 1 warm-up, a fresh process per run; step time = {clock} time from one step's end "
-        f"to the next (median per run); speed-up = before/after per round; noise = widest A/A deviation[/]"
+        f"to the next, mean per run, median over rounds; speed-up = before/after per round; noise = widest A/A deviation[/]"
     )
     for note in session.notes:
         console.print(f"note: {note}")

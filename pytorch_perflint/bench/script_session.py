@@ -13,7 +13,8 @@
    every round (``harness.ORDER``'s idea: before, the fixed copies, control).
 5. Fingerprints: before against control (is the script deterministic at all?) and against
    every fixed copy, in every round. Verdicts: ``verdicts.decide`` on the per-round ratios
-   of median step times, with the A/A ratios as the noise.
+   of the runs' step times (each run's mean: its throughput), with the A/A ratios as the
+   noise.
 6. With ``--profile``, one more "before" run under torch.profiler.
 
 The temporary folder is removed on every way out, Ctrl-C included.
@@ -318,9 +319,9 @@ def _outcome(program: Program, runs: Sequence[Run], reference, failure: Optional
     for index in sorted(by_round):
         group = by_round[index]
         if {"before", "control", program.name} <= set(group):
-            before = group["before"].median
-            ratios.append(before / group[program.name].median)
-            aa.append(before / group["control"].median)
+            before = group["before"].step_time
+            ratios.append(before / group[program.name].step_time)
+            aa.append(before / group["control"].step_time)
     if agreement is not None and not agreement.ok:
         verdict = skipped("check failed: before and after differ")
         return Outcome(program, verdict, tuple(ratios), agreement)
