@@ -400,3 +400,37 @@ def test_report_shows_needs_cuda_rows_for_gpu_rules_on_a_cpu_run():
     text = console.export_text()
     assert "TPF102 dataloader-no-pin-memory" in text and "skipped: needs CUDA" in text
     assert text.count("needs CUDA") >= 3  # the speed row, and both findings' "measured" cells
+
+
+def test_a_busy_machine_gets_the_threads_hint():
+    import dataclasses
+
+    from pytorch_perflint.bench.machine import Machine
+    from pytorch_perflint.bench.script_copies import Project
+    from pytorch_perflint.bench.script_report import print_report
+    from pytorch_perflint.bench.script_session import Options, Session
+
+    machine = Machine("cpu", 2, 2, 8.0, (), "2.13.0+cpu", None, None, "3.11", "linux", 2)
+    run = Run("before", 0, "done", 0, 1.0, step_times=(0.01,))
+    session = Session(
+        project=Project(Path("/p"), Path("/p/t.py"), Path("."), (Path("t.py"),), 1),
+        request=Request(steps=1, warmup=1, unit="step", timeout=10),
+        options=Options(rounds=1),
+        findings=(),
+        held_back=(),
+        outcomes=(),
+        runs=(run,),
+        determinism=None,
+        load=((4.5, 4.0, 3.0), (3.9, 4.0, 3.0)),
+    )
+
+    def text(session_, machine_):
+        console = Console(record=True, width=200)
+        print_report(console, session_, machine_)
+        return console.export_text()
+
+    assert "--threads 1 steadies them" in text(session, machine)
+    quiet = dataclasses.replace(session, load=((0.5, 0.5, 0.5),))
+    assert "--threads" not in text(quiet, machine)
+    pinned = dataclasses.replace(session, request=Request(steps=1, warmup=1, unit="step", timeout=10, threads=1))
+    assert "steadies" not in text(pinned, machine)

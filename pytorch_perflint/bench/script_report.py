@@ -193,6 +193,13 @@ def print_report(console: Any, session: Session, machine: Machine) -> None:
     )
     for note in session.notes:
         console.print(f"note: {note}")
+    busy = max((load[0] for load in session.load if load), default=0.0)
+    if not request.threads and busy > machine.cpus_available and machine.default_num_threads > 1:
+        console.print(
+            f"note: the machine was busy (load {busy:.1f} on {machine.cpus_available} CPUs): runs with "
+            f"{machine.default_num_threads} intra-op threads wait on each other when cores are shared, "
+            f"which makes compute slow and noisy; --threads 1 steadies them"
+        )
     for outcome in session.outcomes:
         agreement = outcome.agreement
         if agreement is not None and agreement.same is False and agreement.explained_by:
@@ -315,6 +322,7 @@ def run_dict(session: Session, machine: Machine, started: datetime.datetime, fin
             for r in session.runs
         ],
         "profile": session.profile.profile if session.profile else None,
+        "load_average": [list(load) if load else None for load in session.load],
         "link_changes": list(session.link_changes),
         "notes": list(session.notes),
         "problems": list(session.problems),

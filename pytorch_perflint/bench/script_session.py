@@ -105,6 +105,7 @@ class Session:
     notes: Tuple[str, ...] = ()
     lint_errors: Tuple[str, ...] = ()
     copies: Dict[str, str] = field(default_factory=dict)  # program -> its temporary root
+    load: Tuple[Optional[Tuple[float, float, float]], ...] = ()  # load averages at start and end
 
     @property
     def problems(self) -> Tuple[str, ...]:
@@ -178,6 +179,9 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
     def mirror(name: str) -> Copy:
         return script_copies.make_copy(project, folder / name, name, skip)
 
+    from .machine import load_average
+
+    load_start = load_average()
     copies: Dict[str, Copy] = {"before": mirror("before"), "control": mirror("control")}
     watch = script_copies.LinkWatch(script_copies.linked_entries(copies["before"]))
     runs: List[Run] = []
@@ -250,6 +254,7 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
         notes=tuple(notes),
         lint_errors=tuple(lint_errors),
         copies={name: str(copy.root) for name, copy in copies.items()},
+        load=(load_start, load_average()),
     )
 
 
