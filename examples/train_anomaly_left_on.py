@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--items", type=int, default=8192)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--depth", type=int, default=12)
+    parser.add_argument("--depth", type=int, default=24)
     parser.add_argument("--lr", type=float, default=0.01)
     args = parser.parse_args()
 
