@@ -11,6 +11,7 @@ more than the runs. Nothing here imports torch.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -118,7 +119,10 @@ def fix(copy: Copy, ran: Sequence[str], settings: Settings, findings: Sequence[F
     changes: dict = dict(fix=True)
     if only is not None:
         changes.update(select=(only,), extend_select=(), ignore=())
-    results, _ = runner.run(_files(copy, ran), _for_copy(settings, copy, **changes), mode=runner.Mode.FIX, jobs=1)
+    extra: dict = {}
+    if "roots" in inspect.signature(runner.run).parameters:  # write guard, where the runner has it
+        extra["roots"] = [str(copy.root)]  # a fix is never written through a link out of the copy
+    results, _ = runner.run(_files(copy, ran), _for_copy(settings, copy, **changes), mode=runner.Mode.FIX, jobs=1, **extra)
     counts_before = Counter(f.code for f in findings if only is None or f.code == only)
     counts_after = Counter(d.code for r in results for d in r.diagnostics)
     codes = tuple(sorted(code for code in counts_before if counts_after[code] < counts_before[code]))
