@@ -4,11 +4,13 @@ No linting logic lives here. Heavy modules (libcst, rich, the rules, the harness
 imported inside the commands, so ``--version`` and ``--help`` stay fast.
 
 Exit codes: 0 nothing left to report; 1 findings remain (or ``--diff`` has a diff);
-2 a usage, config or internal error (a rule crash, an unreadable or missing path).
+2 a usage, config or internal error (a rule crash, an unreadable or missing path);
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -18,6 +20,7 @@ import click
 from . import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
 OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
 
 # Commands that live in optional modules: name -> (module, attribute, short help). They are
@@ -31,6 +34,16 @@ def _lazy_available(name: str) -> bool:
     module = LAZY_COMMANDS[name][0]
     relative = Path(*module.split(".")[1:]).with_suffix(".py")
     return (Path(__file__).resolve().parent / relative).is_file()
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a command. A subclass on purpose: CPython remembers a plain
+    KeyboardInterrupt that passed through certain frames and then, under ``python -m``,
+    ends the process by SIGINT instead of with the exit code chosen here."""
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise Interrupted()
 
 
 class LazyGroup(click.Group):
@@ -58,6 +71,22 @@ class LazyGroup(click.Group):
             ctx.exit(EXIT_ERROR)
         self.add_command(command, name)
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C exits 130, as shells expect of an interrupted command (click's own
+        handling says "Aborted!" and exits 1, the code for "findings remain")."""
+        try:
+            previous = signal.signal(signal.SIGINT, _interrupted)
+        except ValueError:  # not the main thread (an embedding program): leave it be
+            previous = None
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\nerror: interrupted", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []
@@ -142,6 +171,7 @@ def _plural(count: int, word: str) -> str:
 @click.option("--extend-exclude", multiple=True, metavar="GLOBS", help="Globs to exclude on top of the defaults.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the lint cache (.pytorch_perflint_cache).")
 @click.option("-q", "--quiet", is_flag=True, help="Print less: no progress bar, notes or warnings.")
+@click.option("--file-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS", help="Report a file that takes longer as not linted (default: 120; 0: no limit).")
 def check(
     paths: Tuple[str, ...],
     select: Tuple[str, ...],
@@ -168,6 +198,7 @@ def check(
     extend_exclude: Tuple[str, ...],
     no_cache: bool,
     quiet: bool,
+    file_timeout: Optional[float],
 ) -> None:
     """Lint PATHS (default: the current folder); `-` reads stdin."""
     from .config import ConfigError, load_settings
@@ -190,6 +221,7 @@ def check(
         "unsafe_fixes": unsafe_fixes,
         "force_exclude": force_exclude,
         "respect_gitignore": respect_gitignore,
+        "file_timeout": file_timeout,
     }
     config_start = [stdin_filename] if use_stdin and stdin_filename else list(paths)
     try:
@@ -214,13 +246,7 @@ def check(
     if use_stdin:
         path = display_path(Path(stdin_filename)) if stdin_filename else Path("-")
         data = sys.stdin.buffer.read()
-        try:
-            processed = runner.process_bytes(data, path, settings, mode, with_edits=with_edits, write=False)
-        except Exception as error:  # noqa: BLE001 - report it as an internal error, exit 2
-            import traceback
-
-            detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-            processed = runner.Processed(runner.FileResult(path, errors=(f"{path}: internal error: {detail}",)), data)
+        processed = runner.process_stdin(data, path, settings, mode, with_edits=with_edits)
         results = [processed.result]
         summary = runner.summarize(results, settings, mode)
         if mode is runner.Mode.FIX:
@@ -236,7 +262,14 @@ def check(
         if not found.files and not found.errors and not quiet:
             click.echo("warning: no Python files found under the given paths", err=True)
         results, summary = runner.run(
-            found.files, settings, mode=mode, jobs=jobs, with_edits=with_edits, progress=not quiet, use_cache=not no_cache
+            found.files,
+            settings,
+            mode=mode,
+            jobs=jobs,
+            with_edits=with_edits,
+            progress=not quiet,
+            use_cache=not no_cache,
+            roots=list(paths) or ["."],
         )
 
     from .output import format_errors

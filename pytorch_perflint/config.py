@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+# The time limit per file, in seconds: far above what any real file takes (the torch
+# package's largest file lints in a few seconds), low enough that a hang does not eat a CI job.
+DEFAULT_FILE_TIMEOUT = 120.0
+
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
 
@@ -59,6 +63,8 @@ class Settings:
     # Apply exclude/extend-exclude/.gitignore to paths named on the command line too
     # (for pre-commit, which passes every staged file explicitly).
     force_exclude: bool = False
+    # Seconds one file may take before it is reported as not linted (0: no limit).
+    file_timeout: float = DEFAULT_FILE_TIMEOUT
 
 
 class ConfigError(Exception):
@@ -138,6 +144,12 @@ def _workers(value: Any, where: str) -> int:
     return value
 
 
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise _fail(where, f"expected a number of seconds (0 for no limit), got {_show(value)}")
+    return float(value)
+
+
 # key in the file -> (Settings field, parser)
 _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "select": ("select", _selectors),
@@ -156,6 +168,7 @@ _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "unfixable": ("unfixable", _selectors),
     "output-format": ("output_format", _output_format),
     "dataloader-num-workers": ("dataloader_num_workers", _workers),
+    "file-timeout": ("file_timeout", _seconds),
 }
 KNOWN_KEYS = tuple(_KEYS)
 

@@ -119,6 +119,28 @@ def test_internal_error_in_one_file_exits_2_and_others_are_reported(project, mon
     assert codes(result.stdout) == [("a.py", "TPF501")]
 
 
+def test_a_file_past_the_time_limit_exits_2_and_the_others_are_reported(project, monkeypatch):
+    import threading
+
+    write(project, "a.py", FIRES)
+    write(project, "slow.py", FIRES)
+    real = engine.lint_source
+
+    def lint_source(source, path, *args, **kwargs):
+        if path.name == "slow.py":
+            threading.Event().wait()
+        return real(source, path, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "lint_source", lint_source)
+    result = check("--no-cache", "--file-timeout", "0.5", "--output-format", "concise")
+    assert result.exit_code == 2
+    assert "error: slow.py: not linted: it took longer than 0.5 s, the time limit per file" in result.stderr
+    assert codes(result.stdout) == [("a.py", "TPF501")]
+    write(project, "pyproject.toml", "[tool.pytorch-perflint]\nfile-timeout = 0.5\n")
+    again = check("--no-cache", "--exit-zero", "--output-format", "concise", "slow.py")
+    assert again.exit_code == 2 and "slow.py: not linted" in again.stderr
+
+
 # -- config ----------------------------------------------------------------------------
 
 
