@@ -327,7 +327,9 @@ def run(
     registry.all_rules()
     real = real_roots(roots) if roots is not None else None
     work = functools.partial(process_file, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real)
-    cache = _open_cache(settings, with_edits) if use_cache and mode is Mode.CHECK and rules is None else None
+    cache = None
+    if use_cache and mode is Mode.CHECK and rules is None and files:
+        cache = _open_cache(settings, with_edits, Path(roots[0]) if roots else files[0])
     cached: dict = {}
     todo = list(files)
     if cache is not None:
@@ -363,11 +365,11 @@ def run(
     return results, summarize(results, settings, mode)
 
 
-def _open_cache(settings: Settings, with_edits: bool):
-    from .cache import Cache
+def _open_cache(settings: Settings, with_edits: bool, start: Path):
+    from .cache import Cache, project_root
 
-    root = Path(settings.project_root) if settings.project_root else Path.cwd()
-    return Cache(root, settings, with_edits)
+    root = project_root(settings, start)
+    return Cache(root, settings, with_edits) if root is not None else None
 
 
 def _cache_lookup(cache, path: Path) -> Optional[FileResult]:
