@@ -397,6 +397,22 @@ def test_python_dash_m_check_end_to_end(tmp_path):
     assert done.returncode == 1 and "a.py:2:9: TPF501" in done.stdout
 
 
+def test_python_dash_m_imports_nothing_from_the_linted_tree(tmp_path):
+    """Issue 11 item 9: `python -m` puts the current folder first on sys.path, so a tree's
+    own click.py or torch.py was imported (and run) by the linter."""
+    write(tmp_path, "a.py", FIRES)
+    for module in ("click", "rich", "torch", "libcst", "pathspec", "tomli"):
+        write(tmp_path, f"{module}.py", f"raise SystemExit('imported {module}.py from the linted tree')\n")
+    done = _run("-m", "pytorch_perflint", "check", "--no-cache", "--output-format", "concise", "a.py", cwd=tmp_path)
+    assert "from the linted tree" not in done.stderr
+    assert done.returncode == 1 and "a.py:2:9: TPF501" in done.stdout
+
+
+def test_the_package_itself_imports_nothing_third_party():
+    code = "import sys, pytorch_perflint; print(sorted(m for m in ('click', 'rich', 'libcst', 'pathspec') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
 def test_lazy_command_is_listed_without_import_and_imported_when_run(tmp_path, monkeypatch):
     from pytorch_perflint import cli
 
