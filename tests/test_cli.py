@@ -87,6 +87,16 @@ def test_exit_zero_forces_0_for_findings_but_not_for_errors(project):
     assert codes(result.stdout) == [("a.py", "TPF501")]  # the rest is still linted
 
 
+@pytest.mark.parametrize("fmt", ["concise", "full"])
+def test_a_missing_path_is_the_users_error_not_an_internal_one(project, fmt):
+    """Issue 15 defect 9: `check missing.py` said "1 internal error occurred"."""
+    result = check("--output-format", fmt, "missing.py")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == "error: missing.py: no such file or folder"
+    assert "internal" not in result.output
+    assert "No findings, but 1 error occurred." in result.stdout
+
+
 def test_unknown_selector_exits_2(project):
     write(project, "a.py", FIRES)
     result = check("--select", "TPF501,TPF999")
