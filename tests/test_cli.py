@@ -97,6 +97,33 @@ def test_a_missing_path_is_the_users_error_not_an_internal_one(project, fmt):
     assert "No findings, but 1 error occurred." in result.stdout
 
 
+MOVED = "import torch\ny = torch.zeros(3).to('cuda')\n"
+MOVED_FIXED = "import torch\ny = torch.zeros(3, device='cuda')\n"
+
+
+def test_a_write_that_fails_is_an_error_even_with_fix_only_and_exit_zero(project):
+    """Issue 11 item 11 and issue 15 defect 5: a read-only file was rewritten, and a failed
+    write was only a warning (exit 0 under --fix-only)."""
+    path = write(project, "ro.py", MOVED)
+    path.chmod(0o444)
+    for flags in (["--fix-only"], ["--fix", "--exit-zero"]):
+        result = check("--no-cache", *flags, "ro.py")
+        assert result.exit_code == 2
+        assert "error: ro.py: fix not written: the file is read-only" in result.stderr
+        assert path.read_text() == MOVED
+
+
+def test_fix_never_writes_through_a_symlink_out_of_the_linted_tree(project):
+    """Issue 11 item 8: `check --fix tree` rewrote outside/target.py via tree/link.py."""
+    target = write(project, "outside/target.py", MOVED)
+    write(project, "tree/own.py", MOVED)
+    (project / "tree" / "link.py").symlink_to(Path("..") / "outside" / "target.py")
+    result = check("--no-cache", "--fix", "--output-format", "concise", "tree")
+    assert target.read_text() == MOVED and (project / "tree" / "own.py").read_text() == MOVED_FIXED
+    assert "warning: tree/link.py: fix not written: it is a symlink to" in result.stderr
+    assert codes(result.stdout) == [("tree/link.py", "TPF402")] and result.exit_code == 1
+
+
 def test_unknown_selector_exits_2(project):
     write(project, "a.py", FIRES)
     result = check("--select", "TPF501,TPF999")
