@@ -26,7 +26,7 @@ from .comments import comment_start
 from .config import Settings
 from .positions import NodePositions
 from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
-from .transform import fix_edits
+from .edits import FixEdits
 from .types import Applicability, Diagnostic, Fix, Location
 
 Range = Tuple[Tuple[int, int], Tuple[int, int]]
@@ -391,8 +391,9 @@ def _lint_source(
         else:
             positions = NodePositions(module, _positioned_nodes(findings))
         seen = set()
+        edit_maker = FixEdits(module, source, positions) if with_edits and narrowed is None else None
         for finding in findings:
-            diagnostic, candidate = _to_diagnostic(finding, positions, path, module, with_edits)
+            diagnostic, candidate = _to_diagnostic(finding, positions, path, edit_maker)
             key = (diagnostic.code, diagnostic.location, diagnostic.end_location)
             if key in seen:
                 continue
@@ -421,13 +422,13 @@ def _range(positions: NodePositions, node: cst.CSTNode) -> Range:
     return ((code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column))
 
 
-def _to_diagnostic(finding: Finding, positions, path: Path, module: cst.Module, with_edits: bool):
+def _to_diagnostic(finding: Finding, positions, path: Path, edit_maker: Optional[FixEdits]):
     (start_row, start_col), (end_row, end_col) = _range(positions, finding.node)
     fix: Optional[Fix] = None
     candidate = None
     node_fix = finding.fix
     if node_fix is not None:
-        edits = fix_edits(module, node_fix) if with_edits else ()
+        edits = edit_maker.edits(node_fix) if edit_maker is not None else ()
         fix = Fix(node_fix.applicability, node_fix.message, edits)
     diagnostic = Diagnostic(
         code=finding.rule.code,

@@ -7,6 +7,7 @@ parentheses right (wrapping a loop in ``with torch.no_grad():`` re-indents its b
 from __future__ import annotations
 
 import difflib
+import io
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import libcst as cst
@@ -50,20 +51,36 @@ def apply_fixes(module: cst.Module, fixes: Iterable[NodeFix]) -> cst.Module:
     return updated
 
 
+def _lines(text: str) -> List[str]:
+    """Lines with their breaks, broken where Python and LibCST break them (``\\n``,
+    ``\\r\\n``, ``\\r``; not at form feeds, as ``str.splitlines`` would)."""
+    return io.StringIO(text, newline="").readlines()
+
+
 def text_edits(before: str, after: str) -> Tuple[Edit, ...]:
-    """Line-granular edits that turn ``before`` into ``after``."""
-    old = before.splitlines(keepends=True)
-    new = after.splitlines(keepends=True)
+    """Line-granular edits that turn ``before`` into ``after``.
+
+    The lines the two share at the start and at the end are set aside first, so a small
+    change in a large text costs one pass, not a quadratic match of every repeated line.
+    """
+    old, new = _lines(before), _lines(after)
+    head = 0
+    while head < len(old) and head < len(new) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < len(old) - head and tail < len(new) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    old_mid, new_mid = old[head : len(old) - tail], new[head : len(new) - tail]
     edits: List[Edit] = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    matcher = difflib.SequenceMatcher(a=old_mid, b=new_mid, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
         edits.append(
             Edit(
-                content="".join(new[j1:j2]),
-                location=Location(i1 + 1, 1),
-                end_location=Location(i2 + 1, 1),
+                content="".join(new_mid[j1:j2]),
+                location=Location(head + i1 + 1, 1),
+                end_location=Location(head + i2 + 1, 1),
             )
         )
     return tuple(edits)
