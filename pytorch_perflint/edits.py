@@ -8,9 +8,10 @@ over the whole file: a large file with many findings made JSON and SARIF output 
 Here each replaced node is rendered on its own, in the indentation of the line it starts
 on, and spliced into the source text where it stands; only those few lines are diffed.
 Every splice is checked first: the *old* node, rendered the same way, must be exactly the
-source text it is about to replace. When it is not (a node on a continuation line, a
-node whose rendering depends on its parent, such as an argument's comma), or for
-replacements that remove or multiply nodes, that fix falls back to the whole-module way.
+source text it is about to replace. When it is not (a node on a continuation line), for
+a node whose rendering depends on its parent (an argument's comma, unless it is the last),
+or for replacements that remove or multiply nodes, that fix falls back to the
+whole-module way.
 Imports a fix adds are found once per file and set of imports, the whole-module way.
 """
 
@@ -32,8 +33,21 @@ from .types import Edit, Location
 _NEWLINE = re.compile(r"\r\n?|\n")  # LibCST's line breaks
 _INDENT = re.compile(r"[ \t\f]*")
 # Nodes whose code does not depend on their parent: an expression or a whole statement.
-# (An argument's comma, a small statement's semicolon, a parameter's default: those do.)
 _SELF_CONTAINED = (cst.BaseExpression, cst.BaseStatement)
+# Nodes whose separator the parent supplies when it is left at its default: the last one
+# of their sequence gets none, as on their own.
+_SEPARATED = ((cst.BaseSmallStatement, "semicolon"), (cst.Arg, "comma"))
+
+
+def _splicable(old: cst.CSTNode, new: object) -> bool:
+    """Whether ``new`` renders on its own as it would in ``old``'s place."""
+    if isinstance(old, _SELF_CONTAINED) and isinstance(new, _SELF_CONTAINED):
+        return True
+    for kind, separator in _SEPARATED:
+        if isinstance(old, kind) and isinstance(new, kind):
+            # Parsed, only the last of a sequence has a default separator.
+            return getattr(old, separator) is cst.MaybeSentinel.DEFAULT
+    return False
 
 
 class FixEdits:
@@ -63,7 +77,7 @@ class FixEdits:
         """The replacements' edits, or None when any of them cannot be spliced safely."""
         splices: List[Tuple[int, int, str]] = []
         for old, new in fix.replacements:
-            if not isinstance(old, _SELF_CONTAINED) or not isinstance(new, _SELF_CONTAINED):
+            if not _splicable(old, new):
                 return None
             splice = self._splice(old, new)
             if splice is None:

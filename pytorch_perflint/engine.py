@@ -364,7 +364,7 @@ def _lint_source(
                 result.diagnostics.extend(_unused_noqa(path, noqa_comments(source), {}))
             return result
     narrowed = None
-    if not keep_module and not with_edits and active and tree is not None:
+    if not keep_module and active and tree is not None:
         narrowed = _narrowed(source, tree, active)
     try:
         module = cst.parse_module(narrowed if narrowed is not None else source)
@@ -383,6 +383,9 @@ def _lint_source(
     if active:
         _run_rules(context, active, result.errors)
     findings = context.findings
+    if narrowed is not None and with_edits and any(f.fix is not None and f.fix.imports for f in findings):
+        # Where an added import goes depends on imports that were blanked: parse it whole.
+        return _lint_source(source, path, settings, with_edits, rules)
     noqa = noqa_comments(source) if (findings or want_unused_noqa) else {}
     used: Dict[int, set] = {}
     if findings:
@@ -391,7 +394,9 @@ def _lint_source(
         else:
             positions = NodePositions(module, _positioned_nodes(findings))
         seen = set()
-        edit_maker = FixEdits(module, source, positions) if with_edits and narrowed is None else None
+        # Parsed in part, the module's text keeps every kept line on its row: its edits
+        # are the whole file's.
+        edit_maker = FixEdits(module, narrowed or source, positions) if with_edits else None
         for finding in findings:
             diagnostic, candidate = _to_diagnostic(finding, positions, path, edit_maker)
             key = (diagnostic.code, diagnostic.location, diagnostic.end_location)

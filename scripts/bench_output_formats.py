@@ -5,9 +5,11 @@ this prints, per format, the CPU-seconds of linting the file as ``check --output
 does (with edits where the format wants them) and writing the report, and the ratio to
 ``concise``. The budget is 1.5x. The default file is the installed torch's
 ``testing/_internal/distributed/distributed_test.py`` (11k lines, about 460 KB), where
-JSON once took 19x concise because every fix re-rendered and re-diffed the whole file.
+JSON once took 21x concise because every fix re-rendered and re-diffed the whole file.
+With ``--tree`` every ``.py`` file under the folder is linted (default: the torch package).
 
     python scripts/bench_output_formats.py [FILE] [--repeat R] [--select CODES] [--preview]
+    python scripts/bench_output_formats.py --tree [FOLDER] [--repeat R]
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import List
+from typing import List, Sequence, Tuple
 
 from pytorch_perflint.config import Settings
 from pytorch_perflint.output import emit
@@ -37,33 +39,42 @@ def default_file() -> Path:
     return Path(spec.origin).parent / "testing" / "_internal" / "distributed" / "distributed_test.py"
 
 
-def one_run(path: Path, data: bytes, settings: Settings, fmt: str) -> float:
-    """CPU-seconds of one `check --output-format fmt` of the file, in this process."""
+def one_run(files: Sequence[Tuple[Path, bytes]], settings: Settings, fmt: str) -> float:
+    """CPU-seconds of one `check --output-format fmt` of the files, in this process."""
     start = time.process_time()
-    processed = process_bytes(data, path, settings, Mode.CHECK, with_edits=fmt in WITH_EDITS, write=False)
-    results = [processed.result]
-    emit(results, fmt, io.StringIO(), summary=summarize(results, settings, Mode.CHECK), root=path.parent, color=False)
+    results = [
+        process_bytes(data, path, settings, Mode.CHECK, with_edits=fmt in WITH_EDITS, write=False).result
+        for path, data in files
+    ]
+    emit(results, fmt, io.StringIO(), summary=summarize(results, settings, Mode.CHECK), root=files[0][0].parent, color=False)
     return time.process_time() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("file", nargs="?", type=Path)
+    parser.add_argument("path", nargs="?", type=Path, help="the file (or with --tree the folder) to lint")
+    parser.add_argument("--tree", action="store_true", help="lint every .py file under PATH (default: the torch package)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per format; the median is shown")
     parser.add_argument("--select", default=None, help="rule selectors, comma-separated (default: the default set)")
     parser.add_argument("--preview", action="store_true")
     args = parser.parse_args()
-    path = args.file or default_file()
-    data = path.read_bytes()
+    if args.tree:
+        root = args.path or default_file().parents[2]
+        paths = sorted(root.rglob("*.py"))
+    else:
+        paths = [args.path or default_file()]
+    files = [(path, path.read_bytes()) for path in paths]
     settings = Settings(preview=args.preview)
     if args.select:
         settings = dataclasses.replace(settings, select=tuple(args.select.split(",")))
-    findings = len(process_bytes(data, path, settings, Mode.CHECK, write=False).result.diagnostics)
-    lines = data.count(b"\n")
-    print(f"file: {path} ({lines} lines, {len(data) // 1024} KB, {findings} findings), one process")
+    findings = sum(len(process_bytes(data, path, settings, Mode.CHECK, write=False).result.diagnostics) for path, data in files)
+    lines = sum(data.count(b"\n") for _, data in files)
+    size = sum(len(data) for _, data in files) // 1024
+    where = paths[0] if len(paths) == 1 else f"{len(paths)} files under {args.path or default_file().parents[2]}"
+    print(f"{where}: {lines} lines, {size} KB, {findings} findings; one process, median of {args.repeat}")
     medians = {}
     for fmt in FORMATS:
-        times: List[float] = [one_run(path, data, settings, fmt) for _ in range(args.repeat)]
+        times: List[float] = [one_run(files, settings, fmt) for _ in range(args.repeat)]
         medians[fmt] = statistics.median(times)
     for fmt in FORMATS:
         ratio = medians[fmt] / medians["concise"]

@@ -79,3 +79,59 @@ def test_a_form_feed_does_not_shift_the_rows_of_edits():
     (edit,) = diagnostic.fix.edits
     assert (edit.location.row, edit.end_location.row) == (3, 4)
     assert apply_edits(source, diagnostic.fix.edits) == "import torch\n\x0c\nx = torch.zeros(3, device='cuda')\n"
+
+
+def _filler(count: int = 150) -> str:
+    """Functions no rule reads: the part of a large file that is parsed in part."""
+    body = "".join(f"    value = value * {k} + 1\n" for k in range(6))
+    return "".join(f"def helper_{i}(value):\n{body}    return value\n\n\n" for i in range(count))
+
+
+def _large_source() -> str:
+    filler = _filler()
+    return (
+        "from __future__ import annotations\n\nimport os\nimport torch\n\n\n"
+        + filler
+        + "def make(n):\n    return torch.zeros(n).to('cuda')\n\n\n"
+        + "def make_too(n):\n    return torch.ones(n, n).cuda()\n"
+    )
+
+
+def test_json_edits_on_a_large_file_parsed_in_part_are_the_whole_files_edits(monkeypatch):
+    """JSON and SARIF may parse a large file in part, as concise does (``narrowing``): the
+    edits must be those of the whole file."""
+    from pytorch_perflint import narrowing
+
+    source = _large_source()
+    assert source.count("\n") > narrowing.MIN_LINES
+    narrowed = []
+    real = narrowing.narrowed_source
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        narrowed.append(result is not None)
+        return result
+
+    monkeypatch.setattr(narrowing, "narrowed_source", spy)
+    settings = dataclasses.replace(Settings(), select=("TPF402",))
+    parts = lint_source(source, Path("big.py"), settings, with_edits=True, keep_module=False).diagnostics
+    assert narrowed == [True]
+    whole = lint_source(source, Path("big.py"), settings, with_edits=True, keep_module=True).diagnostics
+    assert [(d.code, d.location, d.fix.edits) for d in parts] == [(d.code, d.location, d.fix.edits) for d in whole]
+    assert len(parts) == 2 and all(d.fix.edits for d in parts)
+
+
+def test_a_fix_that_adds_an_import_gets_the_whole_files_placement():
+    """An import goes after the file's own imports: parsed in part, some are blanked
+    (``import os`` here), so such a file is parsed whole."""
+    filler = _filler()
+    source = (
+        "from __future__ import annotations\n\nfrom torch import tensor\nimport numpy as np\nimport os\n\n\n"
+        + filler
+        + "array = np.zeros(3)\nfrom_np = tensor(array)\n"
+    )
+    settings = dataclasses.replace(Settings(), select=("TPF401",))
+    parts = lint_source(source, Path("big.py"), settings, with_edits=True, keep_module=False).diagnostics
+    whole = lint_source(source, Path("big.py"), settings, with_edits=True, keep_module=True).diagnostics
+    assert [d.code for d in whole] == ["TPF401"] and any(e.content == "import torch\n" for e in whole[0].fix.edits)
+    assert [(d.code, d.fix.edits) for d in parts] == [(d.code, d.fix.edits) for d in whole]
