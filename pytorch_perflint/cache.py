@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -25,9 +24,12 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 
 from . import __version__
 from .config import Settings
+from .tree_files import read_regular
 from .types import Applicability, Diagnostic, Edit, Fix, Location
 
 CACHE_DIR = ".pytorch_perflint_cache"
+# A cache file larger than this is a miss (a large tree's cache is a few MB).
+MAX_CACHE_BYTES = 1024 * 1024 * 1024
 # Files that mark a project root when there is no config file.
 ROOT_MARKERS = ("pyproject.toml", ".git")
 
@@ -135,18 +137,6 @@ def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
     return {key: entry for key, entry in files.items() if isinstance(entry, dict)}
 
 
-def _read_regular(path: Path) -> Optional[bytes]:
-    """The bytes of a regular file, not followed through a symlink; None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return handle.read()
-
-
 class Cache:
     """The cache of one project root for one set of settings."""
 
@@ -158,7 +148,7 @@ class Cache:
         self.key = _settings_key(settings, with_edits)
         self.entries: Dict[str, Dict[str, Any]] = {}
         self.dirty = False
-        raw = _read_regular(self.file) if self.folder is not None else None
+        raw = read_regular(self.file, MAX_CACHE_BYTES) if self.folder is not None else None
         if raw is not None:
             try:
                 self.entries = _entries(json.loads(raw.decode("utf-8")))

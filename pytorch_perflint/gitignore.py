@@ -24,35 +24,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import stat
 import struct
 from dataclasses import dataclass, field
 from typing import FrozenSet, List, Optional, Set, Tuple
 
 import pathspec
 
-# Ignore files larger than this are not read (no real one comes near).
+from .tree_files import read_regular
+
+# Ignore files larger than these are not read (no real one comes near).
 MAX_IGNORE_FILE_BYTES = 8 * 1024 * 1024
 MAX_INDEX_BYTES = 512 * 1024 * 1024
-
-
-def read_regular(path: str, limit: int, follow: bool = False) -> Optional[bytes]:
-    """A regular file's bytes (up to ``limit``); None for anything else or any error."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _spec(data: Optional[bytes]) -> Optional[pathspec.GitIgnoreSpec]:

@@ -5,26 +5,16 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from pytorch_perflint.cache import CACHE_DIR, Cache
-from pytorch_perflint.cli import main
 from pytorch_perflint.config import Settings
 
+from test_cache_and_notebooks_cli import run  # noqa: E402
+
 DP = "import torch\nmodel = torch.nn.DataParallel(net)\n"
-
-
-def run(args, cwd: Path):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 def _project(tmp_path: Path) -> Path:

@@ -329,3 +329,17 @@ def test_the_same_files_as_git_ls_files_on_a_tricky_tree(tree, monkeypatch):
     expected = sorted(name for name in listed if name.endswith(".py"))
     assert _names(discover(["."], _settings(tree)).files) == expected
     assert "tracked/ignored_but_tracked.py" in expected and "deep/cache/keep.py" in expected
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_ignore_files_that_are_fifos_or_symlinks_are_not_read(tree, tmp_path_factory):
+    """A tree must not be able to stall discovery (a FIFO blocks a plain read forever) or
+    make it read outside the tree (git does not follow a symlinked .gitignore either)."""
+    _repo(tree)
+    os.mkfifo(tree / ".gitignore")
+    outside = tmp_path_factory.mktemp("outside") / "rules"
+    outside.write_text("b.py\n")
+    (tree / "pkg").mkdir()
+    (tree / "pkg" / ".gitignore").symlink_to(outside)
+    _touch(tree, "a.py", "pkg/b.py")
+    assert _names(discover(["."], _settings(tree)).files) == ["a.py", "pkg/b.py"]
