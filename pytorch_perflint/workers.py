@@ -45,6 +45,9 @@ DEEP_RECURSION_LIMIT = 100_000
 STOP_GRACE_SECONDS = 1.0
 # A file whose worker died is tried this many times in all.
 CRASH_ATTEMPTS = 2
+# Tasks given to a worker ahead: the next one is there when it finishes one, so it never
+# waits for a busy parent.
+QUEUE_DEPTH = 2
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ def _on_terminate(signum: int, frame: Any) -> None:
 # -- the worker side ---------------------------------------------------------------------
 
 _STOP = None
+_STARTED, _DONE = "started", "done"
 
 
 def _worker_main(conn: Any, work: Callable[[Any], Any]) -> None:
@@ -134,15 +138,19 @@ def _serve(conn: Any, work: Callable[[Any], Any]) -> None:
             return
         index, task = message
         try:
+            conn.send((_STARTED, index, None))  # the time limit runs from here
+        except (EOFError, OSError):
+            return
+        try:
             value = work(task)
         except Exception as error:  # noqa: BLE001 - the parent reports it for this task
             value = Failure(False, "".join(traceback.format_exception_only(type(error), error)).strip())
         try:
-            conn.send((index, value))
+            conn.send((_DONE, index, value))
         except (EOFError, OSError):
             return
         except Exception as error:  # noqa: BLE001 - a result that does not pickle
-            conn.send((index, Failure(False, f"the result could not be sent back: {error}")))
+            conn.send((_DONE, index, Failure(False, f"the result could not be sent back: {error}")))
 
 
 # -- the parent side ---------------------------------------------------------------------
@@ -169,7 +177,8 @@ def _sigint_blocked() -> Iterator[None]:
 
 
 class _Worker:
-    """One worker process and the task it is on."""
+    """One worker process, the tasks it was given (at most ``QUEUE_DEPTH``, so it never
+    waits for the next one) and when the one it is on started."""
 
     def __init__(self, context: Any, work: Callable[[Any], Any]) -> None:
         self.conn, child = context.Pipe()
@@ -179,22 +188,33 @@ class _Worker:
                 self.process.start()
         finally:
             child.close()
-        self.index: Optional[int] = None
+        self.queue: Deque[int] = collections.deque()  # indices given, oldest first
+        self.started: Optional[int] = None  # the index it said it began
         self.deadline: Optional[float] = None
 
-    def give(self, index: int, task: Any, time_limit: Optional[float]) -> None:
-        self.index = index
-        self.deadline = time.monotonic() + time_limit if time_limit else None
-        self.conn.send((index, task))
+    @property
+    def busy(self) -> bool:
+        return bool(self.queue)
 
-    def receive(self) -> Optional[tuple]:
-        """The (index, value) the worker sent, or None when it died without sending."""
+    def give(self, index: int, task: Any) -> None:
+        self.conn.send((index, task))
+        self.queue.append(index)
+
+    def receive(self, time_limit: Optional[float], done: Dict[int, Any]) -> bool:
+        """Take in every message waiting; False when the worker is gone."""
         try:
-            if self.conn.poll():
-                return self.conn.recv()
+            while self.conn.poll():
+                kind, index, value = self.conn.recv()
+                if kind == _STARTED:
+                    self.started = index
+                    self.deadline = time.monotonic() + time_limit if time_limit else None
+                else:
+                    done[index] = value
+                    self.queue.remove(index)
+                    self.started = self.deadline = None
         except (EOFError, OSError):
-            pass
-        return None
+            return False
+        return self.process.is_alive() or not self.queue
 
     def how_it_ended(self) -> str:
         self.process.join(STOP_GRACE_SECONDS)
@@ -214,7 +234,7 @@ def _stop(workers: Sequence[_Worker]) -> None:
     terminated, and whatever is still alive after the grace period is killed."""
     for worker in workers:
         try:
-            if worker.index is None and worker.process.is_alive():
+            if not worker.busy and worker.process.is_alive():
                 worker.conn.send(_STOP)
             elif worker.process.is_alive():
                 worker.process.terminate()
@@ -275,43 +295,48 @@ def run_tasks(
     try:
         while next_out < count:
             for slot, worker in enumerate(workers):
-                if worker.index is None and pending:
+                while len(worker.queue) < QUEUE_DEPTH and pending:
                     index = pending.popleft()
                     try:
-                        worker.give(index, tasks[index], time_limit)
-                    except (OSError, ValueError):  # it died while idle: replace it, retry
+                        worker.give(index, tasks[index])
+                    except (OSError, ValueError):  # it died: hand its tasks on, replace it
                         pending.appendleft(index)
-                        workers[slot] = _replace(worker, context, work)
+                        pending.extendleft(reversed(worker.queue))
+                        workers[slot] = worker = _replace(worker, context, work)
             while next_out in done:
                 yield done.pop(next_out)
                 next_out += 1
             if next_out >= count:
                 break
-            busy = [w for w in workers if w.index is not None]
+            busy = [w for w in workers if w.busy]
             deadlines = [w.deadline for w in busy if w.deadline is not None]
             timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
             ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout))
-            now = time.monotonic()
             for slot, worker in enumerate(workers):
-                index = worker.index
-                if index is None:
+                if not worker.busy:
                     continue
                 if worker.conn in ready or worker.process.sentinel in ready:
-                    message = worker.receive()
-                    if message is not None:
-                        done[message[0]] = message[1]
-                        worker.index = worker.deadline = None
+                    if worker.receive(time_limit, done):
                         continue
+                    # Died: the task it was on is charged; the ones waiting go back.
                     how = worker.how_it_ended()
+                    charged = worker.started
+                    waiting = [i for i in worker.queue if i != charged]
+                    pending.extendleft(reversed(waiting))
                     workers[slot] = _replace(worker, context, work)
-                    attempts[index] += 1
-                    if attempts[index] < CRASH_ATTEMPTS:
-                        pending.appendleft(index)
-                    else:
-                        done[index] = Failure(False, f"the worker process died while on it ({how})")
-                elif worker.deadline is not None and now >= worker.deadline:
+                    if charged is not None:
+                        attempts[charged] += 1
+                        if attempts[charged] < CRASH_ATTEMPTS:
+                            pending.appendleft(charged)
+                        else:
+                            done[charged] = Failure(False, f"the worker process died while on it ({how})")
+                elif worker.deadline is not None and time.monotonic() >= worker.deadline:
+                    charged = worker.started
+                    waiting = [i for i in worker.queue if i != charged]
+                    pending.extendleft(reversed(waiting))
                     workers[slot] = _replace(worker, context, work)
-                    done[index] = Failure(True, f"it took longer than {time_limit:g} s")
+                    if charged is not None:
+                        done[charged] = Failure(True, f"it took longer than {time_limit:g} s")
     finally:
         with _sigint_ignored():
             _stop(workers)
