@@ -2,10 +2,11 @@
 
 Why not ``ProcessPoolExecutor``: it cannot stop a task that is running, so one file that
 never finishes stalls the whole run, and a Ctrl-C can leave it waiting on its workers
-forever. Here each worker takes one task at a time over its own pipe, so the parent knows
-which file every worker is on and since when. A worker past the time limit is killed (its
-file is reported, a fresh worker takes the next one); a file whose worker died is retried
-once in a fresh worker; Ctrl-C stops every worker at once. Workers ignore SIGINT (a
+forever. Here each worker works on one task at a time, with the next one waiting in its
+own pipe, and says when it starts one, so the parent knows which file every worker is on
+and since when. A worker past the time limit is stopped (its file is reported, a fresh
+worker takes the tasks that were waiting); a file whose worker died is retried once in a
+fresh worker; Ctrl-C stops every worker at once. Workers ignore SIGINT (a
 terminal sends it to the whole process group): only the parent decides what stops.
 
 Every run goes through workers, a run of one file or of stdin included, so that the limit
