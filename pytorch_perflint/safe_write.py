@@ -11,14 +11,16 @@ what the file is (mode, owner, hard links).
   error, as every write that fails is: the user asked for a fix that was not made.
 - Atomic: the new bytes go to a temporary file in the same folder, which then replaces the
   file (``os.replace``), so a reader, a crash or Ctrl-C never sees half a file. The
-  temporary file gets the file's mode and owner first.
+  temporary file gets the file's mode and owner first. A worker told to stop (Ctrl-C, the
+  time limit) finishes a write it has begun (``workers.uninterruptible``), so no temporary
+  file is left behind either.
 - Where replacing would change what the file is, the bytes are written into the file
   itself instead: when it has other hard links (a new inode would split them: the other
   names would keep the old text) or when its owner cannot be given to a new file (not
   permitted for this user). Such a write cannot be atomic; it is made as safe as it can
   be: nothing is truncated before the new bytes are known to fit (a temporary copy is
   written first, so a full disk fails before the file is touched), stops wait for it to
-  end (``workers.uninterruptible``), and if it fails half-way the old bytes are put back.
+  end, and if it fails half-way the old bytes are put back.
 """
 
 from __future__ import annotations
@@ -91,28 +93,30 @@ def _read(target: str) -> bytes:
 
 
 def _write(target: str, info: os.stat_result, original: bytes, new: bytes) -> None:
-    folder, name = os.path.split(target)
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(new)
-            handle.flush()
-            os.fsync(handle.fileno())
-        in_place = info.st_nlink > 1 or not _give_owner(temp, info)
-        if not in_place:
-            os.chmod(temp, stat.S_IMODE(info.st_mode))  # after chown, which clears set-id bits
-        with uninterruptible():
+    # From the temporary file's creation to its removal: a stop waits, so that neither a
+    # half-written file nor a stray temporary file is left behind.
+    with uninterruptible():
+        folder, name = os.path.split(target)
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(new)
+                handle.flush()
+                os.fsync(handle.fileno())
+            in_place = info.st_nlink > 1 or not _give_owner(temp, info)
+            if not in_place:
+                os.chmod(temp, stat.S_IMODE(info.st_mode))  # after chown, which clears set-id bits
             if _read(target) != original:
                 raise OSError(0, "the file changed on disk since it was read")
             if in_place:
                 _write_in_place(target, original, new)
             else:
                 os.replace(temp, target)
-    finally:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
+        finally:
+            try:
+                os.unlink(temp)
+            except FileNotFoundError:
+                pass
 
 
 def _give_owner(temp: str, info: os.stat_result) -> bool:
