@@ -256,7 +256,7 @@ def _time_limit(settings: Settings) -> Optional[float]:
     return settings.file_timeout or None
 
 
-def _failed(path: Path, failure: Failure, settings: Settings) -> str:
+def _failed(path: Path, failure: Failure) -> str:
     """The message for a file the workers gave no result for."""
     if failure.timed_out:
         return (
@@ -272,7 +272,7 @@ def _isolated(files: Sequence[Path], work: Callable[[Path], FileResult], jobs: i
     values = run_tasks(work, files, jobs=jobs, time_limit=_time_limit(settings))
     try:
         for path, value in zip(files, values):
-            yield FileResult(path, errors=(_failed(path, value, settings),)) if isinstance(value, Failure) else value
+            yield FileResult(path, errors=(_failed(path, value),)) if isinstance(value, Failure) else value
     finally:
         values.close()  # stop the workers now, also when the run is cut short
 
@@ -287,6 +287,9 @@ def _stdin_work(path: Path, data: bytes, settings: Settings, mode: Mode, with_ed
 def process_stdin(data: bytes, path: Path, settings: Settings, mode: Mode, *, with_edits: bool = False) -> Processed:
     """Lint or fix bytes read from stdin (nothing is written), under the same time limit
     and in the same kind of worker as files."""
+    from . import registry
+
+    registry.all_rules()  # once, here: the forked worker inherits them
     work = functools.partial(_stdin_work, data=data, settings=settings, mode=Mode(mode), with_edits=with_edits)
     values = run_tasks(work, [path], jobs=1, time_limit=_time_limit(settings))
     try:
@@ -294,7 +297,7 @@ def process_stdin(data: bytes, path: Path, settings: Settings, mode: Mode, *, wi
     finally:
         values.close()
     if isinstance(value, Failure):
-        return Processed(FileResult(path, errors=(_failed(path, value, settings),)), data)
+        return Processed(FileResult(path, errors=(_failed(path, value),)), data)
     return value
 
 
