@@ -21,6 +21,8 @@ _MARKER_RE = re.compile(r"^# pytorch-perflint: cell (\d+)$")
 _MAGIC_RE = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|\?\S|\S.*\?$)")
 _MASK = "pass  # pytorch-perflint: magic {index}"
 _MASK_RE = re.compile(r"^(?P<indent>[ \t]*)pass  # pytorch-perflint: magic (?P<index>\d+)$")
+# Diagnostics about the whole file, kept (on the cell's first line) where they point at a marker.
+_FILE_LEVEL = frozenset({"TPF001", "TPF003"})
 
 
 class NotebookError(ValueError):
@@ -100,7 +102,7 @@ def map_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Optional[Diagn
     """The diagnostic with its rows relative to its cell (None if it points at a marker)."""
     start = notebook.rows[diagnostic.location.row] if diagnostic.location.row < len(notebook.rows) else None
     if start is None or start[1] == 0:
-        if diagnostic.code != "TPF001":
+        if diagnostic.code not in _FILE_LEVEL:
             return None
         start = (start or (1, 1))[0], 1
     end_row = diagnostic.end_location.row
