@@ -45,9 +45,46 @@ class Notebook:
     indent: Optional[int] = 1
 
 
-def _cell_text(cell: Dict[str, Any]) -> str:
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _expect(value: Any, kind: type, where: str) -> None:
+    """Raise NotebookError naming the JSON path when ``value`` is not of ``kind``."""
+    if not isinstance(value, kind):
+        wanted = {dict: "an object", list: "a list", str: "a string"}[kind]
+        raise NotebookError(f"invalid notebook: {where} is {_kind(value)}, not {wanted}")
+
+
+def _language(data: Dict[str, Any]) -> str:
+    """The notebook's language (Python when it does not say)."""
+    metadata = data.get("metadata", {})
+    _expect(metadata, dict, "metadata")
+    info = metadata.get("language_info", {})
+    _expect(info, dict, "metadata.language_info")
+    name = info.get("name", "python")
+    _expect(name, str, "metadata.language_info.name")
+    return name
+
+
+def _cell_text(cell: Dict[str, Any], where: str) -> str:
+    """A code cell's source, a string or a list of strings (nbformat 4)."""
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    if isinstance(source, list):
+        for index, part in enumerate(source):
+            _expect(part, str, f"{where}.source[{index}]")
+        return "".join(source)
+    if not isinstance(source, str):
+        raise NotebookError(f"invalid notebook: {where}.source is {_kind(source)}, not a string or a list of strings")
+    return source
 
 
 def _mask(line: str, magics: List[str], in_cell_magic: bool) -> str:
@@ -64,9 +101,12 @@ def load(text: str) -> Notebook:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise NotebookError(f"invalid notebook JSON: {error}") from error
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise NotebookError("invalid notebook: no list of cells")
-    language = ((data.get("metadata") or {}).get("language_info") or {}).get("name", "python")
+    if not isinstance(data, dict):
+        raise NotebookError(f"invalid notebook: the file is {_kind(data)}, not a JSON object")
+    if "cells" not in data:
+        raise NotebookError("invalid notebook: no list of cells (nbformat 4 is needed)")
+    _expect(data["cells"], list, "cells")
+    language = _language(data)
     if language not in ("python", "ipython", "python3"):
         raise NotebookError(f"not a Python notebook (language {language!r})")
     code_cells: List[int] = []
@@ -74,13 +114,19 @@ def load(text: str) -> Notebook:
     lines: List[str] = []
     rows: List[Tuple[int, int]] = [(0, 0)]
     for index, cell in enumerate(data["cells"]):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        where = f"cells[{index}]"
+        _expect(cell, dict, where)
+        kind = cell.get("cell_type")
+        if kind is not None:
+            _expect(kind, str, f"{where}.cell_type")
+        if kind != "code":
             continue
+        cell_source = _cell_text(cell, where)
         code_cells.append(index)
         number = len(code_cells)
         lines.append(_MARKER.format(index=number))
         rows.append((number, 0))
-        cell_lines = _cell_text(cell).split("\n")
+        cell_lines = cell_source.split("\n")
         cell_magic = bool(cell_lines) and cell_lines[0].startswith("%%")
         for row, line in enumerate(cell_lines, start=1):
             lines.append(_mask(line, magics, cell_magic))
