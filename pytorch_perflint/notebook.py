@@ -2,8 +2,9 @@
 
 The code cells are joined into one text, each preceded by a marker comment, so a fix that
 adds or removes lines (an import, a ``with`` block) still splits back into the right cells.
-IPython magics (``%time``, ``!pip``, ``%%bash`` cells, ``x?``) are masked as ``pass``
-statements that carry their index, and restored when the cells are written back.
+IPython magics (``%time``, ``!pip``, ``out = !ls``, ``%%bash`` cells, ``x?``) are masked as
+``pass`` statements that carry their index, and restored when the cells are written back;
+only a line that starts a logical line can be one, as in IPython.
 """
 
 from __future__ import annotations
@@ -11,14 +12,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import tokenize
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .comments import comment_start
 from .types import Diagnostic, Location
 
 _MARKER = "# pytorch-perflint: cell {index}"
 _MARKER_RE = re.compile(r"^# pytorch-perflint: cell (\d+)$")
-_MAGIC_RE = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|\?\S|\S.*\?$)")
+# At the start of a logical line: a line or shell magic, ``?name`` help, or the result of a
+# magic assigned (``out = !ls``, ``t = %time f()``; ``=`` then ``%``/``!`` is never Python).
+_MAGIC_RE = re.compile(r"^[ \t]*(?:[%!]|\?+\S|[\w.\[\]'\", \t*]+?=[ \t]*[%!](?!=))")
+_INDENT_RE = re.compile(r"^[ \t]*")
+_OPEN, _CLOSE = "([{", ")]}"
 _MASK = "pass  # pytorch-perflint: magic {index}"
 _MASK_RE = re.compile(r"^(?P<indent>[ \t]*)pass  # pytorch-perflint: magic (?P<index>\d+)$")
 # Diagnostics about the whole file, kept (on the cell's first line) where they point at a marker.
@@ -87,12 +94,76 @@ def _cell_text(cell: Dict[str, Any], where: str) -> str:
     return source
 
 
-def _mask(line: str, magics: List[str], in_cell_magic: bool) -> str:
-    if in_cell_magic or _MAGIC_RE.match(line):
-        indent = re.match(r"^[ \t]*", line).group(0)  # type: ignore[union-attr]
-        magics.append(line)
-        return indent + _MASK.format(index=len(magics) - 1)
-    return line
+def _is_magic(line: str) -> bool:
+    """Whether a line that starts a logical line is IPython syntax (help: ``name?``, read
+    without the line's comment, as IPython does)."""
+    if _MAGIC_RE.match(line):
+        return True
+    comment = comment_start(line)
+    if comment is None:
+        return False
+    code = (line[:comment] if comment >= 0 else line).rstrip()
+    return code.endswith("?") and bool(code.strip("?").strip())
+
+
+def _logical_end(lines: Sequence[str], start: int) -> int:
+    """The index of the last physical line of the logical line that starts at ``start``, as
+    Python's tokenizer sees it (brackets, backslashes and strings continue a line).
+
+    A fresh tokenizer per logical line, stopped at its end, so no later line (a magic) is
+    ever tokenized as Python. A line that leaves a bracket or string open to the end of the
+    cell takes the rest of the cell; one the tokenizer rejects is taken alone.
+    """
+    feed = (line + "\n" for line in lines[start:])
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(lambda: next(feed, "")):
+            if token.type == tokenize.OP and token.string in _OPEN:
+                depth += 1
+            elif token.type == tokenize.OP and token.string in _CLOSE:
+                depth = max(0, depth - 1)
+            elif token.type in (tokenize.NEWLINE, tokenize.NL) and depth == 0:
+                return start + token.start[0] - 1
+            elif token.type == tokenize.ENDMARKER:
+                break
+    except tokenize.TokenError:
+        return len(lines) - 1
+    except SyntaxError:  # IndentationError, or a character no Python token starts with
+        pass
+    return start
+
+
+def _mask_cell(cell_lines: Sequence[str], magics: List[str]) -> List[str]:
+    """The cell's lines with each magic replaced by ``pass`` and a comment carrying its index.
+
+    Only a line that starts a logical line can be a magic (IPython reads them the same way):
+    ``% 3)`` inside brackets or after a backslash is Python. The lines after a magic that
+    ends with a backslash belong to it, and a ``%%`` cell is a magic throughout.
+    """
+    if cell_lines and cell_lines[0].startswith("%%"):
+        return [_masked(line, "", magics) for line in cell_lines]
+    out: List[str] = []
+    index = 0
+    while index < len(cell_lines):
+        line = cell_lines[index]
+        if not _is_magic(line):
+            end = _logical_end(cell_lines, index)
+            out.extend(cell_lines[index : end + 1])
+            index = end + 1
+            continue
+        indent = _INDENT_RE.match(line).group(0)  # type: ignore[union-attr]
+        out.append(_masked(line, indent, magics))
+        index += 1
+        while line.rstrip().endswith("\\") and index < len(cell_lines):
+            line = cell_lines[index]
+            out.append(_masked(line, indent, magics))
+            index += 1
+    return out
+
+
+def _masked(line: str, indent: str, magics: List[str]) -> str:
+    magics.append(line)
+    return indent + _MASK.format(index=len(magics) - 1)
 
 
 def load(text: str) -> Notebook:
@@ -126,10 +197,8 @@ def load(text: str) -> Notebook:
         number = len(code_cells)
         lines.append(_MARKER.format(index=number))
         rows.append((number, 0))
-        cell_lines = cell_source.split("\n")
-        cell_magic = bool(cell_lines) and cell_lines[0].startswith("%%")
-        for row, line in enumerate(cell_lines, start=1):
-            lines.append(_mask(line, magics, cell_magic))
+        for row, line in enumerate(_mask_cell(cell_source.split("\n"), magics), start=1):
+            lines.append(line)
             rows.append((number, row))
     source = "\n".join(lines) + "\n"
     indent = re.match(r"\{\r?\n( *)", text)
