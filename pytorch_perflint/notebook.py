@@ -9,6 +9,7 @@ only a line that starts a logical line can be one, as in IPython.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
@@ -16,6 +17,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import jsontext
 from .comments import comment_start
 from .types import Diagnostic, Location
 
@@ -48,8 +50,8 @@ class Notebook:
     source: str
     # For each row of ``source`` (1-based, index 0 unused): (cell number 1-based, row in cell).
     rows: Tuple[Tuple[int, int], ...]
-    trailing_newline: bool
-    indent: Optional[int] = 1
+    # The JSON text as read: a fix edits only the changed cells' source values in it.
+    text: str
 
 
 def _kind(value: Any) -> str:
@@ -201,16 +203,7 @@ def load(text: str) -> Notebook:
             lines.append(line)
             rows.append((number, row))
     source = "\n".join(lines) + "\n"
-    indent = re.match(r"\{\r?\n( *)", text)
-    return Notebook(
-        data,
-        tuple(code_cells),
-        tuple(magics),
-        source,
-        tuple(rows),
-        text.endswith("\n"),
-        len(indent.group(1)) if indent else None,
-    )
+    return Notebook(data, tuple(code_cells), tuple(magics), source, tuple(rows), text)
 
 
 def map_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Optional[Diagnostic]:
@@ -257,8 +250,8 @@ def dump(notebook: Notebook, source: str) -> str:
             cells[current].append(_unmask(line, notebook.magics))
     if set(cells) != set(range(1, len(notebook.code_cells) + 1)):
         raise NotebookError("the fixed source lost a cell marker; not written")
-    data = json.loads(json.dumps(notebook.data))
     preamble = [line for line in preamble if line.strip()]
+    new_sources: Dict[int, str] = {}
     for number, index in enumerate(notebook.code_cells, start=1):
         lines = cells[number]
         if number == 1 and preamble:
@@ -266,11 +259,28 @@ def dump(notebook: Notebook, source: str) -> str:
         if number == len(notebook.code_cells) and lines and lines[-1] == "":
             lines = lines[:-1]  # the newline the joined source ends with
         text = "\n".join(lines)
-        original = data["cells"][index].get("source", "")
-        if isinstance(original, list):
-            parts = text.split("\n")
-            data["cells"][index]["source"] = [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-        else:
-            data["cells"][index]["source"] = text
-    out = json.dumps(data, indent=notebook.indent, ensure_ascii=False)
-    return out + ("\n" if notebook.trailing_newline else "")
+        if text != _cell_text(notebook.data["cells"][index], ""):
+            new_sources[index] = text
+    if not new_sources:
+        return notebook.text
+    return _edited(notebook, new_sources)
+
+
+def _edited(notebook: Notebook, new_sources: Dict[int, str]) -> str:
+    """The JSON text with only those cells' source values rewritten, checked by reading it
+    back: every value must be the original or the new source."""
+    try:
+        spans = jsontext.source_spans(notebook.text)
+    except (jsontext.JSONLayoutError, ValueError, IndexError) as error:
+        raise NotebookError(f"the notebook's JSON could not be edited in place ({error}); not written") from None
+    missing = sorted(set(new_sources) - set(spans))
+    if missing:
+        raise NotebookError(f"cell {missing[0]} has no source to edit; not written")
+    out = jsontext.replace_sources(notebook.text, new_sources, spans)
+    expected = copy.deepcopy(notebook.data)
+    for index, text in new_sources.items():
+        cell = expected["cells"][index]
+        cell["source"] = jsontext.split_lines(text) if isinstance(cell["source"], list) else text
+    if json.dumps(json.loads(out), sort_keys=True) != json.dumps(expected, sort_keys=True):  # NaN != NaN
+        raise NotebookError("the edited notebook does not read back as intended; not written")
+    return out
