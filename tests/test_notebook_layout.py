@@ -153,3 +153,38 @@ def test_a_cell_without_a_source_key_that_must_change_is_not_written():
     book = notebook.load(jupyter(data))
     with pytest.raises(notebook.NotebookError, match="no source"):
         notebook.dump(book, "import os\n" + book.source.replace("slow(1)", "fast(1)"))
+
+
+def test_stdin_fix_of_a_notebook_prints_the_fixed_notebook(tmp_path, monkeypatch):
+    """Issue 15: `check - --stdin-filename t.ipynb --fix` printed the unfixed notebook."""
+    from pytorch_perflint import engine, registry
+    from pytorch_perflint.cli import main
+
+    known = registry.all_rules()
+    monkeypatch.setattr(registry, "all_rules", lambda: tuple(sorted((*known, SlowCall), key=lambda r: r.code)))
+    engine._enabled.cache_clear()
+    monkeypatch.chdir(tmp_path)
+    text = LAYOUTS["crlf"](DATA)
+    try:
+        result = CliRunner().invoke(
+            main, ["check", "-", "--stdin-filename", "t.ipynb", "--fix", "--output-format", "concise"], input=text.encode()
+        )
+    finally:
+        engine._enabled.cache_clear()
+    source = list(DATA["cells"][1]["source"])
+    source[3] = "x = fast(path)  # \u00e9/\n"
+    assert result.stdout_bytes == LAYOUTS["crlf"](with_source(1, source)).encode()
+    assert "1 fixed" in result.stderr
+    assert not (tmp_path / "t.ipynb").exists()
+
+
+def test_a_lone_surrogate_escape_in_a_cell_is_tpf001_and_the_notebook_is_left_alone(tmp_path):
+    """Python cannot compile a lone surrogate (nor can LibCST parse it): no internal error."""
+    text = jupyter(with_source(1, ["x = slow('SURROGATE')\n"])).replace("SURROGATE", "\\ud800")
+    assert notebook.load(text).source.count("\ud800") == 1
+    path = tmp_path / "nb.ipynb"
+    path.write_text(text)
+    processed = process_bytes(path.read_bytes(), path, Settings(), Mode.FIX, rules=[SlowCall])
+    assert [d.code for d in processed.result.diagnostics] == ["TPF001"]
+    assert processed.result.fixed == 0 and not processed.result.errors
+    assert path.read_text() == text
