@@ -13,6 +13,7 @@ import io
 import re
 import tokenize
 import traceback
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,12 +78,22 @@ def rules_for(path: Path, settings: Settings) -> Tuple[FrozenSet[str], Tuple[Typ
 _LIBCST_ROW = re.compile(r"error at (\d+):\d+")
 
 
+def compile_python(source: str, path: Path, flags: int = ast.PyCF_ONLY_AST):
+    """Python's own ``compile`` of the user's code (an ``ast`` tree by default), with the
+    warnings it raises about that code (``"\\d"``, ``x is 1``) silenced: they are the
+    user's business, printed they would clutter every run (in each worker), and under
+    ``-W error`` they would turn valid code into a SyntaxError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compile(source, str(path), "exec", flags=flags, dont_inherit=True)
+
+
 def _python_error(source: str, path: Path, tree: Optional[ast.Module]) -> Optional[Exception]:
     """Why Python itself rejects the source (None: it accepts it, the judge of validity)."""
     if tree is not None:
         return None
     try:
-        compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        compile_python(source, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return error
     return None
@@ -332,7 +343,7 @@ def _screen_with_ast(active: List[Type[Rule]], source: str) -> Tuple[List[Type[R
     if not screened:
         return active, None
     try:
-        tree = ast.parse(source)
+        tree = compile_python(source, Path("<unknown>"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return active, None
     return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)], tree
@@ -354,7 +365,7 @@ def _narrowed(source: str, tree: ast.Module, active: Sequence[Type[Rule]]) -> Op
 
 def _compiles(source: str, path: Path) -> bool:
     try:
-        compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        compile_python(source, path)
     except (SyntaxError, ValueError):
         return False
     return True

@@ -16,7 +16,7 @@ import libcst as cst
 
 from . import registry
 from .config import Settings
-from .engine import FileLint, FixCandidate, lint_source
+from .engine import FileLint, FixCandidate, compile_python, lint_source
 from .rule import Rule
 from .transform import apply_fixes, overlaps
 from .types import Applicability, Diagnostic
@@ -96,7 +96,7 @@ def fix_source(
         try:
             updated = apply_fixes(lint.module, [c.fix for c in chosen]).code
             cst.parse_module(updated)
-            compile(updated, str(path), "exec", dont_inherit=True)
+            compile_python(updated, path, flags=0)  # the compiler's checks too ('return' outside a function)
         except Exception as error:  # noqa: BLE001 - a broken fix must never be written
             codes = ", ".join(sorted({c.diagnostic.code for c in chosen}))
             fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse ({error})")
