@@ -56,3 +56,72 @@ def test_fix_in_worker_processes_prints_no_warning_of_the_linted_code(tmp_path):
     )
     assert "Warning" not in result.stderr, result.stderr
     assert "fixed" in result.stdout + result.stderr
+
+
+# LibCST's parser drops a form feed at the start of a statement's line (it keeps a block's
+# indentation as one string per block, not per line) and the last newline of a file whose
+# lines end with a lone "\r": a fix must not take those bytes with it.
+FAITHFUL = [
+    pytest.param("x = 1\n\x0cdef f():\n    pass\ny = slow(1)\n", id="form-feed-before-a-def"),
+    pytest.param("if x:\n    a = 1\n\x0c    b = 2\ny = slow(1)\n", id="form-feed-in-an-indentation"),
+    pytest.param("if x:\n    a = 1\n  \x0c    b = 2\ny = slow(1)\n", id="form-feed-inside-an-indentation"),
+    pytest.param("\x0cz = 2\ny = slow(1)\n", id="form-feed-at-the-file-start"),
+    pytest.param("y = slow(1)\n\x0cz = 2\n\x0c\x0cw = 3\n", id="form-feeds-after-the-fix"),
+    pytest.param("x = 1\n\x0c\ny = slow(1)\n\x0c# comment\n", id="form-feed-lines"),
+    pytest.param("y = slow(1,\n\x0c 2)\nz = 1 \x0c\n", id="form-feed-in-an-expression-and-after-code"),
+    pytest.param("x = 1   \n\t\ny = slow(1)  \nz = 2\t\n", id="trailing-whitespace"),
+    pytest.param("if x:\n\ta = 1\n\tb = slow(1)\n\tc = 2\n", id="tabs"),
+    pytest.param("x = 1\ry = slow(1)\rz = 2\r", id="lone-carriage-returns"),
+    pytest.param("x = 1\r\n\x0cdef f():\r\n    pass\r\ny = slow(1)\r\n", id="crlf-and-form-feed"),
+    pytest.param("if x:\n    a = 1\n    \n  # c\n    b = slow(1)\n", id="whitespace-and-comment-lines"),
+    pytest.param("\x0cy = slow(1)\nz = 1\n\x0cw = 2\n", id="form-feed-on-the-fixed-line"),
+    pytest.param("if x:\n\x0c\x0c    b = slow(1)\n", id="form-feeds-before-the-indentation-of-the-fixed-line"),
+    pytest.param("x = 1\ry = slow(1)\r", id="lone-carriage-return-on-the-fixed-last-line"),
+]
+
+
+@pytest.mark.parametrize("source", FAITHFUL)
+def test_a_fix_changes_only_its_own_lines(source):
+    outcome = fix_source(source, Path("x.py"), Settings(), rules=[SlowCall])
+    assert outcome.fix_errors == ()
+    assert outcome.fixed == 1
+    assert outcome.source == source.replace("slow(", "fast(")
+
+
+def test_a_fix_on_a_line_libcst_would_render_differently_is_skipped_with_a_warning():
+    """A form feed inside the indentation of the fixed line cannot be put back."""
+    source = "if x:\n    a = 1\n  \x0c    b = slow(1)\n"
+    outcome = fix_source(source, Path("x.py"), Settings(), rules=[SlowCall])
+    assert outcome.source == source and outcome.fixed == 0
+    (warning,) = outcome.fix_errors
+    assert "TPF901" in warning and "not applied" in warning and "would also change line 3" in warning
+    assert [d.code for d in outcome.diagnostics] == ["TPF901"]
+
+
+def test_a_fix_whose_result_changes_a_line_it_does_not_edit_is_skipped(monkeypatch):
+    """Whatever the cause, a change outside the fix's own lines is refused."""
+    import libcst as cst
+
+    from pytorch_perflint import fixer
+
+    real = fixer.apply_fixes
+
+    def meddling(module, fixes):
+        return cst.parse_module(real(module, fixes).code.replace("z = 2", "z = 3"))
+
+    monkeypatch.setattr(fixer, "apply_fixes", meddling)
+    source = "y = slow(1)\nw = 1\nz = 2\n"
+    outcome = fix_source(source, Path("x.py"), Settings(), rules=[SlowCall])
+    assert outcome.source == source and outcome.fixed == 0
+    assert len(outcome.fix_errors) == 1 and "line 3" in outcome.fix_errors[0]
+
+
+def test_text_edits_and_diffs_count_rows_as_python_does():
+    """``str.splitlines`` breaks at form feeds (and \\x1c, \\u2028...): rows shifted after one."""
+    from pytorch_perflint.transform import text_edits, unified_diff
+
+    before = "a = 1\x0cb = 2  # \u2028 \x1c\ny = slow(1)\n"
+    after = before.replace("slow", "fast")
+    (edit,) = text_edits(before, after)
+    assert (edit.location.row, edit.end_location.row, edit.content) == (2, 3, "y = fast(1)\n")
+    assert "@@ -1,2 +1,2 @@" in unified_diff("x.py", before, after)
