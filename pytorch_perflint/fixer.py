@@ -79,17 +79,21 @@ class _Unfaithful(Exception):
 
 
 def _own_rows(source: str, chosen: Sequence[FixCandidate]) -> FrozenSet[int]:
-    """The rows the chosen fixes replace, with the comment and blank lines just above each
-    (a replaced statement carries them)."""
+    """The rows the chosen fixes replace, with the comment and blank lines just above and
+    below each (a replaced statement carries those above, a replaced block those below)."""
     lines = lines_of(source)
+
+    def blank_or_comment(row: int) -> bool:
+        return 1 <= row <= len(lines) and lines[row - 1].strip(" \t\x0c\r\n")[:1] in ("", "#")
+
     rows = set()
     for candidate in chosen:
         for (start, _), (end, _) in candidate.ranges:
             rows.update(range(start, end + 1))
-            above = start - 1
-            while above >= 1 and lines[above - 1].strip(" \t\x0c\r\n")[:1] in ("", "#"):
-                rows.add(above)
-                above -= 1
+            for row, step in ((start - 1, -1), (end + 1, 1)):
+                while blank_or_comment(row):
+                    rows.add(row)
+                    row += step
     return frozenset(rows)
 
 

@@ -125,3 +125,71 @@ def test_text_edits_and_diffs_count_rows_as_python_does():
     (edit,) = text_edits(before, after)
     assert (edit.location.row, edit.end_location.row, edit.content) == (2, 3, "y = fast(1)\n")
     assert "@@ -1,2 +1,2 @@" in unified_diff("x.py", before, after)
+
+
+# TPF204 unwraps `with torch.autograd.detect_anomaly():`; every comment of the statement
+# survives, at the unwrapped code's indentation.
+UNWRAP = [
+    pytest.param(
+        "with torch.autograd.detect_anomaly():\n    loss.backward()\n    # last\nx = 1\n",
+        "loss.backward()\n# last\nx = 1\n",
+        id="after-the-last-statement",
+    ),
+    pytest.param(
+        "with torch.autograd.detect_anomaly():\n    loss.backward()\n    # last\n",
+        "loss.backward()\n# last\n",
+        id="after-the-last-statement-at-the-end-of-the-file",
+    ),
+    pytest.param(
+        "def f():\n    with torch.autograd.detect_anomaly():\n        loss.backward()\n        # last\n    return 1\n",
+        "def f():\n    loss.backward()\n    # last\n    return 1\n",
+        id="after-the-last-statement-in-a-function",
+    ),
+    pytest.param(
+        "def f():\n    with torch.autograd.detect_anomaly():\n        loss.backward()\n        # last\n\n\nx = 1\n",
+        "def f():\n    loss.backward()\n    # last\n\n\nx = 1\n",
+        id="after-the-last-statement-at-the-end-of-a-function",
+    ),
+    pytest.param(
+        "with torch.autograd.detect_anomaly():\n    loss.backward()\n\n    # last\n\nx = 1\n",
+        "loss.backward()\n\n# last\n\nx = 1\n",
+        id="after-blank-lines",
+    ),
+    pytest.param(
+        "with torch.autograd.detect_anomaly():\n    loss.backward()  # same line\nx = 1\n",
+        "loss.backward()  # same line\nx = 1\n",
+        id="on-the-last-line",
+    ),
+    pytest.param(
+        "with torch.autograd.detect_anomaly(): a(); loss.backward()  # same line\nx = 1\n",
+        "a(); loss.backward()  # same line\nx = 1\n",
+        id="on-a-one-line-with",
+    ),
+    pytest.param(
+        "# above\nwith torch.autograd.detect_anomaly():  # header\n    # first\n    a()  # a\n    # between\n    loss.backward()  # b\n    # last\n# after\nx = 1\n",
+        "# above\n# header\n# first\na()  # a\n# between\nloss.backward()  # b\n# last\n# after\nx = 1\n",
+        id="everywhere",
+    ),
+    pytest.param(
+        "with torch.autograd.detect_anomaly():\n    if x:\n        loss.backward()\n        # inner\n    # outer\nx = 1\n",
+        "if x:\n    loss.backward()\n    # inner\n# outer\nx = 1\n",
+        id="nested-block-footers",
+    ),
+    pytest.param(
+        "with torch.autograd.detect_anomaly():\n    loss.backward()\n    # last\nwith torch.autograd.detect_anomaly():\n    opt.step()\n    # second\n",
+        "loss.backward()\n# last\nopt.step()\n# second\n",
+        id="two-in-a-row",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), UNWRAP)
+def test_tpf204_unwrap_keeps_every_comment(body, expected):
+    import dataclasses
+
+    from pytorch_perflint import registry
+
+    settings = dataclasses.replace(Settings(), unsafe_fixes=True)
+    outcome = fix_source("import torch\n" + body, Path("t.py"), settings, rules=[registry.rule_by_code("TPF204")])
+    assert outcome.fix_errors == ()
+    assert outcome.source == "import torch\n" + expected
