@@ -8,6 +8,7 @@ returned as fixed.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,12 @@ def _choose(candidates: Sequence[FixCandidate], settings: Settings, fixable: Opt
             continue
         chosen.append(candidate)
     return chosen
+
+
+def _compile_flags(path: Path) -> int:
+    """The compiler's checks ('return' outside a function); a notebook cell may also
+    ``await`` at its top level, as IPython runs it."""
+    return ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if path.suffix == ".ipynb" else 0
 
 
 class _Unfaithful(Exception):
@@ -151,7 +158,7 @@ def fix_source(
         try:
             updated = _faithful(lint.module, current, chosen)
             cst.parse_module(updated)
-            compile_python(updated, path, flags=0)  # the compiler's checks too ('return' outside a function)
+            compile_python(updated, path, flags=_compile_flags(path))  # the compiler's checks too
         except _Unfaithful as error:
             fix_errors.append(f"{path}: fix for {codes} was not applied: {error}")
             break

@@ -85,3 +85,17 @@ def test_a_cell_with_broken_indentation_still_masks_the_lines_after_it():
     nb = book("if x:\n        a = 1\n    b = 2\n!ls\n")
     assert "!ls" in nb.magics[-1]
     assert codes(nb) == ["TPF001"]
+
+
+def test_top_level_await_in_a_cell_does_not_block_a_fix():
+    """IPython runs `await` and `async for` at a cell's top level; a fix there is fine."""
+    nb = book("r = await fetch()\nasync for x in stream():\n    pass\n", "z = slow(1)\n")
+    outcome = fix_source(nb.source, Path("nb.ipynb"), Settings(), rules=[SlowCall])
+    assert outcome.fix_errors == () and outcome.fixed == 1
+    assert json.loads(notebook.dump(nb, outcome.source))["cells"][1]["source"] == "z = fast(1)\n"
+
+
+def test_top_level_await_in_a_python_file_still_refuses_a_fix():
+    source = "r = await fetch()\nz = slow(1)\n"
+    outcome = fix_source(source, Path("m.py"), Settings(), rules=[SlowCall])
+    assert outcome.fixed == 0 and "'await' outside function" in outcome.fix_errors[0]
