@@ -124,13 +124,14 @@ def _unanalyzable(path: Path, source: str, libcst_error: Exception) -> Diagnosti
     The row is where LibCST's parser stopped when its message says (its ``raw_line`` points
     elsewhere); errors that are not parser errors (a TypeError inside LibCST) have no row.
     """
-    found = _LIBCST_ROW.search(str(libcst_error)) if isinstance(libcst_error, cst.ParserSyntaxError) else None
-    row = min(int(found.group(1)), source.count("\n") + 1) if found else 1
-    if found:
-        where = f"line {row}"
+    if isinstance(libcst_error, cst.ParserSyntaxError):
+        detail = libcst_error.message.strip()
+        found = _LIBCST_ROW.search(detail)
     else:
-        detail = "".join(traceback.format_exception_only(type(libcst_error), libcst_error)).strip().splitlines()[-1]
-        where = f"this file ({detail[:120]})"
+        detail = "".join(traceback.format_exception_only(type(libcst_error), libcst_error)).strip()
+        found = None
+    row = min(int(found.group(1)), source.count("\n") + 1) if found else 1
+    where = f"line {row}" if found else f"this file ({(detail.splitlines() or [''])[0][:120]})"
     return Diagnostic(
         code="TPF003",
         name="unanalyzable-file",

@@ -168,3 +168,15 @@ def test_tpf003_in_a_notebook_is_kept_on_its_cell(tmp_path, monkeypatch, constru
     result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", "nb.ipynb"])
     (item,) = json.loads(result.stdout)
     assert (item["code"], item["cell"], item["location"]["row"]) == ("TPF003", 1, cell_row)
+
+
+def test_a_libcst_error_without_a_position_is_named_in_the_message(monkeypatch):
+    from pytorch_perflint import engine
+
+    def fail(source):
+        raise cst.ParserSyntaxError("tokenizer error: something odd", lines=source.splitlines(True), raw_line=3, raw_column=0)
+
+    monkeypatch.setattr(engine.cst, "parse_module", fail)
+    (diagnostic,) = lint_source(LOADER + "loader = DataLoader(ds)\n", Path("x.py"), Settings()).diagnostics
+    assert diagnostic.code == "TPF003" and diagnostic.location.row == 1
+    assert "cannot read this file (tokenizer error: something odd)" in diagnostic.message
