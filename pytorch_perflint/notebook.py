@@ -25,7 +25,8 @@ _MARKER = "# pytorch-perflint: cell {index}"
 _MARKER_RE = re.compile(r"^# pytorch-perflint: cell (\d+)$")
 # At the start of a logical line: a line or shell magic, ``?name`` help, or the result of a
 # magic assigned (``out = !ls``, ``t = %time f()``; ``=`` then ``%``/``!`` is never Python).
-_MAGIC_RE = re.compile(r"^[ \t]*(?:[%!]|\?+\S|[\w.\[\]'\", \t*]+?=[ \t]*[%!](?!=))")
+_MAGIC_RE = re.compile(r"^[ \t]*(?:[%!]|\?+\S|[\w.\[\]'\", \t*]+=[ \t]*[%!](?!=))")
+_MAGIC_CHARS = re.compile(r"[%!?]")
 _INDENT_RE = re.compile(r"^[ \t]*")
 _OPEN, _CLOSE = "([{", ")]}"
 _MASK = "pass  # pytorch-perflint: magic {index}"
@@ -99,8 +100,12 @@ def _cell_text(cell: Dict[str, Any], where: str) -> str:
 def _is_magic(line: str) -> bool:
     """Whether a line that starts a logical line is IPython syntax (help: ``name?``, read
     without the line's comment, as IPython does)."""
+    if not _MAGIC_CHARS.search(line):
+        return False  # most lines, cheaply
     if _MAGIC_RE.match(line):
         return True
+    if "?" not in line:
+        return False
     comment = comment_start(line)
     if comment is None:
         return False
@@ -144,9 +149,12 @@ def _mask_cell(cell_lines: Sequence[str], magics: List[str]) -> List[str]:
     """
     if cell_lines and cell_lines[0].startswith("%%"):
         return [_masked(line, "", magics) for line in cell_lines]
+    candidates = [index for index, line in enumerate(cell_lines) if _is_magic(line)]
+    if not candidates:
+        return list(cell_lines)  # most cells: nothing to tokenize
     out: List[str] = []
     index = 0
-    while index < len(cell_lines):
+    while index <= candidates[-1]:  # after the last candidate there is nothing to decide
         line = cell_lines[index]
         if not _is_magic(line):
             end = _logical_end(cell_lines, index)
@@ -160,6 +168,7 @@ def _mask_cell(cell_lines: Sequence[str], magics: List[str]) -> List[str]:
             line = cell_lines[index]
             out.append(_masked(line, indent, magics))
             index += 1
+    out.extend(cell_lines[index:])
     return out
 
 
