@@ -89,7 +89,7 @@ def test_malformed_notebooks_are_tpf001_and_the_run_goes_on(tmp_path, monkeypatc
         result = CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", "--output-format", "concise", *extra, "."])
         assert result.exit_code == 1, result.output
         assert "internal error" not in result.output
-        assert f"bad.ipynb:1:1: TPF001 cannot be parsed: invalid notebook" in result.stdout
+        assert "bad.ipynb:1:1: TPF001 cannot be parsed: invalid notebook" in result.stdout
         assert "good.py:2:9: TPF501" in result.stdout
     assert (tmp_path / "bad.ipynb").read_text() == text
 
