@@ -288,24 +288,6 @@ def check(
 # ----------------------------------------------------------------------------------------
 # rules / rule
 
-_BUILTIN_DOCS = {
-    "TPF001": (
-        "The file cannot be parsed: a syntax error, or bytes that are not Python source.",
-        "## What it does\nReports a file that cannot be parsed: a syntax error, bytes that are not "
-        "valid in the file's encoding, or a binary file.\n\n## Why is this bad?\nNo other rule can "
-        "check a file that does not parse. The run goes on with the other files.\n\n## Fix safety\n"
-        "There is no fix: correct the file, or exclude it.",
-    ),
-    "TPF002": (
-        "A `# noqa: TPFxxx` comment that suppresses nothing.",
-        "## What it does\nReports a `# noqa: TPFxxx` comment that names a rule which does not fire "
-        "on that line (off by default; enable with `--extend-select TPF002`).\n\n## Why is this bad?\n"
-        "Stale suppressions hide future findings on that line.\n\n## Fix safety\nThere is no "
-        "automatic fix yet: delete the code from the comment.",
-    ),
-}
-
-
 def _summary_of(docs: str, fallback: str) -> str:
     """The first paragraph of a rule's "What it does" section."""
     lines = docs.splitlines()
@@ -327,16 +309,16 @@ def _rule_infos() -> List[Dict[str, Any]]:
     from .types import rule_url
 
     infos = []
-    for code, name in registry.BUILTIN_CODES.items():
+    for builtin in registry.BUILTINS:
         infos.append(
             {
-                "code": code,
-                "name": name,
+                "code": builtin.code,
+                "name": builtin.name,
                 "fix": None,
                 "preview": False,
-                "default": code in registry.default_codes(preview=False),
-                "summary": _BUILTIN_DOCS.get(code, ("", ""))[0],
-                "url": rule_url(code),
+                "default": builtin.default,
+                "summary": builtin.summary,
+                "url": rule_url(builtin.code),
             }
         )
     for rule in registry.all_rules():
@@ -396,7 +378,8 @@ def rule_command(code: str) -> None:
         _fail(f"unknown rule {code!r}; `pytorch-perflint rules` lists them")
     assert info is not None
     rule = registry.rule_by_code(info["code"])
-    docs = rule.docs() if rule is not None else _BUILTIN_DOCS.get(info["code"], ("", ""))[1]
+    builtin = registry.builtin(info["code"])
+    docs = rule.docs() if rule is not None else builtin.docs if builtin is not None else ""
     facts = [
         f"Fix: {info['fix'] or 'none'}",
         f"Default: {'on' if info['default'] else 'off'}",

@@ -10,17 +10,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pytorch_perflint.registry import BUILTIN_CODES, all_rules
+from pytorch_perflint.registry import BUILTINS, all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- rules-table-start -->", "<!-- rules-table-end -->"
-
-BUILTIN_DOCS = {
-    "TPF001": "The file cannot be parsed (a syntax error, or bytes that are not text). It is "
-    "reported as a diagnostic at the error's position and the other files are still linted.",
-    "TPF002": "A `# noqa: TPFxxx` comment that suppresses nothing. Off by default; select it "
-    "with `--extend-select TPF002`.",
-}
 
 
 def _fix(rule) -> str:
@@ -29,9 +22,9 @@ def _fix(rule) -> str:
 
 def table() -> str:
     rows = ["| Code | Name | Fix | Notes |", "|---|---|---|---|"]
-    for code, name in sorted(BUILTIN_CODES.items()):
-        note = "off by default" if code == "TPF002" else "the tool's own"
-        rows.append(f"| [{code}](docs/rules.md#{code.lower()}) | {name} | none | {note} |")
+    for builtin in BUILTINS:
+        note = "the tool's own" + ("" if builtin.default else ", off by default")
+        rows.append(f"| [{builtin.code}](docs/rules.md#{builtin.code.lower()}) | {builtin.name} | none | {note} |")
     for rule in all_rules():
         notes = []
         if rule.preview:
@@ -48,8 +41,11 @@ def rules_page() -> str:
     parts = ["# Rules", "", "Generated from the rules' own docs by `scripts/gen_rule_docs.py`.", ""]
     parts.append(table().replace("(docs/rules.md#", "(#"))
     parts.append("")
-    for code, name in sorted(BUILTIN_CODES.items()):
-        parts += [f"## {code}", "", f"**{name}**", "", BUILTIN_DOCS[code], ""]
+    for builtin in BUILTINS:
+        body = builtin.docs.replace("\n## ", "\n### ")
+        body = "#" + body if body.startswith("## ") else body
+        meta = "Fix: none. " + ("On by default." if builtin.default else "Off by default.")
+        parts += [f"## {builtin.code}", "", f"**{builtin.name}**: {builtin.summary}", "", meta, "", body, ""]
     for rule in all_rules():
         body = rule.docs().replace("\n## ", "\n### ")
         if body.startswith("## "):
