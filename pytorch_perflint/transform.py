@@ -7,6 +7,7 @@ parentheses right (wrapping a loop in ``with torch.no_grad():`` re-indents its b
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import libcst as cst
@@ -15,6 +16,10 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from .rule import NodeFix, Replacement
 from .types import Edit, Location
+
+# A line ends at \r\n, \r or \n, as LibCST and editors count (str.splitlines also breaks at
+# form feeds, \x1c and \u2028, which would shift every row after them).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 class _Replace(cst.CSTTransformer):
@@ -52,8 +57,8 @@ def apply_fixes(module: cst.Module, fixes: Iterable[NodeFix]) -> cst.Module:
 
 def text_edits(before: str, after: str) -> Tuple[Edit, ...]:
     """Line-granular edits that turn ``before`` into ``after``."""
-    old = before.splitlines(keepends=True)
-    new = after.splitlines(keepends=True)
+    old = _LINE.findall(before)
+    new = _LINE.findall(after)
     edits: List[Edit] = []
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
