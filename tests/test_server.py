@@ -95,6 +95,18 @@ class Doc:
             )
         )
 
+    def type_at_end(self, typed: str) -> None:
+        """An incremental change, as editors send while typing: insert at the end."""
+        lines = self.text.split("\n")
+        end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
+        self.text, self.version = self.text + typed, self.version + 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=self.uri, version=self.version),
+                content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=end, end=end), text=typed)],
+            )
+        )
+
     def close(self) -> None:
         self.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=self.uri)))
 
@@ -277,14 +289,14 @@ async def test_changes_are_linted_once_typing_pauses(client: LanguageClient, tmp
     doc = Doc(client, tmp_path / "typing.py", "import torch\n")
     await published(client, doc.uri)
     start = len(TRACES)
-    text = "import torch\n"
-    for word in ["model", " =", " torch.nn", ".DataParallel", "(model)\n"]:
-        text += word
-        doc.change(text)  # five changes in a burst, well inside the lint delay
+    for typed in ["model", " =", " torch.nn", ".DataParallel", "(model)  # é\U0001f600\n", "x = 1"]:
+        doc.type_at_end(typed)  # six changes in a burst, well inside the lint delay
     assert codes(await published(client, doc.uri, lambda d: len(d) > 0)) == ["TPF501"]
     lints = [line for line in TRACES[start:] if line.startswith(f"linted {doc.uri} ") and "with edits" not in line]
     assert lints and all(f"version {doc.version}:" in line for line in lints), lints
     assert len(lints) == 1, lints
+    (diagnostic,) = client.diagnostics[doc.uri]
+    assert diagnostic.range.end == types.Position(line=1, character=36)  # the buffer as typed
     doc.close()
 
 
