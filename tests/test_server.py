@@ -204,6 +204,8 @@ async def test_diagnostic_fix_and_cleared_diagnostics(client: LanguageClient, tm
 
     (fix_all,) = await doc.actions(types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)), only=[types.CodeActionKind.SourceFixAll])
     assert fix_all.kind == FIX_ALL_KIND
+    assert fix_all.edit is None  # computed when picked: the client resolves it
+    fix_all = await client.code_action_resolve_async(fix_all)
     texts = apply_edit({doc.uri: doc.text}, fix_all.edit, {doc.uri: doc.version})
     assert texts[doc.uri] == FIXED  # pin_memory, then the non_blocking copy it enables
     doc.change(texts[doc.uri])
@@ -292,7 +294,7 @@ async def test_changes_are_linted_once_typing_pauses(client: LanguageClient, tmp
     for typed in ["model", " =", " torch.nn", ".DataParallel", "(model)  # é\U0001f600\n", "x = 1"]:
         doc.type_at_end(typed)  # six changes in a burst, well inside the lint delay
     assert codes(await published(client, doc.uri, lambda d: len(d) > 0)) == ["TPF501"]
-    lints = [line for line in TRACES[start:] if line.startswith(f"linted {doc.uri} ") and "with edits" not in line]
+    lints = [line for line in TRACES[start:] if line.startswith(f"linted {doc.uri} ") and "for fixes" not in line]
     assert lints and all(f"version {doc.version}:" in line for line in lints), lints
     assert len(lints) == 1, lints
     (diagnostic,) = client.diagnostics[doc.uri]
@@ -329,7 +331,7 @@ async def test_an_invalid_config_is_shown_not_linted_with_defaults(client: Langu
 async def test_notebook_cells_get_their_diagnostics_and_fixes(client: LanguageClient, tmp_path):
     notebook_uri = (tmp_path / "explore.ipynb").as_uri()
     cells = {
-        f"{notebook_uri}#cell1": ("python", "import torch\nfrom torch.utils.data import DataLoader"),
+        f"{notebook_uri}#cell1": ("python", 'import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device("cuda")'),
         f"{notebook_uri}#cell2": ("markdown", "# Loading"),
         f"{notebook_uri}#cell3": ("python", "%time x = 1\nloader = DataLoader(ds)\nmodel = torch.nn.DataParallel(model)"),
     }
@@ -353,19 +355,24 @@ async def test_notebook_cells_get_their_diagnostics_and_fixes(client: LanguageCl
     )
     third = f"{notebook_uri}#cell3"
     shown = await published(client, third, lambda d: len(d) > 0)
-    assert codes(shown) == ["TPF101", "TPF501"]
+    assert codes(shown) == ["TPF101", "TPF102", "TPF501"]
     assert {d.range.start.line for d in shown} == {1, 2}  # rows of the cell, magic line kept
     assert await published(client, f"{notebook_uri}#cell1") == []
+    parallel = next(d for d in shown if d.code == "TPF501")
+    hover = await client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=third), position=parallel.range.start))
+    assert hover is not None and "**TPF501**" in hover.contents.value  # type: ignore[union-attr]
 
-    async def act(title: str, diagnostic: types.Diagnostic) -> None:
+    async def act(title: str, diagnostic: types.Diagnostic, only: Optional[List[str]] = None) -> None:
         found = await client.text_document_code_action_async(
             types.CodeActionParams(
                 text_document=types.TextDocumentIdentifier(uri=third),
                 range=diagnostic.range,
-                context=types.CodeActionContext(diagnostics=[diagnostic]),
+                context=types.CodeActionContext(diagnostics=[diagnostic], only=only),
             )
         )
         action = titled([a for a in found or [] if isinstance(a, types.CodeAction)], title)
+        if action.edit is None:
+            action = await client.code_action_resolve_async(action)
         texts.update(apply_edit(texts, action.edit, versions))
         versions[third] += 1
         client.notebook_document_did_change(
@@ -384,9 +391,11 @@ async def test_notebook_cells_get_their_diagnostics_and_fixes(client: LanguageCl
             )
         )
 
-    loader = next(d for d in shown if d.code == "TPF101")
+    await act("pytorch-perflint: apply all safe fixes", parallel, only=[types.CodeActionKind.SourceFixAll])
+    assert texts[third] == "%time x = 1\nloader = DataLoader(ds, pin_memory=True)\nmodel = torch.nn.DataParallel(model)"
+    loader = next(d for d in await published(client, third, lambda d: codes(d) == ["TPF101", "TPF501"]) if d.code == "TPF101")
     await act("Fix TPF101 (unsafe)", loader)
-    assert texts[third] == "%time x = 1\nloader = DataLoader(ds, num_workers=4)\nmodel = torch.nn.DataParallel(model)"
+    assert texts[third] == "%time x = 1\nloader = DataLoader(ds, pin_memory=True, num_workers=4)\nmodel = torch.nn.DataParallel(model)"
     (parallel,) = await published(client, third, lambda d: codes(d) == ["TPF501"])
     await act("Disable TPF501", parallel)
     assert texts[third].endswith("model = torch.nn.DataParallel(model)  # noqa: TPF501")

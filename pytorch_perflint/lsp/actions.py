@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from lsprotocol import types
 
 from .. import fixer, noqa_edits, notebook
-from ..transform import apply_fixes, text_edits
+from ..transform import apply_fixes, fix_edits, text_edits
 from ..types import Applicability, Diagnostic, Edit, Location
 from . import convert
 from .convert import Positions
@@ -36,6 +36,9 @@ class Request:
     only: Optional[Tuple[str, ...]]
     units: Callable[[str], int]
     versioned: bool  # the client takes versioned ``documentChanges``
+    # The client asks for an action's edit when it is picked (``codeAction/resolve``): "fix
+    # all", which runs the fixer's rounds, is then not computed at every cursor move.
+    resolves: bool = False
 
 
 def wanted(only: Optional[Sequence[str]], kind: str) -> bool:
@@ -58,10 +61,6 @@ def code_actions(request: Request) -> List[types.CodeAction]:
 
 
 # --------------------------------------------------------------------------------------
-# Which findings the request is about.
-
-
-# --------------------------------------------------------------------------------------
 # The actions.
 
 
@@ -73,14 +72,14 @@ def _fix_action(request: Request, raw: Diagnostic, shown: types.Diagnostic) -> L
     fixable = fixer._fixable_codes(settings)
     if fixable is not None and raw.code not in fixable:
         return []
+    candidate = _candidate(request.linted, raw)
+    module = request.linted.lint.module
+    if candidate is None or module is None:
+        return []
     if request.buffer.is_notebook:
-        candidate = _candidate(request.linted, raw)
-        module = request.linted.lint.module
-        if candidate is None or module is None:
-            return []
         edit = _source_edit(request, apply_fixes(module, [candidate.fix]).code)
     else:
-        edit = _rows_edit(request, fix.edits)
+        edit = _rows_edit(request, fix_edits(module, candidate.fix))  # the JSON output's edits
     if edit is None:
         return []
     safe = fix.applicability is Applicability.SAFE
@@ -118,6 +117,9 @@ def _noqa_action(request: Request, raw: Diagnostic, shown: types.Diagnostic) -> 
     return [types.CodeAction(title=f"Disable {raw.code} for this line", kind=QUICK_FIX_KIND, diagnostics=[shown], edit=edit)]
 
 
+FIX_ALL_TITLE = f"{convert.SOURCE}: apply all safe fixes"
+
+
 def _fix_all_action(request: Request) -> List[types.CodeAction]:
     settings = request.linted.settings
     if settings is None:
@@ -131,13 +133,24 @@ def _fix_all_action(request: Request) -> List[types.CodeAction]:
         for d in request.linted.lint.diagnostics
     ):
         return []
-    outcome = fixer.fix_source(request.buffer.text, request.buffer.path, safe)
-    if not outcome.fixed or outcome.source == request.buffer.text:
-        return []
-    edit = _source_edit(request, outcome.source)
+    if request.resolves:
+        return [types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, data={"fixAll": request.uri})]
+    edit = fix_all_edit(request)
     if edit is None:
         return []
-    return [types.CodeAction(title=f"{convert.SOURCE}: apply all safe fixes", kind=FIX_ALL_KIND, edit=edit)]
+    return [types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, edit=edit)]
+
+
+def fix_all_edit(request: Request) -> Optional[types.WorkspaceEdit]:
+    """The edit of "apply all safe fixes": what ``check --fix`` would write."""
+    settings = request.linted.settings
+    if settings is None:
+        return None
+    safe = dataclasses.replace(settings, unsafe_fixes=False, fix=True)
+    outcome = fixer.fix_source(request.buffer.text, request.buffer.path, safe)
+    if not outcome.fixed or outcome.source == request.buffer.text:
+        return None
+    return _source_edit(request, outcome.source)
 
 
 # --------------------------------------------------------------------------------------

@@ -59,11 +59,13 @@ class Linted:
     error: Optional[str] = None
 
 
-def lint_buffer(buffer: Buffer, *, with_edits: bool) -> Linted:
+def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
     """Lint the buffer's text as ``check`` would lint its file: the config found by walking
     up from its path, per-file-ignores, and excludes (an excluded file gets no findings).
 
-    ``with_edits`` also keeps the tree and each fix's edits, for code actions.
+    ``for_fixes`` keeps the parsed tree and each fix in tree form, for code actions (which
+    turn only the fixes asked about into text edits); without it a large file may be
+    parsed only in part.
     """
     path = buffer.path
     try:
@@ -72,7 +74,7 @@ def lint_buffer(buffer: Buffer, *, with_edits: bool) -> Linted:
         return Linted(buffer.text, FileLint(path, buffer.text), error=str(error))
     if is_excluded(path, settings):
         return Linted(buffer.text, FileLint(path, buffer.text), settings)
-    lint = engine.lint_source(buffer.text, path, settings, with_edits=with_edits, keep_module=with_edits)
+    lint = engine.lint_source(buffer.text, path, settings, with_edits=False, keep_module=for_fixes)
     return Linted(buffer.text, lint, settings)
 
 

@@ -88,18 +88,18 @@ class PerflintServer(LanguageServer):
         return self.workspace.position_codec.client_num_units
 
     # -- linting -------------------------------------------------------------------------
-    async def linted(self, buffer: Buffer, *, with_edits: bool) -> Linted:
+    async def linted(self, buffer: Buffer, *, for_fixes: bool) -> Linted:
         """The lint of the buffer's current text (cached while the text stays the same)."""
-        cached = self.cache.get((buffer.uri, with_edits))
+        cached = self.cache.get((buffer.uri, for_fixes))
         if cached is not None and cached.text == buffer.text:
             return cached
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
-        linted = await loop.run_in_executor(self.executor, functools.partial(lint_buffer, buffer, with_edits=with_edits))
-        self.cache[(buffer.uri, with_edits)] = linted
+        linted = await loop.run_in_executor(self.executor, functools.partial(lint_buffer, buffer, for_fixes=for_fixes))
+        self.cache[(buffer.uri, for_fixes)] = linted
         self.trace(
             f"linted {buffer.uri} version {buffer.version}: {len(linted.lint.diagnostics)} findings "
-            f"in {1000 * (time.perf_counter() - started):.0f} ms{' (with edits)' if with_edits else ''}"
+            f"in {1000 * (time.perf_counter() - started):.0f} ms{' (for fixes)' if for_fixes else ''}"
         )
         for error in linted.lint.errors:
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=error))
@@ -122,7 +122,7 @@ class PerflintServer(LanguageServer):
         buffer = self.buffer(key)
         if buffer is None:
             return
-        linted = await self.linted(buffer, with_edits=False)
+        linted = await self.linted(buffer, for_fixes=False)
         current = self.buffer(key)
         if current is None or current.text != buffer.text:
             return  # changed meanwhile: the lint of the new text is scheduled
@@ -148,8 +148,8 @@ class PerflintServer(LanguageServer):
         waiting = self.pending.pop(uri, None)
         if waiting is not None:
             waiting.cancel()
-        for with_edits in (False, True):
-            self.cache.pop((uri, with_edits), None)
+        for for_fixes in (False, True):
+            self.cache.pop((uri, for_fixes), None)
         for cell in (*self.shown_cells.pop(uri, ()), *cells):
             self._send(cell, [], None)
         if not cells:
@@ -157,6 +157,27 @@ class PerflintServer(LanguageServer):
 
     def _send(self, uri: str, diagnostics: List[types.Diagnostic], version: Optional[int]) -> None:
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
+
+    async def action_request(self, uri: str, where: types.Range, only: Optional[Tuple[str, ...]]) -> Optional[actions.Request]:
+        """A code action request on the buffer's current text, in the client's terms."""
+        buffer = self.buffer(uri)
+        if buffer is None:
+            return None
+        linted = await self.linted(buffer, for_fixes=True)
+        capabilities = self.client_capabilities
+        workspace_edit = capabilities.workspace.workspace_edit if capabilities.workspace else None
+        code_action = capabilities.text_document.code_action if capabilities.text_document else None
+        resolve = code_action.resolve_support if code_action is not None else None
+        return actions.Request(
+            buffer=buffer,
+            linted=linted,
+            uri=uri,
+            range=where,
+            only=only,
+            units=self.units,
+            versioned=bool(workspace_edit is not None and workspace_edit.document_changes),
+            resolves=resolve is not None and "edit" in resolve.properties,
+        )
 
     def trace(self, message: str) -> None:
         """A ``$/logTrace`` line, when the client asked for traces."""
@@ -192,6 +213,13 @@ def create_server() -> PerflintServer:
             ls.lint_delay = max(0.0, float(options["lintDelay"]))
         if params.trace is not None:
             ls.protocol.trace = params.trace
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: PerflintServer, params: types.InitializedParams) -> None:
+        from .. import registry
+
+        # Import the rules while the editor is still starting, not on the first keystroke.
+        ls.executor.submit(registry.all_rules)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: PerflintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -231,7 +259,7 @@ def create_server() -> PerflintServer:
         buffer = ls.buffer(params.text_document.uri)
         if buffer is None:
             return None
-        linted = await ls.linted(buffer, with_edits=False)
+        linted = await ls.linted(buffer, for_fixes=False)
         at = types.Range(start=params.position, end=params.position)
         found = convert.findings_at(buffer, linted, params.text_document.uri, at, ls.units)
         if not found:
@@ -245,27 +273,28 @@ def create_server() -> PerflintServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND]),
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND], resolve_provider=True),
     )
     async def code_action(ls: PerflintServer, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
-        buffer = ls.buffer(params.text_document.uri)
-        if buffer is None:
-            return None
-        linted = await ls.linted(buffer, with_edits=True)
         only = params.context.only
-        capabilities = ls.client_capabilities.workspace
-        edits = capabilities.workspace_edit if capabilities is not None else None
-        request = actions.Request(
-            buffer=buffer,
-            linted=linted,
-            uri=params.text_document.uri,
-            range=params.range,
-            only=tuple(getattr(kind, "value", kind) for kind in only) if only else None,
-            units=ls.units,
-            versioned=bool(edits is not None and edits.document_changes),
-        )
+        kinds = tuple(getattr(kind, "value", kind) for kind in only) if only else None
+        request = await ls.action_request(params.text_document.uri, params.range, kinds)
+        if request is None:
+            return None
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(ls.executor, actions.code_actions, request)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def resolve(ls: PerflintServer, action: types.CodeAction) -> types.CodeAction:
+        uri = action.data.get("fixAll") if isinstance(action.data, dict) else None
+        if not isinstance(uri, str):
+            return action
+        position = types.Position(line=0, character=0)
+        request = await ls.action_request(uri, types.Range(start=position, end=position), None)
+        if request is not None:
+            loop = asyncio.get_running_loop()
+            action.edit = await loop.run_in_executor(ls.executor, actions.fix_all_edit, request)
+        return action
 
     return server
 
