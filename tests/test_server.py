@@ -180,6 +180,7 @@ FIXED = (
 
 
 async def test_diagnostic_fix_and_cleared_diagnostics(client: LanguageClient, tmp_path):
+    (tmp_path / "train.py").write_text("import torch\n")  # on disk; the buffer is what counts
     doc = Doc(client, tmp_path / "train.py", CUDA_LOADER)
     shown = await published(client, doc.uri, lambda d: len(d) > 0)
     assert codes(shown) == ["TPF101", "TPF102"]
@@ -245,7 +246,7 @@ async def test_disable_for_this_line_adds_or_extends_the_noqa(client: LanguageCl
 
 
 async def test_hover_shows_the_rule_summary_and_link(client: LanguageClient, tmp_path):
-    doc = Doc(client, tmp_path / "hover.py", "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n")
+    doc = Doc(client, tmp_path / "a folder" / "hover é.py", "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n")
     (diagnostic,) = await published(client, doc.uri, lambda d: len(d) > 0)
     inside = types.Position(line=1, character=12)
     hover = await client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=inside))

@@ -70,3 +70,12 @@ def test_server_help_needs_no_pygls():
     run = "from pytorch_perflint.cli import main; main(['server', '--help'])"
     completed = subprocess.run([sys.executable, "-c", blocked + run], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0 and "language server" in completed.stdout
+
+
+def test_help_does_not_import_the_server():
+    helped = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pytorch_perflint", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert helped.returncode == 0 and "server" in helped.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in helped.stderr.splitlines() if "|" in line}
+    assert not {"pygls", "lsprotocol", "pytorch_perflint.lsp.server", "pytorch_perflint.lsp.command"} & imported
