@@ -150,6 +150,21 @@ def apply_edit(texts: Dict[str, str], edit: Optional[types.WorkspaceEdit], versi
     return changed
 
 
+def at(line: int, character: int) -> types.Range:
+    """An empty range: a cursor."""
+    position = types.Position(line=line, character=character)
+    return types.Range(start=position, end=position)
+
+
+async def hover_at(client: LanguageClient, uri: str, position: types.Position) -> Optional[types.Hover]:
+    return await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=position)
+    )
+
+
+KINDS = {"python": types.NotebookCellKind.Code, "markdown": types.NotebookCellKind.Markup}
+
+
 def titled(actions: Sequence[types.CodeAction], start: str) -> types.CodeAction:
     (action,) = [a for a in actions if a.title.startswith(start)]
     return action
@@ -203,7 +218,7 @@ async def test_diagnostic_fix_and_cleared_diagnostics(client: LanguageClient, tm
     doc.change(texts[doc.uri])
     assert codes(await published(client, doc.uri, lambda d: codes(d) == ["TPF102"])) == ["TPF102"]
 
-    (fix_all,) = await doc.actions(types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)), only=[types.CodeActionKind.SourceFixAll])
+    (fix_all,) = await doc.actions(at(0, 0), only=[types.CodeActionKind.SourceFixAll])
     assert fix_all.kind == FIX_ALL_KIND
     assert fix_all.edit is None  # computed when picked: the client resolves it
     fix_all = await client.code_action_resolve_async(fix_all)
@@ -248,15 +263,13 @@ async def test_disable_for_this_line_adds_or_extends_the_noqa(client: LanguageCl
 async def test_hover_shows_the_rule_summary_and_link(client: LanguageClient, tmp_path):
     doc = Doc(client, tmp_path / "a folder" / "hover é.py", "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n")
     (diagnostic,) = await published(client, doc.uri, lambda d: len(d) > 0)
-    inside = types.Position(line=1, character=12)
-    hover = await client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=inside))
+    hover = await hover_at(client, doc.uri, at(1, 12).start)
     assert hover is not None and isinstance(hover.contents, types.MarkupContent)
     summary = next(info["summary"] for info in _rule_infos() if info["code"] == "TPF101")
     assert summary and summary in hover.contents.value
     assert "**TPF101**" in hover.contents.value and "docs/rules.md#tpf101" in hover.contents.value
     assert hover.range == diagnostic.range
-    outside = types.Position(line=0, character=2)
-    assert await client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=outside)) is None
+    assert await hover_at(client, doc.uri, at(0, 2).start) is None
     doc.close()
 
 
@@ -344,13 +357,11 @@ async def test_notebook_cells_get_their_diagnostics_and_fixes(client: LanguageCl
                 uri=notebook_uri,
                 notebook_type="jupyter-notebook",
                 version=1,
-                cells=[
-                    types.NotebookCell(kind=types.NotebookCellKind.Markup if language == "markdown" else types.NotebookCellKind.Code, document=uri)
-                    for uri, (language, _) in cells.items()
-                ],
+                cells=[types.NotebookCell(kind=KINDS[language], document=uri) for uri, (language, _) in cells.items()],
             ),
             cell_text_documents=[
-                types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text) for uri, (language, text) in cells.items()
+                types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+                for uri, (language, text) in cells.items()
             ],
         )
     )
@@ -360,7 +371,7 @@ async def test_notebook_cells_get_their_diagnostics_and_fixes(client: LanguageCl
     assert {d.range.start.line for d in shown} == {1, 2}  # rows of the cell, magic line kept
     assert await published(client, f"{notebook_uri}#cell1") == []
     parallel = next(d for d in shown if d.code == "TPF501")
-    hover = await client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=third), position=parallel.range.start))
+    hover = await hover_at(client, third, parallel.range.start)
     assert hover is not None and "**TPF501**" in hover.contents.value  # type: ignore[union-attr]
 
     async def act(title: str, diagnostic: types.Diagnostic, only: Optional[List[str]] = None) -> None:

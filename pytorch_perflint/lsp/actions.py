@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from lsprotocol import types
 
 from .. import fixer, noqa_edits, notebook
+from ..config import Settings
 from ..transform import apply_fixes, fix_edits, text_edits
 from ..types import Applicability, Diagnostic, Edit, Location
 from . import convert
@@ -120,11 +121,16 @@ def _noqa_action(request: Request, raw: Diagnostic, shown: types.Diagnostic) -> 
 FIX_ALL_TITLE = f"{convert.SOURCE}: apply all safe fixes"
 
 
+def _safe_fixes(settings: Settings) -> Settings:
+    """``check --fix`` without ``--unsafe-fixes``, whatever the project's config says."""
+    return dataclasses.replace(settings, unsafe_fixes=False, fix=True)
+
+
 def _fix_all_action(request: Request) -> List[types.CodeAction]:
     settings = request.linted.settings
     if settings is None:
         return []
-    safe = dataclasses.replace(settings, unsafe_fixes=False, fix=True)
+    safe = _safe_fixes(settings)
     fixable = fixer._fixable_codes(settings)
     if not any(
         d.fix is not None
@@ -146,8 +152,7 @@ def fix_all_edit(request: Request) -> Optional[types.WorkspaceEdit]:
     settings = request.linted.settings
     if settings is None:
         return None
-    safe = dataclasses.replace(settings, unsafe_fixes=False, fix=True)
-    outcome = fixer.fix_source(request.buffer.text, request.buffer.path, safe)
+    outcome = fixer.fix_source(request.buffer.text, request.buffer.path, _safe_fixes(settings))
     if not outcome.fixed or outcome.source == request.buffer.text:
         return None
     return _source_edit(request, outcome.source)
