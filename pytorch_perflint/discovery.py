@@ -312,7 +312,6 @@ def discover(paths: Sequence[str], settings: Settings) -> Discovery:
     return Discovery(files, tuple(walker.errors), tuple(walker.warnings))
 
 
-
 def is_excluded(path: Path, settings: Settings) -> bool:
     """Whether ``exclude``/``extend-exclude`` leave out this file (or a folder above it,
     below the project root), as ``force-exclude`` decides for a named path. Git is not
