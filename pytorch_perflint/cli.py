@@ -24,6 +24,7 @@ OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
 # imported only when invoked, never for --help or --version.
 LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "bench": ("pytorch_perflint.bench.cli", "bench", "Measure each fix's speed-up on this machine."),
+    "server": ("pytorch_perflint.lsp.command", "server", "Run the language server (LSP) on stdin/stdout."),
 }
 
 
@@ -142,6 +143,7 @@ def _plural(count: int, word: str) -> str:
 @click.option("--extend-exclude", multiple=True, metavar="GLOBS", help="Globs to exclude on top of the defaults.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the lint cache (.pytorch_perflint_cache).")
 @click.option("-q", "--quiet", is_flag=True, help="Print less: no progress bar, notes or warnings.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (files only); exit 0.")
 def check(
     paths: Tuple[str, ...],
     select: Tuple[str, ...],
@@ -168,6 +170,7 @@ def check(
     extend_exclude: Tuple[str, ...],
     no_cache: bool,
     quiet: bool,
+    add_noqa: bool,
 ) -> None:
     """Lint PATHS (default: the current folder); `-` reads stdin."""
     from .config import ConfigError, load_settings
@@ -200,6 +203,8 @@ def check(
     from . import runner
     from .discovery import discover, display_path
 
+    if add_noqa:
+        _add_noqa(paths, settings, use_stdin=use_stdin, conflicts=bool(fix or fix_only or diff), quiet=quiet)
     if diff:
         mode = runner.Mode.DIFF
     elif settings.fix:
@@ -283,6 +288,29 @@ def check(
     if mode is runner.Mode.DIFF:
         sys.exit(EXIT_FINDINGS if summary.fixed else EXIT_OK)
     sys.exit(EXIT_FINDINGS if summary.remaining else EXIT_OK)
+
+
+def _add_noqa(paths: Tuple[str, ...], settings, *, use_stdin: bool, conflicts: bool, quiet: bool) -> None:
+    """``check --add-noqa``: suppress every finding in place; exit 0 (2 on an error)."""
+    if use_stdin:
+        _fail("--add-noqa changes files in place; it cannot read stdin")
+    if conflicts:
+        _fail("--add-noqa cannot be combined with --fix, --fix-only or --diff")
+    from .discovery import discover
+    from .noqa_edits import add_noqa
+
+    found = discover(list(paths) or ["."], settings)
+    done = add_noqa(found.files, settings)
+    errors = [*found.errors, *(item.error for item in done if item.error)]
+    for message in errors:
+        click.echo(f"error: {message}", err=True)
+    added = sum(item.added for item in done)
+    skipped = sum(item.skipped for item in done)
+    if not quiet:
+        click.echo(f"Added {_plural(added, 'noqa directive')}.", err=True)
+        if skipped:
+            click.echo(f"warning: {_plural(skipped, 'finding')} left: no comment can end the lines they are on", err=True)
+    sys.exit(EXIT_ERROR if errors else EXIT_OK)
 
 
 # ----------------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from libcst.codemod.visitors import AddImportsVisitor
 from .rule import NodeFix, Replacement
 from .types import Edit, Location
 
-
 class _Replace(cst.CSTTransformer):
     def __init__(self, replacements: Dict[int, Replacement]) -> None:
         super().__init__()
