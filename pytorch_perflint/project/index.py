@@ -27,7 +27,7 @@ from .callsites import call_sites
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
 from .scan import line_text
-from .summarize import Summarizer, parse, summarize
+from .summarizer import Summarizer, parse, summarize
 from .summary import CallSite, Evidence, ImportRecord, ModuleSummary, failed
 
 StatKey = Tuple[int, int, int]
