@@ -390,3 +390,23 @@ def test_paths_outside_the_discovered_files_are_still_summarised(tmp_path):
     assert index.summary(tmp_path / "model.py").accelerator is not None
     assert index.resolve(tmp_path / "train.py", "model").kind == "external"  # not a project module
     assert not index.runs_on_accelerator(tmp_path / "train.py")
+
+
+def test_method_calls_on_any_receiver(tmp_path):
+    index = index_of(
+        tmp_path,
+        {
+            "trainer.py": "class Trainer:\n    def train_step(self, batch):\n        return batch\n",
+            "train.py": """
+                from trainer import Trainer
+                trainer = Trainer()
+                for batch in loader:
+                    trainer.train_step(batch)
+                agents[0].train_step(1, fast=True)
+                step = trainer.train_step  # not a call
+                """,
+            "notes.py": "# trainer.train_step(batch) in a comment\n",
+        },
+    )
+    sites = [(Path(p).name, s.callee, s.in_loop, s.positional, s.keywords) for p, s in index.method_calls("train_step")]
+    assert sites == [("train.py", "trainer.train_step", True, 1, ()), ("train.py", "?.train_step", False, 1, ("fast",))]

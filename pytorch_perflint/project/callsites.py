@@ -144,14 +144,30 @@ def call_sites(
             continue
         if _not_a_use((*ancestors, node)):
             continue
-        inside = _in_function((*ancestors, node))
-        common = dict(caller=_caller((*ancestors, node)), contexts=_contexts(inside, aliases), in_loop=_in_loop(inside))
-        if isinstance(parent, ast.Call) and parent.func is node:
-            star = any(isinstance(a, ast.Starred) for a in parent.args)
-            positional = sum(1 for a in parent.args if not isinstance(a, ast.Starred))
-            keywords = tuple(k.arg for k in parent.keywords if k.arg is not None)
-            dstar = any(k.arg is None for k in parent.keywords)
-            sites.append(CallSite(chain, node.lineno, positional=positional, keywords=keywords, star=star, dstar=dstar, **common))
-        elif chain.split(".")[0] != "super()":
-            sites.append(CallSite(chain, node.lineno, called=False, **common))
+        sites.append(_site(chain, node, parent, ancestors, aliases))
+    return tuple(site for site in sites if site.called or not site.callee.startswith("super()"))
+
+
+def _site(callee: str, node: ast.AST, parent: Optional[ast.AST], ancestors: Tuple[ast.AST, ...], aliases) -> CallSite:
+    inside = _in_function((*ancestors, node))
+    common = dict(caller=_caller((*ancestors, node)), contexts=_contexts(inside, aliases), in_loop=_in_loop(inside))
+    if isinstance(parent, ast.Call) and parent.func is node:
+        star = any(isinstance(a, ast.Starred) for a in parent.args)
+        positional = sum(1 for a in parent.args if not isinstance(a, ast.Starred))
+        keywords = tuple(k.arg for k in parent.keywords if k.arg is not None)
+        dstar = any(k.arg is None for k in parent.keywords)
+        return CallSite(callee, node.lineno, positional=positional, keywords=keywords, star=star, dstar=dstar, **common)  # type: ignore[attr-defined]
+    return CallSite(callee, node.lineno, called=False, **common)  # type: ignore[attr-defined]
+
+
+def method_call_sites(tree: ast.Module, text: str, method: str, aliases) -> Tuple[CallSite, ...]:
+    """Every call ``<anything>.method(...)`` in the module, whatever the receiver is (an
+    over-approximation of the calls of a method of some class). ``callee`` is the receiver
+    as written plus the method (``trainer.train_step``), or ``?.train_step``."""
+    sites: List[CallSite] = []
+    for node, ancestors in nodes_on_lines(tree, lines_with(text, [f".{method}"])):
+        parent = ancestors[-1] if ancestors else None
+        if type(node) is ast.Attribute and node.attr == method and isinstance(parent, ast.Call) and parent.func is node:
+            receiver = _chain(node.value) or "?"
+            sites.append(_site(f"{receiver}.{method}", node, parent, ancestors, aliases))
     return tuple(sites)

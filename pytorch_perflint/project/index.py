@@ -23,7 +23,7 @@ from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence,
 from ..config import Settings
 from .accelerator import sharing_modules
 from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
-from .callsites import call_sites
+from .callsites import call_sites, method_call_sites
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
 from .scan import line_text
@@ -229,6 +229,22 @@ class ProjectIndex:
             return call_sites(tree, line_text(text), names, methods, dict(summary.aliases))  # type: ignore[arg-type]
 
         return self._detail(path, "uses", compute)
+
+    def method_calls(self, method: str) -> Tuple[Tuple[str, CallSite], ...]:
+        """Every ``<anything>.method(...)`` call in the project, with the calling module: the
+        calls a method of any class may get (``trainer.train_step(batch)`` in a loop)."""
+        out = []
+        for path in sorted(self.import_graph()):
+            text = self.text(path)
+            if text is None or f".{method}" not in text:
+                continue
+
+            def compute(summary: ModuleSummary, path: str = path, text: str = text) -> Tuple[CallSite, ...]:
+                tree = parse(text)[0] if summary.ok else None
+                return () if tree is None else method_call_sites(tree, line_text(text), method, dict(summary.aliases))
+
+            out.extend((path, site) for site in self._detail(path, f"calls .{method}", compute))
+        return tuple(out)
 
     # -- imports -------------------------------------------------------------------------------
     def import_target(self, path: str, record: ImportRecord) -> Optional[Target]:
