@@ -410,3 +410,39 @@ def test_method_calls_on_any_receiver(tmp_path):
     )
     sites = [(Path(p).name, s.callee, s.in_loop, s.positional, s.keywords) for p, s in index.method_calls("train_step")]
     assert sites == [("train.py", "trainer.train_step", True, 1, ()), ("train.py", "?.train_step", False, 1, ("fast",))]
+
+
+def test_the_values_a_parameter_gets_from_its_callers(tmp_path):
+    index = index_of(
+        tmp_path,
+        {
+            "blocks.py": """
+                def conv(c, bias=True):
+                    return c
+                def conv_true(c, bias=True):
+                    return c
+                def conv_unknown(c, bias=True):
+                    return c
+                def unused(c, bias=True):
+                    return c
+                """,
+            "net.py": """
+                from blocks import conv, conv_true, conv_unknown
+                a = conv(3)
+                b = conv(3, False)
+                c = conv(3, bias=FLAG)
+                d = conv_true(3, bias=True)
+                e = conv_true(4)
+                f = conv_unknown(3, *rest)
+                """,
+        },
+    )
+
+    def values(name):
+        return index.argument_values(index.resolve(tmp_path / "blocks.py", name), "bias")
+
+    assert values("conv") == (Lit(True), Lit(False), Ref("FLAG"))
+    assert values("conv_true") == (Lit(True), Lit(True))  # no caller sets it false
+    assert values("conv_unknown") is None
+    assert values("unused") == (Lit(True),)
+    assert index.argument_values(index.resolve(tmp_path / "blocks.py", "conv"), "missing") is None

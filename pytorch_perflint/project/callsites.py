@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional, Set, Tuple
 
-from .forms import dotted, qualify
+from .forms import Call, FormBuilder, dotted, qualify
 from .scan import lines_with, nodes_on_lines
 from .summary import CallSite
 
@@ -156,7 +156,11 @@ def _site(callee: str, node: ast.AST, parent: Optional[ast.AST], ancestors: Tupl
         positional = sum(1 for a in parent.args if not isinstance(a, ast.Starred))
         keywords = tuple(k.arg for k in parent.keywords if k.arg is not None)
         dstar = any(k.arg is None for k in parent.keywords)
-        return CallSite(callee, node.lineno, positional=positional, keywords=keywords, star=star, dstar=dstar, **common)  # type: ignore[attr-defined]
+        arguments = FormBuilder(aliases).form(parent)
+        return CallSite(
+            callee, node.lineno, positional=positional, keywords=keywords, star=star, dstar=dstar,  # type: ignore[attr-defined]
+            arguments=arguments if isinstance(arguments, Call) else None, **common,
+        )  # fmt: skip
     return CallSite(callee, node.lineno, called=False, **common)  # type: ignore[attr-defined]
 
 

@@ -363,6 +363,11 @@ class ProjectIndex:
         """Whether no caller in the project passes ``parameter`` (so its default holds)."""
         return self.resolution.never_passed(definition, parameter)
 
+    def argument_values(self, definition: Definition, parameter: str):
+        """The forms ``parameter`` gets from every caller in the project, the default where
+        one passes nothing; None when that cannot be known (``Resolution.argument_values``)."""
+        return self.resolution.argument_values(definition, parameter)
+
     def external_bases(self, definition: Definition) -> FrozenSet[str]:
         """Qualified names of the non-project classes a project class derives from,
         through its project bases."""

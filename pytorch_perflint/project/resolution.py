@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..analysis.names import canonical
-from .forms import Ref
+from .forms import Form, Ref
 from .root import STDLIB_MODULES, Target
-from .summary import Binding, CallSite, ClassSummary, FunctionSummary, ImportRecord, ModuleSummary
+from .summary import Binding, CallSite, ClassSummary, FunctionSummary, ImportRecord, ModuleSummary, Param
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -317,34 +317,69 @@ class Resolution:
                     out.append(candidate)
         return out
 
-    def never_passed(self, definition: Definition, parameter: str) -> bool:
-        """True only when every caller is known and none passes ``parameter`` (by name,
-        by position, or possibly through ``*args``/``**kwargs``)."""
+    def _parameter(self, definition: Definition, parameter: str) -> Optional[Tuple[Param, Optional[int]]]:
+        """The parameter of a function, method or class (its ``__init__``) that callers fill,
+        with its position among those they pass positionally; None when its value cannot be
+        read off the calls (a decorator may change the signature, ``*args``/``**kwargs``)."""
         function = definition.function
         skip_first = definition.kind == "method"
         if definition.kind == "class":
             if definition.klass is None or definition.klass.decorators:
-                return False  # @dataclass and friends write their own __init__
+                return None  # @dataclass and friends write their own __init__
             function = definition.klass.method("__init__")
             skip_first = True
         if function is None or any(not self._plain(d) for d in function.decorators):
-            return False
+            return None
         params = function.params[1:] if skip_first else function.params
         param = next((p for p in params if p.name == parameter), None)
         if param is None or param.kind in ("vararg", "kwarg"):
-            return False
+            return None
         position = None
         if param.kind == "positional":
             position = [p for p in params if p.kind == "positional"].index(param)
-        sites = self.callers(definition)
-        if sites is None:
+        return param, position
+
+    def never_passed(self, definition: Definition, parameter: str) -> bool:
+        """True only when every caller is known and none passes ``parameter`` (by name,
+        by position, or possibly through ``*args``/``**kwargs``)."""
+        found = self._parameter(definition, parameter)
+        sites = None if found is None else self.callers(definition)
+        if found is None or sites is None:
             return False
+        _, position = found
         for _, site in sites:
             if site.star or site.dstar or parameter in site.keywords:
                 return False
             if position is not None and site.positional > position:
                 return False
         return True
+
+    def argument_values(self, definition: Definition, parameter: str) -> Optional[Tuple[Form, ...]]:
+        """The forms ``parameter`` gets across the project: what each caller passes, and the
+        default where a caller passes nothing. None when a caller is not known or passes
+        ``*args``/``**kwargs`` (then any value is possible)."""
+        found = self._parameter(definition, parameter)
+        sites = None if found is None else self.callers(definition)
+        if found is None or sites is None:
+            return None
+        param, position = found
+        values: List[Form] = []
+        for _, site in sites:
+            arguments = site.arguments
+            if site.star or site.dstar or arguments is None:
+                return None
+            if parameter in site.keywords:
+                value = arguments.keyword(parameter)
+            elif position is not None and site.positional > position:
+                value = arguments.args[position] if position < len(arguments.args) else None
+            else:
+                value = param.default
+            if value is None:
+                return None
+            values.append(value)
+        if not sites and param.default is not None:
+            values.append(param.default)
+        return tuple(values)
 
     @staticmethod
     def _plain(decorator) -> bool:

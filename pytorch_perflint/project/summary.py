@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
 from .codec import serialisable
-from .forms import Form
+from .forms import Call, Form
 
 
 @serialisable
@@ -146,7 +146,8 @@ class CallSite:
     ``callee`` is as written: ``conv_bn``, ``layers.conv_bn``, ``self._make_layer``,
     ``super().__init__``. ``called`` is false for a use that is not a call (the function
     escapes as a value: ``partial(conv_bn)``, ``fn = conv_bn``), after which its callers
-    are not all known. ``caller`` is the enclosing function (``Net.forward``; ``""`` at
+    are not all known. ``arguments`` is the call's form (what each argument is, as far as
+    forms go); ``positional``/``keywords``/``star``/``dstar`` count them exactly. ``caller`` is the enclosing function (``Net.forward``; ``""`` at
     module level); ``contexts`` the ``with`` items around the site inside it
     (``torch.no_grad``); ``in_loop``: inside a loop or comprehension there.
     """
@@ -161,6 +162,7 @@ class CallSite:
     called: bool = True
     contexts: Tuple[str, ...] = ()
     in_loop: bool = False
+    arguments: Optional[Call] = None
 
 
 @serialisable
