@@ -373,12 +373,21 @@ def test_summaries_round_trip_through_json_and_pickle():
 
 @pytest.mark.parametrize(
     "data",
-    [{"_": "os.system", "x": 1}, {"_": "Lit"}, {"_": "Lit", "value": 1, "extra": 2}, {"_": "Ref", "name": [1, 2], "qualname": None, "oops": 1}, 3j],
-    ids=["unknown class", "missing field", "extra field", "wrong fields", "not json"],
+    [{"os.system": [1]}, {"Lit": []}, {"Lit": [1, 2]}, {"Ref": "x"}, {"Lit": [1], "Ref": ["x"]}, {"": [1]}, 3j],
+    ids=["unknown class", "missing field", "extra field", "not a list", "two keys", "plain dict not a dict", "not json"],
 )
 def test_a_damaged_cache_value_is_a_decode_error(data):
     with pytest.raises(DecodeError):
         from_json(data)
+
+
+def test_trailing_defaults_are_left_out_of_the_json():
+    assert to_json(Ref("x")) == {"Ref": ["x"]}
+    assert to_json(Call(Ref("f"), (Lit(1),))) == {"Call": [{"Ref": ["f"]}, [{"Lit": [1]}]]}
+    assert to_json(Lit(None)) == {"Lit": [None]}  # a required field is always written
+    assert from_json(to_json(Seq("list", (), False))) == Seq("list", ())
+    assert json.dumps(to_json(Lit(0))) != json.dumps(to_json(Lit(False)))  # 0 and False stay apart
+    assert from_json(json.loads(json.dumps(to_json(Lit(False))))).value is False
 
 
 def test_registered_summarizers_add_their_values(monkeypatch):

@@ -50,8 +50,6 @@ _NOT_A_VALUE = (ast.Compare, ast.List, ast.Tuple, ast.Set, ast.Subscript, ast.Ex
 def selects_accelerator(tree: ast.Module, text: str, aliases: Mapping[str, str]) -> Optional[Evidence]:
     """The first place where the module selects an accelerator, or None. ``text`` is the
     source from ``scan.line_text``; ``aliases`` its imports (local name -> dotted)."""
-    if not any(needle in text for needle in NEEDLES):
-        return None
     lines = lines_with(text, NEEDLES)
     for node, ancestors in nodes_on_lines(tree, lines):
         what = _selection(node, ancestors, aliases)

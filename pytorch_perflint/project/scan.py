@@ -72,12 +72,32 @@ def spans_line(node: ast.AST, lines: Sequence[int]) -> bool:
     return index < len(lines) and lines[index] <= last
 
 
+def _statements_on(body: Sequence[ast.stmt], lines: Sequence[int], first: int, last: int) -> List[ast.stmt]:
+    """The statements of a body (sorted by line) that hold one of ``lines[first:last]``:
+    a binary search per line instead of a look at every statement."""
+    found: List[ast.stmt] = []
+    for line in lines[first:last]:
+        low, high = 0, len(body)
+        while low < high:  # the last statement starting at or before ``line``
+            middle = (low + high) // 2
+            if body[middle].lineno <= line:
+                low = middle + 1
+            else:
+                high = middle
+        if low:
+            stmt = body[low - 1]
+            if (stmt.end_lineno or stmt.lineno) >= line and (not found or found[-1] is not stmt):
+                found.append(stmt)
+    return found
+
+
 def nodes_on_lines(root: ast.AST, lines: Sequence[int]) -> Iterator[Tuple[ast.AST, Tuple[ast.AST, ...]]]:
     """Every node under ``root`` whose range holds one of ``lines``, with its ancestors
     (outermost first, ``root`` included), in source order. Iterative: deep trees are fine."""
     if not lines:
         return
     bisect_left = bisect.bisect_left
+    bisect_right = bisect.bisect_right
     count = len(lines)
     stack: List[Tuple[ast.AST, Tuple[ast.AST, ...]]] = [(root, ())]
     while stack:
@@ -85,15 +105,29 @@ def nodes_on_lines(root: ast.AST, lines: Sequence[int]) -> Iterator[Tuple[ast.AS
         if node is not root:
             yield node, ancestors
         chain = (*ancestors, node)
-        children = []
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, _LEAVES):
-                continue
-            first = getattr(child, "lineno", None)
-            if first is not None:
-                index = bisect_left(lines, first)
-                if index == count or lines[index] > (child.end_lineno or first):  # type: ignore[attr-defined]
+        children: List[Tuple[ast.AST, Tuple[ast.AST, ...]]] = []
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                if value and isinstance(value[0], ast.stmt):
+                    start = getattr(node, "lineno", 0)
+                    end = getattr(node, "end_lineno", None) or lines[-1]
+                    first, last = bisect_left(lines, start), bisect_right(lines, end)
+                    children.extend((stmt, chain) for stmt in _statements_on(value, lines, first, last))
                     continue
-            children.append((child, chain))
+                items = value
+            elif isinstance(value, ast.AST):
+                items = [value]
+            else:
+                continue
+            for child in items:
+                if not isinstance(child, ast.AST) or isinstance(child, _LEAVES):
+                    continue
+                begin = getattr(child, "lineno", None)
+                if begin is not None:
+                    index = bisect_left(lines, begin)
+                    if index == count or lines[index] > (child.end_lineno or begin):  # type: ignore[attr-defined]
+                        continue
+                children.append((child, chain))
         children.reverse()
         stack.extend(children)
