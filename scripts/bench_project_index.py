@@ -21,35 +21,16 @@ from __future__ import annotations
 import argparse
 import ast
 import gc
-import importlib.util
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Callable, List, Sequence, Tuple
 
+from bench_lint_speed import load, torch_tree  # the same files, read the same way
+
 from pytorch_perflint.project import ProjectIndex, summarize
 from pytorch_perflint.project.codec import from_json, to_json
-
-
-def torch_tree() -> Path:
-    spec = importlib.util.find_spec("torch")
-    if spec is None or spec.origin is None:
-        sys.exit("torch is not installed: pass a TREE")
-    return Path(spec.origin).parent
-
-
-def load(tree: Path, limit: int) -> List[Tuple[Path, str]]:
-    files = []
-    for path in sorted(tree.rglob("*.py")):
-        try:
-            files.append((path, path.read_text(encoding="utf-8")))
-        except (UnicodeDecodeError, OSError):
-            continue
-        if limit and len(files) >= limit:
-            break
-    return files
 
 
 def cpu_seconds(run: Callable[[], object], repeat: int) -> float:

@@ -165,13 +165,16 @@ def test_summaries_are_kept_until_the_file_changes(tmp_path):
 
 
 def test_summaries_handed_in_by_a_cache_are_used_while_the_stat_key_matches(tmp_path):
-    index = index_of(tmp_path, {"model.py": "x = 1\n"})
+    index = index_of(tmp_path, {"model.py": "x = 1\n"}, summarizers=(("k", lambda tree, source: 1),))
     path = tmp_path / "model.py"
-    cached = ModuleSummary(ok=True, rebound=("from-the-cache",))
-    index.add(path, stat_key(str(path)), cached)
+    cached = ModuleSummary(ok=True, rebound=("from-the-cache",), extras=(("k", 1),))
+    assert index.add(path, stat_key(str(path)), cached)
     assert index.summary(path) is cached
-    index.add(path, (0, 0, 0), cached)  # a stale key: the file is read again
-    assert index.summary(path).rebound == ()
+    assert index.add(path, (0, 0, 0), cached)  # a stale key: the file is read again
+    assert index.summary(path).rebound == () and index.summary(path).extra("k") == 1
+    other = ModuleSummary(ok=True, extras=(("other", 1),))  # built with other summarisers
+    assert not index.add(path, stat_key(str(path)), other)
+    assert index.summary(path) is not other
 
 
 def test_text_in_memory_wins_over_the_file(tmp_path):
@@ -446,3 +449,18 @@ def test_the_values_a_parameter_gets_from_its_callers(tmp_path):
     assert values("conv_unknown") is None
     assert values("unused") == (Lit(True),)
     assert index.argument_values(index.resolve(tmp_path / "blocks.py", "conv"), "missing") is None
+
+
+def test_recording_what_answers_depended_on(project):
+    from pytorch_perflint.project.index import ALL_FILES
+
+    root = Path(project.root)
+    with project.recording() as used:
+        project.resolve(root / "train.py", "get_device")
+    assert {Path(p).relative_to(root).as_posix() for p in used} == {"train.py", "pkg/__init__.py", "pkg/utils.py"}
+    with project.recording() as used:
+        project.runs_on_accelerator(root / "pkg/utils.py")  # selects one itself: nothing else read
+    assert used == {str(root / "pkg/utils.py")}
+    with project.recording() as used:
+        project.runs_on_accelerator(root / "helpers.py")
+    assert ALL_FILES in used

@@ -17,8 +17,9 @@ import io
 import os
 import re
 import tokenize
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..config import Settings
 from .accelerator import sharing_modules
@@ -27,12 +28,15 @@ from .callsites import call_sites, method_call_sites
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
 from .scan import line_text
-from .summarizer import Summarizer, parse, summarize
+from .summarizer import Summarizer, parse, registered_summarizers, summarize
 from .summary import CallSite, Evidence, ImportRecord, ModuleSummary, failed
 
 StatKey = Tuple[int, int, int]
 _NN_MODULE = re.compile(r"^torch\.nn\.(?!(?:Parameter|UninitializedParameter|Buffer)$)[A-Z]\w*$")
 _LIGHTNING = frozenset({"pytorch_lightning.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
+# Recorded by ``ProjectIndex.recording`` when an answer depended on every project file (the
+# import graph: who imports a module, who runs on an accelerator).
+ALL_FILES = "<every project file>"
 # A module reached through an import larger than this is not read (a generated data file
 # must not stall a run); its facts are unknown. Linted files hand their own tree in.
 MAX_BYTES = 4 * 1024 * 1024
@@ -92,6 +96,7 @@ class ProjectIndex:
         self._graph: Optional[Dict[str, FrozenSet[str]]] = None
         self._sharing: Optional[FrozenSet[str]] = None
         self.resolution = Resolution(self)
+        self._recorders: List[Set[str]] = []
 
     @classmethod
     def for_path(cls, path: Union[str, Path], settings: Optional[Settings] = None, **options) -> "ProjectIndex":
@@ -118,6 +123,23 @@ class ProjectIndex:
     def module_name(self, path: Union[str, Path]) -> Optional[str]:
         return self.modules.name_of(os.path.abspath(path))
 
+    # -- what an answer depended on -----------------------------------------------------------
+    @contextmanager
+    def recording(self) -> Iterator[Set[str]]:
+        """Collect the modules whose summary or text the answers given inside the block read
+        (``ALL_FILES`` when one needed the whole import graph): what a cached lint result of
+        one file depends on besides the file itself."""
+        used: Set[str] = set()
+        self._recorders.append(used)
+        try:
+            yield used
+        finally:
+            self._recorders.remove(used)
+
+    def _used(self, what: str) -> None:
+        for used in self._recorders:
+            used.add(what)
+
     # -- summaries ---------------------------------------------------------------------------
     def summary(self, path: Union[str, Path], source: Optional[str] = None, tree: Optional[ast.Module] = None) -> ModuleSummary:
         """The summary of the module at ``path``.
@@ -127,6 +149,7 @@ class ProjectIndex:
         fixed in memory); otherwise the file is read when its stat key changed.
         """
         path = os.path.abspath(path)
+        self._used(path)
         if source is not None:
             kept = self._in_memory.get(path)
             if kept is not None and kept[0] == source:
@@ -153,10 +176,15 @@ class ProjectIndex:
             self._invalidate()
         return summary
 
-    def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary) -> None:
-        """Hand in a summary kept elsewhere (a cache) for the file with stat ``key``."""
+    def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary) -> bool:
+        """Hand in a summary kept elsewhere (a cache) for the file with stat ``key``. A
+        summary built with other summarisers than this index's is refused (False)."""
+        summarizers = registered_summarizers() if self.summarizers is None else self.summarizers
+        if summary.ok and tuple(k for k, _ in summary.extras) != tuple(k for k, _ in summarizers):
+            return False
         self._on_disk[os.path.abspath(path)] = (tuple(key), summary)  # type: ignore[assignment]
         self._invalidate()
+        return True
 
     def entries(self) -> Dict[str, Tuple[StatKey, ModuleSummary]]:
         """Every summary read from disk, with its stat key (for a cache to keep)."""
@@ -171,6 +199,7 @@ class ProjectIndex:
         """The module's text: the one handed to ``summary``, else the file's (None when it
         cannot be read)."""
         path = os.path.abspath(path)
+        self._used(path)
         kept = self._in_memory.get(path)
         if kept is not None:
             return kept[0]
@@ -276,6 +305,7 @@ class ProjectIndex:
     def import_graph(self) -> Mapping[str, FrozenSet[str]]:
         """Every project module (and every module summarised from memory) -> the project
         modules it imports. Reads the whole project once."""
+        self._used(ALL_FILES)
         if self._graph is None:
             nodes = {p for p in self.files if p.endswith(".py")} | set(self._in_memory)
             self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}

@@ -179,16 +179,8 @@ def read_scope(body: Sequence[ast.stmt], module_scope: bool, own: Optional[str] 
     One pass over the scope's statements (this is the index's hottest loop: plain type
     checks, most frequent statement kinds first)."""
     names = ScopeNames()
-    bound = names.bound
+    add = names.add
     mutated = names.mutated
-    own_attrs = names.own_attrs
-
-    def add(name: str, kind: str, line: int, value: Optional[ast.AST] = None) -> None:
-        entries = bound.get(name)
-        if entries is None:
-            bound[name] = [(kind, line, value)]
-        else:
-            entries.append((kind, line, value))
 
     def visit(statements: Sequence[ast.stmt]) -> None:
         for stmt in statements:
@@ -207,11 +199,11 @@ def read_scope(body: Sequence[ast.stmt], module_scope: bool, own: Optional[str] 
                 elif value_kind is ast.Yield or value_kind is ast.YieldFrom:
                     names.generator = True
             elif kind is Assign:
-                _assign(stmt, add, mutated, own_attrs, own, names)  # type: ignore[arg-type]
+                _assign(stmt, names, own)  # type: ignore[arg-type]
             elif kind is Return:
                 names.returns.append(stmt)  # type: ignore[arg-type]
             elif kind in _BODIES:
-                _compound(stmt, kind, add, own_attrs, own)
+                _compound(stmt, kind, names, own)
                 for field in _BODIES[kind]:
                     visit(getattr(stmt, field))
                 if kind in _HANDLERS:
@@ -226,7 +218,7 @@ def read_scope(body: Sequence[ast.stmt], module_scope: bool, own: Optional[str] 
                     if not record.star:
                         add(record.bound, "import", stmt.lineno)
             elif kind is ast.AnnAssign or kind is ast.AugAssign:
-                _assign_other(stmt, kind, add, mutated, own_attrs, own)
+                _assign_other(stmt, kind, names, own)
             elif kind is ast.Global or kind is ast.Nonlocal:
                 names.declared_global.update(stmt.names)  # type: ignore[attr-defined]
             elif kind is ast.Delete:
@@ -245,50 +237,49 @@ Expr, Assign, Return, Call, Attribute, Name = ast.Expr, ast.Assign, ast.Return, 
 FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
 
 
-def _assign(stmt: ast.Assign, add, mutated: Set[str], own_attrs, own: Optional[str], names: ScopeNames) -> None:
+def _stored(target: ast.AST, value: Optional[ast.AST], line: int, names: ScopeNames, own: Optional[str]) -> None:
+    """An assignment to ``x.attr`` or ``x[key]``: ``own.attr = value`` for a method, and
+    ``x`` changed in place."""
+    attr = _own_attr(target, own)
+    if attr is not None:
+        names.own_attrs.append((line, attr, value))
+    changed = _changed_in_place(target)
+    if changed is not None:
+        names.mutated.add(changed)
+
+
+def _assign(stmt: ast.Assign, names: ScopeNames, own: Optional[str]) -> None:
     value = stmt.value
     for target in stmt.targets:
         target_kind = type(target)
         if target_kind is Name:
-            add(target.id, "assign", stmt.lineno, value)  # type: ignore[attr-defined]
+            names.add(target.id, "assign", stmt.lineno, value)  # type: ignore[attr-defined]
         elif target_kind is Attribute or target_kind is ast.Subscript:
-            attr = _own_attr(target, own)
-            if attr is not None:
-                own_attrs.append((stmt.lineno, attr, value))
-            changed = _changed_in_place(target)
-            if changed is not None:
-                mutated.add(changed)
+            _stored(target, value, stmt.lineno, names, own)
         else:
             for name in target_names(target):
-                add(name, "unpack", stmt.lineno)
+                names.add(name, "unpack", stmt.lineno)
             for elt in getattr(target, "elts", ()):
-                attr = _own_attr(elt, own)
-                if attr is not None:
-                    own_attrs.append((stmt.lineno, attr, None))
+                _stored(elt, None, stmt.lineno, names, own)
     if type(value) is ast.Yield or type(value) is ast.YieldFrom:
         names.generator = True
 
 
-def _assign_other(stmt: ast.stmt, kind: type, add, mutated: Set[str], own_attrs, own: Optional[str]) -> None:
+def _assign_other(stmt: ast.stmt, kind: type, names: ScopeNames, own: Optional[str]) -> None:
     """``x: T = v`` binds like ``x = v``; ``x += v`` rebinds ``x`` to a value not known."""
     target = stmt.target  # type: ignore[attr-defined]
     if kind is ast.AnnAssign and stmt.value is None:  # type: ignore[attr-defined]
         return
     value = stmt.value if kind is ast.AnnAssign else None  # type: ignore[attr-defined]
     if type(target) is Name:
-        add(target.id, "assign" if kind is ast.AnnAssign else "augassign", stmt.lineno, value)
+        names.add(target.id, "assign" if kind is ast.AnnAssign else "augassign", stmt.lineno, value)
         if kind is ast.AugAssign:
-            mutated.add(target.id)
+            names.mutated.add(target.id)
         return
-    attr = _own_attr(target, own)
-    if attr is not None:
-        own_attrs.append((stmt.lineno, attr, value))
-    changed = _changed_in_place(target)
-    if changed is not None:
-        mutated.add(changed)
+    _stored(target, value, stmt.lineno, names, own)
 
 
-def _compound(stmt: ast.stmt, kind: type, add, own_attrs, own: Optional[str]) -> None:
+def _compound(stmt: ast.stmt, kind: type, names: ScopeNames, own: Optional[str]) -> None:
     """What the header of a compound statement binds (``for x in``, ``with ... as f``,
     ``except E as e``)."""
     if kind is ast.For or kind is ast.AsyncFor:
@@ -300,13 +291,13 @@ def _compound(stmt: ast.stmt, kind: type, add, own_attrs, own: Optional[str]) ->
     else:
         for handler in getattr(stmt, "handlers", ()):
             if handler.name:
-                add(handler.name, "except", handler.lineno)
+                names.add(handler.name, "except", handler.lineno)
         return
     for target in targets:
         for name in target_names(target):
-            add(name, binding, stmt.lineno)
+            names.add(name, binding, stmt.lineno)
         if own is not None:
             for elt in (target, *getattr(target, "elts", ())):
                 attr = _own_attr(elt, own)
                 if attr is not None:
-                    own_attrs.append((stmt.lineno, attr, None))
+                    names.own_attrs.append((stmt.lineno, attr, None))
