@@ -455,9 +455,10 @@ def test_recording_what_answers_depended_on(project):
     from pytorch_perflint.project.index import ALL_FILES
 
     root = Path(project.root)
-    with project.recording() as used:
-        project.resolve(root / "train.py", "get_device")
-    assert {Path(p).relative_to(root).as_posix() for p in used} == {"train.py", "pkg/__init__.py", "pkg/utils.py"}
+    for _ in range(2):  # a remembered answer still names what it read
+        with project.recording() as used:
+            project.resolve(root / "train.py", "get_device")
+        assert {Path(p).relative_to(root).as_posix() for p in used} == {"train.py", "pkg/__init__.py", "pkg/utils.py"}
     with project.recording() as used:
         project.runs_on_accelerator(root / "pkg/utils.py")  # selects one itself: nothing else read
     assert used == {str(root / "pkg/utils.py")}

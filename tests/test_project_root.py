@@ -146,3 +146,21 @@ def test_excluded_files_are_not_project_modules(tmp_path):
     assert str(tmp_path / "vendored" / "model.py") not in index.files
     assert index.imported_modules(tmp_path / "train.py") == frozenset()
     assert index.resolve(tmp_path / "train.py", "Net").kind == "external"
+
+
+def test_a_torch_module_in_the_project_does_not_shadow_torch(tmp_path):
+    write_project(
+        tmp_path,
+        {
+            "torch.py": "def cuda():\n    pass\n",
+            "utils/torch.py": "x = 1\n",
+            "utils/helpers.py": "import torch\nfrom torch import nn\nlayer = nn.Conv2d(1, 1, 1)\n",
+            "train.py": "import torch\nmodel = torch.nn.Linear(1, 1).cuda()\n",
+        },
+    )
+    index = ProjectIndex(tmp_path)
+    helpers = tmp_path / "utils" / "helpers.py"
+    assert index.resolve(helpers, "nn.Conv2d").qualname == "torch.nn.Conv2d"
+    assert index.resolve(tmp_path / "train.py", "torch.nn.Linear").kind == "external"
+    assert index.imported_modules(helpers) == frozenset() and index.imported_modules(tmp_path / "train.py") == frozenset()
+    assert not index.runs_on_accelerator(tmp_path / "torch.py")  # not imported by train.py

@@ -136,7 +136,8 @@ class ProjectIndex:
         finally:
             self._recorders.remove(used)
 
-    def _used(self, what: str) -> None:
+    def note_read(self, what: str) -> None:
+        """Tell the active recordings that an answer read ``what`` (a path, or ``ALL_FILES``)."""
         for used in self._recorders:
             used.add(what)
 
@@ -149,7 +150,7 @@ class ProjectIndex:
         fixed in memory); otherwise the file is read when its stat key changed.
         """
         path = os.path.abspath(path)
-        self._used(path)
+        self.note_read(path)
         if source is not None:
             kept = self._in_memory.get(path)
             if kept is not None and kept[0] == source:
@@ -199,7 +200,7 @@ class ProjectIndex:
         """The module's text: the one handed to ``summary``, else the file's (None when it
         cannot be read)."""
         path = os.path.abspath(path)
-        self._used(path)
+        self.note_read(path)
         kept = self._in_memory.get(path)
         if kept is not None:
             return kept[0]
@@ -305,7 +306,7 @@ class ProjectIndex:
     def import_graph(self) -> Mapping[str, FrozenSet[str]]:
         """Every project module (and every module summarised from memory) -> the project
         modules it imports. Reads the whole project once."""
-        self._used(ALL_FILES)
+        self.note_read(ALL_FILES)
         if self._graph is None:
             nodes = {p for p in self.files if p.endswith(".py")} | set(self._in_memory)
             self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}

@@ -71,14 +71,26 @@ class Resolution:
         self.index = index
         self._uses: Dict[str, List[Site]] = {}
         self._stars: Optional[FrozenSet[str]] = None
+        # (path, name) -> the answer and the modules it read (replayed to recorders on a hit)
+        self._resolved: Dict[Tuple[str, str], Tuple[Optional[Definition], FrozenSet[str]]] = {}
 
     def forget(self) -> None:
+        """Drop what was worked out: a summary changed."""
         self._uses = {}
         self._stars = None
+        self._resolved = {}
 
     # -- resolve --------------------------------------------------------------------------
     def resolve(self, path: str, name: str) -> Optional[Definition]:
-        return self._resolve(path, name, 0, frozenset())
+        key = (path, name)
+        kept = self._resolved.get(key)
+        if kept is None:
+            with self.index.recording() as used:
+                found = self._resolve(path, name, 0, frozenset())
+            kept = self._resolved[key] = (found, frozenset(used))
+        for read in kept[1]:
+            self.index.note_read(read)
+        return kept[0]
 
     def _resolve(self, path: str, name: str, depth: int, seen: FrozenSet) -> Optional[Definition]:
         head, *rest = name.split(".")
