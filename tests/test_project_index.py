@@ -465,3 +465,12 @@ def test_recording_what_answers_depended_on(project):
     with project.recording() as used:
         project.runs_on_accelerator(root / "helpers.py")
     assert ALL_FILES in used
+
+
+def test_nested_recordings_each_see_what_was_read_inside_them(project):
+    root = Path(project.root)
+    with project.recording() as outer:
+        with project.recording() as inner:
+            pass  # nothing read: equal to the outer set so far
+        project.summary(root / "helpers.py")
+    assert inner == set() and outer == {str(root / "helpers.py")}

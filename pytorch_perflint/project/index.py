@@ -134,7 +134,8 @@ class ProjectIndex:
         try:
             yield used
         finally:
-            self._recorders.remove(used)
+            # By identity: two recordings may hold equal sets (nested ones, say).
+            self._recorders = [r for r in self._recorders if r is not used]
 
     def note_read(self, what: str) -> None:
         """Tell the active recordings that an answer read ``what`` (a path, or ``ALL_FILES``)."""
