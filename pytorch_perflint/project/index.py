@@ -369,15 +369,14 @@ class ProjectIndex:
         return None
 
     def _sharing_set(self, path: str) -> FrozenSet[str]:
-        if self._sharing is None or path not in self.import_graph():
-            graph = dict(self.import_graph())
-            if path not in graph:
-                graph[path] = self.imported_modules(path)
-            selecting = [m for m in graph if self.summary(m).accelerator is not None]
-            sharing = sharing_modules(selecting, graph)
-            if path in self.import_graph():
-                self._sharing = sharing
-            return sharing
+        """The modules that run on an accelerator, ``path`` included in the graph (a file
+        outside the discovered ones, linted by name, is added for this answer only)."""
+        graph: Mapping[str, FrozenSet[str]] = self.import_graph()
+        if path not in graph:
+            extended = {**graph, path: self.imported_modules(path)}
+            return sharing_modules([m for m in extended if self.summary(m).accelerator is not None], extended)
+        if self._sharing is None:
+            self._sharing = sharing_modules([m for m in graph if self.summary(m).accelerator is not None], graph)
         return self._sharing
 
     # -- names -------------------------------------------------------------------------------
