@@ -474,3 +474,16 @@ def test_nested_recordings_each_see_what_was_read_inside_them(project):
             pass  # nothing read: equal to the outer set so far
         project.summary(root / "helpers.py")
     assert inner == set() and outer == {str(root / "helpers.py")}
+
+
+def test_a_linted_text_equal_to_the_file_keeps_the_import_graph(project):
+    root = Path(project.root)
+    graph = project.import_graph()
+    train = root / "train.py"
+    project.summary(train, source=train.read_text())  # the engine hands in the file's own text
+    assert project.import_graph() is graph
+    project.summary(train, source=train.read_text() + "\nx = 1\n")  # new binding, same imports
+    assert project.import_graph() is graph
+    project.summary(train, source="import helpers\n")  # other imports: the graph is rebuilt
+    assert project.import_graph() is not graph
+    assert project.imported_modules(train) == {str(root / "helpers.py")}

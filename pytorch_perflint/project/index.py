@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..config import Settings
+from ..discovery import discover
 from .accelerator import sharing_modules
 from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
 from .callsites import call_sites, method_call_sites
@@ -108,8 +109,6 @@ class ProjectIndex:
     def files(self) -> FrozenSet[str]:
         """Absolute paths of the project's ``.py``/``.pyi`` files."""
         if self._files is None:
-            from ..discovery import discover
-
             found = discover([self.root], self.settings)
             self._files = frozenset(os.path.abspath(p) for p in found.files if str(p).endswith((".py", ".pyi")))
         return self._files
@@ -157,8 +156,9 @@ class ProjectIndex:
             if kept is not None and kept[0] == source:
                 return kept[1]
             summary = summarize(tree, source, self.summarizers)
+            previous = kept[1] if kept is not None else self._on_disk.get(path, (None, None))[1]
             self._in_memory[path] = (source, summary)
-            self._invalidate()
+            self._replaced(previous, summary)
             return summary
         kept_text = self._in_memory.get(path)
         if kept_text is not None:
@@ -175,7 +175,7 @@ class ProjectIndex:
         if key is not None:
             self._on_disk[path] = (key, summary)
         if kept_disk is not None:
-            self._invalidate()
+            self._replaced(kept_disk[1], summary)
         return summary
 
     def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary) -> bool:
@@ -184,18 +184,29 @@ class ProjectIndex:
         summarizers = registered_summarizers() if self.summarizers is None else self.summarizers
         if summary.ok and tuple(k for k, _ in summary.extras) != tuple(k for k, _ in summarizers):
             return False
+        previous = self._on_disk.get(os.path.abspath(path), (None, None))[1]
         self._on_disk[os.path.abspath(path)] = (tuple(key), summary)  # type: ignore[assignment]
-        self._invalidate()
+        self._replaced(previous, summary)
         return True
 
     def entries(self) -> Dict[str, Tuple[StatKey, ModuleSummary]]:
         """Every summary read from disk, with its stat key (for a cache to keep)."""
         return dict(self._on_disk)
 
-    def _invalidate(self) -> None:
-        self._graph = None
-        self._sharing = None
+    def _replaced(self, previous: Optional[ModuleSummary], summary: ModuleSummary) -> None:
+        """Forget what the old summary of a module may have decided. A linted text that is
+        the file's own (the common case) changes nothing; only new imports or a new
+        accelerator fact rebuild the import graph, which reads the whole project."""
+        if previous == summary:
+            return
         self.resolution.forget()
+        if (
+            previous is None
+            or previous.imports != summary.imports
+            or (previous.accelerator is None) != (summary.accelerator is None)
+        ):
+            self._graph = None
+            self._sharing = None
 
     def text(self, path: Union[str, Path]) -> Optional[str]:
         """The module's text: the one handed to ``summary``, else the file's (None when it
