@@ -51,6 +51,10 @@ class Settings:
     unfixable: Tuple[str, ...] = ()
     output_format: Optional[str] = None
     dataloader_num_workers: int = 4
+    # Whether code runs on an accelerator (RULES.md): "auto" decides per module from what
+    # it and the project modules around it select; "always" suits libraries whose callers
+    # choose the device; "never" turns accelerator-only rules off.
+    accelerator: str = "auto"
     # Where the settings came from (the pyproject.toml), for messages and relative globs.
     project_root: Optional[str] = None
     extra: Tuple[Tuple[str, str], ...] = field(default=())
@@ -132,6 +136,15 @@ def _output_format(value: Any, where: str) -> str:
     return value
 
 
+ACCELERATOR_MODES = ("auto", "always", "never")
+
+
+def _accelerator(value: Any, where: str) -> str:
+    if not isinstance(value, str) or value not in ACCELERATOR_MODES:
+        raise _fail(where, f"expected one of {', '.join(ACCELERATOR_MODES)}, got {_show(value)}")
+    return value
+
+
 def _workers(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _fail(where, f"expected a whole number of at least 1, got {_show(value)}")
@@ -156,6 +169,7 @@ _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "unfixable": ("unfixable", _selectors),
     "output-format": ("output_format", _output_format),
     "dataloader-num-workers": ("dataloader_num_workers", _workers),
+    "accelerator": ("accelerator", _accelerator),
 }
 KNOWN_KEYS = tuple(_KEYS)
 
