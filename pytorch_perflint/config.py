@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+from .testfiles import DEFAULT_POLICY as DEFAULT_TEST_FILES, POLICIES as TEST_FILE_POLICIES
+
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
 
@@ -51,6 +53,8 @@ class Settings:
     unfixable: Tuple[str, ...] = ()
     output_format: Optional[str] = None
     dataloader_num_workers: int = 4
+    # What test files get: "skip", "no-fix" or "lint" (see testfiles.py).
+    test_files: str = DEFAULT_TEST_FILES
     # Where the settings came from (the pyproject.toml), for messages and relative globs.
     project_root: Optional[str] = None
     extra: Tuple[Tuple[str, str], ...] = field(default=())
@@ -138,6 +142,12 @@ def _workers(value: Any, where: str) -> int:
     return value
 
 
+def _test_files(value: Any, where: str) -> str:
+    if not isinstance(value, str) or value not in TEST_FILE_POLICIES:
+        raise _fail(where, f"expected one of {', '.join(repr(p) for p in TEST_FILE_POLICIES)}, got {_show(value)}")
+    return value
+
+
 # key in the file -> (Settings field, parser)
 _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "select": ("select", _selectors),
@@ -156,6 +166,7 @@ _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "unfixable": ("unfixable", _selectors),
     "output-format": ("output_format", _output_format),
     "dataloader-num-workers": ("dataloader_num_workers", _workers),
+    "test-files": ("test_files", _test_files),
 }
 KNOWN_KEYS = tuple(_KEYS)
 
