@@ -461,6 +461,192 @@ TPF101 += [
 ]
 
 
+TPF101 += [
+    # Issue 11: workers only cost (memory-held items, one batch read once).
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, TensorDataset
+      loader = DataLoader(TensorDataset(torch.randn(64, 3), torch.randn(64)), batch_size=8)
+      """, id="tensor-dataset-inline"),
+    C("""
+      import torch.utils.data as tud
+      ds = tud.TensorDataset(x, y)
+      loader = tud.DataLoader(ds, batch_size=8, num_workers=0)
+      """, id="tensor-dataset-by-name"),
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, Dataset
+      class Held(Dataset):
+          def __init__(self, n):
+              self.x = torch.randn(n, 3)
+              self.y = torch.zeros(n).long()
+          def __len__(self):
+              return len(self.x)
+          def __getitem__(self, idx):
+              return self.x[idx], self.y[idx]
+      loader = DataLoader(Held(64), batch_size=8)
+      """, id="project-class-indexing-its-tensors"),
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, Dataset
+      class Held(Dataset):
+          def __init__(self, xs):
+              self.x = xs
+          def __getitem__(self, idx):
+              return self.x[idx]
+      loader = DataLoader(Held(files), batch_size=8)  #!
+      """, id="project-class-indexing-unknown-values"),
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, Dataset
+      class Held(Dataset):
+          def __init__(self, n):
+              self.x = torch.randn(n, 3)
+          def __getitem__(self, idx):
+              return self.x[idx] * 2
+      loader = DataLoader(Held(64), batch_size=8)  #!
+      """, id="project-class-computing-per-item"),
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, Dataset
+      class Held(Dataset):
+          def __init__(self, n):
+              self.x = torch.randn(n, 3)
+          def reload(self):
+              self.x = load_again()
+          def __getitem__(self, idx):
+              return self.x[idx]
+      loader = DataLoader(Held(64), batch_size=8)  #!
+      """, id="project-class-rebinding-its-tensor"),
+    C("""
+      from torch.utils.data import DataLoader
+      batch = next(iter(DataLoader(ds, batch_size=8, shuffle=True)))
+      """, id="next-iter-inline"),
+    C("""
+      from torch.utils.data import DataLoader
+      def show(ds):
+          loader = DataLoader(ds, batch_size=8)
+          images, _ = next(iter(loader))
+          return images
+      """, id="next-iter-by-name"),
+    C("""
+      from torch.utils.data import DataLoader
+      loader = DataLoader(ds, batch_size=8)  #!
+      batch = next(iter(loader))
+      for x in loader:
+          pass
+      """, id="next-iter-and-iterated"),
+    C("""
+      from torch.utils.data import DataLoader
+      loader = DataLoader(ds, batch_size=8)  #!
+      it = iter(loader)
+      for _ in range(steps):
+          batch = next(it)
+      """, id="iterator-kept"),
+    C("""
+      from torch.utils.data import DataLoader
+      def make(ds):
+          loader = DataLoader(ds, batch_size=8)  #!
+          batch = next(iter(loader))
+          return loader
+      """, id="next-iter-and-returned"),
+    # Issue 11: a dataset that keeps a handle from __init__ is still reported (no fix).
+    C("""
+      import h5py
+      from torch.utils.data import DataLoader, Dataset
+      class H5(Dataset):
+          def __init__(self, path):
+              self.f = h5py.File(path, "r")
+          def __getitem__(self, i):
+              return self.f["x"][i]
+      loader = DataLoader(H5("a.h5"), batch_size=8)  #!
+      """, id="h5py-handle-reported"),
+]
+
+
+TPF101_HANDLES = [
+    pytest.param(
+        """
+        import {module}
+        from torch.utils.data import DataLoader, Dataset
+        class Data(Dataset):
+            def __init__(self, path):
+                self.source = {opener}(path){suffix}
+            def __getitem__(self, i):
+                return self.source.get(i)
+        loader = DataLoader(Data("x"), batch_size=8{workers})
+        """.format(module=module, opener=opener, suffix=suffix, workers=workers),
+        id=f"{opener}{suffix}{workers}",
+    )
+    for module, opener, suffix in [
+        ("io", "open", ""),
+        ("io", "io.open", ""),
+        ("h5py", "h5py.File", "['images']"),
+        ("lmdb", "lmdb.open", ".begin()"),
+        ("sqlite3", "sqlite3.connect", ""),
+        ("sqlite3", "sqlite3.connect", ".cursor()"),
+        ("zipfile", "zipfile.ZipFile", ""),
+        ("tables", "tables.open_file", ""),
+    ]
+    for workers in ("", ", num_workers=0")
+]
+
+
+@pytest.mark.parametrize("code", TPF101_HANDLES)
+def test_tpf101_dataset_holding_a_handle_is_reported_without_fix(code):
+    """Issue 11: forked workers share a handle opened in ``__init__``; the message says so
+    and no fix is offered, even when ``num_workers`` is left out."""
+    from pathlib import Path
+
+    from pytorch_perflint.engine import lint_source
+    from pytorch_perflint.testing import settings_with
+
+    code = src(code)
+    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code("TPF101")])
+    [diagnostic] = result.diagnostics
+    assert diagnostic.fix is None
+    assert "`Data` keeps" in diagnostic.message and "`self.source =" in diagnostic.message
+    assert fix_example(rule_by_code("TPF101"), code) == code
+
+
+@pytest.mark.parametrize(
+    "handle",
+    [
+        "self.lines = open(path).readlines()",  # read, then let go
+        "self.array = np.memmap(path, mode='r')",  # pages, not a shared offset
+        "self.meta = json.load(open(path))",
+    ],
+)
+def test_tpf101_datasets_that_keep_no_handle_get_the_usual_fix(handle):
+    code = src(f"""
+        import json
+        import numpy as np
+        from torch.utils.data import DataLoader, Dataset
+        class Data(Dataset):
+            def __init__(self, path):
+                {handle}
+            def __getitem__(self, i):
+                return load(i)
+        loader = DataLoader(Data("x"), batch_size=8)
+        """)
+    assert "num_workers=4" in fix_example(rule_by_code("TPF101"), code)
+
+
+def test_tpf101_explicit_zero_shows_a_display_only_fix_that_says_why():
+    from pathlib import Path
+
+    from pytorch_perflint.engine import lint_source
+    from pytorch_perflint.testing import settings_with
+    from pytorch_perflint.types import Applicability
+
+    code = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=0)\n"
+    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code("TPF101")])
+    [diagnostic] = result.diagnostics
+    assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
+    assert "written out" in diagnostic.fix.message and "forked workers" in diagnostic.fix.message
+    assert diagnostic.fix.edits and "num_workers=4" in diagnostic.fix.edits[0].content
+
+
 @pytest.mark.parametrize(("code", "expected", "opts"), TPF101)
 def test_tpf101(code, expected, opts):
     check_lint("TPF101", code, expected, opts)
@@ -491,13 +677,11 @@ TPF101_FIX = [
       from torch.utils.data import DataLoader
       loader = DataLoader(ds, num_workers=8)
       """, {"dataloader-num-workers": 8}, id="option"),
+    # A 0 written out is a decision (issue 11): reported, never rewritten.
     F("""
       from torch.utils.data import DataLoader
       loader = DataLoader(ds, num_workers=0)
-      """, """
-      from torch.utils.data import DataLoader
-      loader = DataLoader(ds, num_workers=4)
-      """, id="replace-zero"),
+      """, None, id="explicit-zero-kept"),
     F("""
       from torch.utils.data import DataLoader
       loader = DataLoader(ds)
@@ -505,7 +689,7 @@ TPF101_FIX = [
     F("""
       from torch.utils.data import DataLoader
       loader = DataLoader(ds, 2, False, None, None, 0)
-      """, _loader_workers(4), id="positional-zero-runs"),
+      """, None, id="positional-zero-kept"),
     F("""
       from torch.utils.data import DataLoader
       kw = {"batch_size": 2, "num_workers": 0}
@@ -526,7 +710,7 @@ TPF101_FIX = [
       from torch.utils.data import DataLoader
       NW = 0
       loader = DataLoader(ds, num_workers=NW)
-      """, _loader_workers(4), id="name-zero-runs"),
+      """, None, id="name-zero-kept"),
     F("""
       from torch.utils.data import DataLoader
       loader = DataLoader(
