@@ -2679,13 +2679,16 @@ TPF301_FIX = [
       import torch.nn as nn
       net = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.BatchNorm2d(16))
       """, id="add"),
+    # `bias=True` written out (issue 11): reported, the fix display-only.
     F("""
       import torch.nn as nn
       net = nn.Sequential(nn.Conv2d(3, 16, 3, bias=True), nn.BatchNorm2d(16))
-      """, """
+      """, None, id="explicit-bias-true-kept"),
+    F("""
       import torch.nn as nn
-      net = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.BatchNorm2d(16))
-      """, id="replace"),
+      USE_BIAS = True
+      net = nn.Sequential(nn.Conv2d(3, 16, 3, bias=USE_BIAS), nn.BatchNorm2d(16))
+      """, None, id="name-bias-true-kept"),
     F("""
       import torch.nn as nn
       net = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
@@ -2693,6 +2696,10 @@ TPF301_FIX = [
     F("""
       import torch.nn as nn
       net = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, 1, 1, True), nn.BatchNorm2d(16))
+      """, None, id="positional-bias-true-kept"),
+    F("""
+      import torch.nn as nn
+      net = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1), nn.BatchNorm2d(16))
       """, lambda t: run_fixed(t)["net"][0].bias is None, id="positional-runs"),
 ]
 
@@ -2701,8 +2708,27 @@ TPF301_FIX += [
     F("""
       import torch.nn as nn
       net = nn.Sequential(nn.Linear(3, 16, True), nn.BatchNorm1d(16))
-      """, lambda t: run_fixed(t)["net"][0].bias is None, id="linear-positional-runs"),
+      """, None, id="linear-positional-bias-true-kept"),
+    F("""
+      import torch.nn as nn
+      net = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16))
+      """, lambda t: run_fixed(t)["net"][0].bias is None, id="linear-runs"),
 ]
+
+
+def test_tpf301_explicit_bias_true_shows_a_display_only_fix():
+    from pathlib import Path
+
+    from pytorch_perflint.engine import lint_source
+    from pytorch_perflint.testing import settings_with
+    from pytorch_perflint.types import Applicability
+
+    code = "import torch.nn as nn\nnet = nn.Sequential(nn.Conv2d(3, 16, 3, bias=True), nn.BatchNorm2d(16))\n"
+    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code("TPF301")])
+    [diagnostic] = result.diagnostics
+    assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
+    assert "written out" in diagnostic.fix.message and "state_dict" in diagnostic.fix.message
+    assert "bias=False" in diagnostic.fix.edits[0].content
 
 
 @pytest.mark.parametrize(("code", "expected", "opts", "unsafe"), TPF301_FIX)
