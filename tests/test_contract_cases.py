@@ -3290,6 +3290,91 @@ TPF403_FIX = [
 ]
 
 
+def _inserted_after_imports(text: str) -> bool:
+    """The setting stands at module level right after the last leading import, once."""
+    lines = text.splitlines()
+    found = [i for i, line in enumerate(lines) if line == "torch.backends.cudnn.benchmark = True"]
+    if len(found) != 1:
+        return False
+    before = [line for line in lines[: found[0]] if line.strip()]
+    return before[-1].startswith(("import ", "from ")) and lint_example(rule_by_code("TPF403"), text) == []
+
+
+_TPF403_MAIN = src("""
+    import torch
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+
+    def main():
+        model = Net().cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """)
+
+TPF403_FIX += [
+    # Issue 11: the setting goes at the top of the entry script, never into a function or a
+    # constructor; a library module gets the advice only.
+    F(_TPF403_MAIN + "if __name__ == '__main__':\n    main()\n", _inserted_after_imports, id="entry-script-main-guard"),
+    F(_TPF403_MAIN + "main()\n", _inserted_after_imports, id="entry-script-bare-main-call"),
+    F(_TPF403_MAIN, None, id="library-module-no-edit"),
+    F("""
+      import torch
+      import torchvision
+
+      class Trainer:
+          def __init__(self, loader):
+              self.loader = loader
+              self.model = torchvision.models.resnet50().cuda()
+              self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+          def fit(self):
+              for x, y in self.loader:
+                  loss = self.model(x.cuda()).sum()
+                  self.opt.zero_grad()
+                  loss.backward()
+                  self.opt.step()
+      """, None, id="constructor-in-library-no-edit"),
+    F("""
+      \"\"\"Train.\"\"\"
+      import torchvision
+
+      def main():
+          import torch
+          model = torchvision.models.resnet50().cuda()
+          opt = torch.optim.SGD(model.parameters(), lr=0.1)
+          for x, y in loader:
+              model(x.cuda()).sum().backward()
+              opt.step()
+
+      if __name__ == "__main__":
+          main()
+      """, lambda t: t.startswith('"""Train."""\nimport torchvision\nimport torch\n\ntorch.backends.cudnn.benchmark = True\n')
+      and ast.parse(t) is not None, id="torch-imported-only-in-main"),
+]
+
+
+def test_tpf403_library_module_shows_where_the_setting_belongs():
+    from pathlib import Path
+
+    from pytorch_perflint.engine import lint_source
+    from pytorch_perflint.testing import settings_with
+    from pytorch_perflint.types import Applicability
+
+    code = src(_TPF403_MAIN)
+    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code("TPF403")])
+    [diagnostic] = result.diagnostics
+    assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
+    assert "entry script" in diagnostic.fix.message and not diagnostic.fix.edits
+
+
 @pytest.mark.parametrize(("code", "expected", "opts", "unsafe"), TPF403_FIX)
 def test_tpf403_fix(code, expected, opts, unsafe):
     check_fix("TPF403", code, expected, opts, unsafe)
