@@ -12,7 +12,8 @@ As ruff's ecosystem check does, it runs the tool over a list of real projects an
 It never fetches code: the repositories come from a folder of local git mirrors or
 checkouts (``--checkouts``; for each ``owner/name`` of the list one of ``owner+name/repo``,
 ``owner+name/repo/.git``, ``owner+name/.git``, ``owner+name`` as a git directory, or a plain
-folder), from which the pinned commit is exported with ``git archive`` into a scratch folder.
+folder), from which the pinned commit is exported (``git ls-tree`` and ``git cat-file``) into a
+scratch folder.
 The tool runs as a separate process (``python -I -m pytorch_perflint``: the linted tree never
 comes first on ``sys.path``); nothing of the linted code is imported or run, fixed files are
 only compiled to check their syntax.
@@ -37,7 +38,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import warnings
@@ -86,6 +86,7 @@ class RepoResult:
     outside_writes: List[str] = field(default_factory=list)
     seconds: Dict[str, float] = field(default_factory=dict)
     skipped: str = ""
+    missing_blobs: int = 0  # files of the commit the mirror does not hold (large data files)
 
     @property
     def problems(self) -> int:
@@ -121,23 +122,61 @@ def find_source(checkouts: Path, repo: Repo) -> Tuple[Optional[Path], Optional[P
     return (None, base) if base.is_dir() else (None, None)
 
 
-def materialize(checkouts: Path, repo: Repo, target: Path) -> str:
-    """Export the pinned commit into ``target``; an empty string, or why it could not."""
+def materialize(checkouts: Path, repo: Repo, target: Path) -> Tuple[str, int]:
+    """Export the pinned commit into ``target``: (why it could not, or "", the number of
+    files of the commit the mirror lacks)."""
     git_dir, folder = find_source(checkouts, repo)
     if git_dir is not None:
         if _git(git_dir, "cat-file", "-e", f"{repo.commit}^{{commit}}").returncode != 0:
-            return f"commit {repo.commit} is not in {git_dir}"
-        archive = _git(git_dir, "archive", "--format=tar", repo.commit)
-        if archive.returncode != 0:
-            return f"git archive failed: {archive.stderr.decode(errors='replace').strip()}"
-        target.mkdir(parents=True)
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(target, filter="data")  # no paths or links that leave target
-        return ""
+            return f"commit {repo.commit} is not in {git_dir}", 0
+        return export_tree(git_dir, repo.commit, target)
     if folder is not None:
         shutil.copytree(folder, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        return ""
-    return f"no checkout of {repo.name} under {checkouts}"
+        return "", 0
+    return f"no checkout of {repo.name} under {checkouts}", 0
+
+
+def export_tree(git_dir: Path, commit: str, target: Path) -> Tuple[str, int]:
+    """Write the files of ``commit`` under ``target`` (like ``git archive``, but a mirror
+    may lack its largest blobs: those are left out). Paths that would leave ``target`` and
+    links pointing outside it are skipped; submodules are not followed."""
+    listing = _git(git_dir, "ls-tree", "-r", "-z", "--full-tree", commit)
+    if listing.returncode != 0:
+        return f"git ls-tree failed: {listing.stderr.decode(errors='replace').strip()}", 0
+    entries = []
+    for record in listing.stdout.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, kind, oid = meta.decode().split()
+        if kind == "blob":
+            entries.append((mode, oid, raw_path.decode("utf-8", errors="surrogateescape")))
+    request = "".join(f"{oid}\n" for _, oid, _ in entries).encode()
+    blobs = _git(git_dir, "cat-file", "--batch", input=request)
+    stream, contents = io.BytesIO(blobs.stdout), {}
+    for _, oid, _ in entries:
+        header = stream.readline().decode().split()
+        if len(header) == 3:
+            contents[oid] = stream.read(int(header[2]))
+            stream.read(1)  # the newline after the content
+    target.mkdir(parents=True)
+    missing = sum(1 for _, oid, _ in entries if oid not in contents)
+    base = target.resolve()
+    for mode, oid, rel in entries:
+        data = contents.get(oid)
+        destination = (target / rel).resolve()
+        if data is None or base not in destination.parents:
+            continue  # a blob the mirror lacks, or a path that leaves the tree
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            link = os.fsdecode(data)
+            if base in (destination.parent / link).resolve().parents:
+                destination.symlink_to(link)
+            continue
+        destination.write_bytes(data)
+        if mode == "100755":
+            destination.chmod(0o755)
+    return "", missing
 
 
 # -- watching the files ---------------------------------------------------------------------
@@ -227,7 +266,7 @@ def _findings(run: Run) -> Dict[str, int]:
 def check_repo(repo: Repo, checkouts: Path, work: Path, timeout: float) -> RepoResult:
     result = RepoResult(commit=repo.commit)
     root = work / repo.folder
-    why = materialize(checkouts, repo, root)
+    why, result.missing_blobs = materialize(checkouts, repo, root)
     if why:
         result.skipped = why
         return result
@@ -396,8 +435,9 @@ def markdown(results: Dict[str, RepoResult], repos: Sequence[Repo], changes: Lis
             lines.append(f"| {name} | {kinds.get(name, '')} | `{r.commit[:10]}` | skipped: {r.skipped} | | | | | |")
             continue
         found = ", ".join(f"{c} {n}" for c, n in r.findings.items()) or "0"
+        absent = f" ({r.missing_blobs} large files absent from the mirror)" if r.missing_blobs else ""
         lines.append(
-            f"| {name} | {kinds.get(name, '')} | `{r.commit[:10]}` | {r.python_files} | {found} | {r.fixed_files} | "
+            f"| {name} | {kinds.get(name, '')} | `{r.commit[:10]}` | {r.python_files}{absent} | {found} | {r.fixed_files} | "
             f"{r.problems} | {r.seconds.get('check', 0):.1f} | {r.seconds.get('fix', 0):.1f} |"
         )
     problems = [

@@ -50,6 +50,8 @@ def mirror(tmp_path):
     source.mkdir()
     _git(source, "init", "-q")
     (source / "train.py").write_text(TRAIN)
+    (source / "inside.py").symlink_to("train.py")
+    (source / "outside.py").symlink_to("../../outside/target.py")
     (source / "tests").mkdir()
     (source / "tests" / "test_train.py").write_text(TRAIN)
     _git(source, "add", ".")
@@ -80,7 +82,7 @@ def test_a_run_reports_findings_fixes_and_no_problems(mirror, tmp_path):
     # The pinned commit, not HEAD: one DataLoader; the test file is skipped by default.
     assert result["findings"] == {"TPF101": 1, "TPF501": 1}
     assert result["fixed_files"] == 1  # the unsafe fix adds num_workers
-    assert result["python_files"] == 2
+    assert result["python_files"] == 3  # train.py, the link inside.py, tests/test_train.py
     assert not any(result[k] for k in ("crashes", "hangs", "unparsable", "non_idempotent", "outside_writes"))
     text = report.read_text()
     assert "Machine: test machine" in text and "| TPF101 | 1 |" in text and "this run is the baseline" in text
@@ -97,12 +99,21 @@ def test_the_next_run_compares_with_the_baseline(mirror, tmp_path):
     assert "owner/proj: TPF101 -2, TPF204 -1, TPF501 +1" in lines
 
 
+def test_links_that_leave_the_tree_are_not_exported(mirror, tmp_path):
+    checkouts, _, first = mirror
+    why, missing = ecosystem.materialize(checkouts, ecosystem.Repo(name="owner/proj", commit=first), tmp_path / "out")
+    assert (why, missing) == ("", 0)
+    assert (tmp_path / "out" / "inside.py").is_symlink()
+    assert not (tmp_path / "out" / "outside.py").exists() and not (tmp_path / "out" / "outside.py").is_symlink()
+    assert (tmp_path / "out" / "tests" / "test_train.py").read_text() == TRAIN
+
+
 def test_a_missing_commit_or_repository_is_skipped_not_fetched(mirror, tmp_path):
     checkouts, _, _ = mirror
     repo = ecosystem.Repo(name="owner/proj", commit="0" * 40)
-    assert "is not in" in ecosystem.materialize(checkouts, repo, tmp_path / "out")
+    assert "is not in" in ecosystem.materialize(checkouts, repo, tmp_path / "out")[0]
     gone = ecosystem.Repo(name="nobody/none", commit="0" * 40)
-    assert "no checkout" in ecosystem.materialize(checkouts, gone, tmp_path / "out2")
+    assert "no checkout" in ecosystem.materialize(checkouts, gone, tmp_path / "out2")[0]
 
 
 def test_problems_are_counted(tmp_path):
