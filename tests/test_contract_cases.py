@@ -89,6 +89,18 @@ def fixed_clean(rule_code: str, opts: Optional[Dict[str, Any]] = None, *needles:
     return pred
 
 
+def single_diagnostic(rule_code: str, code: str):
+    """The one diagnostic the rule gives on ``code`` (with its fix, edits included)."""
+    from pathlib import Path
+
+    from pytorch_perflint.engine import lint_source
+    from pytorch_perflint.testing import settings_with
+
+    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code(rule_code)])
+    [diagnostic] = result.diagnostics
+    return diagnostic
+
+
 def run_fixed(text: str, **names: Any) -> Dict[str, Any]:
     namespace: Dict[str, Any] = dict(names)
     exec(compile(text, "<fixed>", "exec"), namespace)
@@ -596,14 +608,8 @@ TPF101_HANDLES = [
 def test_tpf101_dataset_holding_a_handle_is_reported_without_fix(code):
     """Issue 11: forked workers share a handle opened in ``__init__``; the message says so
     and no fix is offered, even when ``num_workers`` is left out."""
-    from pathlib import Path
-
-    from pytorch_perflint.engine import lint_source
-    from pytorch_perflint.testing import settings_with
-
     code = src(code)
-    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code("TPF101")])
-    [diagnostic] = result.diagnostics
+    diagnostic = single_diagnostic("TPF101", code)
     assert diagnostic.fix is None
     assert "`Data` keeps" in diagnostic.message and "`self.source =" in diagnostic.message
     assert fix_example(rule_by_code("TPF101"), code) == code
@@ -633,15 +639,9 @@ def test_tpf101_datasets_that_keep_no_handle_get_the_usual_fix(handle):
 
 
 def test_tpf101_explicit_zero_shows_a_display_only_fix_that_says_why():
-    from pathlib import Path
-
-    from pytorch_perflint.engine import lint_source
-    from pytorch_perflint.testing import settings_with
     from pytorch_perflint.types import Applicability
 
-    code = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=0)\n"
-    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code("TPF101")])
-    [diagnostic] = result.diagnostics
+    diagnostic = single_diagnostic("TPF101", "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=0)\n")
     assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
     assert "written out" in diagnostic.fix.message and "forked workers" in diagnostic.fix.message
     assert diagnostic.fix.edits and "num_workers=4" in diagnostic.fix.edits[0].content
@@ -2717,15 +2717,10 @@ TPF301_FIX += [
 
 
 def test_tpf301_explicit_bias_true_shows_a_display_only_fix():
-    from pathlib import Path
-
-    from pytorch_perflint.engine import lint_source
-    from pytorch_perflint.testing import settings_with
     from pytorch_perflint.types import Applicability
 
     code = "import torch.nn as nn\nnet = nn.Sequential(nn.Conv2d(3, 16, 3, bias=True), nn.BatchNorm2d(16))\n"
-    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code("TPF301")])
-    [diagnostic] = result.diagnostics
+    diagnostic = single_diagnostic("TPF301", code)
     assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
     assert "written out" in diagnostic.fix.message and "state_dict" in diagnostic.fix.message
     assert "bias=False" in diagnostic.fix.edits[0].content
@@ -3362,15 +3357,9 @@ TPF403_FIX += [
 
 
 def test_tpf403_library_module_shows_where_the_setting_belongs():
-    from pathlib import Path
-
-    from pytorch_perflint.engine import lint_source
-    from pytorch_perflint.testing import settings_with
     from pytorch_perflint.types import Applicability
 
-    code = src(_TPF403_MAIN)
-    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code("TPF403")])
-    [diagnostic] = result.diagnostics
+    diagnostic = single_diagnostic("TPF403", _TPF403_MAIN)
     assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
     assert "entry script" in diagnostic.fix.message and not diagnostic.fix.edits
 
