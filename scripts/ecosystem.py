@@ -477,6 +477,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 f"{sum(result.findings.values())} findings, {result.fixed_files} files fixed, {result.problems} problems"
             )
             print(f"{repo.name}: {status}", flush=True)
+            for kind in ("crashes", "hangs", "unparsable", "non_idempotent", "outside_writes"):
+                for item in getattr(result, kind)[:3]:
+                    print(f"    {kind}: {item}", flush=True)
             shutil.rmtree(work / repo.folder, ignore_errors=True)
     finally:
         if args.work is None:
