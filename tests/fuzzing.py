@@ -153,8 +153,8 @@ def known_issue(source: str) -> Optional[str]:
     if any(isinstance(node, ast.Global) for node in tree.body) or _global_at_module_level(tree):
         return "module-level `global` (issue 11 item 1)"
     for node in ast.walk(tree):
-        if isinstance(node, ast.AnnAssign) and not node.simple and isinstance(node.target, ast.Name):
-            return "parenthesised annotation target (issue 11 item 4)"
+        if isinstance(node, ast.AnnAssign) and (node.target.lineno, node.target.col_offset) != (node.lineno, node.col_offset):
+            return "parenthesised annotation target (issue 11 item 4)"  # `(` stands before the target
     if _longest_string_run(source) > 50:
         return "long implicit string concatenation (issue 11 item 2)"
     return None
