@@ -3,8 +3,9 @@
 As ruff's ecosystem check does, it runs the tool over a list of real projects and reports:
 
 * crashes (internal errors), hangs (a run past its time limit);
-* fixes that leave a file Python cannot compile, and fixes that are not idempotent (a second
-  ``--fix`` changes the text again);
+* fixes that leave a file Python cannot compile, fixes the tool refused to write because
+  their result would not parse (a rule's bug all the same), and fixes that are not
+  idempotent (a second ``--fix`` changes the text again);
 * writes outside the linted root (any file of the work folder beside the repository that
   changes during the runs);
 * the findings per rule, compared with the last recorded run (a JSON baseline).
@@ -21,7 +22,7 @@ only compiled to check their syntax.
     python scripts/ecosystem.py --checkouts /work/.mirror --report docs/ecosystem.md \\
         --baseline docs/ecosystem.json [--write-baseline] [--machine "..."]
 
-Exit status: 1 when any repository had a crash, a hang, an unparsable or non-idempotent fix,
+Exit status: 1 when any repository had a crash, a hang, an unparsable, refused or non-idempotent fix,
 or a write outside its root; 0 otherwise (changed finding counts are reported, not failed).
 """
 
@@ -53,6 +54,7 @@ else:  # pragma: no cover
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = ROOT / "scripts" / "ecosystem_repos.toml"
 CACHE_DIR = ".pytorch_perflint_cache"
+KINDS = ("crashes", "hangs", "unparsable", "refused", "non_idempotent", "outside_writes")
 FLAGS = ("--select", "ALL", "--preview", "--exit-zero", "--output-format", "json")
 # git must not run anything the mirror's own config asks for.
 _GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never")
@@ -81,7 +83,8 @@ class RepoResult:
     fixed_files: int = 0
     crashes: List[str] = field(default_factory=list)
     hangs: List[str] = field(default_factory=list)
-    unparsable: List[str] = field(default_factory=list)
+    unparsable: List[str] = field(default_factory=list)  # fixed files Python cannot compile
+    refused: List[str] = field(default_factory=list)  # fixes the tool did not write: they would not parse
     non_idempotent: List[str] = field(default_factory=list)
     outside_writes: List[str] = field(default_factory=list)
     seconds: Dict[str, float] = field(default_factory=dict)
@@ -90,7 +93,7 @@ class RepoResult:
 
     @property
     def problems(self) -> int:
-        return sum(len(x) for x in (self.crashes, self.hangs, self.unparsable, self.non_idempotent, self.outside_writes))
+        return sum(len(getattr(self, kind)) for kind in KINDS)
 
 
 def load_repos(path: Path) -> List[Repo]:
@@ -203,18 +206,16 @@ def changed(before: Dict[str, str], after: Dict[str, str]) -> List[str]:
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
-def compiles(path: Path) -> Optional[str]:
-    """None when Python compiles the file (never runs it), else why not."""
-    if path.suffix == ".ipynb":
-        try:
-            json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            return f"not JSON: {error}"
-        return None
+def syntax_problem(data: bytes, name: str) -> Optional[str]:
+    """None when Python compiles the file (never runs it; a notebook: when it is JSON),
+    else why not."""
     try:
+        if name.endswith(".ipynb"):
+            json.loads(data)
+            return None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+            compile(data, name, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         return f"{type(error).__name__}: {error}"
     return None
@@ -251,7 +252,7 @@ def _crashes(run: Run, stage: str) -> List[str]:
     return [f"{stage}: {line}" for line in lines]
 
 
-def _unparsable(run: Run, stage: str) -> List[str]:
+def _refused(run: Run, stage: str) -> List[str]:
     return [f"{stage}: {line}" for line in run.stderr.splitlines() if "does not parse" in line]
 
 
@@ -284,7 +285,7 @@ def check_repo(repo: Repo, checkouts: Path, work: Path, timeout: float) -> RepoR
     first = run_tool(root, ["--fix", "--unsafe-fixes"], timeout)
     result.seconds["fix"] = round(first.seconds, 2)
     result.crashes += _crashes(first, "fix")
-    result.unparsable += _unparsable(first, "fix")
+    result.refused += _refused(first, "fix")
     if first.returncode is None:
         result.hangs.append(f"fix: no result after {timeout:.0f} s")
     fixed = snapshot(root)
@@ -293,9 +294,10 @@ def check_repo(repo: Repo, checkouts: Path, work: Path, timeout: float) -> RepoR
     for rel in touched:
         path = root / rel
         if path.suffix in (".py", ".ipynb") and path.is_file():
-            problem = compiles(path)
-            if problem is not None and compiles_before(repo, checkouts, rel):
-                result.unparsable.append(f"{rel}: {problem}")
+            problem = syntax_problem(path.read_bytes(), rel)
+            before_fix = original(repo, checkouts, rel)
+            if problem is not None and before_fix is not None and syntax_problem(before_fix, rel) is None:
+                result.unparsable.append(f"{rel}: {problem}")  # a file broken before is not the fix's
 
     second = run_tool(root, ["--fix", "--unsafe-fixes"], timeout)
     result.seconds["fix-again"] = round(second.seconds, 2)
@@ -307,31 +309,15 @@ def check_repo(repo: Repo, checkouts: Path, work: Path, timeout: float) -> RepoR
     return result
 
 
-def compiles_before(repo: Repo, checkouts: Path, rel: str) -> bool:
-    """Whether the file compiled at the pinned commit (a file broken before is not the fix's)."""
+def original(repo: Repo, checkouts: Path, rel: str) -> Optional[bytes]:
+    """The file as it is at the pinned commit."""
     git_dir, folder = find_source(checkouts, repo)
     if git_dir is not None:
         shown = _git(git_dir, "show", f"{repo.commit}:{rel}")
-        if shown.returncode != 0:
-            return False
-        data = shown.stdout
-    elif folder is not None and (folder / rel).is_file():
-        data = (folder / rel).read_bytes()
-    else:
-        return False
-    if rel.endswith(".ipynb"):
-        try:
-            json.loads(data)
-        except ValueError:
-            return False
-        return True
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(data, rel, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+        return shown.stdout if shown.returncode == 0 else None
+    if folder is not None and (folder / rel).is_file():
+        return (folder / rel).read_bytes()
+    return None
 
 
 # -- reporting ------------------------------------------------------------------------------
@@ -413,7 +399,8 @@ def markdown(results: Dict[str, RepoResult], repos: Sequence[Repo], changes: Lis
         f"| files changed by the fix | {sum(r.fixed_files for r in checked)} |",
         f"| crashes (internal errors) | {total('crashes')} |",
         f"| hangs | {total('hangs')} |",
-        f"| unparsable fixes | {total('unparsable')} |",
+        f"| unparsable fixes (written, Python cannot compile the file) | {total('unparsable')} |",
+        f"| fixes refused by the tool (the result would not parse) | {total('refused')} |",
         f"| non-idempotent fixes | {total('non_idempotent')} |",
         f"| writes outside the linted roots | {total('outside_writes')} |",
         "",
@@ -443,7 +430,7 @@ def markdown(results: Dict[str, RepoResult], repos: Sequence[Repo], changes: Lis
     problems = [
         (name, kind, item)
         for name, r in results.items()
-        for kind in ("crashes", "hangs", "unparsable", "non_idempotent", "outside_writes")
+        for kind in KINDS
         for item in getattr(r, kind)
     ]
     lines += ["", "## Problems", ""]
@@ -477,7 +464,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 f"{sum(result.findings.values())} findings, {result.fixed_files} files fixed, {result.problems} problems"
             )
             print(f"{repo.name}: {status}", flush=True)
-            for kind in ("crashes", "hangs", "unparsable", "non_idempotent", "outside_writes"):
+            for kind in KINDS:
                 for item in getattr(result, kind)[:3]:
                     print(f"    {kind}: {item}", flush=True)
             shutil.rmtree(work / repo.folder, ignore_errors=True)

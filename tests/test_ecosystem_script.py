@@ -83,7 +83,7 @@ def test_a_run_reports_findings_fixes_and_no_problems(mirror, tmp_path):
     assert result["findings"] == {"TPF101": 1, "TPF501": 1}
     assert result["fixed_files"] == 1  # the unsafe fix adds num_workers
     assert result["python_files"] == 3  # train.py, the link inside.py, tests/test_train.py
-    assert not any(result[k] for k in ("crashes", "hangs", "unparsable", "non_idempotent", "outside_writes"))
+    assert not any(result[k] for k in ecosystem.KINDS)
     text = report.read_text()
     assert "Machine: test machine" in text and "| TPF101 | 1 |" in text and "this run is the baseline" in text
     assert sorted(p.name for p in (checkouts / "owner+proj" / "repo").rglob("*")) == before
@@ -119,6 +119,16 @@ def test_a_missing_commit_or_repository_is_skipped_not_fetched(mirror, tmp_path)
 def test_problems_are_counted(tmp_path):
     run = ecosystem.Run(2, "[]", "error: a.py: internal error in TPF101 (x): boom\nwarning: b.py: fix for TPF301 was not applied: the result does not parse (x)\n", 1.0)
     assert ecosystem._crashes(run, "check") == ["check: error: a.py: internal error in TPF101 (x): boom"]
-    assert len(ecosystem._unparsable(run, "fix")) == 1
+    assert len(ecosystem._refused(run, "fix")) == 1
     assert ecosystem._crashes(ecosystem.Run(1, "[]", "", 1.0), "check") == []
     assert ecosystem._crashes(ecosystem.Run(-11, "", "Segmentation fault", 1.0), "check") == ["check: exit -11: Segmentation fault"]
+
+
+def test_syntax_problems_are_found_without_running_anything(tmp_path):
+    marker = tmp_path / "ran"
+    assert ecosystem.syntax_problem(f"open({str(marker)!r}, 'w')\n".encode(), "a.py") is None
+    assert not marker.exists()
+    assert "SyntaxError" in ecosystem.syntax_problem(b"x = (\n", "a.py")
+    assert "SyntaxError" in ecosystem.syntax_problem(b"import os\nfrom __future__ import annotations\n", "a.py")
+    assert ecosystem.syntax_problem(b'{"cells": []}', "a.ipynb") is None
+    assert ecosystem.syntax_problem(b"{", "a.ipynb") is not None

@@ -30,6 +30,7 @@ SEED = 20240611
 _SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # hypothesmith compiles what it generates
 @settings(max_examples=40, **_SETTINGS)
 @given(source=hypothesmith.from_grammar(), rng=st.randoms(use_true_random=False), count=st.integers(0, 2))
 def test_generated_programs(source, rng, count):
@@ -38,6 +39,7 @@ def test_generated_programs(source, rng, count):
     assert problems(Case("generated.py", program)) == [], program
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
 @settings(max_examples=8, **_SETTINGS)
 @given(source=hypothesmith.from_node(), rng=st.randoms(use_true_random=False))
 def test_generated_trees(source, rng):
