@@ -384,7 +384,11 @@ def markdown(results: Dict[str, RepoResult], repos: Sequence[Repo], changes: Lis
         "baseline the next run compares with). Each repository is exported at its commit, then:",
         "`check --select ALL --preview` (findings), `check --fix --unsafe-fixes --select ALL",
         "--preview` (fixes), and the same fix run again (idempotence). Default settings otherwise,",
-        "so test files follow `test-files = \"skip\"`.",
+        "so test files follow `test-files = \"skip\"`. To run it again (the mirrors come from the",
+        "`fetch` tool, or any folder of clones named `owner+name`):",
+        "",
+        "    python scripts/ecosystem.py --checkouts /work/.mirror --report docs/ecosystem.md \\",
+        "        --baseline docs/ecosystem.json --write-baseline",
         "",
         f"Machine: {meta['machine']}. Tool: pytorch-perflint {meta['version']} at commit `{meta['tool_commit']}`. "
         f"Date: {meta['date']}.",
