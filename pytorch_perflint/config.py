@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+from .testfiles import DEFAULT_POLICY as DEFAULT_TEST_FILES, POLICIES as TEST_FILE_POLICIES
+
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
 
@@ -55,6 +57,8 @@ class Settings:
     # it and the project modules around it select; "always" suits libraries whose callers
     # choose the device; "never" turns accelerator-only rules off.
     accelerator: str = "auto"
+    # What test files get: "skip", "no-fix" or "lint" (see testfiles.py).
+    test_files: str = DEFAULT_TEST_FILES
     # Where the settings came from (the pyproject.toml), for messages and relative globs.
     project_root: Optional[str] = None
     extra: Tuple[Tuple[str, str], ...] = field(default=())
@@ -151,6 +155,12 @@ def _workers(value: Any, where: str) -> int:
     return value
 
 
+def _test_files(value: Any, where: str) -> str:
+    if not isinstance(value, str) or value not in TEST_FILE_POLICIES:
+        raise _fail(where, f"expected one of {', '.join(repr(p) for p in TEST_FILE_POLICIES)}, got {_show(value)}")
+    return value
+
+
 # key in the file -> (Settings field, parser)
 _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "select": ("select", _selectors),
@@ -170,6 +180,7 @@ _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "output-format": ("output_format", _output_format),
     "dataloader-num-workers": ("dataloader_num_workers", _workers),
     "accelerator": ("accelerator", _accelerator),
+    "test-files": ("test_files", _test_files),
 }
 KNOWN_KEYS = tuple(_KEYS)
 

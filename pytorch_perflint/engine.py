@@ -7,6 +7,7 @@ The flow is one way: source -> (cheap pre-screen) -> parsed module -> findings -
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import gc
 import io
@@ -27,6 +28,7 @@ from .comments import comment_start
 from .config import Settings
 from .positions import NodePositions
 from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
+from .testfiles import policy_for
 from .transform import fix_edits
 from .types import Applicability, Diagnostic, Fix, Location
 
@@ -424,6 +426,9 @@ def _lint_source(
         codes = frozenset(r.code for r in rule_classes) | {"TPF001", "TPF003"}
     if _FILE_NOQA.search(source):
         return result
+    test_policy = policy_for(path, settings.test_files, settings.project_root)
+    if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
+        rule_classes, codes = (), codes & {"TPF001"}
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
     active = [r for r in rule_classes if r.could_fire(source)]
     if any(r.needs_cuda for r in active) and not mentions_cuda(source):
@@ -456,6 +461,9 @@ def _lint_source(
     if active:
         _run_rules(context, active, result.errors)
     findings = context.findings
+    if test_policy == "no-fix":
+        for finding in findings:
+            finding.fix = finding.fix and _shown_only(finding.fix)
     noqa = noqa_comments(source) if (findings or want_unused_noqa) else {}
     used: Dict[int, set] = {}
     if findings:
@@ -479,6 +487,12 @@ def _lint_source(
         result.diagnostics.extend(_unused_noqa(path, noqa, used))
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
+
+
+def _shown_only(fix: NodeFix) -> NodeFix:
+    """A test file's fix under ``test-files = "no-fix"``: shown, never applied."""
+    message = f"{fix.message} (not applied in test files: `test-files = \"no-fix\"`)"
+    return dataclasses.replace(fix, applicability=Applicability.DISPLAY_ONLY, message=message)
 
 
 def _positioned_nodes(findings: Sequence[Finding]) -> Iterator[cst.CSTNode]:

@@ -16,6 +16,17 @@ ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- rules-table-start -->", "<!-- rules-table-end -->"
 
 
+TEST_FILES = (
+    "**Test files.** One policy holds for every rule: files pytest collects by its default "
+    "conventions (`test_*.py`, `*_test.py`, `conftest.py`, and any file under a `test/` or "
+    "`tests/` folder below the project root) are not reported by default, since unit tests "
+    "exercise what the rules flag on purpose (`num_workers=0`, `zero_grad(set_to_none=False)`) "
+    "and rewriting them buys no speed. `test-files = \"no-fix\"` reports them with every fix "
+    "display-only; `test-files = \"lint\"` lints and fixes them like any file. A syntax error "
+    "in a test file is still `TPF001`."
+)
+
+
 def _fix(rule) -> str:
     return rule.fix_applicability.value if rule.fix_applicability else "none"
 
@@ -38,7 +49,7 @@ def table() -> str:
 
 
 def rules_page() -> str:
-    parts = ["# Rules", "", "Generated from the rules' own docs by `scripts/gen_rule_docs.py`.", ""]
+    parts = ["# Rules", "", "Generated from the rules' own docs by `scripts/gen_rule_docs.py`.", "", TEST_FILES, ""]
     parts.append(table().replace("(docs/rules.md#", "(#"))
     parts.append("")
     for builtin in BUILTINS:
