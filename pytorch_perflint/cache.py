@@ -6,10 +6,10 @@ sits in the user's tree and is read back on every run.
 
 The cache is the tree's data, so nothing in it is trusted: a cache of any other shape, at
 any depth, is a miss, never an error. It lives at the project root (the config file's
-folder, else the nearest folder with a ``pyproject.toml`` or ``.git`` above the linted
-path; without one, nothing is cached), never wherever the tool happens to run. A cache
-folder or file that is a symlink is not used: the tree must not be able to make the tool
-read or write elsewhere.
+folder, else the nearest folder with a ``pyproject.toml``, ``.git`` or config file above
+the linted path; without one, nothing is cached), never wherever the tool happens to
+run. A cache folder or file that is a symlink is not used: the tree must not be able to
+make the tool read or write elsewhere.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from .types import Applicability, Diagnostic, Edit, Fix, Location
 CACHE_DIR = ".pytorch_perflint_cache"
 # A cache file larger than this is a miss (a large tree's cache is a few MB).
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
-# Files that mark a project root when there is no config file.
-ROOT_MARKERS = ("pyproject.toml", ".git")
 
 
 def _code_fingerprint() -> str:
@@ -53,7 +51,11 @@ def _settings_key(settings: Settings, with_edits: bool) -> str:
 
 
 def project_root(settings: Settings, start: Path) -> Optional[Path]:
-    """Where the cache of a run that starts at ``start`` (its first path) goes."""
+    """Where the cache of a run that starts at ``start`` (its first path) goes: the project
+    layer's root (``project.root``), except that without any root marker there is none
+    (a cache is not dropped into whatever folder was linted)."""
+    from .project.root import ROOT_MARKERS
+
     if settings.config_path:
         return Path(settings.config_path).parent
     folder = Path(os.path.abspath(start))

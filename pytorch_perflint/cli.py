@@ -27,6 +27,7 @@ OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
 # imported only when invoked, never for --help or --version.
 LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "bench": ("pytorch_perflint.bench.cli", "bench", "Measure each fix's speed-up on this machine."),
+    "server": ("pytorch_perflint.lsp.command", "server", "Run the language server (LSP) on stdin/stdout."),
 }
 
 
@@ -172,6 +173,7 @@ def _plural(count: int, word: str) -> str:
 @click.option("--no-cache", is_flag=True, help="Do not read or write the lint cache (.pytorch_perflint_cache).")
 @click.option("-q", "--quiet", is_flag=True, help="Print less: no progress bar, notes or warnings.")
 @click.option("--file-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS", help="Report a file that takes longer as not linted (default: 120; 0: no limit).")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (files only); exit 0.")
 def check(
     paths: Tuple[str, ...],
     select: Tuple[str, ...],
@@ -199,6 +201,7 @@ def check(
     no_cache: bool,
     quiet: bool,
     file_timeout: Optional[float],
+    add_noqa: bool,
 ) -> None:
     """Lint PATHS (default: the current folder); `-` reads stdin."""
     from .config import ConfigError, load_settings
@@ -232,6 +235,8 @@ def check(
     from . import runner
     from .discovery import discover, display_path
 
+    if add_noqa:
+        _add_noqa(paths, settings, use_stdin=use_stdin, conflicts=bool(fix or fix_only or diff), quiet=quiet)
     if diff:
         mode = runner.Mode.DIFF
     elif settings.fix:
@@ -318,26 +323,31 @@ def check(
     sys.exit(EXIT_FINDINGS if summary.remaining else EXIT_OK)
 
 
+def _add_noqa(paths: Tuple[str, ...], settings, *, use_stdin: bool, conflicts: bool, quiet: bool) -> None:
+    """``check --add-noqa``: suppress every finding in place; exit 0 (2 on an error)."""
+    if use_stdin:
+        _fail("--add-noqa changes files in place; it cannot read stdin")
+    if conflicts:
+        _fail("--add-noqa cannot be combined with --fix, --fix-only or --diff")
+    from .discovery import discover
+    from .noqa_edits import add_noqa
+
+    found = discover(list(paths) or ["."], settings)
+    done = add_noqa(found.files, settings)
+    errors = [*found.errors, *(item.error for item in done if item.error)]
+    for message in errors:
+        click.echo(f"error: {message}", err=True)
+    added = sum(item.added for item in done)
+    skipped = sum(item.skipped for item in done)
+    if not quiet:
+        click.echo(f"Added {_plural(added, 'noqa directive')}.", err=True)
+        if skipped:
+            click.echo(f"warning: {_plural(skipped, 'finding')} left: no comment can end the lines they are on", err=True)
+    sys.exit(EXIT_ERROR if errors else EXIT_OK)
+
+
 # ----------------------------------------------------------------------------------------
 # rules / rule
-
-_BUILTIN_DOCS = {
-    "TPF001": (
-        "The file cannot be parsed: a syntax error, or bytes that are not Python source.",
-        "## What it does\nReports a file that cannot be parsed: a syntax error, bytes that are not "
-        "valid in the file's encoding, or a binary file.\n\n## Why is this bad?\nNo other rule can "
-        "check a file that does not parse. The run goes on with the other files.\n\n## Fix safety\n"
-        "There is no fix: correct the file, or exclude it.",
-    ),
-    "TPF002": (
-        "A `# noqa: TPFxxx` comment that suppresses nothing.",
-        "## What it does\nReports a `# noqa: TPFxxx` comment that names a rule which does not fire "
-        "on that line (off by default; enable with `--extend-select TPF002`).\n\n## Why is this bad?\n"
-        "Stale suppressions hide future findings on that line.\n\n## Fix safety\nThere is no "
-        "automatic fix yet: delete the code from the comment.",
-    ),
-}
-
 
 def _summary_of(docs: str, fallback: str) -> str:
     """The first paragraph of a rule's "What it does" section."""
@@ -360,16 +370,16 @@ def _rule_infos() -> List[Dict[str, Any]]:
     from .types import rule_url
 
     infos = []
-    for code, name in registry.BUILTIN_CODES.items():
+    for builtin in registry.BUILTINS:
         infos.append(
             {
-                "code": code,
-                "name": name,
+                "code": builtin.code,
+                "name": builtin.name,
                 "fix": None,
                 "preview": False,
-                "default": code in registry.default_codes(preview=False),
-                "summary": _BUILTIN_DOCS.get(code, ("", ""))[0],
-                "url": rule_url(code),
+                "default": builtin.default,
+                "summary": builtin.summary,
+                "url": rule_url(builtin.code),
             }
         )
     for rule in registry.all_rules():
@@ -429,7 +439,8 @@ def rule_command(code: str) -> None:
         _fail(f"unknown rule {code!r}; `pytorch-perflint rules` lists them")
     assert info is not None
     rule = registry.rule_by_code(info["code"])
-    docs = rule.docs() if rule is not None else _BUILTIN_DOCS.get(info["code"], ("", ""))[1]
+    builtin = registry.builtin(info["code"])
+    docs = rule.docs() if rule is not None else builtin.docs if builtin is not None else ""
     facts = [
         f"Fix: {info['fix'] or 'none'}",
         f"Default: {'on' if info['default'] else 'off'}",

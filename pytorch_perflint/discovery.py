@@ -229,3 +229,9 @@ def discover(paths: Sequence[str], settings: Settings) -> Discovery:
     files = tuple(sorted(shown, key=lambda p: p.as_posix()))
     return Discovery(files, tuple(walker.errors), tuple(walker.warnings))
 
+
+def is_excluded(path: Path, settings: Settings) -> bool:
+    """Whether ``exclude``/``extend-exclude`` leave out this file (or a folder above it,
+    below the project root), as ``force-exclude`` decides for a named path. Git is not
+    asked: for an editor's buffer, which may not be saved yet."""
+    return _Walker(settings)._force_excluded(os.path.abspath(path))

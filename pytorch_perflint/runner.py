@@ -209,9 +209,9 @@ def _process_notebook(
                 fix_errors.append(f"{path}: {error}")
             if new_text is not None and mode is Mode.DIFF:
                 diff = unified_diff(path.as_posix(), data.decode("utf-8-sig"), new_text)
-            elif new_text is not None and write:
+            elif new_text is not None:  # without ``write`` (stdin) the caller prints ``output``
                 encoded = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + new_text.encode("utf-8")
-                problem = write_fixed(path, data, encoded, roots)
+                problem = write_fixed(path, data, encoded, roots) if write else None
                 if problem is None:
                     output = encoded
                 else:

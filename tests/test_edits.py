@@ -13,7 +13,7 @@ import pytest
 from pytorch_perflint import edits
 from pytorch_perflint.config import Settings
 from pytorch_perflint.engine import lint_source
-from pytorch_perflint.transform import _lines
+from pytorch_perflint.transform import lines_of
 from pytorch_perflint.types import Edit
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -22,9 +22,9 @@ EVERYTHING = dataclasses.replace(Settings(), select=("ALL",), preview=True)
 
 def apply_edits(source: str, found: Sequence[Edit]) -> str:
     """Apply line edits (whole lines, 1-based rows, end exclusive) from the bottom up."""
-    lines = _lines(source)
+    lines = lines_of(source)
     for edit in sorted(found, key=lambda e: e.location, reverse=True):
-        lines[edit.location.row - 1 : edit.end_location.row - 1] = _lines(edit.content)
+        lines[edit.location.row - 1 : edit.end_location.row - 1] = lines_of(edit.content)
     return "".join(lines)
 
 
