@@ -64,7 +64,9 @@ def main() -> None:
     else:
         paths = [args.path or default_file()]
     files = [(path, path.read_bytes()) for path in paths]
-    settings = Settings(preview=args.preview)
+    # distributed_test.py is a test file by its name: lint it like any file, as before the
+    # test-files policy (which skips test files by default).
+    settings = Settings(preview=args.preview, test_files="lint")
     if args.select:
         settings = dataclasses.replace(settings, select=tuple(args.select.split(",")))
     findings = sum(len(process_bytes(data, path, settings, Mode.CHECK, write=False).result.diagnostics) for path, data in files)
