@@ -4,11 +4,13 @@ No linting logic lives here. Heavy modules (libcst, rich, the rules, the harness
 imported inside the commands, so ``--version`` and ``--help`` stay fast.
 
 Exit codes: 0 nothing left to report; 1 findings remain (or ``--diff`` has a diff);
-2 a usage, config or internal error (a rule crash, an unreadable or missing path).
+2 a usage, config or internal error (a rule crash, an unreadable or missing path);
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -18,12 +20,14 @@ import click
 from . import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
 OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
 
 # Commands that live in optional modules: name -> (module, attribute, short help). They are
 # imported only when invoked, never for --help or --version.
 LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "bench": ("pytorch_perflint.bench.cli", "bench", "Measure each fix's speed-up on this machine."),
+    "server": ("pytorch_perflint.lsp.command", "server", "Run the language server (LSP) on stdin/stdout."),
 }
 
 
@@ -31,6 +35,16 @@ def _lazy_available(name: str) -> bool:
     module = LAZY_COMMANDS[name][0]
     relative = Path(*module.split(".")[1:]).with_suffix(".py")
     return (Path(__file__).resolve().parent / relative).is_file()
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a command. A subclass on purpose: CPython remembers a plain
+    KeyboardInterrupt that passed through certain frames and then, under ``python -m``,
+    ends the process by SIGINT instead of with the exit code chosen here."""
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise Interrupted()
 
 
 class LazyGroup(click.Group):
@@ -58,6 +72,22 @@ class LazyGroup(click.Group):
             ctx.exit(EXIT_ERROR)
         self.add_command(command, name)
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C exits 130, as shells expect of an interrupted command (click's own
+        handling says "Aborted!" and exits 1, the code for "findings remain")."""
+        try:
+            previous = signal.signal(signal.SIGINT, _interrupted)
+        except ValueError:  # not the main thread (an embedding program): leave it be
+            previous = None
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\nerror: interrupted", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []
@@ -142,6 +172,8 @@ def _plural(count: int, word: str) -> str:
 @click.option("--extend-exclude", multiple=True, metavar="GLOBS", help="Globs to exclude on top of the defaults.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the lint cache (.pytorch_perflint_cache).")
 @click.option("-q", "--quiet", is_flag=True, help="Print less: no progress bar, notes or warnings.")
+@click.option("--file-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS", help="Report a file that takes longer as not linted (default: 120; 0: no limit).")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (files only); exit 0.")
 def check(
     paths: Tuple[str, ...],
     select: Tuple[str, ...],
@@ -168,6 +200,8 @@ def check(
     extend_exclude: Tuple[str, ...],
     no_cache: bool,
     quiet: bool,
+    file_timeout: Optional[float],
+    add_noqa: bool,
 ) -> None:
     """Lint PATHS (default: the current folder); `-` reads stdin."""
     from .config import ConfigError, load_settings
@@ -190,6 +224,7 @@ def check(
         "unsafe_fixes": unsafe_fixes,
         "force_exclude": force_exclude,
         "respect_gitignore": respect_gitignore,
+        "file_timeout": file_timeout,
     }
     config_start = [stdin_filename] if use_stdin and stdin_filename else list(paths)
     try:
@@ -200,6 +235,8 @@ def check(
     from . import runner
     from .discovery import discover, display_path
 
+    if add_noqa:
+        _add_noqa(paths, settings, use_stdin=use_stdin, conflicts=bool(fix or fix_only or diff), quiet=quiet)
     if diff:
         mode = runner.Mode.DIFF
     elif settings.fix:
@@ -214,13 +251,7 @@ def check(
     if use_stdin:
         path = display_path(Path(stdin_filename)) if stdin_filename else Path("-")
         data = sys.stdin.buffer.read()
-        try:
-            processed = runner.process_bytes(data, path, settings, mode, with_edits=with_edits, write=False)
-        except Exception as error:  # noqa: BLE001 - report it as an internal error, exit 2
-            import traceback
-
-            detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-            processed = runner.Processed(runner.FileResult(path, errors=(f"{path}: internal error: {detail}",)), data)
+        processed = runner.process_stdin(data, path, settings, mode, with_edits=with_edits)
         results = [processed.result]
         summary = runner.summarize(results, settings, mode)
         if mode is runner.Mode.FIX:
@@ -236,7 +267,14 @@ def check(
         if not found.files and not found.errors and not quiet:
             click.echo("warning: no Python files found under the given paths", err=True)
         results, summary = runner.run(
-            found.files, settings, mode=mode, jobs=jobs, with_edits=with_edits, progress=not quiet, use_cache=not no_cache
+            found.files,
+            settings,
+            mode=mode,
+            jobs=jobs,
+            with_edits=with_edits,
+            progress=not quiet,
+            use_cache=not no_cache,
+            roots=list(paths) or ["."],
         )
 
     from .output import format_errors
@@ -285,26 +323,31 @@ def check(
     sys.exit(EXIT_FINDINGS if summary.remaining else EXIT_OK)
 
 
+def _add_noqa(paths: Tuple[str, ...], settings, *, use_stdin: bool, conflicts: bool, quiet: bool) -> None:
+    """``check --add-noqa``: suppress every finding in place; exit 0 (2 on an error)."""
+    if use_stdin:
+        _fail("--add-noqa changes files in place; it cannot read stdin")
+    if conflicts:
+        _fail("--add-noqa cannot be combined with --fix, --fix-only or --diff")
+    from .discovery import discover
+    from .noqa_edits import add_noqa
+
+    found = discover(list(paths) or ["."], settings)
+    done = add_noqa(found.files, settings)
+    errors = [*found.errors, *(item.error for item in done if item.error)]
+    for message in errors:
+        click.echo(f"error: {message}", err=True)
+    added = sum(item.added for item in done)
+    skipped = sum(item.skipped for item in done)
+    if not quiet:
+        click.echo(f"Added {_plural(added, 'noqa directive')}.", err=True)
+        if skipped:
+            click.echo(f"warning: {_plural(skipped, 'finding')} left: no comment can end the lines they are on", err=True)
+    sys.exit(EXIT_ERROR if errors else EXIT_OK)
+
+
 # ----------------------------------------------------------------------------------------
 # rules / rule
-
-_BUILTIN_DOCS = {
-    "TPF001": (
-        "The file cannot be parsed: a syntax error, or bytes that are not Python source.",
-        "## What it does\nReports a file that cannot be parsed: a syntax error, bytes that are not "
-        "valid in the file's encoding, or a binary file.\n\n## Why is this bad?\nNo other rule can "
-        "check a file that does not parse. The run goes on with the other files.\n\n## Fix safety\n"
-        "There is no fix: correct the file, or exclude it.",
-    ),
-    "TPF002": (
-        "A `# noqa: TPFxxx` comment that suppresses nothing.",
-        "## What it does\nReports a `# noqa: TPFxxx` comment that names a rule which does not fire "
-        "on that line (off by default; enable with `--extend-select TPF002`).\n\n## Why is this bad?\n"
-        "Stale suppressions hide future findings on that line.\n\n## Fix safety\nThere is no "
-        "automatic fix yet: delete the code from the comment.",
-    ),
-}
-
 
 def _summary_of(docs: str, fallback: str) -> str:
     """The first paragraph of a rule's "What it does" section."""
@@ -327,16 +370,16 @@ def _rule_infos() -> List[Dict[str, Any]]:
     from .types import rule_url
 
     infos = []
-    for code, name in registry.BUILTIN_CODES.items():
+    for builtin in registry.BUILTINS:
         infos.append(
             {
-                "code": code,
-                "name": name,
+                "code": builtin.code,
+                "name": builtin.name,
                 "fix": None,
                 "preview": False,
-                "default": code in registry.default_codes(preview=False),
-                "summary": _BUILTIN_DOCS.get(code, ("", ""))[0],
-                "url": rule_url(code),
+                "default": builtin.default,
+                "summary": builtin.summary,
+                "url": rule_url(builtin.code),
             }
         )
     for rule in registry.all_rules():
@@ -396,7 +439,8 @@ def rule_command(code: str) -> None:
         _fail(f"unknown rule {code!r}; `pytorch-perflint rules` lists them")
     assert info is not None
     rule = registry.rule_by_code(info["code"])
-    docs = rule.docs() if rule is not None else _BUILTIN_DOCS.get(info["code"], ("", ""))[1]
+    builtin = registry.builtin(info["code"])
+    docs = rule.docs() if rule is not None else builtin.docs if builtin is not None else ""
     facts = [
         f"Fix: {info['fix'] or 'none'}",
         f"Default: {'on' if info['default'] else 'off'}",

@@ -18,6 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+from .testfiles import DEFAULT_POLICY as DEFAULT_TEST_FILES, POLICIES as TEST_FILE_POLICIES
+
+# The time limit per file, in seconds: far above what any real file takes (the torch
+# package's largest file lints in a few seconds), low enough that a hang does not eat a CI job.
+DEFAULT_FILE_TIMEOUT = 120.0
+
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
 
@@ -51,6 +57,12 @@ class Settings:
     unfixable: Tuple[str, ...] = ()
     output_format: Optional[str] = None
     dataloader_num_workers: int = 4
+    # Whether code runs on an accelerator (RULES.md): "auto" decides per module from what
+    # it and the project modules around it select; "always" suits libraries whose callers
+    # choose the device; "never" turns accelerator-only rules off.
+    accelerator: str = "auto"
+    # What test files get: "skip", "no-fix" or "lint" (see testfiles.py).
+    test_files: str = DEFAULT_TEST_FILES
     # Where the settings came from (the pyproject.toml), for messages and relative globs.
     project_root: Optional[str] = None
     extra: Tuple[Tuple[str, str], ...] = field(default=())
@@ -59,6 +71,8 @@ class Settings:
     # Apply exclude/extend-exclude/.gitignore to paths named on the command line too
     # (for pre-commit, which passes every staged file explicitly).
     force_exclude: bool = False
+    # Seconds one file may take before it is reported as not linted (0: no limit).
+    file_timeout: float = DEFAULT_FILE_TIMEOUT
 
 
 class ConfigError(Exception):
@@ -132,9 +146,30 @@ def _output_format(value: Any, where: str) -> str:
     return value
 
 
+ACCELERATOR_MODES = ("auto", "always", "never")
+
+
+def _accelerator(value: Any, where: str) -> str:
+    if not isinstance(value, str) or value not in ACCELERATOR_MODES:
+        raise _fail(where, f"expected one of {', '.join(ACCELERATOR_MODES)}, got {_show(value)}")
+    return value
+
+
 def _workers(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _fail(where, f"expected a whole number of at least 1, got {_show(value)}")
+    return value
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise _fail(where, f"expected a number of seconds (0 for no limit), got {_show(value)}")
+    return float(value)
+
+
+def _test_files(value: Any, where: str) -> str:
+    if not isinstance(value, str) or value not in TEST_FILE_POLICIES:
+        raise _fail(where, f"expected one of {', '.join(repr(p) for p in TEST_FILE_POLICIES)}, got {_show(value)}")
     return value
 
 
@@ -156,6 +191,9 @@ _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "unfixable": ("unfixable", _selectors),
     "output-format": ("output_format", _output_format),
     "dataloader-num-workers": ("dataloader_num_workers", _workers),
+    "file-timeout": ("file_timeout", _seconds),
+    "accelerator": ("accelerator", _accelerator),
+    "test-files": ("test_files", _test_files),
 }
 KNOWN_KEYS = tuple(_KEYS)
 

@@ -8,8 +8,10 @@ Rules (ruff's, where it has one):
   unless ``exclude`` replaces them; ``extend-exclude`` adds to them. A pattern without a
   ``/`` matches a file or folder name anywhere; one with a ``/`` matches the path relative
   to the project root (the config file's folder).
-- Git-ignored files are skipped (asked of git once per repository: ``git ls-files``);
-  without git, or outside a work tree, nothing is git-ignored.
+- Git-ignored files are skipped: ``.gitignore`` files, ``.git/info/exclude`` and the
+  global excludes file are read and matched as git does (``gitignore``), and tracked files
+  are never ignored. No git program is run: git would run commands the linted tree's own
+  config names. Outside a work tree (no ``.git`` above), nothing is git-ignored.
 - A path named on the command line is linted even if excluded, unless ``force-exclude``.
 - Problems (a missing path, an unreadable folder) are collected, never raised: the rest of
   the tree is still linted.
@@ -21,11 +23,11 @@ import errno
 import fnmatch
 import os
 import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import gitignore
 from .config import Settings
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
@@ -98,64 +100,6 @@ class _Matcher:
         return False
 
 
-@dataclass(frozen=True)
-class _GitView:
-    """What git says about one work-tree folder: the files it does not ignore."""
-
-    base: str  # absolute folder git was asked from
-    files: FrozenSet[str]  # paths relative to base
-    dirs: FrozenSet[str]  # folders holding at least one of them (relative; "" = base)
-    open_dirs: FrozenSet[str]  # untracked nested repositories / submodules: ask them
-
-    def allows_file(self, rel: str) -> bool:
-        return rel in self.files or self._under_open(rel)
-
-    def allows_dir(self, rel: str) -> bool:
-        return rel in self.dirs or rel in self.open_dirs or self._under_open(rel)
-
-    def _under_open(self, rel: str) -> bool:
-        return any(rel.startswith(d + "/") for d in self.open_dirs)
-
-
-def _git_view(folder: str) -> Optional[_GitView]:
-    """Ask git (once) which files under ``folder`` are tracked or untracked-but-not-ignored;
-    None when ``folder`` is not in a work tree or git is not there."""
-    try:
-        completed = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=folder,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            timeout=120,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if completed.returncode != 0:
-        return None
-    files: Set[str] = set()
-    dirs: Set[str] = {""}
-    open_dirs: Set[str] = set()
-    for raw in completed.stdout.split(b"\0"):
-        if not raw:
-            continue
-        rel = os.fsdecode(raw)
-        if rel.endswith("/"):  # an untracked nested repository
-            open_dirs.add(rel.rstrip("/"))
-            rel = rel.rstrip("/")
-        else:
-            files.add(rel)
-        parent = os.path.dirname(rel)
-        while parent not in dirs:
-            dirs.add(parent)
-            parent = os.path.dirname(parent)
-    # Submodules are listed as a single (folder) entry.
-    for rel in list(files):
-        if os.path.isdir(os.path.join(folder, rel)):
-            open_dirs.add(rel)
-    return _GitView(os.path.abspath(folder), frozenset(files), frozenset(dirs), frozenset(open_dirs))
-
-
 class _Walker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -163,18 +107,18 @@ class _Walker:
         self.errors: List[str] = []
         self.warnings: List[str] = []
         self.found: Dict[str, Path] = {}  # real path -> path as shown
-        self.pending: List[Path] = []
 
     # -- walking --------------------------------------------------------------------------
     def add(self, shown: Path) -> None:
         real = os.path.realpath(shown)
         self.found.setdefault(real, shown)
 
-    def walk(self, top: Path, view: Optional[_GitView]) -> None:
-        """Walk ``top`` (a folder named on the command line or found below one)."""
-        stack: List[Tuple[Path, Optional[_GitView]]] = [(top, view)]
+    def walk(self, top: Path, rules: Optional[gitignore.Rules]) -> None:
+        """Walk ``top`` (a folder named on the command line or found below one); ``rules``:
+        the .gitignore rules in force in it (None: nothing is git-ignored)."""
+        stack: List[Tuple[Path, Optional[gitignore.Rules]]] = [(top, rules)]
         while stack:
-            folder, view = stack.pop()
+            folder, rules = stack.pop()
             try:
                 with os.scandir(folder) as entries:
                     listed = sorted(entries, key=lambda e: e.name)
@@ -186,8 +130,8 @@ class _Walker:
                 continue
             if ".git" in names and folder != top and self.settings.respect_gitignore:
                 # A nested repository (submodule, or a checkout inside a plain folder) has
-                # its own ignore rules: ask its git.
-                view = _git_view(os.path.abspath(folder)) or view
+                # its own ignore rules.
+                rules = gitignore.root_rules(os.path.abspath(folder)) or rules
             for entry in listed:
                 path = folder / entry.name
                 absolute = os.path.abspath(path)
@@ -199,11 +143,12 @@ class _Walker:
                 if is_dir:
                     if self.matcher.excluded(absolute):
                         continue
-                    if view is not None:
-                        rel = os.path.relpath(absolute, view.base).replace(os.sep, "/")
-                        if not view.allows_dir(rel):
+                    if rules is not None:
+                        if entry.name == ".git" or rules.ignored(entry.name, is_dir=True):
                             continue
-                    stack.append((path, view))
+                        stack.append((path, rules.enter(entry.name, absolute)))
+                    else:
+                        stack.append((path, None))
                     continue
                 if not entry.name.endswith(PYTHON_SUFFIXES):
                     continue
@@ -222,10 +167,8 @@ class _Walker:
                     continue
                 if self.matcher.excluded(absolute):
                     continue
-                if view is not None:
-                    rel = os.path.relpath(absolute, view.base).replace(os.sep, "/")
-                    if not view.allows_file(rel):
-                        continue
+                if rules is not None and rules.ignored(entry.name, is_dir=False):
+                    continue
                 self.add(path)
 
     def explicit(self, raw: str) -> None:
@@ -244,19 +187,13 @@ class _Walker:
         if self.settings.force_exclude and self._force_excluded(absolute):
             return
         if stat.S_ISDIR(info.st_mode):
-            view = _git_view(absolute) if self.settings.respect_gitignore else None
-            self.walk(path, view)
+            rules = gitignore.for_folder(absolute) if self.settings.respect_gitignore else None
+            self.walk(path, rules)
         elif self.settings.force_exclude and self.settings.respect_gitignore:
-            self.pending.append(path)  # asked of git in one batch by finish()
+            if not gitignore.ignored_file(absolute):
+                self.add(path)
         else:
             self.add(path)
-
-    def finish(self) -> None:
-        """Add the named files that git does not ignore (force-exclude only)."""
-        ignored = _git_ignored([os.path.abspath(p) for p in self.pending]) if self.pending else set()
-        for path in self.pending:
-            if os.path.abspath(path) not in ignored:
-                self.add(path)
 
     def _force_excluded(self, absolute: str) -> bool:
         """With force-exclude: whether a named path, or a folder above it below the project
@@ -273,24 +210,6 @@ class _Walker:
         return False
 
 
-def _git_ignored(paths: Sequence[str]) -> Set[str]:
-    """Which of these absolute paths git ignores, in one call (empty without git)."""
-    try:
-        completed = subprocess.run(
-            ["git", "check-ignore", "-z", "--stdin"],
-            input=b"\0".join(os.fsencode(p) for p in paths) + b"\0",
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            timeout=120,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return set()
-    if completed.returncode not in (0, 1):  # 1: nothing ignored; 128: not a repository
-        return set()
-    return {os.path.abspath(os.fsdecode(raw)) for raw in completed.stdout.split(b"\0") if raw}
-
-
 def display_path(path: Path, cwd: Optional[str] = None) -> Path:
     """A path as users see it: relative to the current folder when under it."""
     cwd = cwd or os.getcwd()
@@ -305,9 +224,14 @@ def discover(paths: Sequence[str], settings: Settings) -> Discovery:
     walker = _Walker(settings)
     for raw in paths or (".",):
         walker.explicit(str(raw))
-    walker.finish()
     cwd = os.getcwd()
     shown = {display_path(p, cwd) for p in walker.found.values()}
     files = tuple(sorted(shown, key=lambda p: p.as_posix()))
     return Discovery(files, tuple(walker.errors), tuple(walker.warnings))
 
+
+def is_excluded(path: Path, settings: Settings) -> bool:
+    """Whether ``exclude``/``extend-exclude`` leave out this file (or a folder above it,
+    below the project root), as ``force-exclude`` decides for a named path. Git is not
+    asked: for an editor's buffer, which may not be saved yet."""
+    return _Walker(settings)._force_excluded(os.path.abspath(path))

@@ -7,12 +7,14 @@ The flow is one way: source -> (cheap pre-screen) -> parsed module -> findings -
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import gc
 import io
 import re
 import tokenize
 import traceback
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,8 @@ from .comments import comment_start
 from .config import Settings
 from .positions import NodePositions
 from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
-from .transform import fix_edits
+from .edits import FixEdits
+from .testfiles import policy_for
 from .types import Applicability, Diagnostic, Fix, Location
 
 Range = Tuple[Tuple[int, int], Tuple[int, int]]
@@ -74,19 +77,39 @@ def rules_for(path: Path, settings: Settings) -> Tuple[FrozenSet[str], Tuple[Typ
     return codes, rules
 
 
-def _syntax_error(path: Path, source: str, error: Exception) -> Diagnostic:
-    """TPF001 at Python's own position and message when it has one (they read better)."""
-    row = getattr(error, "raw_line", 1) or 1
-    column = (getattr(error, "raw_column", 0) or 0) + 1
-    message = getattr(error, "message", None) or str(error).splitlines()[0]
+_LIBCST_ROW = re.compile(r"error at (\d+):\d+")
+
+
+def compile_python(source: str, path: Path, flags: int = ast.PyCF_ONLY_AST):
+    """Python's own ``compile`` of the user's code (an ``ast`` tree by default), with the
+    warnings it raises about that code (``"\\d"``, ``x is 1``) silenced: they are the
+    user's business, printed they would clutter every run (in each worker), and under
+    ``-W error`` they would turn valid code into a SyntaxError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compile(source, str(path), "exec", flags=flags, dont_inherit=True)
+
+
+def _python_error(source: str, path: Path, tree: Optional[ast.Module]) -> Optional[Exception]:
+    """Why Python itself rejects the source (None: it accepts it, the judge of validity)."""
+    if tree is not None:
+        return None
     try:
-        compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as python_error:
+        compile_python(source, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        return error
+    return None
+
+
+def _syntax_error(path: Path, libcst_error: Exception, python_error: Exception) -> Diagnostic:
+    """TPF001 at Python's own position and message when it has one (they read better)."""
+    row = getattr(libcst_error, "raw_line", 1) or 1
+    column = (getattr(libcst_error, "raw_column", 0) or 0) + 1
+    message = getattr(libcst_error, "message", None) or str(libcst_error).splitlines()[0]
+    if isinstance(python_error, SyntaxError):
         row = python_error.lineno or row
         column = python_error.offset or column
         message = python_error.msg or message
-    except (ValueError, RecursionError):
-        pass
     return Diagnostic(
         code="TPF001",
         name="syntax-error",
@@ -95,6 +118,59 @@ def _syntax_error(path: Path, source: str, error: Exception) -> Diagnostic:
         location=Location(row, column),
         end_location=Location(row, column),
     )
+
+
+def _unanalyzable(path: Path, source: str, libcst_error: Exception) -> Diagnostic:
+    """TPF003: Python accepts the file and LibCST does not; say the fault is the tool's.
+
+    The row is where LibCST's parser stopped when its message says (its ``raw_line`` points
+    elsewhere); errors that are not parser errors (a TypeError inside LibCST) have no row.
+    """
+    if isinstance(libcst_error, cst.ParserSyntaxError):
+        detail = libcst_error.message.strip()
+        found = _LIBCST_ROW.search(detail)
+    else:
+        detail = "".join(traceback.format_exception_only(type(libcst_error), libcst_error)).strip()
+        found = None
+    row = min(int(found.group(1)), source.count("\n") + 1) if found else 1
+    where = f"line {row}" if found else f"this file ({(detail.splitlines() or [''])[0][:120]})"
+    return Diagnostic(
+        code="TPF003",
+        name="unanalyzable-file",
+        message=(
+            f"File not checked: Python accepts this code, but the tool's parser (LibCST "
+            f"{_libcst_version()}) cannot read {where}. This is a limitation of pytorch-perflint, "
+            "not an error in your code"
+        ),
+        path=path,
+        location=Location(row, 1),
+        end_location=Location(row, 1),
+        noqa_row=row,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _libcst_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("libcst")
+    except PackageNotFoundError:
+        return "unknown version"
+
+
+def _parse_failure(
+    path: Path, source: str, error: Exception, codes: FrozenSet[str], tree: Optional[ast.Module]
+) -> List[Diagnostic]:
+    """What a LibCST parse failure is: the user's syntax error (TPF001) only when Python
+    rejects the file too; else the tool's limitation (TPF003), which ``# noqa`` can silence."""
+    python_error = _python_error(source, path, tree)
+    if python_error is not None:
+        return [_syntax_error(path, error, python_error)] if "TPF001" in codes else []
+    if "TPF003" not in codes:
+        return []
+    diagnostic = _unanalyzable(path, source, error)
+    return [] if _suppressed(diagnostic, noqa_comments(source), {}) else [diagnostic]
 
 
 def undecodable(path: Path, reason: str) -> Diagnostic:
@@ -270,7 +346,7 @@ def _screen_with_ast(active: List[Type[Rule]], source: str) -> Tuple[List[Type[R
     if not screened:
         return active, None
     try:
-        tree = ast.parse(source)
+        tree = compile_python(source, Path("<unknown>"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return active, None
     return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)], tree
@@ -292,7 +368,7 @@ def _narrowed(source: str, tree: ast.Module, active: Sequence[Type[Rule]]) -> Op
 
 def _compiles(source: str, path: Path) -> bool:
     try:
-        compile(source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        compile_python(source, path)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -347,9 +423,12 @@ def _lint_source(
         codes, rule_classes = rules_for(path, settings)
     else:
         rule_classes = tuple(rules)
-        codes = frozenset(r.code for r in rule_classes) | {"TPF001"}
+        codes = frozenset(r.code for r in rule_classes) | {"TPF001", "TPF003"}
     if _FILE_NOQA.search(source):
         return result
+    test_policy = policy_for(path, settings.test_files, settings.project_root)
+    if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
+        rule_classes, codes = (), codes & {"TPF001"}
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
     active = [r for r in rule_classes if r.could_fire(source)]
     if any(r.needs_cuda for r in active) and not mentions_cuda(source):
@@ -364,18 +443,17 @@ def _lint_source(
                 result.diagnostics.extend(_unused_noqa(path, noqa_comments(source), {}))
             return result
     narrowed = None
-    if not keep_module and not with_edits and active and tree is not None:
+    if not keep_module and active and tree is not None:
         narrowed = _narrowed(source, tree, active)
     try:
         module = cst.parse_module(narrowed if narrowed is not None else source)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:
-        if narrowed is not None:  # cannot happen for valid Python; be sure anyway
-            return _lint_source(source, path, settings, with_edits, rules)
-        if "TPF001" in codes:
-            result.diagnostics.append(_syntax_error(path, source, error))
-        return result
     except RecursionError:
         result.errors.append(f"{path}: too deeply nested to parse")
+        return result
+    except Exception as error:  # noqa: BLE001 - LibCST also fails on some valid code with a TypeError
+        if narrowed is not None:  # a part of the file: decide on the whole file
+            return _lint_source(source, path, settings, with_edits, rules)
+        result.diagnostics.extend(_parse_failure(path, source, error, codes, tree))
         return result
     if narrowed is None:
         result.module = module
@@ -383,6 +461,12 @@ def _lint_source(
     if active:
         _run_rules(context, active, result.errors)
     findings = context.findings
+    if narrowed is not None and with_edits and any(f.fix is not None and f.fix.imports for f in findings):
+        # Where an added import goes depends on imports that were blanked: parse it whole.
+        return _lint_source(source, path, settings, with_edits, rules)
+    if test_policy == "no-fix":
+        for finding in findings:
+            finding.fix = finding.fix and _shown_only(finding.fix)
     noqa = noqa_comments(source) if (findings or want_unused_noqa) else {}
     used: Dict[int, set] = {}
     if findings:
@@ -391,8 +475,11 @@ def _lint_source(
         else:
             positions = NodePositions(module, _positioned_nodes(findings))
         seen = set()
+        # Parsed in part, the module's text keeps every kept line on its row: its edits
+        # are the whole file's.
+        edit_maker = FixEdits(module, narrowed or source, positions) if with_edits else None
         for finding in findings:
-            diagnostic, candidate = _to_diagnostic(finding, positions, path, module, with_edits)
+            diagnostic, candidate = _to_diagnostic(finding, positions, path, edit_maker)
             key = (diagnostic.code, diagnostic.location, diagnostic.end_location)
             if key in seen:
                 continue
@@ -408,6 +495,12 @@ def _lint_source(
     return result
 
 
+def _shown_only(fix: NodeFix) -> NodeFix:
+    """A test file's fix under ``test-files = "no-fix"``: shown, never applied."""
+    message = f"{fix.message} (not applied in test files: `test-files = \"no-fix\"`)"
+    return dataclasses.replace(fix, applicability=Applicability.DISPLAY_ONLY, message=message)
+
+
 def _positioned_nodes(findings: Sequence[Finding]) -> Iterator[cst.CSTNode]:
     """The nodes whose positions the diagnostics need: anchors and the nodes fixes replace."""
     for finding in findings:
@@ -421,13 +514,13 @@ def _range(positions: NodePositions, node: cst.CSTNode) -> Range:
     return ((code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column))
 
 
-def _to_diagnostic(finding: Finding, positions, path: Path, module: cst.Module, with_edits: bool):
+def _to_diagnostic(finding: Finding, positions, path: Path, edit_maker: Optional[FixEdits]):
     (start_row, start_col), (end_row, end_col) = _range(positions, finding.node)
     fix: Optional[Fix] = None
     candidate = None
     node_fix = finding.fix
     if node_fix is not None:
-        edits = fix_edits(module, node_fix) if with_edits else ()
+        edits = edit_maker.edits(node_fix) if edit_maker is not None else ()
         fix = Fix(node_fix.applicability, node_fix.message, edits)
     diagnostic = Diagnostic(
         code=finding.rule.code,

@@ -8,17 +8,19 @@ returned as fixed.
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Type
+from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
 from . import registry
 from .config import Settings
-from .engine import FileLint, FixCandidate, lint_source
+from .engine import FileLint, FixCandidate, compile_python, lint_source
 from .rule import Rule
-from .transform import apply_fixes, overlaps
+from .transform import apply_fixes, first_foreign_change, lines_of, overlaps, transplant
 from .types import Applicability, Diagnostic
 
 MAX_ROUNDS = 10
@@ -73,6 +75,65 @@ def _choose(candidates: Sequence[FixCandidate], settings: Settings, fixable: Opt
     return chosen
 
 
+def _compile_flags(path: Path) -> int:
+    """The compiler's checks ('return' outside a function); a notebook cell may also
+    ``await`` at its top level, as IPython runs it."""
+    return ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if path.suffix == ".ipynb" else 0
+
+
+class _Unfaithful(Exception):
+    """The fixed text would change lines no fix edits; the message says which."""
+
+
+def _own_rows(source: str, chosen: Sequence[FixCandidate]) -> FrozenSet[int]:
+    """The rows the chosen fixes replace, with the comment and blank lines just above and
+    below each (a replaced statement carries those above, a replaced block those below)."""
+    lines = lines_of(source)
+
+    def blank_or_comment(row: int) -> bool:
+        return 1 <= row <= len(lines) and lines[row - 1].strip(" \t\x0c\r\n")[:1] in ("", "#")
+
+    rows = set()
+    for candidate in chosen:
+        for (start, _), (end, _) in candidate.ranges:
+            rows.update(range(start, end + 1))
+            for row, step in ((start - 1, -1), (end + 1, 1)):
+                while blank_or_comment(row):
+                    rows.add(row)
+                    row += step
+    return frozenset(rows)
+
+
+# What LibCST may not write back as it read it (see ``transform.transplant``).
+_LOSSY = re.compile(r"\x0c|\r(?!\n)")
+
+
+def _faithful(module: cst.Module, source: str, chosen: Sequence[FixCandidate]) -> str:
+    """The source with the chosen fixes applied, changed only on the fixes' own lines.
+
+    LibCST renders the whole fixed tree. Where the source holds bytes its rendering loses
+    (a form feed, a lone carriage return), only the changed lines are taken from it, and a
+    changed line it renders differently refuses the fix. Whatever the cause, a change to a
+    line no fix edits refuses it too.
+    """
+    fixes = [candidate.fix for candidate in chosen]
+    updated = apply_fixes(module, fixes).code
+    rendered = module.code if _LOSSY.search(source) else source
+    if rendered != source:
+        transplanted = transplant(source, rendered, updated)
+        if transplanted is None:
+            lost = first_foreign_change(source, rendered, frozenset(), False)
+            raise _Unfaithful(
+                f"LibCST would also change line {lost}, which it cannot write back as it is "
+                "(a form feed in the line's indentation, or a lone carriage return)"
+            )
+        updated = transplanted
+    row = first_foreign_change(source, updated, _own_rows(source, chosen), any(fix.imports for fix in fixes))
+    if row is not None:
+        raise _Unfaithful(f"the result would also change line {row}, which no fix edits")
+    return updated
+
+
 def fix_source(
     source: str,
     path: Path,
@@ -93,12 +154,15 @@ def fix_source(
         chosen = _choose(lint.candidates, settings, fixable)
         if not chosen or lint.module is None:
             break
+        codes = ", ".join(sorted({c.diagnostic.code for c in chosen}))
         try:
-            updated = apply_fixes(lint.module, [c.fix for c in chosen]).code
+            updated = _faithful(lint.module, current, chosen)
             cst.parse_module(updated)
-            compile(updated, str(path), "exec", dont_inherit=True)
+            compile_python(updated, path, flags=_compile_flags(path))  # the compiler's checks too
+        except _Unfaithful as error:
+            fix_errors.append(f"{path}: fix for {codes} was not applied: {error}")
+            break
         except Exception as error:  # noqa: BLE001 - a broken fix must never be written
-            codes = ", ".join(sorted({c.diagnostic.code for c in chosen}))
             fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse ({error})")
             break
         if updated in seen_texts:

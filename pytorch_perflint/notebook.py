@@ -2,25 +2,37 @@
 
 The code cells are joined into one text, each preceded by a marker comment, so a fix that
 adds or removes lines (an import, a ``with`` block) still splits back into the right cells.
-IPython magics (``%time``, ``!pip``, ``%%bash`` cells, ``x?``) are masked as ``pass``
-statements that carry their index, and restored when the cells are written back.
+IPython magics (``%time``, ``!pip``, ``out = !ls``, ``%%bash`` cells, ``x?``) are masked as
+``pass`` statements that carry their index, and restored when the cells are written back;
+only a line that starts a logical line can be one, as in IPython.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
+import tokenize
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import jsontext
+from .comments import comment_start
 from .types import Diagnostic, Location
 
 _MARKER = "# pytorch-perflint: cell {index}"
 _MARKER_RE = re.compile(r"^# pytorch-perflint: cell (\d+)$")
-_MAGIC_RE = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|\?\S|\S.*\?$)")
+# At the start of a logical line: a line or shell magic, ``?name`` help, or the result of a
+# magic assigned (``out = !ls``, ``t = %time f()``; ``=`` then ``%``/``!`` is never Python).
+_MAGIC_RE = re.compile(r"^[ \t]*(?:[%!]|\?+\S|[\w.\[\]'\", \t*]+=[ \t]*[%!](?!=))")
+_MAGIC_CHARS = re.compile(r"[%!?]")
+_INDENT_RE = re.compile(r"^[ \t]*")
+_OPEN, _CLOSE = "([{", ")]}"
 _MASK = "pass  # pytorch-perflint: magic {index}"
 _MASK_RE = re.compile(r"^(?P<indent>[ \t]*)pass  # pytorch-perflint: magic (?P<index>\d+)$")
+# Diagnostics about the whole file, kept (on the cell's first line) where they point at a marker.
+_FILE_LEVEL = frozenset({"TPF001", "TPF003"})
 
 
 class NotebookError(ValueError):
@@ -39,21 +51,130 @@ class Notebook:
     source: str
     # For each row of ``source`` (1-based, index 0 unused): (cell number 1-based, row in cell).
     rows: Tuple[Tuple[int, int], ...]
-    trailing_newline: bool
-    indent: Optional[int] = 1
+    # The JSON text as read: a fix edits only the changed cells' source values in it.
+    text: str
 
 
-def _cell_text(cell: Dict[str, Any]) -> str:
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _expect(value: Any, kind: type, where: str) -> None:
+    """Raise NotebookError naming the JSON path when ``value`` is not of ``kind``."""
+    if not isinstance(value, kind):
+        wanted = {dict: "an object", list: "a list", str: "a string"}[kind]
+        raise NotebookError(f"invalid notebook: {where} is {_kind(value)}, not {wanted}")
+
+
+def _language(data: Dict[str, Any]) -> str:
+    """The notebook's language (Python when it does not say)."""
+    metadata = data.get("metadata", {})
+    _expect(metadata, dict, "metadata")
+    info = metadata.get("language_info", {})
+    _expect(info, dict, "metadata.language_info")
+    name = info.get("name", "python")
+    _expect(name, str, "metadata.language_info.name")
+    return name
+
+
+def _cell_text(cell: Dict[str, Any], where: str) -> str:
+    """A code cell's source, a string or a list of strings (nbformat 4)."""
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    if isinstance(source, list):
+        for index, part in enumerate(source):
+            _expect(part, str, f"{where}.source[{index}]")
+        return "".join(source)
+    if not isinstance(source, str):
+        raise NotebookError(f"invalid notebook: {where}.source is {_kind(source)}, not a string or a list of strings")
+    return source
 
 
-def _mask(line: str, magics: List[str], in_cell_magic: bool) -> str:
-    if in_cell_magic or _MAGIC_RE.match(line):
-        indent = re.match(r"^[ \t]*", line).group(0)  # type: ignore[union-attr]
-        magics.append(line)
-        return indent + _MASK.format(index=len(magics) - 1)
-    return line
+def _is_magic(line: str) -> bool:
+    """Whether a line that starts a logical line is IPython syntax (help: ``name?``, read
+    without the line's comment, as IPython does)."""
+    if not _MAGIC_CHARS.search(line):
+        return False  # most lines, cheaply
+    if _MAGIC_RE.match(line):
+        return True
+    if "?" not in line:
+        return False
+    comment = comment_start(line)
+    if comment is None:
+        return False
+    code = (line[:comment] if comment >= 0 else line).rstrip()
+    return code.endswith("?") and bool(code.strip("?").strip())
+
+
+def _logical_end(lines: Sequence[str], start: int) -> int:
+    """The index of the last physical line of the logical line that starts at ``start``, as
+    Python's tokenizer sees it (brackets, backslashes and strings continue a line).
+
+    A fresh tokenizer per logical line, stopped at its end, so no later line (a magic) is
+    ever tokenized as Python. A line that leaves a bracket or string open to the end of the
+    cell takes the rest of the cell; one the tokenizer rejects is taken alone.
+    """
+    feed = (line + "\n" for line in lines[start:])
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(lambda: next(feed, "")):
+            if token.type == tokenize.OP and token.string in _OPEN:
+                depth += 1
+            elif token.type == tokenize.OP and token.string in _CLOSE:
+                depth = max(0, depth - 1)
+            elif token.type in (tokenize.NEWLINE, tokenize.NL) and depth == 0:
+                return start + token.start[0] - 1
+            elif token.type == tokenize.ENDMARKER:
+                break
+    except tokenize.TokenError:
+        return len(lines) - 1
+    except SyntaxError:  # IndentationError, or a character no Python token starts with
+        pass
+    return start
+
+
+def _mask_cell(cell_lines: Sequence[str], magics: List[str]) -> List[str]:
+    """The cell's lines with each magic replaced by ``pass`` and a comment carrying its index.
+
+    Only a line that starts a logical line can be a magic (IPython reads them the same way):
+    ``% 3)`` inside brackets or after a backslash is Python. The lines after a magic that
+    ends with a backslash belong to it, and a ``%%`` cell is a magic throughout.
+    """
+    if cell_lines and cell_lines[0].startswith("%%"):
+        return [_masked(line, "", magics) for line in cell_lines]
+    candidates = [index for index, line in enumerate(cell_lines) if _is_magic(line)]
+    if not candidates:
+        return list(cell_lines)  # most cells: nothing to tokenize
+    out: List[str] = []
+    index = 0
+    while index <= candidates[-1]:  # after the last candidate there is nothing to decide
+        line = cell_lines[index]
+        if not _is_magic(line):
+            end = _logical_end(cell_lines, index)
+            out.extend(cell_lines[index : end + 1])
+            index = end + 1
+            continue
+        indent = _INDENT_RE.match(line).group(0)  # type: ignore[union-attr]
+        out.append(_masked(line, indent, magics))
+        index += 1
+        while line.rstrip().endswith("\\") and index < len(cell_lines):
+            line = cell_lines[index]
+            out.append(_masked(line, indent, magics))
+            index += 1
+    out.extend(cell_lines[index:])
+    return out
+
+
+def _masked(line: str, indent: str, magics: List[str]) -> str:
+    magics.append(line)
+    return indent + _MASK.format(index=len(magics) - 1)
 
 
 def load(text: str) -> Notebook:
@@ -62,9 +183,12 @@ def load(text: str) -> Notebook:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise NotebookError(f"invalid notebook JSON: {error}") from error
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise NotebookError("invalid notebook: no list of cells")
-    language = ((data.get("metadata") or {}).get("language_info") or {}).get("name", "python")
+    if not isinstance(data, dict):
+        raise NotebookError(f"invalid notebook: the file is {_kind(data)}, not a JSON object")
+    if "cells" not in data:
+        raise NotebookError("invalid notebook: no list of cells (nbformat 4 is needed)")
+    _expect(data["cells"], list, "cells")
+    language = _language(data)
     if language not in ("python", "ipython", "python3"):
         raise NotebookError(f"not a Python notebook (language {language!r})")
     code_cells: List[int] = []
@@ -72,35 +196,30 @@ def load(text: str) -> Notebook:
     lines: List[str] = []
     rows: List[Tuple[int, int]] = [(0, 0)]
     for index, cell in enumerate(data["cells"]):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+        where = f"cells[{index}]"
+        _expect(cell, dict, where)
+        kind = cell.get("cell_type")
+        if kind is not None:
+            _expect(kind, str, f"{where}.cell_type")
+        if kind != "code":
             continue
+        cell_source = _cell_text(cell, where)
         code_cells.append(index)
         number = len(code_cells)
         lines.append(_MARKER.format(index=number))
         rows.append((number, 0))
-        cell_lines = _cell_text(cell).split("\n")
-        cell_magic = bool(cell_lines) and cell_lines[0].startswith("%%")
-        for row, line in enumerate(cell_lines, start=1):
-            lines.append(_mask(line, magics, cell_magic))
+        for row, line in enumerate(_mask_cell(cell_source.split("\n"), magics), start=1):
+            lines.append(line)
             rows.append((number, row))
     source = "\n".join(lines) + "\n"
-    indent = re.match(r"\{\r?\n( *)", text)
-    return Notebook(
-        data,
-        tuple(code_cells),
-        tuple(magics),
-        source,
-        tuple(rows),
-        text.endswith("\n"),
-        len(indent.group(1)) if indent else None,
-    )
+    return Notebook(data, tuple(code_cells), tuple(magics), source, tuple(rows), text)
 
 
 def map_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Optional[Diagnostic]:
     """The diagnostic with its rows relative to its cell (None if it points at a marker)."""
     start = notebook.rows[diagnostic.location.row] if diagnostic.location.row < len(notebook.rows) else None
     if start is None or start[1] == 0:
-        if diagnostic.code != "TPF001":
+        if diagnostic.code not in _FILE_LEVEL:
             return None
         start = (start or (1, 1))[0], 1
     end_row = diagnostic.end_location.row
@@ -140,8 +259,8 @@ def dump(notebook: Notebook, source: str) -> str:
             cells[current].append(_unmask(line, notebook.magics))
     if set(cells) != set(range(1, len(notebook.code_cells) + 1)):
         raise NotebookError("the fixed source lost a cell marker; not written")
-    data = json.loads(json.dumps(notebook.data))
     preamble = [line for line in preamble if line.strip()]
+    new_sources: Dict[int, str] = {}
     for number, index in enumerate(notebook.code_cells, start=1):
         lines = cells[number]
         if number == 1 and preamble:
@@ -149,11 +268,28 @@ def dump(notebook: Notebook, source: str) -> str:
         if number == len(notebook.code_cells) and lines and lines[-1] == "":
             lines = lines[:-1]  # the newline the joined source ends with
         text = "\n".join(lines)
-        original = data["cells"][index].get("source", "")
-        if isinstance(original, list):
-            parts = text.split("\n")
-            data["cells"][index]["source"] = [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-        else:
-            data["cells"][index]["source"] = text
-    out = json.dumps(data, indent=notebook.indent, ensure_ascii=False)
-    return out + ("\n" if notebook.trailing_newline else "")
+        if text != _cell_text(notebook.data["cells"][index], ""):
+            new_sources[index] = text
+    if not new_sources:
+        return notebook.text
+    return _edited(notebook, new_sources)
+
+
+def _edited(notebook: Notebook, new_sources: Dict[int, str]) -> str:
+    """The JSON text with only those cells' source values rewritten, checked by reading it
+    back: every value must be the original or the new source."""
+    try:
+        spans = jsontext.source_spans(notebook.text)
+    except (jsontext.JSONLayoutError, ValueError, IndexError) as error:
+        raise NotebookError(f"the notebook's JSON could not be edited in place ({error}); not written") from None
+    missing = sorted(set(new_sources) - set(spans))
+    if missing:
+        raise NotebookError(f"cell {missing[0]} has no source to edit; not written")
+    out = jsontext.replace_sources(notebook.text, new_sources, spans)
+    expected = copy.deepcopy(notebook.data)
+    for index, text in new_sources.items():
+        cell = expected["cells"][index]
+        cell["source"] = jsontext.split_lines(text) if isinstance(cell["source"], list) else text
+    if json.dumps(json.loads(out), sort_keys=True) != json.dumps(expected, sort_keys=True):  # NaN != NaN
+        raise NotebookError("the edited notebook does not read back as intended; not written")
+    return out

@@ -2,8 +2,10 @@
 
 Each file is handled on its own by ``process_file``, which never raises: a file that cannot
 be read or decoded, or a crash while linting it, becomes part of that file's
-``FileResult`` and the run goes on. Fixed files are written atomically and only when the
-file on disk is still the one that was read.
+``FileResult`` and the run goes on. Files are worked on in worker processes (``workers``),
+so that one that hangs or crashes its process is reported and the run goes on too. Fixed
+files are written by ``safe_write``: atomically, only when the file on disk is still the
+one that was read, and never through a symlink that leaves the linted roots.
 """
 
 from __future__ import annotations
@@ -13,9 +15,7 @@ import enum
 import functools
 import io
 import os
-import stat
 import sys
-import tempfile
 import tokenize
 import traceback
 from dataclasses import dataclass
@@ -24,8 +24,10 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from .config import Settings
 from .types import Applicability, FileResult, RunSummary
+from .safe_write import NotWritten, real_roots, write_fixed
+from .workers import Failure, run_tasks
 
-# Below this many files the pool's start-up costs more than it saves.
+# Below this many files one worker does them all: more would cost more than they save.
 PARALLEL_MIN_FILES = 8
 # Show a progress bar (on a terminal) from this many files on.
 PROGRESS_MIN_FILES = 50
@@ -84,37 +86,9 @@ def _bad_byte(data: bytes, error: UnicodeDecodeError, encoding: str) -> str:
     return f"not valid {encoding} text: byte 0x{data[error.start]:02x} on line {line}"
 
 
-def write_fixed(path: Path, original: bytes, new: bytes) -> Optional[str]:
-    """Replace the file's content with ``new`` atomically, keeping its permissions.
-
-    The new bytes go to a temporary file in the same folder, which then replaces the file
-    (``os.replace``), so a reader never sees half a file. Just before that, the file is read
-    again: if it is no longer ``original`` (an editor saved it meanwhile), nothing is written.
-    Returns None on success, else why nothing was written.
-    """
-    target = os.path.realpath(path)  # write through a symlink, do not replace it
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-        fd, temp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".tpf-tmp")
-    except OSError as error:
-        return f"{path}: fix not written: {error.strerror or error}"
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(new)
-        os.chmod(temp, mode)
-        with open(target, "rb") as handle:
-            current = handle.read()
-        if current != original:
-            os.unlink(temp)
-            return f"{path}: fix not written: the file changed on disk since it was read"
-        os.replace(temp, target)
-    except OSError as error:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        return f"{path}: fix not written: {error.strerror or error}"
-    return None
+def _note(problem: NotWritten, errors: List[str], fix_errors: List[str]) -> None:
+    """A write that failed is an error (exit 2); a fix skipped on purpose, a warning."""
+    (errors if problem.error else fix_errors).append(problem.message)
 
 
 @dataclass(frozen=True)
@@ -143,13 +117,15 @@ def process_bytes(
     with_edits: bool = False,
     write: bool = True,
     rules: Optional[Sequence[Type]] = None,
+    roots: Optional[Sequence[str]] = None,
 ) -> Processed:
-    """Lint or fix one file's bytes. With ``write`` (and mode FIX) the fix goes to ``path``."""
+    """Lint or fix one file's bytes. With ``write`` (and mode FIX) the fix goes to ``path``,
+    unless that leaves ``roots`` (see ``safe_write.write_fixed``)."""
     from . import engine, fixer
     from .transform import unified_diff
 
     if path.suffix == ".ipynb":
-        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules)
+        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules, roots=roots)
     try:
         decoded = decode(data)
     except Undecodable as error:
@@ -162,7 +138,7 @@ def process_bytes(
 
     outcome = fixer.fix_source(text, path, settings, rules=rules, with_edits=with_edits)
     diagnostics, fixed, source = outcome.diagnostics, outcome.fixed, outcome.source
-    fix_errors = list(outcome.fix_errors)
+    errors, fix_errors = list(outcome.errors), list(outcome.fix_errors)
     output = data
     diff = None
     if fixed and source != text:
@@ -175,9 +151,9 @@ def process_bytes(
         if encoded is not None and mode is Mode.DIFF:
             diff = unified_diff(path.as_posix(), text, source)
         elif encoded is not None and write:
-            problem = write_fixed(path, data, encoded)
+            problem = write_fixed(path, data, encoded, roots)
             if problem is not None:
-                fix_errors.append(problem)
+                _note(problem, errors, fix_errors)
                 encoded = None
         if encoded is None:
             # Nothing was applied: report what the file still has.
@@ -192,7 +168,7 @@ def process_bytes(
         tuple(diagnostics),
         fixed=fixed,
         diff=diff,
-        errors=outcome.errors,
+        errors=tuple(errors),
         fix_errors=tuple(fix_errors),
         source=source if diagnostics else None,
     )
@@ -208,6 +184,7 @@ def _process_notebook(
     with_edits: bool,
     write: bool,
     rules: Optional[Sequence[Type]],
+    roots: Optional[Sequence[str]] = None,
 ) -> Processed:
     """A notebook: its code cells are linted (and fixed) as one source, reported per cell."""
     from . import engine, fixer, notebook
@@ -232,13 +209,13 @@ def _process_notebook(
                 fix_errors.append(f"{path}: {error}")
             if new_text is not None and mode is Mode.DIFF:
                 diff = unified_diff(path.as_posix(), data.decode("utf-8-sig"), new_text)
-            elif new_text is not None and write:
+            elif new_text is not None:  # without ``write`` (stdin) the caller prints ``output``
                 encoded = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + new_text.encode("utf-8")
-                problem = write_fixed(path, data, encoded)
+                problem = write_fixed(path, data, encoded, roots) if write else None
                 if problem is None:
                     output = encoded
                 else:
-                    fix_errors.append(problem)
+                    _note(problem, errors, fix_errors)
                     new_text = None
             if new_text is None:
                 lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
@@ -256,6 +233,7 @@ def process_file(
     mode: Mode = Mode.CHECK,
     with_edits: bool = False,
     rules: Optional[Sequence[Type]] = None,
+    roots: Optional[Sequence[str]] = None,
 ) -> FileResult:
     """One file, start to end; never raises (a crash becomes the file's error)."""
     try:
@@ -264,30 +242,63 @@ def process_file(
     except OSError as error:
         return FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",))
     try:
-        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules).result
+        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots).result
     except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
-        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-        return FileResult(path, errors=(f"{path}: internal error: {detail}",))
+        return FileResult(path, errors=(_internal_error(path, error),))
 
 
-def _parallel(files: Sequence[Path], work: Callable[[Path], FileResult], jobs: int) -> Iterator[FileResult]:
-    """Results in the order of ``files``; a pool that breaks (a worker killed) leaves the
-    rest to be done in this process."""
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+def _internal_error(path: Path, error: BaseException) -> str:
+    detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+    return f"{path}: internal error: {detail}"
 
-    chunksize = max(1, min(16, len(files) // (jobs * 4)))
-    done = 0
-    executor = ProcessPoolExecutor(max_workers=jobs)
+
+def _time_limit(settings: Settings) -> Optional[float]:
+    return settings.file_timeout or None
+
+
+def _failed(path: Path, failure: Failure) -> str:
+    """The message for a file the workers gave no result for."""
+    if failure.timed_out:
+        return (
+            f"{path}: not linted: {failure.detail}, the time limit per file "
+            "(raise it with --file-timeout or `file-timeout` in [tool.pytorch-perflint])"
+        )
+    return f"{path}: internal error: {failure.detail}"
+
+
+def _isolated(files: Sequence[Path], work: Callable[[Path], FileResult], jobs: int, settings: Settings) -> Iterator[FileResult]:
+    """Results in the order of ``files``, each file worked on in a worker process that is
+    stopped when it passes the time limit (see ``workers``)."""
+    values = run_tasks(work, files, jobs=jobs, time_limit=_time_limit(settings))
     try:
-        for result in executor.map(work, files, chunksize=chunksize):
-            done += 1
-            yield result
-    except BrokenProcessPool:
-        for path in files[done:]:
-            yield work(path)
+        for path, value in zip(files, values):
+            yield FileResult(path, errors=(_failed(path, value),)) if isinstance(value, Failure) else value
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+        values.close()  # stop the workers now, also when the run is cut short
+
+
+def _stdin_work(path: Path, data: bytes, settings: Settings, mode: Mode, with_edits: bool) -> Processed:
+    try:
+        return process_bytes(data, path, settings, mode, with_edits=with_edits, write=False)
+    except Exception as error:  # noqa: BLE001 - reported as this file's error
+        return Processed(FileResult(path, errors=(_internal_error(path, error),)), data)
+
+
+def process_stdin(data: bytes, path: Path, settings: Settings, mode: Mode, *, with_edits: bool = False) -> Processed:
+    """Lint or fix bytes read from stdin (nothing is written), under the same time limit
+    and in the same kind of worker as files."""
+    from . import registry
+
+    registry.all_rules()  # once, here: the forked worker inherits them
+    work = functools.partial(_stdin_work, data=data, settings=settings, mode=Mode(mode), with_edits=with_edits)
+    values = run_tasks(work, [path], jobs=1, time_limit=_time_limit(settings))
+    try:
+        (value,) = list(values)
+    finally:
+        values.close()
+    if isinstance(value, Failure):
+        return Processed(FileResult(path, errors=(_failed(path, value),)), data)
+    return value
 
 
 def run(
@@ -300,12 +311,16 @@ def run(
     progress: bool = False,
     rules: Optional[Sequence[Type]] = None,
     use_cache: bool = False,
+    roots: Optional[Sequence[str]] = None,
 ) -> Tuple[List[FileResult], RunSummary]:
     """Lint (or fix) every file; results in the order of ``files``.
 
-    ``jobs`` processes (default: one per CPU); serial for one job, few files, or when
-    ``rules`` (test-only rule classes, which may not pickle) are given. ``progress`` shows a
-    bar on stderr when it is a terminal and there are many files.
+    ``jobs`` worker processes (default: one per CPU); one for few files. Every file is
+    linted in a worker, so that one that passes ``settings.file_timeout`` can be stopped
+    (``workers``). ``rules`` are test-only rule classes (forked workers inherit them).
+    ``progress`` shows a bar on stderr when it is a terminal and there are many files.
+    ``roots``: the paths the run was asked to lint; a fix is never written through a
+    symlink that leads out of them (None: each file is its own root).
     """
     mode = Mode(mode)
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -313,8 +328,11 @@ def run(
     from . import engine, fixer, registry  # noqa: F401
 
     registry.all_rules()
-    work = functools.partial(process_file, settings=settings, mode=mode, with_edits=with_edits, rules=rules)
-    cache = _open_cache(settings, with_edits) if use_cache and mode is Mode.CHECK and rules is None else None
+    real = real_roots(roots) if roots is not None else None
+    work = functools.partial(process_file, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real)
+    cache = None
+    if use_cache and mode is Mode.CHECK and rules is None and files:
+        cache = _open_cache(settings, with_edits, Path(roots[0]) if roots else files[0])
     cached: dict = {}
     todo = list(files)
     if cache is not None:
@@ -325,33 +343,36 @@ def run(
                 todo.append(path)
             else:
                 cached[path] = hit
-    parallel = jobs > 1 and len(todo) >= PARALLEL_MIN_FILES and rules is None
-    fresh = _parallel(todo, work, min(jobs, len(todo))) if parallel else map(work, todo)
+    workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
+    fresh = _isolated(todo, work, workers, settings)
     stream = _merge(files, cached, fresh, cache)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
     results: List[FileResult] = []
-    if show:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    try:
+        if show:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task("Fixing" if mode is Mode.FIX else "Checking", total=len(files))
-            for result in stream:
-                results.append(result)
-                bar.advance(task)
-    else:
-        results.extend(stream)
+            columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("Fixing" if mode is Mode.FIX else "Checking", total=len(files))
+                for result in stream:
+                    results.append(result)
+                    bar.advance(task)
+        else:
+            results.extend(stream)
+    finally:
+        fresh.close()  # on Ctrl-C: stop the workers before the interrupt goes on
     if cache is not None:
         cache.save()
     return results, summarize(results, settings, mode)
 
 
-def _open_cache(settings: Settings, with_edits: bool):
-    from .cache import Cache
+def _open_cache(settings: Settings, with_edits: bool, start: Path):
+    from .cache import Cache, project_root
 
-    root = Path(settings.project_root) if settings.project_root else Path.cwd()
-    return Cache(root, settings, with_edits)
+    root = project_root(settings, start)
+    return Cache(root, settings, with_edits) if root is not None else None
 
 
 def _cache_lookup(cache, path: Path) -> Optional[FileResult]:

@@ -10,17 +10,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pytorch_perflint.registry import BUILTIN_CODES, all_rules
+from pytorch_perflint.registry import BUILTINS, all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- rules-table-start -->", "<!-- rules-table-end -->"
 
-BUILTIN_DOCS = {
-    "TPF001": "The file cannot be parsed (a syntax error, or bytes that are not text). It is "
-    "reported as a diagnostic at the error's position and the other files are still linted.",
-    "TPF002": "A `# noqa: TPFxxx` comment that suppresses nothing. Off by default; select it "
-    "with `--extend-select TPF002`.",
-}
+
+TEST_FILES = (
+    "**Test files.** One policy holds for every rule: files pytest collects by its default "
+    "conventions (`test_*.py`, `*_test.py`, `conftest.py`, and any file under a `test/` or "
+    "`tests/` folder below the project root) are not reported by default, since unit tests "
+    "exercise what the rules flag on purpose (`num_workers=0`, `zero_grad(set_to_none=False)`) "
+    "and rewriting them buys no speed. `test-files = \"no-fix\"` reports them with every fix "
+    "display-only; `test-files = \"lint\"` lints and fixes them like any file. A syntax error "
+    "in a test file is still `TPF001`."
+)
 
 
 def _fix(rule) -> str:
@@ -29,9 +33,9 @@ def _fix(rule) -> str:
 
 def table() -> str:
     rows = ["| Code | Name | Fix | Notes |", "|---|---|---|---|"]
-    for code, name in sorted(BUILTIN_CODES.items()):
-        note = "off by default" if code == "TPF002" else "the tool's own"
-        rows.append(f"| [{code}](docs/rules.md#{code.lower()}) | {name} | none | {note} |")
+    for builtin in BUILTINS:
+        note = "the tool's own" + ("" if builtin.default else ", off by default")
+        rows.append(f"| [{builtin.code}](docs/rules.md#{builtin.code.lower()}) | {builtin.name} | none | {note} |")
     for rule in all_rules():
         notes = []
         if rule.preview:
@@ -45,11 +49,14 @@ def table() -> str:
 
 
 def rules_page() -> str:
-    parts = ["# Rules", "", "Generated from the rules' own docs by `scripts/gen_rule_docs.py`.", ""]
+    parts = ["# Rules", "", "Generated from the rules' own docs by `scripts/gen_rule_docs.py`.", "", TEST_FILES, ""]
     parts.append(table().replace("(docs/rules.md#", "(#"))
     parts.append("")
-    for code, name in sorted(BUILTIN_CODES.items()):
-        parts += [f"## {code}", "", f"**{name}**", "", BUILTIN_DOCS[code], ""]
+    for builtin in BUILTINS:
+        body = builtin.docs.replace("\n## ", "\n### ")
+        body = "#" + body if body.startswith("## ") else body
+        meta = "Fix: none. " + ("On by default." if builtin.default else "Off by default.")
+        parts += [f"## {builtin.code}", "", f"**{builtin.name}**: {builtin.summary}", "", meta, "", body, ""]
     for rule in all_rules():
         body = rule.docs().replace("\n## ", "\n### ")
         if body.startswith("## "):

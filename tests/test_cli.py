@@ -87,6 +87,43 @@ def test_exit_zero_forces_0_for_findings_but_not_for_errors(project):
     assert codes(result.stdout) == [("a.py", "TPF501")]  # the rest is still linted
 
 
+@pytest.mark.parametrize("fmt", ["concise", "full"])
+def test_a_missing_path_is_the_users_error_not_an_internal_one(project, fmt):
+    """Issue 15 defect 9: `check missing.py` said "1 internal error occurred"."""
+    result = check("--output-format", fmt, "missing.py")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == "error: missing.py: no such file or folder"
+    assert "internal" not in result.output
+    assert "No findings, but 1 error occurred." in result.stdout
+
+
+MOVED = "import torch\ny = torch.zeros(3).to('cuda')\n"
+MOVED_FIXED = "import torch\ny = torch.zeros(3, device='cuda')\n"
+
+
+def test_a_write_that_fails_is_an_error_even_with_fix_only_and_exit_zero(project):
+    """Issue 11 item 11 and issue 15 defect 5: a read-only file was rewritten, and a failed
+    write was only a warning (exit 0 under --fix-only)."""
+    path = write(project, "ro.py", MOVED)
+    path.chmod(0o444)
+    for flags in (["--fix-only"], ["--fix", "--exit-zero"]):
+        result = check("--no-cache", *flags, "ro.py")
+        assert result.exit_code == 2
+        assert "error: ro.py: fix not written: the file is read-only" in result.stderr
+        assert path.read_text() == MOVED
+
+
+def test_fix_never_writes_through_a_symlink_out_of_the_linted_tree(project):
+    """Issue 11 item 8: `check --fix tree` rewrote outside/target.py via tree/link.py."""
+    target = write(project, "outside/target.py", MOVED)
+    write(project, "tree/own.py", MOVED)
+    (project / "tree" / "link.py").symlink_to(Path("..") / "outside" / "target.py")
+    result = check("--no-cache", "--fix", "--output-format", "concise", "tree")
+    assert target.read_text() == MOVED and (project / "tree" / "own.py").read_text() == MOVED_FIXED
+    assert "warning: tree/link.py: fix not written: it is a symlink to" in result.stderr
+    assert codes(result.stdout) == [("tree/link.py", "TPF402")] and result.exit_code == 1
+
+
 def test_unknown_selector_exits_2(project):
     write(project, "a.py", FIRES)
     result = check("--select", "TPF501,TPF999")
@@ -117,6 +154,28 @@ def test_internal_error_in_one_file_exits_2_and_others_are_reported(project, mon
     assert result.exit_code == 2
     assert "error: boom.py: internal error: RuntimeError: kaboom" in result.stderr
     assert codes(result.stdout) == [("a.py", "TPF501")]
+
+
+def test_a_file_past_the_time_limit_exits_2_and_the_others_are_reported(project, monkeypatch):
+    import threading
+
+    write(project, "a.py", FIRES)
+    write(project, "slow.py", FIRES)
+    real = engine.lint_source
+
+    def lint_source(source, path, *args, **kwargs):
+        if path.name == "slow.py":
+            threading.Event().wait()
+        return real(source, path, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "lint_source", lint_source)
+    result = check("--no-cache", "--file-timeout", "0.5", "--output-format", "concise")
+    assert result.exit_code == 2
+    assert "error: slow.py: not linted: it took longer than 0.5 s, the time limit per file" in result.stderr
+    assert codes(result.stdout) == [("a.py", "TPF501")]
+    write(project, "pyproject.toml", "[tool.pytorch-perflint]\nfile-timeout = 0.5\n")
+    again = check("--no-cache", "--exit-zero", "--output-format", "concise", "slow.py")
+    assert again.exit_code == 2 and "slow.py: not linted" in again.stderr
 
 
 # -- config ----------------------------------------------------------------------------
@@ -373,6 +432,22 @@ def test_python_dash_m_check_end_to_end(tmp_path):
     write(tmp_path, "a.py", FIRES)
     done = _run("-m", "pytorch_perflint", "check", "--output-format", "concise", cwd=tmp_path)
     assert done.returncode == 1 and "a.py:2:9: TPF501" in done.stdout
+
+
+def test_python_dash_m_imports_nothing_from_the_linted_tree(tmp_path):
+    """Issue 11 item 9: `python -m` puts the current folder first on sys.path, so a tree's
+    own click.py or torch.py was imported (and run) by the linter."""
+    write(tmp_path, "a.py", FIRES)
+    for module in ("click", "rich", "torch", "libcst", "pathspec", "tomli"):
+        write(tmp_path, f"{module}.py", f"raise SystemExit('imported {module}.py from the linted tree')\n")
+    done = _run("-m", "pytorch_perflint", "check", "--no-cache", "--output-format", "concise", "a.py", cwd=tmp_path)
+    assert "from the linted tree" not in done.stderr
+    assert done.returncode == 1 and "a.py:2:9: TPF501" in done.stdout
+
+
+def test_the_package_itself_imports_nothing_third_party():
+    code = "import sys, pytorch_perflint; print(sorted(m for m in ('click', 'rich', 'libcst', 'pathspec') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
 def test_lazy_command_is_listed_without_import_and_imported_when_run(tmp_path, monkeypatch):

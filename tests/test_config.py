@@ -98,6 +98,8 @@ def test_missing_explicit_config_file_is_an_error(tmp_path):
         ("dataloader-num-workers = 0", r"dataloader-num-workers: expected a whole number of at least 1"),
         ("dataloader-num-workers = true", r"dataloader-num-workers: expected a whole number"),
         ('fixable = ["TPF5", 3]', r"fixable: expected a list of strings"),
+        ("file-timeout = -1", r"file-timeout: expected a number of seconds \(0 for no limit\), got an integer"),
+        ('file-timeout = "60"', r"file-timeout: expected a number of seconds"),
         ("select = [", r"invalid TOML"),
     ],
 )
@@ -157,3 +159,10 @@ def test_settings_stay_hashable_for_the_engine_cache(tmp_path):
     _pyproject(tmp_path, '[tool.pytorch-perflint]\nper-file-ignores = { "a/*.py" = ["TPF501"] }\nselect = ["ALL"]\n')
     settings = load_settings([str(tmp_path)], overrides={"ignore": ["TPF002"]})
     assert isinstance(hash(settings), int) and isinstance(settings, Settings)
+
+
+def test_file_timeout_from_the_file_and_the_flag(tmp_path):
+    assert load_settings([str(tmp_path)]).file_timeout == 120.0
+    _pyproject(tmp_path, "[tool.pytorch-perflint]\nfile-timeout = 7.5\n")
+    assert load_settings([str(tmp_path)]).file_timeout == 7.5
+    assert load_settings([str(tmp_path)], overrides={"file_timeout": 0.0}).file_timeout == 0.0

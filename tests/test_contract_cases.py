@@ -89,6 +89,18 @@ def fixed_clean(rule_code: str, opts: Optional[Dict[str, Any]] = None, *needles:
     return pred
 
 
+def single_diagnostic(rule_code: str, code: str):
+    """The one diagnostic the rule gives on ``code`` (with its fix, edits included)."""
+    from pathlib import Path
+
+    from pytorch_perflint.engine import lint_source
+    from pytorch_perflint.testing import settings_with
+
+    result = lint_source(code, Path("example.py"), settings_with({}), rules=[rule_by_code(rule_code)])
+    [diagnostic] = result.diagnostics
+    return diagnostic
+
+
 def run_fixed(text: str, **names: Any) -> Dict[str, Any]:
     namespace: Dict[str, Any] = dict(names)
     exec(compile(text, "<fixed>", "exec"), namespace)
@@ -461,6 +473,180 @@ TPF101 += [
 ]
 
 
+TPF101 += [
+    # Issue 11: workers only cost (memory-held items, one batch read once).
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, TensorDataset
+      loader = DataLoader(TensorDataset(torch.randn(64, 3), torch.randn(64)), batch_size=8)
+      """, id="tensor-dataset-inline"),
+    C("""
+      import torch.utils.data as tud
+      ds = tud.TensorDataset(x, y)
+      loader = tud.DataLoader(ds, batch_size=8, num_workers=0)
+      """, id="tensor-dataset-by-name"),
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, Dataset
+      class Held(Dataset):
+          def __init__(self, n):
+              self.x = torch.randn(n, 3)
+              self.y = torch.zeros(n).long()
+          def __len__(self):
+              return len(self.x)
+          def __getitem__(self, idx):
+              return self.x[idx], self.y[idx]
+      loader = DataLoader(Held(64), batch_size=8)
+      """, id="project-class-indexing-its-tensors"),
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, Dataset
+      class Held(Dataset):
+          def __init__(self, xs):
+              self.x = xs
+          def __getitem__(self, idx):
+              return self.x[idx]
+      loader = DataLoader(Held(files), batch_size=8)  #!
+      """, id="project-class-indexing-unknown-values"),
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, Dataset
+      class Held(Dataset):
+          def __init__(self, n):
+              self.x = torch.randn(n, 3)
+          def __getitem__(self, idx):
+              return self.x[idx] * 2
+      loader = DataLoader(Held(64), batch_size=8)  #!
+      """, id="project-class-computing-per-item"),
+    C("""
+      import torch
+      from torch.utils.data import DataLoader, Dataset
+      class Held(Dataset):
+          def __init__(self, n):
+              self.x = torch.randn(n, 3)
+          def reload(self):
+              self.x = load_again()
+          def __getitem__(self, idx):
+              return self.x[idx]
+      loader = DataLoader(Held(64), batch_size=8)  #!
+      """, id="project-class-rebinding-its-tensor"),
+    C("""
+      from torch.utils.data import DataLoader
+      batch = next(iter(DataLoader(ds, batch_size=8, shuffle=True)))
+      """, id="next-iter-inline"),
+    C("""
+      from torch.utils.data import DataLoader
+      def show(ds):
+          loader = DataLoader(ds, batch_size=8)
+          images, _ = next(iter(loader))
+          return images
+      """, id="next-iter-by-name"),
+    C("""
+      from torch.utils.data import DataLoader
+      loader = DataLoader(ds, batch_size=8)  #!
+      batch = next(iter(loader))
+      for x in loader:
+          pass
+      """, id="next-iter-and-iterated"),
+    C("""
+      from torch.utils.data import DataLoader
+      loader = DataLoader(ds, batch_size=8)  #!
+      it = iter(loader)
+      for _ in range(steps):
+          batch = next(it)
+      """, id="iterator-kept"),
+    C("""
+      from torch.utils.data import DataLoader
+      def make(ds):
+          loader = DataLoader(ds, batch_size=8)  #!
+          batch = next(iter(loader))
+          return loader
+      """, id="next-iter-and-returned"),
+    # Issue 11: a dataset that keeps a handle from __init__ is still reported (no fix).
+    C("""
+      import h5py
+      from torch.utils.data import DataLoader, Dataset
+      class H5(Dataset):
+          def __init__(self, path):
+              self.f = h5py.File(path, "r")
+          def __getitem__(self, i):
+              return self.f["x"][i]
+      loader = DataLoader(H5("a.h5"), batch_size=8)  #!
+      """, id="h5py-handle-reported"),
+]
+
+
+TPF101_HANDLES = [
+    pytest.param(
+        """
+        import {module}
+        from torch.utils.data import DataLoader, Dataset
+        class Data(Dataset):
+            def __init__(self, path):
+                self.source = {opener}(path){suffix}
+            def __getitem__(self, i):
+                return self.source.get(i)
+        loader = DataLoader(Data("x"), batch_size=8{workers})
+        """.format(module=module, opener=opener, suffix=suffix, workers=workers),
+        id=f"{opener}{suffix}{workers}",
+    )
+    for module, opener, suffix in [
+        ("io", "open", ""),
+        ("io", "io.open", ""),
+        ("h5py", "h5py.File", "['images']"),
+        ("lmdb", "lmdb.open", ".begin()"),
+        ("sqlite3", "sqlite3.connect", ""),
+        ("sqlite3", "sqlite3.connect", ".cursor()"),
+        ("zipfile", "zipfile.ZipFile", ""),
+        ("tables", "tables.open_file", ""),
+    ]
+    for workers in ("", ", num_workers=0")
+]
+
+
+@pytest.mark.parametrize("code", TPF101_HANDLES)
+def test_tpf101_dataset_holding_a_handle_is_reported_without_fix(code):
+    """Issue 11: forked workers share a handle opened in ``__init__``; the message says so
+    and no fix is offered, even when ``num_workers`` is left out."""
+    code = src(code)
+    diagnostic = single_diagnostic("TPF101", code)
+    assert diagnostic.fix is None
+    assert "`Data` keeps" in diagnostic.message and "`self.source =" in diagnostic.message
+    assert fix_example(rule_by_code("TPF101"), code) == code
+
+
+@pytest.mark.parametrize(
+    "handle",
+    [
+        "self.lines = open(path).readlines()",  # read, then let go
+        "self.array = np.memmap(path, mode='r')",  # pages, not a shared offset
+        "self.meta = json.load(open(path))",
+    ],
+)
+def test_tpf101_datasets_that_keep_no_handle_get_the_usual_fix(handle):
+    code = src(f"""
+        import json
+        import numpy as np
+        from torch.utils.data import DataLoader, Dataset
+        class Data(Dataset):
+            def __init__(self, path):
+                {handle}
+            def __getitem__(self, i):
+                return load(i)
+        loader = DataLoader(Data("x"), batch_size=8)
+        """)
+    assert "num_workers=4" in fix_example(rule_by_code("TPF101"), code)
+
+
+def test_tpf101_explicit_zero_shows_a_display_only_fix_that_says_why():
+    from pytorch_perflint.types import Applicability
+
+    diagnostic = single_diagnostic("TPF101", "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=0)\n")
+    assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
+    assert "written out" in diagnostic.fix.message and "forked workers" in diagnostic.fix.message
+    assert diagnostic.fix.edits and "num_workers=4" in diagnostic.fix.edits[0].content
+
+
 @pytest.mark.parametrize(("code", "expected", "opts"), TPF101)
 def test_tpf101(code, expected, opts):
     check_lint("TPF101", code, expected, opts)
@@ -491,13 +677,11 @@ TPF101_FIX = [
       from torch.utils.data import DataLoader
       loader = DataLoader(ds, num_workers=8)
       """, {"dataloader-num-workers": 8}, id="option"),
+    # A 0 written out is a decision (issue 11): reported, never rewritten.
     F("""
       from torch.utils.data import DataLoader
       loader = DataLoader(ds, num_workers=0)
-      """, """
-      from torch.utils.data import DataLoader
-      loader = DataLoader(ds, num_workers=4)
-      """, id="replace-zero"),
+      """, None, id="explicit-zero-kept"),
     F("""
       from torch.utils.data import DataLoader
       loader = DataLoader(ds)
@@ -505,7 +689,7 @@ TPF101_FIX = [
     F("""
       from torch.utils.data import DataLoader
       loader = DataLoader(ds, 2, False, None, None, 0)
-      """, _loader_workers(4), id="positional-zero-runs"),
+      """, None, id="positional-zero-kept"),
     F("""
       from torch.utils.data import DataLoader
       kw = {"batch_size": 2, "num_workers": 0}
@@ -526,7 +710,7 @@ TPF101_FIX = [
       from torch.utils.data import DataLoader
       NW = 0
       loader = DataLoader(ds, num_workers=NW)
-      """, _loader_workers(4), id="name-zero-runs"),
+      """, None, id="name-zero-kept"),
     F("""
       from torch.utils.data import DataLoader
       loader = DataLoader(
@@ -2495,13 +2679,16 @@ TPF301_FIX = [
       import torch.nn as nn
       net = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.BatchNorm2d(16))
       """, id="add"),
+    # `bias=True` written out (issue 11): reported, the fix display-only.
     F("""
       import torch.nn as nn
       net = nn.Sequential(nn.Conv2d(3, 16, 3, bias=True), nn.BatchNorm2d(16))
-      """, """
+      """, None, id="explicit-bias-true-kept"),
+    F("""
       import torch.nn as nn
-      net = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.BatchNorm2d(16))
-      """, id="replace"),
+      USE_BIAS = True
+      net = nn.Sequential(nn.Conv2d(3, 16, 3, bias=USE_BIAS), nn.BatchNorm2d(16))
+      """, None, id="name-bias-true-kept"),
     F("""
       import torch.nn as nn
       net = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16))
@@ -2509,6 +2696,10 @@ TPF301_FIX = [
     F("""
       import torch.nn as nn
       net = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, 1, 1, True), nn.BatchNorm2d(16))
+      """, None, id="positional-bias-true-kept"),
+    F("""
+      import torch.nn as nn
+      net = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1), nn.BatchNorm2d(16))
       """, lambda t: run_fixed(t)["net"][0].bias is None, id="positional-runs"),
 ]
 
@@ -2517,8 +2708,22 @@ TPF301_FIX += [
     F("""
       import torch.nn as nn
       net = nn.Sequential(nn.Linear(3, 16, True), nn.BatchNorm1d(16))
-      """, lambda t: run_fixed(t)["net"][0].bias is None, id="linear-positional-runs"),
+      """, None, id="linear-positional-bias-true-kept"),
+    F("""
+      import torch.nn as nn
+      net = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16))
+      """, lambda t: run_fixed(t)["net"][0].bias is None, id="linear-runs"),
 ]
+
+
+def test_tpf301_explicit_bias_true_shows_a_display_only_fix():
+    from pytorch_perflint.types import Applicability
+
+    code = "import torch.nn as nn\nnet = nn.Sequential(nn.Conv2d(3, 16, 3, bias=True), nn.BatchNorm2d(16))\n"
+    diagnostic = single_diagnostic("TPF301", code)
+    assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
+    assert "written out" in diagnostic.fix.message and "state_dict" in diagnostic.fix.message
+    assert "bias=False" in diagnostic.fix.edits[0].content
 
 
 @pytest.mark.parametrize(("code", "expected", "opts", "unsafe"), TPF301_FIX)
@@ -3078,6 +3283,85 @@ TPF403_FIX = [
       optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
       """, None, unsafe=False, train=True, id="unsafe-only"),
 ]
+
+
+def _inserted_after_imports(text: str) -> bool:
+    """The setting stands at module level right after the last leading import, once."""
+    lines = text.splitlines()
+    found = [i for i, line in enumerate(lines) if line == "torch.backends.cudnn.benchmark = True"]
+    if len(found) != 1:
+        return False
+    before = [line for line in lines[: found[0]] if line.strip()]
+    return before[-1].startswith(("import ", "from ")) and lint_example(rule_by_code("TPF403"), text) == []
+
+
+_TPF403_MAIN = src("""
+    import torch
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+
+    def main():
+        model = Net().cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """)
+
+TPF403_FIX += [
+    # Issue 11: the setting goes at the top of the entry script, never into a function or a
+    # constructor; a library module gets the advice only.
+    F(_TPF403_MAIN + "if __name__ == '__main__':\n    main()\n", _inserted_after_imports, id="entry-script-main-guard"),
+    F(_TPF403_MAIN + "main()\n", _inserted_after_imports, id="entry-script-bare-main-call"),
+    F(_TPF403_MAIN, None, id="library-module-no-edit"),
+    F("""
+      import torch
+      import torchvision
+
+      class Trainer:
+          def __init__(self, loader):
+              self.loader = loader
+              self.model = torchvision.models.resnet50().cuda()
+              self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+          def fit(self):
+              for x, y in self.loader:
+                  loss = self.model(x.cuda()).sum()
+                  self.opt.zero_grad()
+                  loss.backward()
+                  self.opt.step()
+      """, None, id="constructor-in-library-no-edit"),
+    F("""
+      \"\"\"Train.\"\"\"
+      import torchvision
+
+      def main():
+          import torch
+          model = torchvision.models.resnet50().cuda()
+          opt = torch.optim.SGD(model.parameters(), lr=0.1)
+          for x, y in loader:
+              model(x.cuda()).sum().backward()
+              opt.step()
+
+      if __name__ == "__main__":
+          main()
+      """, lambda t: t.startswith('"""Train."""\nimport torchvision\nimport torch\n\ntorch.backends.cudnn.benchmark = True\n')
+      and ast.parse(t) is not None, id="torch-imported-only-in-main"),
+]
+
+
+def test_tpf403_library_module_shows_where_the_setting_belongs():
+    from pytorch_perflint.types import Applicability
+
+    diagnostic = single_diagnostic("TPF403", _TPF403_MAIN)
+    assert diagnostic.fix.applicability is Applicability.DISPLAY_ONLY
+    assert "entry script" in diagnostic.fix.message and not diagnostic.fix.edits
 
 
 @pytest.mark.parametrize(("code", "expected", "opts", "unsafe"), TPF403_FIX)

@@ -204,3 +204,142 @@ def test_without_git_nothing_is_gitignored(tree, monkeypatch):
     (tree / ".gitignore").write_text("a.py\n")
     _touch(tree, "a.py")
     assert _names(discover(["."], _settings(tree)).files) == ["a.py"]
+
+
+# -- .gitignore semantics, without running git ------------------------------------------
+
+
+def _repo(root: Path) -> Path:
+    """A work tree as discovery sees one: a `.git` folder (nothing of git is run)."""
+    (root / ".git" / "info").mkdir(parents=True)
+    return root
+
+
+def test_nested_gitignores_negation_anchors_and_folders(tree):
+    _repo(tree)
+    (tree / ".gitignore").write_text(
+        "# comments and blank lines are ignored\n\n"
+        "*.gen.py\n"
+        "!keep.gen.py\n"
+        "/top_only.py\n"
+        "out/\n"
+        "docs/**/draft_*.py\n"
+    )
+    (tree / "pkg").mkdir()
+    (tree / "pkg" / ".gitignore").write_text("local.py\n!/force.gen.py\nsub/\n")
+    _touch(
+        tree,
+        "a.py",
+        "a.gen.py",
+        "keep.gen.py",
+        "top_only.py",
+        "pkg/top_only.py",
+        "out/x.py",
+        "pkg/out/y.py",
+        "out.py",
+        "docs/guide/draft_1.py",
+        "docs/guide/final.py",
+        "pkg/local.py",
+        "pkg/deeper/local.py",
+        "pkg/force.gen.py",
+        "pkg/deeper/force.gen.py",
+        "pkg/sub/z.py",
+        "sub/z.py",
+    )
+    assert _names(discover(["."], _settings(tree)).files) == [
+        "a.py",
+        "docs/guide/final.py",
+        "keep.gen.py",
+        "out.py",
+        "pkg/force.gen.py",
+        "pkg/top_only.py",
+        "sub/z.py",
+    ]
+    # Started below the root, the root's rules still apply.
+    assert _names(discover(["pkg"], _settings(tree)).files) == ["pkg/force.gen.py", "pkg/top_only.py"]
+    assert _names(discover(["docs/guide"], _settings(tree)).files) == ["docs/guide/final.py"]
+
+
+def test_a_file_in_an_ignored_folder_cannot_be_re_included(tree):
+    _repo(tree)
+    (tree / ".gitignore").write_text("build_out/\n!build_out/keep.py\n")
+    _touch(tree, "a.py", "build_out/keep.py")
+    assert _names(discover(["."], _settings(tree)).files) == ["a.py"]
+
+
+def test_info_exclude_and_global_excludes_file(tree, monkeypatch):
+    _repo(tree)
+    (tree / ".git" / "info" / "exclude").write_text("private.py\n")
+    config = tree / "xdg"
+    (config / "git").mkdir(parents=True)
+    (config / "git" / "ignore").write_text("*.local.py\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    monkeypatch.setenv("HOME", str(tree / "home"))
+    (tree / ".gitignore").write_text("xdg/\n")
+    _touch(tree, "a.py", "private.py", "settings.local.py")
+    assert _names(discover(["."], _settings(tree)).files) == ["a.py"]
+
+
+def test_linting_runs_nothing_from_the_tree_fsmonitor(tree, tmp_path_factory):
+    """Issue 11 item 7: `git ls-files` honoured the tree's core.fsmonitor and ran it."""
+    if shutil.which("git") is None:
+        pytest.skip("git is needed to build the repository")
+    marker = tmp_path_factory.mktemp("marker") / "PWNED"
+    _git(tree, "init", "-q")
+    _touch(tree, "a.py")
+    _git(tree, "add", "a.py")
+    _git(tree, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "x")
+    _git(tree, "config", "core.fsmonitor", f"touch {marker}; false")
+    (tree / ".gitignore").write_text("ignored.py\n")
+    _touch(tree, "ignored.py", "b.py")
+    settings = _settings(tree)
+    assert _names(discover(["."], settings).files) == ["a.py", "b.py"]
+    assert discover(["ignored.py"], dataclasses.replace(settings, force_exclude=True)).files == ()
+    assert not marker.exists()
+
+
+@needs_git
+def test_the_same_files_as_git_ls_files_on_a_tricky_tree(tree, monkeypatch):
+    """The reading of .gitignore agrees with git itself (run here on a tree the test built)."""
+    monkeypatch.setenv("HOME", str(tree / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tree / "home" / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    _git(tree, "init", "-q")
+    _touch(tree, "tracked/ignored_but_tracked.py")
+    _git(tree, "add", "-f", "tracked/ignored_but_tracked.py")
+    (tree / ".gitignore").write_text(
+        "*.tmp.py\n!important.tmp.py\n/root_only.py\nlogs/\n**/cache/*.py\n!**/cache/keep.py\n"
+        "tracked/\na?c.py\n[xy]z.py\ntrail\\ space.py\n\\!bang.py\nsub/dir/\n"
+    )
+    (tree / "lib").mkdir()
+    (tree / "lib" / ".gitignore").write_text("*.py\n!*_ok.py\n!/nested/\n")
+    (tree / ".git" / "info" / "exclude").write_text("secret.py\n")
+    _touch(
+        tree,
+        "a.py", "x.tmp.py", "important.tmp.py", "root_only.py", "deep/root_only.py", "logs/l.py",
+        "deep/logs/l.py", "deep/cache/c.py", "deep/cache/keep.py", "cache/c.py", "tracked/new.py",
+        "abc.py", "abbc.py", "xz.py", "zz.py", "trail space.py", "!bang.py", "bang.py",
+        "sub/dir/s.py", "other/sub/dir/s.py", "lib/one.py", "lib/two_ok.py", "lib/nested/n.py",
+        "secret.py", "deep/secret.py",
+    )
+    listed = subprocess.run(
+        ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=tree, check=True, capture_output=True,
+    ).stdout.decode().split("\0")
+    expected = sorted(name for name in listed if name.endswith(".py"))
+    assert _names(discover(["."], _settings(tree)).files) == expected
+    assert "tracked/ignored_but_tracked.py" in expected and "deep/cache/keep.py" in expected
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_ignore_files_that_are_fifos_or_symlinks_are_not_read(tree, tmp_path_factory):
+    """A tree must not be able to stall discovery (a FIFO blocks a plain read forever) or
+    make it read outside the tree (git does not follow a symlinked .gitignore either)."""
+    _repo(tree)
+    os.mkfifo(tree / ".gitignore")
+    outside = tmp_path_factory.mktemp("outside") / "rules"
+    outside.write_text("b.py\n")
+    (tree / "pkg").mkdir()
+    (tree / "pkg" / ".gitignore").symlink_to(outside)
+    _touch(tree, "a.py", "pkg/b.py")
+    assert _names(discover(["."], _settings(tree)).files) == ["a.py", "pkg/b.py"]

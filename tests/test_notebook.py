@@ -66,7 +66,12 @@ def test_fixed_source_splits_back_into_cells_and_restores_magics():
 
 @pytest.mark.parametrize(
     ("text", "reason"),
-    [("{not json", "invalid notebook JSON"), ("[]", "no list of cells"), ('{"cells": 3}', "no list of cells")],
+    [
+        ("{not json", "invalid notebook JSON"),
+        ("[]", "the file is a list, not a JSON object"),
+        ("{}", "no list of cells"),
+        ('{"cells": 3}', "cells is a number, not a list"),
+    ],
 )
 def test_invalid_notebooks_give_a_clear_reason(text, reason):
     with pytest.raises(notebook.NotebookError, match=reason):

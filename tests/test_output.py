@@ -539,7 +539,7 @@ def test_show_fixes_lists_files(tmp_path):
             ],
         ),
         (RunSummary(fixed=1, remaining=0, fix_mode=True), False, ["Found 1 error (1 fixed, 0 remaining)."]),
-        (RunSummary(errors=2), False, ["No findings, but 2 internal errors occurred."]),
+        (RunSummary(errors=2), False, ["No findings, but 2 errors occurred."]),
         (RunSummary(fixed=2, remaining=2, diff_mode=True), False, ["Would fix 2 errors."]),
         (
             RunSummary(fixed=2, remaining=2, fixable_unsafe=1, diff_mode=True),

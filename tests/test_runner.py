@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -239,7 +240,7 @@ def test_write_fixed_leaves_a_file_that_changed_on_disk_alone(tmp_path):
     path.write_bytes(original)
     path.write_bytes(b"x = slow(1)  # edited meanwhile\n")
     problem = write_fixed(path, original, b"x = fast(1)\n")
-    assert problem is not None and "changed on disk" in problem
+    assert problem is not None and problem.error and "changed on disk" in problem.message
     assert path.read_bytes() == b"x = slow(1)  # edited meanwhile\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
 
@@ -251,24 +252,24 @@ def test_write_fixed_replaces_an_unchanged_file(tmp_path):
     assert path.read_bytes() == b"new\n"
 
 
-def test_fix_of_a_file_changed_meanwhile_is_reported_and_not_written(tmp_path, monkeypatch):
+def test_fix_of_a_file_changed_meanwhile_is_an_error_and_not_written(tmp_path, monkeypatch):
     path = tmp_path / "m.py"
     path.write_text("x = slow(1)\n")
     real = runner.write_fixed
 
-    def edit_then_write(target, original, new):
+    def edit_then_write(target, original, new, roots=None):
         Path(target).write_text("x = slow(1)\ny = 2\n")  # an editor saves in between
-        return real(target, original, new)
+        return real(target, original, new, roots)
 
     monkeypatch.setattr(runner, "write_fixed", edit_then_write)
     result = _fix(path)
-    assert result.fixed == 0 and any("changed on disk" in e for e in result.fix_errors)
+    assert result.fixed == 0 and any("changed on disk" in e for e in result.errors)
     assert [d.code for d in result.diagnostics] == ["TPF901"]
     assert path.read_text() == "x = slow(1)\ny = 2\n"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
-def test_fix_in_a_read_only_folder_is_a_fix_error(tmp_path):
+def test_fix_in_a_read_only_folder_is_an_error(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     path = folder / "m.py"
@@ -278,22 +279,107 @@ def test_fix_in_a_read_only_folder_is_a_fix_error(tmp_path):
         result = _fix(path)
     finally:
         folder.chmod(0o755)
-    assert result.fixed == 0 and result.fix_errors and "fix not written" in result.fix_errors[0]
+    assert result.fixed == 0 and result.errors and "fix not written" in result.errors[0]
     assert path.read_text() == "x = slow(1)\n"
 
 
-def test_fix_that_cannot_create_its_temp_file_is_a_fix_error(tmp_path, monkeypatch):
+def test_fix_that_cannot_create_its_temp_file_is_an_error(tmp_path, monkeypatch):
+    """Issue 11 item 11: a failed write was a warning (exit 0 under --fix-only)."""
+    from pytorch_perflint import safe_write
+
     path = tmp_path / "m.py"
     path.write_text("x = slow(1)\n")
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(runner.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(safe_write.tempfile, "mkstemp", refuse)
     result = _fix(path)
-    assert result.fixed == 0 and result.fix_errors == (f"{path}: fix not written: Permission denied",)
+    assert result.fixed == 0 and result.errors == (f"{path}: fix not written: Permission denied",)
+    assert result.fix_errors == ()
     assert [d.code for d in result.diagnostics] == ["TPF901"]
     assert path.read_text() == "x = slow(1)\n"
+
+
+def test_a_read_only_file_is_not_rewritten(tmp_path):
+    """Issue 15 defect 5: the atomic rename replaced a 0444 file regardless of its mode."""
+    path = tmp_path / "m.py"
+    path.write_text("x = slow(1)\n")
+    path.chmod(0o444)
+    result = _fix(path)
+    assert result.fixed == 0 and result.errors == (f"{path}: fix not written: the file is read-only",)
+    assert path.read_text() == "x = slow(1)\n" and stat.S_IMODE(path.stat().st_mode) == 0o444
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
+
+
+def test_a_symlink_out_of_the_roots_is_not_written_through(tmp_path):
+    """Issue 11 item 8: tree/link.py -> ../outside/target.py was rewritten by `--fix tree`."""
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    target = outside / "target.py"
+    target.write_text("x = slow(1)\n")
+    (tree / "link.py").symlink_to(target)
+    inner = tree / "inner.py"
+    inner.write_text("x = slow(1)\n")
+    (tree / "alias.py").symlink_to(inner)
+    settings = dataclasses.replace(SETTINGS, fix=True)
+    files = [tree / "alias.py", tree / "inner.py", tree / "link.py"]
+    results, summary = run(files, settings, mode=Mode.FIX, jobs=1, rules=TEST_RULES, roots=[str(tree)])
+    link = results[2]
+    assert target.read_text() == "x = slow(1)\n"
+    assert link.fixed == 0 and link.errors == () and [d.code for d in link.diagnostics] == ["TPF901"]
+    assert link.fix_errors == (f"{tree / 'link.py'}: fix not written: it is a symlink to {target}, outside the paths being linted",)
+    assert inner.read_text() == "x = fast(1)\n"  # a symlink inside the roots is written through
+    # Named on its own, the link is what the user asked to fix.
+    (named,), _ = run([tree / "link.py"], settings, mode=Mode.FIX, jobs=1, rules=TEST_RULES, roots=[str(tree / "link.py")])
+    assert named.fixed == 1 and target.read_text() == "x = fast(1)\n"
+
+
+def test_a_file_with_hard_links_keeps_them_and_its_inode(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("x = slow(1)\n")
+    other = tmp_path / "other-name.py"
+    os.link(path, other)
+    inode = path.stat().st_ino
+    os.chmod(path, 0o640)
+    assert _fix(path).fixed == 1
+    assert path.read_text() == other.read_text() == "x = fast(1)\n"
+    assert path.stat().st_ino == inode and path.stat().st_nlink == 2
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py", "other-name.py"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may give a file to another user")
+def test_the_owner_of_a_fixed_file_is_kept(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("x = slow(1)\n")
+    os.chown(path, 12345, 23456)
+    assert _fix(path).fixed == 1
+    assert (path.stat().st_uid, path.stat().st_gid) == (12345, 23456)
+    assert path.read_text() == "x = fast(1)\n"
+
+
+def test_the_owner_is_kept_by_writing_in_place_when_a_new_file_cannot_take_it(tmp_path, monkeypatch):
+    """As a user who may write the file but may not give a new file to its owner."""
+    from pytorch_perflint import safe_write
+
+    def chown(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(safe_write.os, "chown", chown)
+    path = tmp_path / "m.py"
+    path.write_text("x = slow(1)\n")
+    info = path.stat()
+    temp = tmp_path / "t"
+    temp.write_text("")
+    assert safe_write._give_owner(str(temp), os.stat_result((*info[:4], info.st_uid + 1, *info[5:])))  is False
+    temp.unlink()
+    monkeypatch.setattr(safe_write, "_give_owner", lambda temp, info: False)
+    inode = path.stat().st_ino
+    assert _fix(path).fixed == 1
+    assert path.read_text() == "x = fast(1)\n" and path.stat().st_ino == inode
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
 
 
 _PARENT = os.getpid()
@@ -308,6 +394,8 @@ def _dies_in_a_worker(path, *args, **kwargs):
 
 
 def test_a_worker_that_dies_does_not_lose_the_other_files(tmp_path, monkeypatch):
+    """A file that kills its worker (twice: it is retried once) is that file's error; the
+    other files' results all come out."""
     files = []
     for index in range(runner.PARALLEL_MIN_FILES + 4):
         path = tmp_path / ("die.py" if index == 3 else f"m{index:02d}.py")
@@ -317,5 +405,96 @@ def test_a_worker_that_dies_does_not_lose_the_other_files(tmp_path, monkeypatch)
     monkeypatch.setattr(runner, "process_file", _dies_in_a_worker)
     results, summary = run(files, SETTINGS, jobs=2)
     assert [r.path for r in results] == files
-    assert all([d.code for d in r.diagnostics] == ["TPF501"] for r in results)
-    assert summary.remaining == len(files) and summary.errors == 0
+    died = next(r for r in results if r.path.name == "die.py")
+    assert died.diagnostics == () and died.errors == (f"{died.path}: internal error: the worker process died while on it (exit code 1)",)
+    assert all([d.code for d in r.diagnostics] == ["TPF501"] for r in results if r is not died)
+    assert summary.remaining == len(files) - 1 and summary.errors == 1
+
+
+# -- the time limit per file -------------------------------------------------------------
+
+
+def _hangs_on(name: str):
+    """A process_file that never returns on one file (as the scope bug of issue 11 did)."""
+
+    def process_file(path, *args, **kwargs):
+        if path.name == name:
+            threading.Event().wait()
+        return _REAL_PROCESS_FILE(path, *args, **kwargs)
+
+    return process_file
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_file_past_the_time_limit_is_reported_and_the_rest_comes_out(tmp_path, monkeypatch, jobs):
+    count = runner.PARALLEL_MIN_FILES + 2 if jobs > 1 else 3
+    files = [tmp_path / f"m{index:02d}.py" for index in range(count)]
+    for path in files:
+        path.write_text(FIRES)
+    monkeypatch.setattr(runner, "process_file", _hangs_on("m01.py"))
+    settings = dataclasses.replace(SETTINGS, file_timeout=0.5)
+    results, summary = run(files, settings, jobs=jobs)
+    assert [r.path for r in results] == files
+    stuck = results[1]
+    assert stuck.diagnostics == () and len(stuck.errors) == 1
+    assert stuck.errors[0].startswith(f"{stuck.path}: not linted: it took longer than 0.5 s, the time limit per file")
+    assert all([d.code for d in r.diagnostics] == ["TPF501"] for r in results if r is not stuck)
+    assert summary.errors == 1 and summary.remaining == count - 1
+
+
+def test_the_time_limit_holds_for_stdin(monkeypatch):
+    real = runner.process_bytes
+
+    def process_bytes(data, path, *args, **kwargs):
+        if b"hang" in data:
+            threading.Event().wait()
+        return real(data, path, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "process_bytes", process_bytes)
+    settings = dataclasses.replace(SETTINGS, file_timeout=0.5)
+    stuck = runner.process_stdin(b"hang = 1\n", Path("-"), settings, Mode.CHECK)
+    assert stuck.result.errors and "not linted: it took longer than 0.5 s" in stuck.result.errors[0]
+    assert stuck.output == b"hang = 1\n"
+    fine = runner.process_stdin(FIRES.encode(), Path("-"), settings, Mode.CHECK)
+    assert [d.code for d in fine.result.diagnostics] == ["TPF501"] and not fine.result.errors
+
+
+def test_the_scope_loop_of_issue_11_now_finishes_under_a_limit(tmp_path):
+    """The real file that hung every run: it lints (the bug is fixed), well inside a limit."""
+    path = tmp_path / "min.py"
+    path.write_text("from torch.utils.data import DataLoader\nglobal x\ndef f():\n    global x\n    x()\n")
+    (result,), summary = run([path], dataclasses.replace(SETTINGS, file_timeout=60), jobs=1)
+    assert result.errors == () and summary.errors == 0
+
+
+# -- deep but valid code ---------------------------------------------------------------
+
+LOADER = "from torch.utils.data import DataLoader\n{deep}\nloader = DataLoader(dataset)\n"
+DEEP = {
+    # Issue 11 item 2: implicit concatenation is a chain of nested nodes in LibCST
+    # ("internal error: RecursionError" at 500 parts, "too deeply nested" from 1,000).
+    "concat500.py": "s = (" + " ".join(["'a'"] * 500) + ")",
+    "concat3000.py": "s = (" + " ".join(["'a'"] * 3000) + ")",
+    # The deepest brackets CPython's parser accepts (200 levels is its limit).
+    "list199.py": "x = " + "[" * 199 + "1" + "]" * 199,
+    "call199.py": "x = " + "f(" * 199 + "1" + ")" * 199,
+    "sum1000.py": "x = " + " + ".join(["1"] * 1000),
+}
+
+
+def test_deep_but_valid_code_is_linted_and_fixed(tmp_path):
+    files = []
+    for name, deep in DEEP.items():
+        source = LOADER.format(deep=deep)
+        compile(source, name, "exec")  # valid Python, as CPython sees it
+        path = tmp_path / name
+        path.write_text(source)
+        files.append(path)
+    results, summary = run(files, SETTINGS, jobs=1)
+    assert [(r.path.name, [d.code for d in r.diagnostics], r.errors) for r in results] == [
+        (path.name, ["TPF101"], ()) for path in files
+    ]
+    fixable = tmp_path / "fix.py"
+    fixable.write_text(DEEP["concat3000.py"] + "\nimport torch\ny = torch.zeros(3).to('cuda')\n")
+    (fixed,), _ = run([fixable], dataclasses.replace(SETTINGS, fix=True), mode=Mode.FIX, jobs=1)
+    assert fixed.fixed == 1 and fixed.errors == () and "torch.zeros(3, device='cuda')" in fixable.read_text()

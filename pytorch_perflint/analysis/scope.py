@@ -70,11 +70,11 @@ class Scope:
                 scope = scope.parent
                 continue
             first = False
-            if name in scope.declared_outer:
+            # `global x` at module level changes nothing (the module scope is the global
+            # one): only a function's or class's declaration sends the lookup there.
+            if name in scope.declared_outer and scope.parent is not None:
                 scope = _module_scope(scope)
                 first = True
-                if scope is self:
-                    return None
                 continue
             if name in scope.bindings and not (
                 name in scope.imports and _only_none(scope.bindings[name])

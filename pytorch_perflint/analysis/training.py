@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Seq
 
 import libcst as cst
 
+from ..testfiles import is_test_file
 from .scope import dotted_name
 from .values import literal_value
 from .walk import child_nodes
@@ -996,10 +997,6 @@ def _runs_backward(function: cst.FunctionDef) -> bool:
 # ---------------------------------------------------------------------------------------
 # Where a finding would be noise
 # ---------------------------------------------------------------------------------------
-_TEST_FUNCTION = re.compile(r"^_*test", re.IGNORECASE)
-_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
-
-
 def enclosing_function(ancestors: Sequence[cst.CSTNode]) -> Optional[cst.FunctionDef]:
     for node in reversed(ancestors):
         if isinstance(node, cst.FunctionDef):
@@ -1008,28 +1005,17 @@ def enclosing_function(ancestors: Sequence[cst.CSTNode]) -> Optional[cst.Functio
 
 
 def is_test_path(path: PurePath) -> bool:
-    """A file pytest or unittest would collect tests from: ``test_*.py``, ``*_test.py``,
-    ``conftest.py``, or anything under a ``test``/``tests``/``testing`` folder."""
-    name = path.name
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return any(part in _TEST_FOLDERS for part in path.parts[:-1])
+    """A file pytest collects tests from (``testfiles.is_test_file``)."""
+    return is_test_file(path)
 
 
 def in_test_code(ancestors: Sequence[cst.CSTNode], path: PurePath) -> bool:
-    """Inside a unit test: a method of a ``Test*`` class, or a ``test*`` function in a test
-    file (see ``is_test_path``). Tests run a few tiny steps on purpose, and often exercise
-    exactly the behaviour a rule flags. Outside test files, ``test_img(model, loader)`` is
-    research code's evaluation function, not a unit test."""
-    test_file = is_test_path(path)
-    for node in reversed(ancestors):
-        if (
-            test_file
-            and isinstance(node, cst.FunctionDef)
-            and _TEST_FUNCTION.match(node.name.value)
-            and node.name.value != "test"
-        ):
-            return True
-        if isinstance(node, cst.ClassDef) and node.name.value.startswith("Test"):
-            return True
-    return False
+    """Inside a unittest-style ``Test*`` class of a file that is not a test file.
+
+    Test files themselves follow the ``test-files`` setting, the same for every rule (the
+    engine skips them by default, see ``testfiles``); a rule that runs in one lints it like
+    any file. Outside test files, ``test_img(model, loader)`` is research code's evaluation
+    function, not a unit test, but a ``class TestX(unittest.TestCase)`` is still a test."""
+    if is_test_file(path):
+        return False
+    return any(isinstance(node, cst.ClassDef) and node.name.value.startswith("Test") for node in ancestors)

@@ -102,32 +102,6 @@ class RuleInfo:
         return rule_url(self.code)
 
 
-# The tool's own diagnostics have no rule class; their docs live here, for SARIF's help text.
-_BUILTIN_DOCS = {
-    "TPF001": (
-        "The file cannot be parsed",
-        "## What it does\n"
-        "Reports a file that pytorch-perflint cannot parse (a syntax error, or bytes that are "
-        "not text).\n\n"
-        "## Why is this bad?\n"
-        "A file that does not parse cannot be checked, so other findings in it are unknown.\n\n"
-        "## Fix safety\n"
-        "There is no automatic fix.",
-        "error",
-    ),
-    "TPF002": (
-        "A `# noqa` directive suppresses nothing",
-        "## What it does\n"
-        "Reports a `# noqa: TPFxxx` comment that names a code no diagnostic on its line has.\n\n"
-        "## Why is this bad?\n"
-        "A stale suppression hides the next real finding on that line. Off by default.\n\n"
-        "## Fix safety\n"
-        "There is no automatic fix.",
-        "warning",
-    ),
-}
-
-
 def rule_catalog() -> Tuple[RuleInfo, ...]:
     """Every rule the tool knows (visitor rules and TPF0xx), sorted by code."""
     from .. import registry
@@ -143,16 +117,18 @@ def rule_catalog() -> Tuple[RuleInfo, ...]:
         )
         for rule in registry.all_rules()
     ]
-    for code, name in registry.BUILTIN_CODES.items():
-        message, docs, level = _BUILTIN_DOCS.get(code, (name.replace("-", " "), "", "warning"))
-        infos.append(RuleInfo(code=code, name=name, message=message, docs=docs, level=level))
+    for builtin in registry.BUILTINS:
+        infos.append(RuleInfo(code=builtin.code, name=builtin.name, message=builtin.summary, docs=builtin.docs, level=builtin.level))
     infos.sort(key=lambda info: info.code)
     return tuple(infos)
 
 
 def level(code: str) -> str:
     """SARIF / GitHub severity: a file that cannot be parsed is an error, the rest warnings."""
-    return "error" if code == "TPF001" else "warning"
+    from .. import registry
+
+    builtin = registry.builtin(code)
+    return builtin.level if builtin is not None else "warning"
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")

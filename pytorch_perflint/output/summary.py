@@ -55,7 +55,8 @@ def summary_lines(summary: RunSummary, *, unsafe_fixes: bool = False) -> List[Li
     elif remaining:
         lines.append(Line(f"Found {plural(remaining, 'error')}."))
     elif summary.errors:
-        lines.append(Line(f"No findings, but {plural(summary.errors, 'internal error')} occurred."))
+        # Errors: a missing path, an unreadable file, a failed write, a crash; each on stderr.
+        lines.append(Line(f"No findings, but {plural(summary.errors, 'error')} occurred."))
     else:
         lines.append(Line("All checks passed!"))
 

@@ -126,6 +126,11 @@ class DebugModeLeftOn(Rule):
             expected_fix="from torch import autograd\nloss.backward()\nopt.step()\n",
         ),
         Invalid(
+            "import torch\ndef f():\n    with torch.autograd.detect_anomaly():  # why\n        loss.backward()\n        # done\n",
+            line=3,
+            expected_fix="import torch\ndef f():\n    # why\n    loss.backward()\n    # done\n",
+        ),
+        Invalid(
             "import torch\nwith torch.autograd.profiler.emit_nvtx(), ctx():\n    loss.backward()\n",
             line=2,
             expected_fix="import torch\nwith ctx():\n    loss.backward()\n",
@@ -182,7 +187,7 @@ class DebugModeLeftOn(Rule):
         if qualname in _PROFILERS and not self._trains(statement.body):
             return
         what = self.context.code_for(node.func) + "()"
-        fix = None if item.asname is not None else self._unwrap(statement, item)
+        fix = None if item.asname is not None else self._unwrap(statement, item, parents)
         self.report(node, message=self.message.format(what=what), fix=fix)
 
     def _trains(self, body: cst.BaseSuite) -> bool:
@@ -208,16 +213,20 @@ class DebugModeLeftOn(Rule):
         walk(body, enter)
         return bool(found)
 
-    def _unwrap(self, statement: cst.With, item: cst.WithItem) -> Optional[NodeFix]:
+    def _unwrap(self, statement: cst.With, item: cst.WithItem, parents: Sequence[cst.CSTNode]) -> Optional[NodeFix]:
         if len(statement.items) > 1:
             items = [i for i in statement.items if i is not item]
             items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             return self.fix([(statement, statement.with_changes(items=items))], "Remove the debugging context")
         body = statement.body
-        if isinstance(body, cst.SimpleStatementSuite):
-            statements: List[cst.BaseStatement] = [cst.SimpleStatementLine(body=list(body.body))]
+        footer: List[cst.EmptyLine] = []
+        if isinstance(body, cst.SimpleStatementSuite):  # `with x: a(); b()  # note`
+            statements: List[cst.BaseStatement] = [
+                cst.SimpleStatementLine(body=list(body.body), trailing_whitespace=body.trailing_whitespace)
+            ]
         else:
             statements = list(body.body)
+            footer = list(body.footer)  # comment (and blank) lines after the last statement
         if not statements:
             return None
         first = statements[0]
@@ -226,7 +235,35 @@ class DebugModeLeftOn(Rule):
         if header is not None and header.comment is not None:  # keep `with x:  # note`'s comment
             moved.append(cst.EmptyLine(comment=header.comment))
         statements[0] = first.with_changes(leading_lines=[*moved, *first.leading_lines])
-        return self.fix([(statement, cst.FlattenSentinel(statements))], "Remove the debugging context")
+        message = "Remove the debugging context"
+        if not footer:
+            return self.fix([(statement, cst.FlattenSentinel(statements))], message)
+        return self._unwrap_with_footer(statement, statements, footer, parents, message)
+
+    def _unwrap_with_footer(
+        self,
+        statement: cst.With,
+        statements: List[cst.BaseStatement],
+        footer: List[cst.EmptyLine],
+        parents: Sequence[cst.CSTNode],
+        message: str,
+    ) -> Optional[NodeFix]:
+        """The body's trailing lines have no statement to stay with: they go before the
+        statement after the ``with``, or (the ``with`` last in its block) to the front of
+        the enclosing block's own trailing lines."""
+        block = parents[-3] if len(parents) >= 3 else None
+        if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+            return None
+        siblings = list(block.body)
+        index = next((i for i, sibling in enumerate(siblings) if sibling is statement), None)
+        if index is None:
+            return None
+        if index + 1 < len(siblings):
+            after = siblings[index + 1]
+            moved = after.with_changes(leading_lines=[*footer, *after.leading_lines])
+            return self.fix([(statement, cst.FlattenSentinel(statements)), (after, moved)], message)
+        body = [*siblings[:index], *statements]
+        return self.fix([(block, block.with_changes(body=body, footer=[*footer, *block.footer]))], message)
 
 
 def _with_item(node: cst.Call, parents: Sequence[cst.CSTNode]) -> Optional[Tuple[cst.With, cst.WithItem]]:

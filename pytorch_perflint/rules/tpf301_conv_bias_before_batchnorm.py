@@ -98,9 +98,11 @@ class ConvBiasBeforeBatchnorm(Rule):
     ```
 
     ## Fix safety
-    The fix adds `bias=False` (or turns `bias=True` into `bias=False`). It is unsafe:
-    checkpoints saved with the bias no longer load with `strict=True`, and code that reads
-    `conv.bias` gets `None`. Nothing is flagged when an activation, dropout or any other op
+    The fix adds `bias=False`. It is unsafe: checkpoints saved with the bias no longer load
+    with `strict=True`, and code that reads `conv.bias` gets `None`. Where `bias=True` is
+    written out (by keyword or position, or through a name bound to `True`) the finding is
+    reported but its fix is display-only: a library that ships pretrained weights would
+    change its public `state_dict`. Nothing is flagged when an activation, dropout or any other op
     sits between the layers, when the norm is a GroupNorm/LayerNorm/InstanceNorm, or when
     the bias is not a literal.
     """
@@ -155,9 +157,10 @@ class ConvBiasBeforeBatchnorm(Rule):
             "        self.conv = nn.Conv2d(3, 8, 3, bias=True)\n        self.bn = nn.BatchNorm2d(8)\n"
             "    def forward(self, x):\n        return self.bn(self.conv(x)).relu()\n",
             line=5,
+            # Written out: the fix is display-only.
             expected_fix=(
                 "from torch import nn\nclass B(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                "        self.conv = nn.Conv2d(3, 8, 3, bias=False)\n        self.bn = nn.BatchNorm2d(8)\n"
+                "        self.conv = nn.Conv2d(3, 8, 3, bias=True)\n        self.bn = nn.BatchNorm2d(8)\n"
                 "    def forward(self, x):\n        return self.bn(self.conv(x)).relu()\n"
             ),
         ),
@@ -178,10 +181,11 @@ class ConvBiasBeforeBatchnorm(Rule):
             return None
         call = layer.call
         passed = layer.argument("bias", _SOURCES[layer.qualname][1]).node
-        if passed is not None:
+        if passed is not None:  # `bias=True` written out: the author chose the parameter set
             new = call.with_changes(
                 args=[a.with_changes(value=cst.Name("False")) if a is passed else a for a in call.args]
             )
+            return self.fix([(call, new)], message=_EXPLICIT_BIAS, applicability=Applicability.DISPLAY_ONLY)
         elif any(a.star == "**" for a in call.args):
             return None  # bias comes from a known dict: adding it would pass it twice
         else:
@@ -193,6 +197,13 @@ class ConvBiasBeforeBatchnorm(Rule):
         name = layer.via_name
         count = sum(1 for n in variables(layer.scope.node) if n.value == name)
         return count > 2  # the binding and the one use
+
+
+_EXPLICIT_BIAS = (
+    "`bias=True` is written out, so it is left as it is: `bias=False` removes the parameter "
+    "from the module's `state_dict` (pretrained or saved checkpoints no longer load strictly); "
+    "pass `bias=False` where no checkpoint holds this bias"
+)
 
 
 def _flagged(context: FileContext) -> Dict[int, Layer]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import List, Optional, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -13,7 +13,7 @@ from ..analysis.modules import ModelBuild, conv_model_builds, could_build_conv_m
 from ..analysis.scope import dotted_name
 from ..analysis.training import training_facts
 from ..analysis.values import literal_value
-from ..analysis.walk import descendants
+from ..analysis.walk import child_nodes, descendants
 from ..rule import FileContext, Invalid, NodeFix, Rule
 from ..types import Applicability
 
@@ -119,12 +119,18 @@ class CudnnBenchmarkDisabled(Rule):
     ```
 
     ## Fix safety
-    The fix inserts `torch.backends.cudnn.benchmark = True` before the statement that builds
-    the model (or turns `False` into `True`). It is unsafe: autotuned algorithms are not
+    The fix inserts `torch.backends.cudnn.benchmark = True` at the top of the entry script,
+    after its imports (and after the statement that imports the `torch` name it uses), or
+    turns an existing `False` into `True`. It is unsafe: autotuned algorithms are not
     deterministic from run to run, and inputs whose shape changes every step pay the tuning
-    again. Nothing is flagged when the script asks for determinism
-    (`cudnn.deterministic = True`, `torch.use_deterministic_algorithms`), when `benchmark` is
-    set from a flag, or when the model is not known to be convolutional.
+    again. An entry script has an `if __name__ == "__main__":` block, or builds the model,
+    trains or calls one of its own functions at module level. In any other module (a
+    library module, a trainer class whose constructor builds the model) the fix is
+    display-only: the setting is global and belongs to the script that runs the training,
+    never inside a constructor. Nothing is flagged in code that does not run on an
+    accelerator, when the script asks for determinism (`cudnn.deterministic = True`,
+    `torch.use_deterministic_algorithms`), when `benchmark` is set from a flag, or when the
+    model is not known to be convolutional.
     """
 
     code = "TPF403"
@@ -204,7 +210,10 @@ class CudnnBenchmarkDisabled(Rule):
         Invalid(
             _PROLOGUE + "model = Net().cuda()\n" + _LOOP,
             line=9,
-            expected_fix=_PROLOGUE + "torch.backends.cudnn.benchmark = True\nmodel = Net().cuda()\n" + _LOOP,
+            # At the top of the script, after the imports.
+            expected_fix=_PROLOGUE.replace("import torch.nn as nn\n", "import torch.nn as nn\n\ntorch.backends.cudnn.benchmark = True\n")
+            + "model = Net().cuda()\n"
+            + _LOOP,
         ),
         Invalid(
             "import torch\nfrom torch.backends import cudnn\nimport torchvision\n"
@@ -219,7 +228,8 @@ class CudnnBenchmarkDisabled(Rule):
         decision = self.context.fact(_decide)
         build = decision.build
         if build is not None and build.line is node:
-            self.report(build.assign, fix=self._insert(node))
+            at_module_level = self.context.scope.node is self.context.module
+            self.report(build.assign, fix=self._insert(at_module_level))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         decision = self.context.fact(_decide)
@@ -227,17 +237,118 @@ class CudnnBenchmarkDisabled(Rule):
             fix = self.fix([(node.value, cst.Name("True"))], message="Set `cudnn.benchmark = True`")
             self.report(node, fix=fix)
 
-    def _insert(self, line: cst.SimpleStatementLine) -> Optional[NodeFix]:
-        ref = self.context.torch_ref()
-        if ref is None:
-            return None
-        torch, imports = ref
+    def _insert(self, build_at_module_level: bool) -> NodeFix:
+        """The setting at the top of the entry script, after its imports; shown only (no
+        edit) in a module that is not one, or where ``torch`` cannot be named there."""
+        module = self.context.module
+        point = _insertion_point(self.context) if _is_entry_script(self.context, build_at_module_level) else None
+        if point is None:
+            return self.fix([], message=_ENTRY_SCRIPT_ONLY, applicability=Applicability.DISPLAY_ONLY)
+        index, torch, imports = point
         statement = cst.parse_statement(f"{torch}.backends.cudnn.benchmark = True\n")
         assert isinstance(statement, cst.SimpleStatementLine)
-        statement = statement.with_changes(leading_lines=line.leading_lines)
-        replacement = cst.FlattenSentinel([statement, line.with_changes(leading_lines=())])
+        if index == 0:
+            first = module.body[0]
+            replacement = cst.FlattenSentinel([statement.with_changes(leading_lines=first.leading_lines), first.with_changes(leading_lines=(cst.EmptyLine(),))])
+            anchor = first
+        else:
+            anchor = module.body[index - 1]
+            replacement = cst.FlattenSentinel([anchor, statement.with_changes(leading_lines=(cst.EmptyLine(),))])
         return self.fix(
-            [(line, replacement)],
-            message="Insert `torch.backends.cudnn.benchmark = True`",
+            [(anchor, replacement)],
+            message="Insert `torch.backends.cudnn.benchmark = True` after the imports",
             imports=imports,
         )
+
+
+_ENTRY_SCRIPT_ONLY = (
+    "Set `torch.backends.cudnn.benchmark = True` at the start of the script that runs this "
+    "training (the entry script, after its imports), not in a library module or a constructor"
+)
+
+
+def _is_entry_script(context: FileContext, build_at_module_level: bool) -> bool:
+    """A script, not a library module: it has an ``if __name__ == "__main__":`` block, or
+    builds the model, trains or calls one of its own functions at module level."""
+    if build_at_module_level:
+        return True
+    if any(loop.function is None for loop in context.fact(training_facts).training_loops):
+        return True
+    defined = {s.name.value for s in context.module.body if type(s) is cst.FunctionDef}
+    for statement in context.module.body:
+        if type(statement) is cst.If and _is_main_guard(statement.test):
+            return True
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                call = small.value if type(small) is cst.Expr else None
+                if type(call) is cst.Call and type(call.func) is cst.Name and call.func.value in defined:
+                    return True  # `main()` run bare at the bottom of a script
+    return False
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if type(target.operator) is not cst.Equal:
+        return False
+    sides = {type(test.left), type(target.comparator)}
+    values = {literal_value(test.left), literal_value(target.comparator)}
+    names = {n.value for n in (test.left, target.comparator) if type(n) is cst.Name}
+    return sides == {cst.Name, cst.SimpleString} and "__main__" in values and names == {"__name__"}
+
+
+def _insertion_point(context: FileContext) -> Optional[Tuple[int, str, Tuple[str, ...]]]:
+    """Where the setting goes (an index into the module body: after the docstring, the
+    leading imports and the statement that imports the ``torch`` name it uses), that name,
+    and the imports to add. None when ``torch`` cannot be named at module level."""
+    body = context.module.body
+    start = 1 if body and _is_docstring(body[0]) else 0
+    module_scope = context.module_scope
+    for name, target in module_scope.imports.items():
+        if target != "torch" or module_scope.lookup_import(name) != "torch":
+            continue
+        for position, statement in enumerate(body):
+            if _binds_import(statement, name):
+                return _after_imports(body, max(start, position + 1)), name, ()
+    if "torch" in module_scope.bindings or "torch" in module_scope.imports or "torch" in module_scope.declared_outer:
+        return None
+    return _after_imports(body, start), "torch", ("torch",)
+
+
+def _after_imports(body: Sequence[cst.BaseStatement], index: int) -> int:
+    while index < len(body) and _is_import_line(body[index]):
+        index += 1
+    return index
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        type(statement) is cst.SimpleStatementLine
+        and len(statement.body) == 1
+        and type(statement.body[0]) is cst.Expr
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_import_line(statement: cst.BaseStatement) -> bool:
+    return type(statement) is cst.SimpleStatementLine and all(
+        type(small) in (cst.Import, cst.ImportFrom) for small in statement.body
+    )
+
+
+def _binds_import(statement: cst.BaseStatement, name: str) -> bool:
+    """Whether a module-level statement (or a block in it that is not a def or class)
+    imports ``name`` (``import torch``, ``import torch as th``, inside ``try:`` too)."""
+    stack: List[cst.CSTNode] = [statement]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        stack.extend(child_nodes(node))
+        if type(node) is cst.Import:
+            for alias in node.names:
+                bound = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else dotted_name(alias.name)
+                if bound is not None and bound.split(".")[0] == name:
+                    return True
+    return False

@@ -1,0 +1,304 @@
+"""The language server on pygls: keeps the open buffers, lints them, answers requests.
+
+Linting runs on one worker thread, so a long file never blocks the protocol and two lints
+never run at once. A change is linted once the typing pauses (``lint_delay``); a result
+is published only if the buffer still holds the text that was linted, so a slow lint of an
+old version never overwrites a newer one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Set, Tuple
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from . import actions, convert
+from .documents import Buffer, Cell, Linted, by_cell, join_cells, lint_buffer
+
+# Seconds of quiet after a change before it is linted (initializationOptions.lintDelay).
+LINT_DELAY = 0.25
+
+
+class PerflintServer(LanguageServer):
+    """The server's state: pending lints, the latest lint of each buffer, and which
+    notebook cells have diagnostics shown."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="pytorch-perflint",
+            version=__version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])]
+            ),
+        )
+        self.lint_delay = LINT_DELAY
+        self.pending: Dict[str, "asyncio.Future[None]"] = {}
+        self.cache: Dict[Tuple[str, bool], Linted] = {}
+        self.shown_cells: Dict[str, Tuple[str, ...]] = {}
+        self.reported: Set[str] = set()
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytorch-perflint-lint")
+
+    # -- the open buffers ----------------------------------------------------------------
+    def key(self, uri: str) -> str:
+        """The buffer a document belongs to: its notebook's, for a cell."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        return notebook.uri if notebook is not None else uri
+
+    def buffer(self, uri: str) -> Optional[Buffer]:
+        """The current text of an open document, a notebook, or the notebook of a cell."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri) or self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None:
+            cells: List[Cell] = []
+            for cell in notebook.cells:
+                document = self.workspace.text_documents.get(unquote(cell.document))
+                if cell.kind != types.NotebookCellKind.Code or document is None:
+                    continue
+                if document.language_id not in (None, "python"):
+                    continue
+                cells.append(Cell(cell.document, document.version, document.source))
+            book = join_cells([cell.text for cell in cells])
+            return Buffer(notebook.uri, self.path(notebook.uri), book.source, notebook.version, tuple(cells), book)
+        document = self.workspace.text_documents.get(unquote(uri))
+        if document is None:
+            return None
+        return Buffer(uri, self.path(uri), document.source, document.version)
+
+    def path(self, uri: str) -> Path:
+        """A document's file (for settings, per-file-ignores and messages); an unsaved,
+        untitled buffer stands for a file in the workspace's root."""
+        path = to_fs_path(uri)
+        if path is not None:
+            return Path(path)
+        root = self.workspace.root_path or os.getcwd()
+        return Path(root) / "untitled.py"
+
+    @property
+    def units(self):
+        return self.workspace.position_codec.client_num_units
+
+    # -- linting -------------------------------------------------------------------------
+    async def linted(self, buffer: Buffer, *, for_fixes: bool) -> Linted:
+        """The lint of the buffer's current text (cached while the text stays the same)."""
+        cached = self.cache.get((buffer.uri, for_fixes))
+        if cached is not None and cached.text == buffer.text:
+            return cached
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        linted = await loop.run_in_executor(self.executor, functools.partial(lint_buffer, buffer, for_fixes=for_fixes))
+        self.cache[(buffer.uri, for_fixes)] = linted
+        self.trace(
+            f"linted {buffer.uri} version {buffer.version}: {len(linted.lint.diagnostics)} findings "
+            f"in {1000 * (time.perf_counter() - started):.0f} ms{' (for fixes)' if for_fixes else ''}"
+        )
+        for error in linted.lint.errors:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=error))
+        if linted.error is not None and linted.error not in self.reported:
+            self.reported.add(linted.error)
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"pytorch-perflint: {linted.error}"))
+        return linted
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Lint the buffer ``delay`` seconds from now, replacing a lint still waiting."""
+        key = self.key(uri)
+        waiting = self.pending.pop(key, None)
+        if waiting is not None:
+            waiting.cancel()
+        self.pending[key] = asyncio.ensure_future(self._lint_and_publish(key, delay))
+
+    async def _lint_and_publish(self, key: str, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        buffer = self.buffer(key)
+        if buffer is None:
+            return
+        linted = await self.linted(buffer, for_fixes=False)
+        current = self.buffer(key)
+        if current is None or current.text != buffer.text:
+            return  # changed meanwhile: the lint of the new text is scheduled
+        self.publish(buffer, linted)
+
+    def publish(self, buffer: Buffer, linted: Linted) -> None:
+        if buffer.book is None:
+            positions = convert.Positions(buffer.text, self.units)
+            shown = [convert.diagnostic(d, positions) for d in linted.lint.diagnostics]
+            self._send(buffer.uri, shown, buffer.version)
+            return
+        mapped = by_cell(buffer.book, linted.lint.diagnostics)
+        for number, cell in enumerate(buffer.cells, start=1):
+            positions = convert.Positions(cell.text, self.units)
+            self._send(cell.uri, [convert.diagnostic(d, positions) for d in mapped.get(number, [])], cell.version)
+        uris = tuple(cell.uri for cell in buffer.cells)
+        for gone in set(self.shown_cells.get(buffer.uri, ())) - set(uris):
+            self._send(gone, [], None)
+        self.shown_cells[buffer.uri] = uris
+
+    def clear(self, uri: str, cells: Tuple[str, ...] = ()) -> None:
+        """Forget a closed buffer and take its diagnostics away."""
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        for for_fixes in (False, True):
+            self.cache.pop((uri, for_fixes), None)
+        for cell in (*self.shown_cells.pop(uri, ()), *cells):
+            self._send(cell, [], None)
+        if not cells:
+            self._send(uri, [], None)
+
+    def _send(self, uri: str, diagnostics: List[types.Diagnostic], version: Optional[int]) -> None:
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
+
+    async def action_request(self, uri: str, where: types.Range, only: Optional[Tuple[str, ...]]) -> Optional[actions.Request]:
+        """A code action request on the buffer's current text, in the client's terms."""
+        buffer = self.buffer(uri)
+        if buffer is None:
+            return None
+        linted = await self.linted(buffer, for_fixes=True)
+        capabilities = self.client_capabilities
+        workspace_edit = capabilities.workspace.workspace_edit if capabilities.workspace else None
+        code_action = capabilities.text_document.code_action if capabilities.text_document else None
+        resolve = code_action.resolve_support if code_action is not None else None
+        return actions.Request(
+            buffer=buffer,
+            linted=linted,
+            uri=uri,
+            range=where,
+            only=only,
+            units=self.units,
+            versioned=bool(workspace_edit is not None and workspace_edit.document_changes),
+            resolves=resolve is not None and "edit" in resolve.properties,
+        )
+
+    def trace(self, message: str) -> None:
+        """A ``$/logTrace`` line, when the client asked for traces."""
+        if self.protocol.trace not in (None, types.TraceValue.Off):
+            self.log_trace(types.LogTraceParams(message=message))
+
+
+def hover_text(diagnostic, infos: Dict[str, Dict[str, Any]]) -> str:
+    """A finding's message, its rule's summary, fix safety, and the link to its docs."""
+    info = infos.get(diagnostic.code, {})
+    lines = [f"**{diagnostic.code}** `{diagnostic.name}`: {diagnostic.message}"]
+    if info.get("summary"):
+        lines.append(info["summary"])
+    fix = diagnostic.fix.applicability if diagnostic.fix is not None else info.get("fix")
+    lines.append(f"Fix: {fix or 'none'} · [{diagnostic.code} documentation]({diagnostic.url})")
+    return "\n\n".join(lines)
+
+
+@functools.lru_cache(maxsize=1)
+def rule_infos() -> Dict[str, Dict[str, Any]]:
+    from ..cli import _rule_infos  # the table `pytorch-perflint rules` prints
+
+    return {info["code"]: info for info in _rule_infos()}
+
+
+def create_server() -> PerflintServer:
+    server = PerflintServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: PerflintServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        if isinstance(options, dict) and isinstance(options.get("lintDelay"), (int, float)):
+            ls.lint_delay = max(0.0, float(options["lintDelay"]))
+        if params.trace is not None:
+            ls.protocol.trace = params.trace
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: PerflintServer, params: types.InitializedParams) -> None:
+        from .. import registry
+
+        # Import the rules while the editor is still starting, not on the first keystroke.
+        ls.executor.submit(registry.all_rules)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: PerflintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: PerflintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.lint_delay)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: PerflintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)  # e.g. after pyproject.toml changed
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: PerflintServer, params: types.DidCloseTextDocumentParams) -> None:
+        if ls.key(params.text_document.uri) == params.text_document.uri:
+            ls.clear(params.text_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_open(ls: PerflintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(ls: PerflintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, ls.lint_delay)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_save(ls: PerflintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_close(ls: PerflintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.clear(params.notebook_document.uri, tuple(cell.uri for cell in params.cell_text_documents))
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: PerflintServer, params: types.HoverParams) -> Optional[types.Hover]:
+        buffer = ls.buffer(params.text_document.uri)
+        if buffer is None:
+            return None
+        linted = await ls.linted(buffer, for_fixes=False)
+        at = types.Range(start=params.position, end=params.position)
+        found = convert.findings_at(buffer, linted, params.text_document.uri, at, ls.units)
+        if not found:
+            return None
+        infos = rule_infos()
+        text = "\n\n---\n\n".join(hover_text(raw, infos) for raw, _ in found)
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+            range=found[0][1].range,
+        )
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND], resolve_provider=True),
+    )
+    async def code_action(ls: PerflintServer, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
+        only = params.context.only
+        kinds = tuple(getattr(kind, "value", kind) for kind in only) if only else None
+        request = await ls.action_request(params.text_document.uri, params.range, kinds)
+        if request is None:
+            return None
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(ls.executor, actions.code_actions, request)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def resolve(ls: PerflintServer, action: types.CodeAction) -> types.CodeAction:
+        uri = action.data.get("fixAll") if isinstance(action.data, dict) else None
+        if not isinstance(uri, str):
+            return action
+        position = types.Position(line=0, character=0)
+        request = await ls.action_request(uri, types.Range(start=position, end=position), None)
+        if request is not None:
+            loop = asyncio.get_running_loop()
+            action.edit = await loop.run_in_executor(ls.executor, actions.fix_all_edit, request)
+        return action
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdin and stdout until the client says exit."""
+    create_server().start_io()

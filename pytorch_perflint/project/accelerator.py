@@ -1,0 +1,147 @@
+"""RULES.md's "runs on an accelerator": which modules select a GPU-class device, and who
+shares the fact.
+
+A module *selects* an accelerator when its code (never a comment or a docstring: this reads
+the ``ast``) does one of: ``x.cuda(...)``; passes ``"cuda…"``, ``"mps"`` or ``"xpu"`` as a
+value (``device="cuda"``, ``torch.device("cuda:0")``, ``.to("mps")``, an argparse or config
+default, ``set_default_device("cuda")``, ``autocast("cuda")``); calls
+``torch.cuda.is_available()`` (or the mps/xpu ones), anything under ``torch.accelerator``,
+``accelerate.Accelerator()``; passes ``non_blocking=``; uses ``torch.autocast`` /
+``torch.amp`` / ``torch.cuda.amp`` other than for the CPU. A device string compared
+against (``if device == "cuda"``) or listed among choices is not a selection.
+
+Sharing (``sharing_modules``): an entry script and the project modules it imports share the
+fact. So a module runs on an accelerator when some module whose imports reach it (itself
+included) also reaches a module that selects one; a script that reaches none stays
+CPU-only whatever the other scripts of the repository do.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
+
+from .forms import dotted, qualify
+from .scan import lines_with, nodes_on_lines
+from .summary import Evidence
+
+NEEDLES = (
+    "cuda", "'mps", '"mps', "'xpu", '"xpu', "is_available", "ccelerat", "non_blocking", "autocast",
+    "GradScaler",
+)  # fmt: skip
+_DEVICE = re.compile(r"^(?:cuda|mps|xpu)(?::\d+)?$")
+_AVAILABLE = frozenset(
+    {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.mps.is_available", "torch.xpu.is_available"}
+)
+_AMP = frozenset(
+    {
+        "torch.autocast", "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.cuda.amp.autocast",
+        "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+    }
+)  # fmt: skip
+_ACCELERATE = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+# Parents through which a device string still is the value (``args.device or "cuda"``).
+_TRANSPARENT = (ast.IfExp, ast.BoolOp)
+# Parents under which it is not a selection: compared against, one of several choices, a key.
+_NOT_A_VALUE = (ast.Compare, ast.List, ast.Tuple, ast.Set, ast.Subscript, ast.Expr, ast.JoinedStr, ast.FormattedValue)
+
+
+def selects_accelerator(tree: ast.Module, text: str, aliases: Mapping[str, str]) -> Optional[Evidence]:
+    """The first place where the module selects an accelerator, or None. ``text`` is the
+    source from ``scan.line_text``; ``aliases`` its imports (local name -> dotted)."""
+    lines = lines_with(text, NEEDLES)
+    for node, ancestors in nodes_on_lines(tree, lines):
+        what = _selection(node, ancestors, aliases)
+        if what is not None:
+            return Evidence(getattr(node, "lineno", 0), what)
+    return None
+
+
+def _selection(node: ast.AST, ancestors: Tuple[ast.AST, ...], aliases: Mapping[str, str]) -> Optional[str]:
+    kind = type(node)
+    if kind is ast.Call:
+        return _call_selection(node, aliases)  # type: ignore[arg-type]
+    if kind is ast.Constant and isinstance(node.value, str) and _DEVICE.match(node.value):  # type: ignore[attr-defined]
+        if _is_value(node, ancestors):
+            return repr(node.value)  # type: ignore[attr-defined]
+        return None
+    if kind is ast.keyword and node.arg == "non_blocking":  # type: ignore[attr-defined]
+        return "non_blocking="
+    return None
+
+
+def _call_selection(call: ast.Call, aliases: Mapping[str, str]) -> Optional[str]:
+    func = call.func
+    name = dotted(func)
+    qualname = qualify(name, aliases) if name is not None else None
+    if isinstance(func, ast.Attribute) and func.attr == "cuda" and qualname != "torch.cuda":
+        return ".cuda()"
+    if qualname is None:
+        return None
+    if qualname in _AVAILABLE:
+        return f"{qualname}()"
+    if qualname.startswith("torch.accelerator."):
+        return f"{qualname}()"
+    if qualname in _ACCELERATE:
+        return "accelerate.Accelerator()"
+    if qualname in _AMP and not _for_cpu(call):
+        return f"{qualname}()"
+    return None
+
+
+def _for_cpu(call: ast.Call) -> bool:
+    """``autocast("cpu")`` / ``GradScaler(device="cpu")``: autocast on the host."""
+    values = [k.value for k in call.keywords if k.arg in ("device_type", "device")]
+    values += call.args[:1]
+    return any(isinstance(v, ast.Constant) and v.value == "cpu" for v in values)
+
+
+def _is_value(node: ast.AST, ancestors: Tuple[ast.AST, ...]) -> bool:
+    """A device string used as a value (an argument, an assigned value, a default, a
+    returned value), not compared against, listed, subscripted or left as a statement."""
+    child = node
+    for parent in reversed(ancestors):
+        if isinstance(parent, _TRANSPARENT):
+            if isinstance(parent, ast.IfExp) and parent.test is child:
+                return False
+            child = parent
+            continue
+        if isinstance(parent, _NOT_A_VALUE):
+            return False
+        if isinstance(parent, ast.Dict):
+            return any(value is child for value in parent.values)
+        return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------
+# Who shares the fact
+
+
+def _closure(starts: Iterable[str], step: Callable[[str], Iterable[str]]) -> Set[str]:
+    seen: Set[str] = set()
+    stack = list(starts)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(step(node))
+    return seen
+
+
+def sharing_modules(selecting: Iterable[str], imports: Mapping[str, Iterable[str]]) -> FrozenSet[str]:
+    """The modules that run on an accelerator, given the ones that select one and the
+    import graph (module -> project modules it imports).
+
+    Entry points that reach a selecting module through their imports (the selecting modules
+    and every module that imports one, transitively) run on it, and so does everything they
+    import (transitively). Cycles are fine: each module is visited once per pass.
+    """
+    importers: Dict[str, List[str]] = {}
+    for module, targets in imports.items():
+        for target in targets:
+            importers.setdefault(target, []).append(module)
+    entries = _closure(selecting, lambda m: importers.get(m, ()))
+    return frozenset(_closure(entries, lambda m: imports.get(m, ())))

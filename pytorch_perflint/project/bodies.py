@@ -1,0 +1,156 @@
+"""What a function returns and what a class's ``__init__`` assigns: read on demand.
+
+These facts take a walk over every statement of every function body, which is most of
+what a summary would cost, and a rule asks for them only about the few definitions it
+meets. So the summary keeps each definition's lines, and this module reads one definition
+when asked: it parses just those lines (a method's, wrapped in ``if 1:`` to allow the
+indentation) and falls back to the whole module when that does not give the definition.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from .codec import serialisable
+from .forms import Attr, Call, Either, Form, FormBuilder, Item, Ref, Seq, Unknown
+from .forms import Dict as DictForm
+from .statements import read_scope
+from .summary import Attribute, Binding
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@serialisable
+@dataclass(frozen=True)
+class FunctionBody:
+    """``returns``: the form of each ``return`` (a bare one is ``Lit(None)``); ``bindings``:
+    the local names bound once that those forms read, transitively (``loader =
+    DataLoader(...); return loader``); ``is_generator``: its returns are not its value."""
+
+    returns: Tuple[Form, ...] = ()
+    bindings: Tuple[Binding, ...] = ()
+    is_generator: bool = False
+
+    def binding(self, name: str) -> Optional[Binding]:
+        return next((b for b in self.bindings if b.name == name), None)
+
+
+@serialisable
+@dataclass(frozen=True)
+class ClassBody:
+    """``self.name = form`` in ``__init__``; ``rebound`` when assigned again there or in
+    another method (then its value at a use is not known from ``form`` alone)."""
+
+    attributes: Tuple[Attribute, ...] = ()
+
+    def attribute(self, name: str) -> Optional[Attribute]:
+        return next((a for a in self.attributes if a.name == name), None)
+
+
+def _read_names(forms: Sequence[Form]) -> Set[str]:
+    """Heads of the plain names the forms read (to keep the local bindings they need)."""
+    out: Set[str] = set()
+    stack: List[Any] = list(forms)
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is Ref:
+            out.add(item.name.partition(".")[0])
+        elif kind is Call:
+            stack.append(item.func)
+            stack.extend(item.args)
+            stack.extend(value for _, value in item.kwargs)
+            stack.extend(item.dstar)
+        elif kind is Seq:
+            stack.extend(item.items)
+        elif kind is DictForm:
+            stack.extend(value for pair in item.items for value in pair if value is not None)
+        elif kind is Either:
+            stack.extend((item.body, item.orelse))
+        elif kind is Attr or kind is Item:
+            stack.append(item.value)
+    return out
+
+
+def _param_names(args: ast.arguments) -> List[str]:
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return names
+
+
+def function_body(node: ast.AST, aliases: Mapping[str, str]) -> FunctionBody:
+    """The body facts of a ``def`` node; ``aliases`` are the module's imports."""
+    facts = read_scope(node.body, module_scope=False)  # type: ignore[attr-defined]
+    for name in _param_names(node.args):  # type: ignore[attr-defined]
+        facts.add(name, "param", node.lineno)  # type: ignore[attr-defined]
+    builder = FormBuilder(facts.aliases(aliases))
+    returns = tuple(builder.form(r.value) for r in facts.returns)
+    kept: Dict[str, Binding] = {}
+    pending = _read_names(returns) & facts.bound.keys()
+    while pending:  # the bindings the returned forms read, transitively
+        found = facts.bindings(builder, pending)
+        kept.update((b.name, b) for b in found)
+        pending = (_read_names([b.form for b in found]) & facts.bound.keys()) - kept.keys()
+    bindings = tuple(sorted(kept.values(), key=lambda b: b.line))
+    return FunctionBody(returns, bindings, facts.generator)
+
+
+def class_body(node: ast.ClassDef, aliases: Mapping[str, str]) -> ClassBody:
+    """The ``__init__`` attributes of a class node."""
+    body = read_scope(node.body, module_scope=False)
+    init_attrs: Dict[str, List[Tuple[int, Optional[ast.AST]]]] = {}
+    elsewhere: Set[str] = set()
+    for stmt in body.scopes:
+        if type(stmt) not in _DEFS:
+            continue
+        positional = [*stmt.args.posonlyargs, *stmt.args.args]  # type: ignore[attr-defined]
+        if not positional:
+            continue
+        facts = read_scope(stmt.body, module_scope=False, own=positional[0].arg)  # type: ignore[attr-defined]
+        for line, attr, value in facts.own_attrs:
+            if stmt.name == "__init__":  # type: ignore[attr-defined]
+                init_attrs.setdefault(attr, []).append((line, value))
+            else:
+                elsewhere.add(attr)
+    builder = FormBuilder(body.aliases(aliases))
+    attributes = []
+    for attr, entries in init_attrs.items():
+        line, value = entries[0]
+        form = builder.form(value) if value is not None else Unknown("unpack")
+        attributes.append(Attribute(attr, form, line, len(entries) > 1 or attr in elsewhere))
+    return ClassBody(tuple(sorted(attributes, key=lambda a: a.line)))
+
+
+def locate(text: str, line: int, end_line: int, name: str, want_class: bool) -> Optional[ast.AST]:
+    """The ``def``/``class`` named ``name`` whose header is on ``line`` of ``text``, with
+    its real line numbers; parsed from its own lines when they parse alone."""
+    kinds = (ast.ClassDef,) if want_class else _DEFS
+    lines = text.splitlines(keepends=True)[line - 1 : end_line]
+    if lines:
+        indented = lines[0][:1] in (" ", "\t")
+        segment = ("if 1:\n" if indented else "") + "".join(lines)
+        tree = _parse(segment)
+        if tree is not None and tree.body:
+            node = tree.body[0].body[0] if indented and isinstance(tree.body[0], ast.If) else tree.body[0]
+            if isinstance(node, kinds) and node.name == name:  # type: ignore[attr-defined]
+                ast.increment_lineno(node, line - node.lineno)
+                return node
+    tree = _parse(text)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, kinds) and node.lineno == line and node.name == name:  # type: ignore[attr-defined]
+            return node
+    return None
+
+
+def _parse(text: str) -> Optional[ast.Module]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None

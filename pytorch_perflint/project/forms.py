@@ -1,0 +1,230 @@
+"""Compact forms of expressions, so that facts about other modules can be read without them.
+
+A form keeps what rule families ask about a value that is defined in another file, and
+nothing else: a literal, a reference (``np.pi``, ``self.mean``, ``loader``) with its
+qualified name when its head is imported, a call with its callee and arguments, a
+subscript (``f["x"][:]``), a list/tuple/set or dict display, one of two values
+(``"cuda" if ok else "cpu"``). Anything else, and anything nested deeper than
+``MAX_DEPTH``, is ``Unknown``: rules stay silent on it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from typing import Mapping, Optional, Tuple, Union
+
+from ..analysis.names import canonical
+from .codec import serialisable
+
+MAX_DEPTH = 4
+MAX_ITEMS = 16  # longer displays keep their first items and are marked truncated
+MAX_STRING = 200
+
+Scalar = Union[str, int, float, bool, None]
+
+
+@serialisable
+@dataclass(frozen=True)
+class Lit:
+    """A literal scalar: ``True``, ``4``, ``"cuda"``, ``None``."""
+
+    value: Scalar
+
+
+@serialisable
+@dataclass(frozen=True)
+class Ref:
+    """A name or attribute chain as written (``self.mean``); ``qualname`` when its head is
+    an import (``np.float32`` -> ``numpy.float32``)."""
+
+    name: str
+    qualname: Optional[str] = None
+
+
+@serialisable
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of something that is not a plain reference: ``np.load(p).T``."""
+
+    value: "Form"
+    attr: str
+
+
+@serialisable
+@dataclass(frozen=True)
+class Item:
+    """A subscript: ``models.__dict__[arch]``, ``f["images"][:]`` (a slice is ``Unknown``)."""
+
+    value: "Form"
+    index: "Form"
+
+
+@serialisable
+@dataclass(frozen=True)
+class Call:
+    """A call: its callee's form, positional and keyword arguments.
+
+    ``star`` is true when a ``*args`` is passed (positions after it are not known);
+    ``dstar`` holds the forms of ``**kwargs`` arguments.
+    """
+
+    func: "Form"
+    args: Tuple["Form", ...] = ()
+    kwargs: Tuple[Tuple[str, "Form"], ...] = ()
+    star: bool = False
+    dstar: Tuple["Form", ...] = ()
+
+    @property
+    def callee(self) -> Optional[str]:
+        """The callee's qualified name, else its dotted name as written, else None."""
+        if isinstance(self.func, Ref):
+            return self.func.qualname or self.func.name
+        return None
+
+    def keyword(self, name: str) -> Optional["Form"]:
+        for key, value in self.kwargs:
+            if key == name:
+                return value
+        return None
+
+
+@serialisable
+@dataclass(frozen=True)
+class Seq:
+    """A list, tuple or set display."""
+
+    kind: str  # "list" | "tuple" | "set"
+    items: Tuple["Form", ...]
+    truncated: bool = False
+
+
+@serialisable
+@dataclass(frozen=True)
+class Dict:
+    """A dict display; a ``**other`` entry has ``None`` as its key."""
+
+    items: Tuple[Tuple[Optional["Form"], "Form"], ...]
+    truncated: bool = False
+
+
+@serialisable
+@dataclass(frozen=True)
+class Either:
+    """``body if test else orelse``: the value is one of the two."""
+
+    body: "Form"
+    orelse: "Form"
+
+
+@serialisable
+@dataclass(frozen=True)
+class Unknown:
+    """A value this layer does not describe; ``kind`` says what it was (``"binop"``)."""
+
+    kind: str = ""
+
+
+Form = Union[Lit, Ref, Attr, Item, Call, Seq, Dict, Either, Unknown]
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def qualify(name: str, aliases: Mapping[str, str]) -> Optional[str]:
+    """The qualified name of dotted ``name`` through the import ``aliases`` (local -> dotted
+    target), or None when its head is not an import."""
+    head, dot, rest = name.partition(".")
+    target = aliases.get(head)
+    if target is None:
+        return None
+    return _canonical(f"{target}.{rest}" if dot else target)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(name: str) -> Optional[str]:
+    return canonical(name)
+
+
+class FormBuilder:
+    """Builds forms in one scope: ``aliases`` are the imports visible there."""
+
+    def __init__(self, aliases: Mapping[str, str]) -> None:
+        self.aliases = aliases
+
+    def ref(self, name: str) -> Ref:
+        return Ref(name, qualify(name, self.aliases))
+
+    def form(self, node: Optional[ast.AST], depth: int = 0) -> Form:
+        if node is None:
+            return Lit(None)
+        if depth > MAX_DEPTH:
+            return Unknown("deep")
+        kind = type(node)
+        if kind is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if isinstance(value, str) and len(value) > MAX_STRING:
+                return Unknown("long string")
+            if value is None or isinstance(value, (str, bool, int, float)):
+                return Lit(value)
+            return Unknown(type(value).__name__)
+        if kind is ast.Name:
+            return self.ref(node.id)  # type: ignore[attr-defined]
+        if kind is ast.Attribute:
+            name = dotted(node)
+            if name is not None:
+                return self.ref(name)
+            return Attr(self.form(node.value, depth + 1), node.attr)  # type: ignore[attr-defined]
+        if kind is ast.Call:
+            return self._call(node, depth)  # type: ignore[arg-type]
+        if kind is ast.Subscript:
+            index = node.slice  # type: ignore[attr-defined]
+            return Item(self.form(node.value, depth + 1), self.form(index, depth + 1))  # type: ignore[attr-defined]
+        if kind in (ast.List, ast.Tuple, ast.Set):
+            elts = node.elts  # type: ignore[attr-defined]
+            items = tuple(self.form(e, depth + 1) if type(e) is not ast.Starred else Unknown("starred") for e in elts[:MAX_ITEMS])
+            return Seq(kind.__name__.lower(), items, len(elts) > MAX_ITEMS)
+        if kind is ast.Dict:
+            pairs = list(zip(node.keys, node.values))  # type: ignore[attr-defined]
+            items = tuple(
+                (None if k is None else self.form(k, depth + 1), self.form(v, depth + 1)) for k, v in pairs[:MAX_ITEMS]
+            )
+            return Dict(items, len(pairs) > MAX_ITEMS)
+        if kind is ast.IfExp:
+            return Either(self.form(node.body, depth + 1), self.form(node.orelse, depth + 1))  # type: ignore[attr-defined]
+        if kind is ast.UnaryOp and type(node.op) is ast.USub and type(node.operand) is ast.Constant:  # type: ignore[attr-defined]
+            value = node.operand.value  # type: ignore[attr-defined]
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return Lit(-value)
+        if kind is ast.Slice:
+            return Unknown("slice")
+        return Unknown(kind.__name__.lower())
+
+    def _call(self, node: ast.Call, depth: int) -> Call:
+        args = []
+        star = len(node.args) > MAX_ITEMS  # later positions are not known
+        for arg in node.args[:MAX_ITEMS]:
+            if type(arg) is ast.Starred:
+                star = True
+                break  # later positions are not known
+            args.append(self.form(arg, depth + 1))
+        kwargs = []
+        dstar = []
+        for keyword in node.keywords[:MAX_ITEMS]:
+            if keyword.arg is None:
+                dstar.append(self.form(keyword.value, depth + 1))
+            else:
+                kwargs.append((keyword.arg, self.form(keyword.value, depth + 1)))
+        if len(node.keywords) > MAX_ITEMS:
+            dstar.append(Unknown("more keywords"))  # so no keyword reads as absent
+        return Call(self.form(node.func, depth + 1), tuple(args), tuple(kwargs), star, tuple(dstar))

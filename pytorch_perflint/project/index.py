@@ -1,0 +1,421 @@
+"""The project index: module summaries on demand, and the facts that need several of them.
+
+One index serves one project root. It reads a module only when asked about it or about
+something that needs it (a linted file's imports, the import graph), never imports or runs
+anything, and keeps each summary with the file's ``stat`` key (size, mtime in ns, inode),
+so that a summary is rebuilt exactly when the file changed and an on-disk cache can hand
+summaries in (``add``) and take them out (``entries``) without reading unchanged files.
+
+The project's files are the ones discovery lists under the root (excludes and
+``.gitignore`` respected); a module outside them is not a project module.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import tokenize
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+
+from ..config import Settings
+from ..discovery import discover
+from .accelerator import sharing_modules
+from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
+from .callsites import call_sites, method_call_sites
+from .resolution import Definition, Resolution
+from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
+from .scan import line_text
+from .summarizer import Summarizer, parse, registered_summarizers, summarize
+from .summary import CallSite, Evidence, ImportRecord, ModuleSummary, failed
+
+StatKey = Tuple[int, int, int]
+_NN_MODULE = re.compile(r"^torch\.nn\.(?!(?:Parameter|UninitializedParameter|Buffer)$)[A-Z]\w*$")
+_LIGHTNING = frozenset({"pytorch_lightning.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
+# Recorded by ``ProjectIndex.recording`` when an answer depended on every project file (the
+# import graph: who imports a module, who runs on an accelerator).
+ALL_FILES = "<every project file>"
+# A module reached through an import larger than this is not read (a generated data file
+# must not stall a run); its facts are unknown. Linted files hand their own tree in.
+MAX_BYTES = 4 * 1024 * 1024
+
+
+def stat_key(path: str) -> Optional[StatKey]:
+    """(size, mtime_ns, inode) of a file, None when it cannot be stat'ed."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
+
+
+def read_source(path: str, max_bytes: int = MAX_BYTES) -> Tuple[Optional[str], Optional[str]]:
+    """A module's text decoded as Python does (PEP 263 cookie, BOM), or why not."""
+    try:
+        if os.path.getsize(path) > max_bytes:
+            return None, f"larger than {max_bytes} bytes: not read"
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as error:
+        return None, f"cannot read: {error.strerror or error}"
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding), None
+    except (SyntaxError, LookupError, UnicodeDecodeError) as error:
+        return None, f"cannot decode: {error}"
+
+
+class ProjectIndex:
+    """Facts about the Python modules under one project root.
+
+    ``files``: the project's files when the caller already knows them (tests, a runner that
+    discovered the whole root); otherwise discovery lists them on first need.
+    """
+
+    def __init__(
+        self,
+        root: Union[str, Path],
+        settings: Optional[Settings] = None,
+        *,
+        files: Optional[Iterable[Union[str, Path]]] = None,
+        summarizers: Optional[Sequence[Tuple[str, Summarizer]]] = None,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
+        self.root = os.path.abspath(root)
+        self.settings = settings if settings is not None else Settings(project_root=self.root)
+        self.summarizers = summarizers
+        self.max_bytes = max_bytes
+        self._files: Optional[FrozenSet[str]] = None if files is None else frozenset(os.path.abspath(f) for f in files)
+        self._modules: Optional[ModuleMap] = None
+        self._on_disk: Dict[str, Tuple[StatKey, ModuleSummary]] = {}
+        self._in_memory: Dict[str, Tuple[str, ModuleSummary]] = {}
+        # (path, what) -> (the summary it was read with, the value): bodies and uses
+        self._details: Dict[Tuple[str, str], Tuple[ModuleSummary, object]] = {}
+        self._graph: Optional[Dict[str, FrozenSet[str]]] = None
+        self._sharing: Optional[FrozenSet[str]] = None
+        self.resolution = Resolution(self)
+        self._recorders: List[Set[str]] = []
+
+    @classmethod
+    def for_path(cls, path: Union[str, Path], settings: Optional[Settings] = None, **options) -> "ProjectIndex":
+        """The index of the project that holds ``path``."""
+        return cls(find_project_root(Path(path)), settings, **options)
+
+    # -- the project's files ------------------------------------------------------------------
+    @property
+    def files(self) -> FrozenSet[str]:
+        """Absolute paths of the project's ``.py``/``.pyi`` files."""
+        if self._files is None:
+            found = discover([self.root], self.settings)
+            self._files = frozenset(os.path.abspath(p) for p in found.files if str(p).endswith((".py", ".pyi")))
+        return self._files
+
+    @property
+    def modules(self) -> ModuleMap:
+        if self._modules is None:
+            self._modules = ModuleMap(Path(self.root), self.files)
+        return self._modules
+
+    def module_name(self, path: Union[str, Path]) -> Optional[str]:
+        return self.modules.name_of(os.path.abspath(path))
+
+    # -- what an answer depended on -----------------------------------------------------------
+    @contextmanager
+    def recording(self) -> Iterator[Set[str]]:
+        """Collect the modules whose summary or text the answers given inside the block read
+        (``ALL_FILES`` when one needed the whole import graph): what a cached lint result of
+        one file depends on besides the file itself."""
+        used: Set[str] = set()
+        self._recorders.append(used)
+        try:
+            yield used
+        finally:
+            # By identity: two recordings may hold equal sets (nested ones, say).
+            self._recorders = [r for r in self._recorders if r is not used]
+
+    def note_read(self, what: str) -> None:
+        """Tell the active recordings that an answer read ``what`` (a path, or ``ALL_FILES``)."""
+        for used in self._recorders:
+            used.add(what)
+
+    # -- summaries ---------------------------------------------------------------------------
+    def summary(self, path: Union[str, Path], source: Optional[str] = None, tree: Optional[ast.Module] = None) -> ModuleSummary:
+        """The summary of the module at ``path``.
+
+        With ``source`` (and, when the caller has it, its ``tree``), the summary describes
+        that text, which is what the index then uses for ``path`` (a file being linted or
+        fixed in memory); otherwise the file is read when its stat key changed.
+        """
+        path = os.path.abspath(path)
+        self.note_read(path)
+        if source is not None:
+            kept = self._in_memory.get(path)
+            if kept is not None and kept[0] == source:
+                return kept[1]
+            summary = summarize(tree, source, self.summarizers)
+            previous = kept[1] if kept is not None else self._on_disk.get(path, (None, None))[1]
+            self._in_memory[path] = (source, summary)
+            self._replaced(previous, summary)
+            return summary
+        kept_text = self._in_memory.get(path)
+        if kept_text is not None:
+            return kept_text[1]
+        key = stat_key(path)
+        kept_disk = self._on_disk.get(path)
+        if kept_disk is not None and kept_disk[0] == key:
+            return kept_disk[1]
+        if key is None:
+            summary = failed("cannot stat")
+        else:
+            text, error = read_source(path, self.max_bytes)
+            summary = failed(error or "cannot read") if text is None else summarize(None, text, self.summarizers)
+        if key is not None:
+            self._on_disk[path] = (key, summary)
+        if kept_disk is not None:
+            self._replaced(kept_disk[1], summary)
+        return summary
+
+    def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary) -> bool:
+        """Hand in a summary kept elsewhere (a cache) for the file with stat ``key``. A
+        summary built with other summarisers than this index's is refused (False)."""
+        summarizers = registered_summarizers() if self.summarizers is None else self.summarizers
+        if summary.ok and tuple(k for k, _ in summary.extras) != tuple(k for k, _ in summarizers):
+            return False
+        previous = self._on_disk.get(os.path.abspath(path), (None, None))[1]
+        self._on_disk[os.path.abspath(path)] = (tuple(key), summary)  # type: ignore[assignment]
+        self._replaced(previous, summary)
+        return True
+
+    def entries(self) -> Dict[str, Tuple[StatKey, ModuleSummary]]:
+        """Every summary read from disk, with its stat key (for a cache to keep)."""
+        return dict(self._on_disk)
+
+    def _replaced(self, previous: Optional[ModuleSummary], summary: ModuleSummary) -> None:
+        """Forget what the old summary of a module may have decided. A linted text that is
+        the file's own (the common case) changes nothing; only new imports or a new
+        accelerator fact rebuild the import graph, which reads the whole project."""
+        if previous == summary:
+            return
+        self.resolution.forget()
+        if (
+            previous is None
+            or previous.imports != summary.imports
+            or (previous.accelerator is None) != (summary.accelerator is None)
+        ):
+            self._graph = None
+            self._sharing = None
+
+    def text(self, path: Union[str, Path]) -> Optional[str]:
+        """The module's text: the one handed to ``summary``, else the file's (None when it
+        cannot be read)."""
+        path = os.path.abspath(path)
+        self.note_read(path)
+        kept = self._in_memory.get(path)
+        if kept is not None:
+            return kept[0]
+        text, _ = read_source(path, self.max_bytes)
+        return text
+
+    def _detail(self, path: str, what: str, compute):
+        summary = self.summary(path)
+        kept = self._details.get((path, what))
+        if kept is not None and kept[0] is summary:
+            return kept[1]
+        value = compute(summary)
+        self._details[(path, what)] = (summary, value)
+        return value
+
+    def function_body(self, definition: Definition) -> Optional[FunctionBody]:
+        """What a project function or method returns (read from its own lines on demand)."""
+        function = definition.function
+        if function is None or definition.path is None:
+            return None
+
+        def compute(summary: ModuleSummary) -> Optional[FunctionBody]:
+            text = self.text(definition.path)  # type: ignore[arg-type]
+            node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
+            return None if node is None else function_body(node, dict(summary.aliases))
+
+        return self._detail(definition.path, f"def {definition.name}:{function.line}", compute)
+
+    def class_body(self, definition: Definition) -> Optional[ClassBody]:
+        """The ``__init__`` attributes of a project class (read on demand)."""
+        klass = definition.klass
+        if klass is None or definition.path is None or definition.kind != "class":
+            return None
+
+        def compute(summary: ModuleSummary) -> Optional[ClassBody]:
+            text = self.text(definition.path)  # type: ignore[arg-type]
+            node = None if text is None else locate(text, klass.line, klass.end_line, klass.name, True)
+            return None if node is None else class_body(node, dict(summary.aliases))  # type: ignore[arg-type]
+
+        return self._detail(definition.path, f"class {definition.name}:{klass.line}", compute)
+
+    def uses(self, path: Union[str, Path]) -> Tuple[CallSite, ...]:
+        """Where the module calls or mentions names that may be project functions or
+        classes (read on demand: only ``callers`` needs it)."""
+        path = os.path.abspath(path)
+
+        def compute(summary: ModuleSummary) -> Tuple[CallSite, ...]:
+            text = self.text(path)
+            tree = None if text is None or not summary.ok else parse(text)[0]
+            if tree is None:
+                return ()
+            names = {f.name for f in summary.functions} | {c.name for c in summary.classes}
+            names |= {r.bound for r in summary.imports if not r.star and (r.level or r.module.split(".")[0] not in EXTERNAL_PACKAGES)}
+            names |= {b.name for b in summary.bindings}
+            methods = {m.name for c in summary.classes for m in c.methods}
+            return call_sites(tree, line_text(text), names, methods, dict(summary.aliases))  # type: ignore[arg-type]
+
+        return self._detail(path, "uses", compute)
+
+    def method_calls(self, method: str) -> Tuple[Tuple[str, CallSite], ...]:
+        """Every ``<anything>.method(...)`` call in the project, with the calling module: the
+        calls a method of any class may get (``trainer.train_step(batch)`` in a loop)."""
+        out = []
+        for path in sorted(self.import_graph()):
+            text = self.text(path)
+            if text is None or f".{method}" not in text:
+                continue
+
+            def compute(summary: ModuleSummary, path: str = path, text: str = text) -> Tuple[CallSite, ...]:
+                tree = parse(text)[0] if summary.ok else None
+                return () if tree is None else method_call_sites(tree, line_text(text), method, dict(summary.aliases))
+
+            out.extend((path, site) for site in self._detail(path, f"calls .{method}", compute))
+        return tuple(out)
+
+    # -- imports -------------------------------------------------------------------------------
+    def import_target(self, path: str, record: ImportRecord) -> Optional[Target]:
+        """The module an import record names, seen from ``path`` (None: a relative import
+        above the project root)."""
+        if record.level:
+            return self.modules.resolve_relative(record.level, record.module, path)
+        return self.modules.resolve_absolute(record.module, path)
+
+    def imported_modules(self, path: Union[str, Path]) -> FrozenSet[str]:
+        """The project module files ``path`` imports, at any scope (``from pkg import mod``
+        counts ``pkg/mod.py`` as well as ``pkg/__init__.py``)."""
+        path = os.path.abspath(path)
+        summary = self.summary(path)
+        out: Set[str] = set()
+        for record in summary.imports:
+            target = self.import_target(path, record)
+            if target is None or not target.in_project:
+                continue
+            if target.path is not None:
+                out.add(target.path)
+            if record.name is not None and not record.star:
+                member = self.modules.submodule(target, record.name)
+                if member is not None and member.path is not None:
+                    out.add(member.path)
+        out.discard(path)
+        return frozenset(p for p in out if p.endswith(".py"))
+
+    def import_graph(self) -> Mapping[str, FrozenSet[str]]:
+        """Every project module (and every module summarised from memory) -> the project
+        modules it imports. Reads the whole project once."""
+        self.note_read(ALL_FILES)
+        if self._graph is None:
+            nodes = {p for p in self.files if p.endswith(".py")} | set(self._in_memory)
+            self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}
+        return self._graph
+
+    def importers(self, path: Union[str, Path]) -> FrozenSet[str]:
+        """The project modules that import ``path``, directly or through other modules."""
+        path = os.path.abspath(path)
+        graph = dict(self.import_graph())
+        if path not in graph:
+            graph[path] = self.imported_modules(path)
+        reverse: Dict[str, List[str]] = {}
+        for module, targets in graph.items():
+            for target in targets:
+                reverse.setdefault(target, []).append(module)
+        seen: Set[str] = set()
+        stack = list(reverse.get(path, ()))
+        while stack:
+            module = stack.pop()
+            if module not in seen:
+                seen.add(module)
+                stack.extend(reverse.get(module, ()))
+        seen.discard(path)
+        return frozenset(seen)
+
+    # -- the accelerator -------------------------------------------------------------------
+    def runs_on_accelerator(self, path: Union[str, Path]) -> bool:
+        """RULES.md's "runs on an accelerator" for the module at ``path``, under the
+        ``accelerator`` setting (``always``/``never`` decide alone)."""
+        mode = getattr(self.settings, "accelerator", "auto")
+        if mode != "auto":
+            return mode == "always"
+        path = os.path.abspath(path)
+        if self.summary(path).accelerator is not None:
+            return True
+        return path in self._sharing_set(path)
+
+    def accelerator_evidence(self, path: Union[str, Path]) -> Optional[Tuple[str, Evidence]]:
+        """A module that makes ``path`` run on an accelerator and where it selects one (for
+        messages); None when ``path`` does not run on one by the project's code."""
+        path = os.path.abspath(path)
+        own = self.summary(path).accelerator
+        if own is not None:
+            return path, own
+        if path not in self._sharing_set(path):
+            return None
+        graph = self.import_graph()
+        for entry in sorted({path} | self.importers(path)):
+            stack, seen = [entry], set()
+            while stack:
+                module = stack.pop()
+                if module in seen:
+                    continue
+                seen.add(module)
+                evidence = self.summary(module).accelerator
+                if evidence is not None:
+                    return module, evidence
+                stack.extend(sorted(graph.get(module, ())))
+        return None
+
+    def _sharing_set(self, path: str) -> FrozenSet[str]:
+        """The modules that run on an accelerator, ``path`` included in the graph (a file
+        outside the discovered ones, linted by name, is added for this answer only)."""
+        graph: Mapping[str, FrozenSet[str]] = self.import_graph()
+        if path not in graph:
+            extended = {**graph, path: self.imported_modules(path)}
+            return sharing_modules([m for m in extended if self.summary(m).accelerator is not None], extended)
+        if self._sharing is None:
+            self._sharing = sharing_modules([m for m in graph if self.summary(m).accelerator is not None], graph)
+        return self._sharing
+
+    # -- names -------------------------------------------------------------------------------
+    def resolve(self, path: Union[str, Path], name: str) -> Optional[Definition]:
+        """What the dotted ``name`` means at module level in ``path``: a project function,
+        class, binding or module (following imports and ``__init__`` re-exports), or an
+        external name with its qualified name; None when it cannot be known."""
+        return self.resolution.resolve(os.path.abspath(path), name)
+
+    def callers(self, definition: Definition):
+        """Every project call of a function or class (see ``Resolution.callers``)."""
+        return self.resolution.callers(definition)
+
+    def never_passed(self, definition: Definition, parameter: str) -> bool:
+        """Whether no caller in the project passes ``parameter`` (so its default holds)."""
+        return self.resolution.never_passed(definition, parameter)
+
+    def argument_values(self, definition: Definition, parameter: str):
+        """The forms ``parameter`` gets from every caller in the project, the default where
+        one passes nothing; None when that cannot be known (``Resolution.argument_values``)."""
+        return self.resolution.argument_values(definition, parameter)
+
+    def external_bases(self, definition: Definition) -> FrozenSet[str]:
+        """Qualified names of the non-project classes a project class derives from,
+        through its project bases."""
+        return self.resolution.external_bases(definition)
+
+    def is_nn_module(self, definition: Definition) -> bool:
+        """A project class that is a ``torch.nn.Module`` through its bases (``nn.Module``,
+        ``nn.Sequential``..., a Lightning module)."""
+        return any(_NN_MODULE.match(base) or base in _LIGHTNING for base in self.external_bases(definition))

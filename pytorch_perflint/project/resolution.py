@@ -1,0 +1,398 @@
+"""What a name means across the project's modules, and who calls a definition.
+
+``resolve`` follows ``from x import y`` chains, ``import a.b as c``, re-exports in
+``__init__.py``, star imports of project modules and module-level aliases (``Model =
+ResNet``), with a depth limit and protection against import cycles. A name bound more
+than once at module level (``try: import a / except: a = None``) is unknown.
+
+``callers`` lists the project's calls of a function or class, or says they cannot all be
+known: the definition escapes as a value, a module star-imports it, it is a public method
+(``obj.fit(...)`` calls are not traced to a class), or it lives in a module named like the
+standard library (an ``import`` of that name may be the library).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
+
+from ..analysis.names import canonical
+from .forms import Form, Ref
+from .root import STDLIB_MODULES, Target
+from .summary import Binding, CallSite, ClassSummary, FunctionSummary, ImportRecord, ModuleSummary, Param
+
+if TYPE_CHECKING:
+    from .index import ProjectIndex
+
+MAX_DEPTH = 24
+# Decorators that leave a function's parameters as written.
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
+
+Site = Tuple[str, CallSite]  # (the calling module's path, the call)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """What a name resolved to.
+
+    ``kind``: ``function`` (module level), ``class``, ``method`` (``name`` is
+    ``Class.method``), ``binding`` (a module-level or class-level name bound once),
+    ``module`` (``path`` its file, or ``namespace`` its folder), ``external`` (outside
+    the project; ``qualname`` says what it is).
+    """
+
+    kind: str
+    path: Optional[str] = None
+    name: str = ""
+    qualname: Optional[str] = None
+    namespace: Optional[str] = None
+    function: Optional[FunctionSummary] = None
+    klass: Optional[ClassSummary] = None
+    binding: Optional[Binding] = None
+
+    @property
+    def key(self) -> Tuple[str, Optional[str], str, Optional[str]]:
+        return (self.kind, self.path, self.name, self.qualname or self.namespace)
+
+
+def _module_definition(target: Target, dotted: str) -> Definition:
+    if target.path is not None:
+        return Definition("module", target.path, dotted)
+    if target.namespace is not None:
+        return Definition("module", None, dotted, namespace=target.namespace)
+    return Definition("external", qualname=target.external or dotted)
+
+
+class Resolution:
+    """Name resolution and call sites for one ``ProjectIndex`` (memoised until it changes)."""
+
+    def __init__(self, index: "ProjectIndex") -> None:
+        self.index = index
+        self._uses: Dict[str, List[Site]] = {}
+        self._stars: Optional[FrozenSet[str]] = None
+        # (path, name) -> the answer and the modules it read (replayed to recorders on a hit)
+        self._resolved: Dict[Tuple[str, str], Tuple[Optional[Definition], FrozenSet[str]]] = {}
+
+    def forget(self) -> None:
+        """Drop what was worked out: a summary changed."""
+        self._uses = {}
+        self._stars = None
+        self._resolved = {}
+
+    # -- resolve --------------------------------------------------------------------------
+    def resolve(self, path: str, name: str) -> Optional[Definition]:
+        key = (path, name)
+        kept = self._resolved.get(key)
+        if kept is None:
+            with self.index.recording() as used:
+                found = self._resolve(path, name, 0, frozenset())
+            kept = self._resolved[key] = (found, frozenset(used))
+        for read in kept[1]:
+            self.index.note_read(read)
+        return kept[0]
+
+    def _resolve(self, path: str, name: str, depth: int, seen: FrozenSet) -> Optional[Definition]:
+        head, *rest = name.split(".")
+        found = self._name(path, head, depth, seen)
+        for part in rest:
+            if found is None:
+                return None
+            found = self._member(found, part, depth + 1, seen)
+        return found
+
+    def _name(self, path: str, name: str, depth: int, seen: FrozenSet) -> Optional[Definition]:
+        key = (path, name)
+        if depth > MAX_DEPTH or key in seen:
+            return None
+        seen = seen | {key}
+        summary = self.index.summary(path)
+        if not summary.ok:
+            return None
+        records = [r for r in summary.imports if r.module_scope and not r.star and r.bound == name]
+        if name in summary.rebound and not self._same_imports(records):
+            return None
+        function = summary.function(name)
+        if function is not None:
+            return Definition("function", path, name, function=function)
+        klass = summary.klass(name)
+        if klass is not None:
+            return Definition("class", path, name, klass=klass)
+        binding = summary.binding(name)
+        if binding is not None:
+            if isinstance(binding.form, Ref) and not binding.mutated:
+                return self._resolve(path, binding.form.name, depth + 1, seen)  # an alias
+            return Definition("binding", path, name, binding=binding)
+        if records:
+            return self._imported(path, records[0], depth + 1, seen)
+        return self._from_star(path, summary, name, depth + 1, seen)
+
+    def _same_imports(self, records: List[ImportRecord]) -> bool:
+        """``import torch`` twice is one binding; anything else bound twice is not known."""
+        return len(records) > 1 and len({(r.module, r.level, r.name) for r in records}) == 1
+
+    def _from_star(self, path: str, summary: ModuleSummary, name: str, depth: int, seen: FrozenSet) -> Optional[Definition]:
+        for record in summary.imports:
+            if not (record.star and record.module_scope):
+                continue
+            target = self.index.import_target(path, record)
+            if target is None or target.path is None:
+                return None  # an external star import may define any name
+            exported = self.index.summary(target.path).exports
+            if (name in exported) if exported is not None else not name.startswith("_"):
+                found = self._name(target.path, name, depth, seen)
+                if found is not None:
+                    return found
+        return None
+
+    def _imported(self, path: str, record: ImportRecord, depth: int, seen: FrozenSet) -> Optional[Definition]:
+        modules = self.index.modules
+        if record.name is None:
+            if record.asname:  # import a.b as c: c is a.b
+                target = self.index.import_target(path, record)
+                return None if target is None else _module_definition(target, record.module)
+            top = record.module.split(".")[0]  # import a.b: binds a
+            return _module_definition(modules.resolve_absolute(top, path), top)
+        target = self.index.import_target(path, record)
+        if target is None:
+            return None
+        if target.external is not None:
+            return Definition("external", qualname=canonical(f"{record.module}.{record.name}"))
+        return self._member(_module_definition(target, record.module), record.name, depth, seen)
+
+    def _member(self, owner: Definition, part: str, depth: int, seen: FrozenSet) -> Optional[Definition]:
+        if owner.kind == "external":
+            return Definition("external", qualname=canonical(f"{owner.qualname}.{part}"))
+        if owner.kind == "module":
+            if owner.path is not None:
+                found = self._name(owner.path, part, depth, seen)
+                if found is not None:
+                    return found
+            target = Target(path=owner.path, namespace=owner.namespace)
+            sub = self.index.modules.submodule(target, part)
+            return None if sub is None else _module_definition(sub, f"{owner.name}.{part}")
+        if owner.kind == "class" and owner.klass is not None:
+            method = owner.klass.method(part)
+            if method is not None:
+                return Definition("method", owner.path, f"{owner.name}.{part}", function=method, klass=owner.klass)
+            binding = next((b for b in owner.klass.bindings if b.name == part), None)
+            if binding is not None:
+                return Definition("binding", owner.path, f"{owner.name}.{part}", binding=binding, klass=owner.klass)
+        return None
+
+    # -- classes ----------------------------------------------------------------------------
+    def project_bases(self, definition: Definition) -> List[Definition]:
+        """The project classes a class names as its bases, in order."""
+        out = []
+        if definition.klass is None or definition.path is None:
+            return out
+        for base in definition.klass.bases:
+            if isinstance(base, Ref):
+                found = self.resolve(definition.path, base.name)
+                if found is not None and found.kind == "class":
+                    out.append(found)
+        return out
+
+    def external_bases(self, definition: Definition) -> FrozenSet[str]:
+        out: Set[str] = set()
+        stack, seen = [definition], set()
+        while stack:
+            current = stack.pop()
+            if current.key in seen or current.klass is None or current.path is None:
+                continue
+            seen.add(current.key)
+            for base in current.klass.bases:
+                if not isinstance(base, Ref):
+                    continue
+                found = self.resolve(current.path, base.name)
+                if found is None:
+                    continue
+                if found.kind == "external" and found.qualname:
+                    out.add(found.qualname)
+                elif found.kind == "class":
+                    stack.append(found)
+        return frozenset(out)
+
+    # -- callers ----------------------------------------------------------------------------
+    def _uses_of(self, name: str) -> List[Site]:
+        """Every use, in the project, of a chain that spells ``name`` (only the modules whose
+        text holds the word are read)."""
+        found = self._uses.get(name)
+        if found is None:
+            found = []
+            for path in sorted(self.index.import_graph()):
+                text = self.index.text(path)
+                if text is None or name not in text:
+                    continue
+                for site in self.index.uses(path):
+                    if name in site.callee.split("."):
+                        found.append((path, site))
+            self._uses[name] = found
+        return found
+
+    def _star_imported(self) -> FrozenSet[str]:
+        """Project modules some module star-imports (their names may be used unseen)."""
+        if self._stars is None:
+            stars = set()
+            for path in self.index.import_graph():
+                for record in self.index.summary(path).imports:
+                    if record.star:
+                        target = self.index.import_target(path, record)
+                        if target is not None and target.path is not None:
+                            stars.add(target.path)
+            self._stars = frozenset(stars)
+        return self._stars
+
+    def callers(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
+        """The project's calls of a function, method or class (a class's calls are its
+        ``__init__``'s), or None when they cannot all be known."""
+        if definition.path is None or definition.kind not in ("function", "class", "method"):
+            return None
+        stem = os.path.splitext(os.path.basename(definition.path))[0]
+        top = (self.index.module_name(definition.path) or stem).split(".")[0]
+        if stem in STDLIB_MODULES or top in STDLIB_MODULES or definition.path in self._star_imported():
+            return None
+        if definition.kind == "method":
+            return self._method_callers(definition)
+        if definition.kind == "class":
+            return self._class_callers(definition, set())
+        return self._direct(definition)
+
+    def _direct(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
+        """Calls that name the definition (``conv_bn(...)``, ``layers.conv_bn(...)``)."""
+        out = []
+        for path, site in self._uses_of(definition.name.split(".")[-1]):
+            head = site.callee.split(".")[0]
+            if head in ("self", "cls", "super()"):
+                continue
+            found = self.resolve(path, site.callee)
+            if found is None or found.key != definition.key:
+                continue
+            if not site.called:
+                return None  # it escapes as a value
+            out.append((path, site))
+        return tuple(out)
+
+    def _method_callers(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
+        method = definition.name.split(".")[-1]
+        if method == "__init__" and definition.klass is not None:
+            owner = Definition("class", definition.path, definition.name.split(".")[0], klass=definition.klass)
+            return self.callers(owner)
+        if not method.startswith("_") or method.startswith("__"):
+            return None  # public (called on objects of any class) or called by Python itself
+        out = []
+        for path, site in self._uses_of(method):
+            head, _, rest = site.callee.partition(".")
+            if head in ("self", "cls", "super()") and rest == method:
+                if not site.called:
+                    return None
+                out.append((path, site))
+        direct = self._direct(definition)  # ``Net._build(self)``
+        return None if direct is None else (*out, *direct)
+
+    def _class_callers(self, definition: Definition, seen: Set[Tuple]) -> Optional[Tuple[Site, ...]]:
+        if definition.key in seen:
+            return ()
+        seen.add(definition.key)
+        direct = self._direct(definition)
+        init = Definition("method", definition.path, f"{definition.name}.__init__")
+        explicit = self._direct(init)  # ``Base.__init__(self, ...)``
+        if direct is None or explicit is None:
+            return None
+        out: List[Site] = [*direct, *explicit]
+        for sub in self._subclasses(definition):
+            assert sub.klass is not None
+            if sub.klass.method("__init__") is None:
+                more = self._class_callers(sub, seen)  # Sub(...) runs this __init__
+                if more is None:
+                    return None
+                out.extend(more)
+            else:
+                out.extend(
+                    (path, site)
+                    for path, site in self._uses_of("__init__")
+                    if path == sub.path and site.callee == "super().__init__" and site.caller == f"{sub.name}.__init__"
+                )
+        return tuple(out)
+
+    def _subclasses(self, definition: Definition) -> List[Definition]:
+        """Project classes that name ``definition`` among their bases (their modules spell
+        its name)."""
+        out = []
+        for path in sorted(self.index.import_graph()):
+            text = self.index.text(path)
+            if text is None or definition.name not in text:
+                continue
+            for klass in self.index.summary(path).classes:
+                candidate = Definition("class", path, klass.name, klass=klass)
+                if any(base.key == definition.key for base in self.project_bases(candidate)):
+                    out.append(candidate)
+        return out
+
+    def _parameter(self, definition: Definition, parameter: str) -> Optional[Tuple[Param, Optional[int]]]:
+        """The parameter of a function, method or class (its ``__init__``) that callers fill,
+        with its position among those they pass positionally; None when its value cannot be
+        read off the calls (a decorator may change the signature, ``*args``/``**kwargs``)."""
+        function = definition.function
+        skip_first = definition.kind == "method"
+        if definition.kind == "class":
+            if definition.klass is None or definition.klass.decorators:
+                return None  # @dataclass and friends write their own __init__
+            function = definition.klass.method("__init__")
+            skip_first = True
+        if function is None or any(not self._plain(d) for d in function.decorators):
+            return None
+        params = function.params[1:] if skip_first else function.params
+        param = next((p for p in params if p.name == parameter), None)
+        if param is None or param.kind in ("vararg", "kwarg"):
+            return None
+        position = None
+        if param.kind == "positional":
+            position = [p for p in params if p.kind == "positional"].index(param)
+        return param, position
+
+    def never_passed(self, definition: Definition, parameter: str) -> bool:
+        """True only when every caller is known and none passes ``parameter`` (by name,
+        by position, or possibly through ``*args``/``**kwargs``)."""
+        found = self._parameter(definition, parameter)
+        sites = None if found is None else self.callers(definition)
+        if found is None or sites is None:
+            return False
+        _, position = found
+        for _, site in sites:
+            if site.star or site.dstar or parameter in site.keywords:
+                return False
+            if position is not None and site.positional > position:
+                return False
+        return True
+
+    def argument_values(self, definition: Definition, parameter: str) -> Optional[Tuple[Form, ...]]:
+        """The forms ``parameter`` gets across the project: what each caller passes, and the
+        default where a caller passes nothing. None when a caller is not known or passes
+        ``*args``/``**kwargs`` (then any value is possible)."""
+        found = self._parameter(definition, parameter)
+        sites = None if found is None else self.callers(definition)
+        if found is None or sites is None:
+            return None
+        param, position = found
+        values: List[Form] = []
+        for _, site in sites:
+            arguments = site.arguments
+            if site.star or site.dstar or arguments is None:
+                return None
+            if parameter in site.keywords:
+                value = arguments.keyword(parameter)
+            elif position is not None and site.positional > position:
+                value = arguments.args[position] if position < len(arguments.args) else None
+            else:
+                value = param.default
+            if value is None:
+                return None
+            values.append(value)
+        if not sites and param.default is not None:
+            values.append(param.default)
+        return tuple(values)
+
+    @staticmethod
+    def _plain(decorator) -> bool:
+        return isinstance(decorator, Ref) and (decorator.qualname or decorator.name) in _PLAIN_DECORATORS

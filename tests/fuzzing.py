@@ -1,0 +1,305 @@
+"""Fuzzing the linter and fixer: inject anti-patterns into real code, lint, fix, check.
+
+Used by ``tests/test_fuzz.py`` (a small seeded run in every test session) and by
+``python tests/fuzzing.py`` (a longer campaign to hunt crashes; each one found becomes a
+file under ``tests/fuzz_regressions/``). Nothing here imports or runs the linted code.
+
+A case fails when linting or fixing raises or reports an internal error, takes longer
+than the per-case limit of CPU time, reports a syntax error (TPF001) on code Python compiles, produces
+a fix that does not parse, or is not idempotent (fixing the fixed text changes it).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import random
+import signal
+import sys
+import sysconfig
+import tokenize
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, List, Optional, Sequence
+
+import libcst
+
+from pytorch_perflint.config import Settings
+from pytorch_perflint.fixer import fix_source
+
+# Everything on, fixes included: the widest surface.
+SETTINGS = Settings(select=("ALL",), preview=True, fix=True, unsafe_fixes=True, test_files="lint")
+CASE_SECONDS = 30  # of CPU time; a case takes well under one
+
+# Anti-patterns, each a block of statements valid wherever a statement is (module, function
+# or class body). Names start with `_fz` so they do not meet the host file's names.
+SNIPPETS = (
+    "from torch.utils.data import DataLoader\n_fz_loader = DataLoader(_fz_ds, batch_size=8)\n",
+    "import torch\n_fz_loader = torch.utils.data.DataLoader(_fz_ds, num_workers=0, pin_memory=True)\n"
+    "for _fz_x, _fz_y in _fz_loader:\n    _fz_x = _fz_x.cuda()\n",
+    "import torch\nimport numpy as np\n_fz_t = torch.tensor(np.zeros(3))\n",
+    "_fz_opt.zero_grad(set_to_none=False)\n",
+    "for _fz_p in _fz_model.parameters():\n    _fz_p.grad.zero_()\n",
+    "import torch.nn as nn\n_fz_net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())\n",
+    "import torch\nfor _fz_x in _fz_loader:\n    _fz_loss = _fz_model(_fz_x.cuda()).sum()\n"
+    "    _fz_loss.backward()\n    _fz_opt.step()\n    print(_fz_loss.item())\n",
+    "import torch\ntorch.autograd.set_detect_anomaly(True)\n",
+    "import torch\n_fz_dp = torch.nn.DataParallel(_fz_model)\n",
+    "import torch\n_fz_z = torch.randn(3).cuda()\n",
+    "import torch\n_fz_w = torch.zeros(4, 4)\n_fz_w = _fz_w.to('cuda')\n",
+    "_fz_model.eval()\nfor _fz_x in _fz_loader:\n    _fz_out = _fz_model(_fz_x)\n",
+    "import torch\nimport torchvision\n_fz_cnn = torchvision.models.resnet18().cuda()\n"
+    "_fz_sgd = torch.optim.SGD(_fz_cnn.parameters(), lr=0.1)\nfor _fz_x, _fz_y in _fz_loader:\n"
+    "    _fz_sgd.zero_grad()\n    _fz_cnn(_fz_x.cuda()).sum().backward()\n    _fz_sgd.step()\n",
+    "import torch\n_fz_adam = torch.optim.Adam(_fz_model.cuda().parameters(), lr=1e-3)\n",
+    "import torch\nwith torch.autograd.detect_anomaly():\n    _fz_model(_fz_x).sum().backward()\n",
+    "import torch\ntorch.backends.cudnn.benchmark = False\n",
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One program to lint and fix, and where it came from (for the failure message)."""
+
+    name: str
+    source: str
+
+
+class Hang(BaseException):
+    """Not an ``Exception``: the engine catches those from a crashing rule and goes on."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``Hang`` in the main thread once this process has spent ``seconds`` of CPU
+    time in the block (``ITIMER_PROF``: a loop that never ends spends CPU; a machine busy
+    with other work does not make a case look hung). A no-op where there is no such timer."""
+    if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGPROF"):
+        yield
+        return
+
+    def on_timer(signum, frame):  # noqa: ARG001 - the signal handler's signature
+        raise Hang(f"no result after {seconds:g} s of CPU time")
+
+    previous = signal.signal(signal.SIGPROF, on_timer)
+    signal.setitimer(signal.ITIMER_PROF, seconds, 0.5)  # again every 0.5 s, should one be swallowed
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+def problems(case: Case, seconds: float = CASE_SECONDS) -> List[str]:
+    """What is wrong with linting and fixing ``case`` (empty: nothing)."""
+    path = Path(case.name if case.name.endswith(".py") else "fuzz_case.py").name
+    found: List[str] = []
+    try:
+        with time_limit(seconds), warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)  # the linted code's own, not ours
+            first = fix_source(case.source, Path(path), SETTINGS)
+            found += [f"internal error: {e}" for e in first.errors]
+            found += [f"fix error: {e}" for e in first.fix_errors]
+            if _compiles(case.source):
+                found += [f"TPF001 on valid code: {d.message}" for d in first.diagnostics if d.code == "TPF001"]
+            if first.fixed:
+                try:
+                    ast.parse(first.source)
+                    libcst.parse_module(first.source)
+                except Exception as error:  # noqa: BLE001 - any parse failure is the finding
+                    found.append(f"the fixed text does not parse: {error}")
+                    return found
+            second = fix_source(first.source, Path(path), SETTINGS)
+            if second.source != first.source:
+                found.append(f"not idempotent: a second --fix changed the text ({second.fixed} more fixes)")
+    except Hang as error:
+        found.append(f"hang: {error}")
+    except Exception as error:  # noqa: BLE001 - an exception out of the tool is the finding
+        found.append(f"exception: {type(error).__name__}: {error}")
+    return found
+
+
+def _compiles(source: str) -> bool:
+    """Python compiles it (a full compile: `from __future__` placement is checked there)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            compile(source, "<fuzz>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+# -- known failures other branches are fixing (issue 11): avoided, not hidden ----------------
+
+
+def known_issue(source: str) -> Optional[str]:
+    """Why ``source`` would meet a bug that another branch is fixing (None: it would not).
+
+    Cases with these features are left out of the run (never reported as passing):
+    * a module-level ``global`` beside a function's ``global`` makes ``Scope.lookup_import``
+      loop forever (issue 11 item 1, branch reliability-core);
+    * a long implicit string concatenation overflows LibCST's code generation (item 2);
+    * ``(x): int = 1`` is a false TPF001 (item 4, branch reliability-notebooks).
+
+    Two more known bugs need no filter: a fix that drops form feeds (item 11) or the comment
+    on a ``with`` body's last line (TPF204's unwrap) still parses and is idempotent, which is
+    all these checks ask.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if any(isinstance(node, ast.Global) for node in tree.body) or _global_at_module_level(tree):
+        return "module-level `global` (issue 11 item 1)"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and (node.target.lineno, node.target.col_offset) != (node.lineno, node.col_offset):
+            return "parenthesised annotation target (issue 11 item 4)"  # `(` stands before the target
+    if _longest_string_run(source) > 50:
+        return "long implicit string concatenation (issue 11 item 2)"
+    return None
+
+
+def _global_at_module_level(tree: ast.Module) -> bool:
+    """A ``global`` statement outside every function (in an ``if``/``for``/``try`` too)."""
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Global):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _longest_string_run(source: str) -> int:
+    """The most string literals in a row (implicit concatenation)."""
+    longest = run = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING:
+                run += 1
+                longest = max(longest, run)
+            elif token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                run = 0
+    except (tokenize.TokenError, SyntaxError):
+        return longest
+    return longest
+
+
+# -- injecting anti-patterns into real files --------------------------------------------------
+
+
+def statement_starts(source: str) -> List[int]:
+    """0-based line indexes where a statement (with its decorators) starts alone on its line."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    # Nothing may come before `from __future__` imports (but the docstring).
+    futures = [n.end_lineno or n.lineno for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    after = max(futures, default=0)
+    starts = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        decorators = getattr(node, "decorator_list", None)
+        first = decorators[0] if decorators else node
+        line = first.lineno - 1
+        col = first.col_offset - (1 if decorators else 0)  # a decorator's `@` stands before it
+        if after <= line < len(lines) and lines[line][:col].strip() == "" and col >= 0:
+            starts.add(line)
+    return sorted(starts)
+
+
+def inject(source: str, rng: random.Random, count: int) -> Optional[str]:
+    """``source`` with ``count`` snippets inserted before random statements (indented to
+    match); None when no position keeps it valid Python."""
+    for _ in range(count):
+        try:
+            starts = statement_starts(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if not starts:
+            return None
+        for _attempt in range(5):
+            line = rng.choice(starts)
+            lines = source.splitlines(keepends=True)
+            indent = lines[line][: len(lines[line]) - len(lines[line].lstrip())]
+            newline = "\r\n" if lines[line].endswith("\r\n") else "\n"
+            snippet = "".join(indent + part + newline for part in rng.choice(SNIPPETS).splitlines())
+            candidate = "".join(lines[:line]) + snippet + "".join(lines[line:])
+            if _compiles(candidate):
+                source = candidate
+                break
+        else:
+            return None
+    return source
+
+
+def library_files(root: Path, rng: random.Random, count: int, max_bytes: int = 40_000) -> List[Path]:
+    """``count`` Python files of a package folder, chosen by ``rng`` among those under
+    ``max_bytes`` (large files cost seconds each to parse, and add nothing to the checks)."""
+    files = sorted(
+        p for p in root.rglob("*.py") if p.is_file() and p.stat().st_size <= max_bytes and not _excluded(p, root)
+    )
+    return rng.sample(files, min(count, len(files)))
+
+
+def torch_root() -> Optional[Path]:
+    """The installed torch package's folder, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def stdlib_root() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def _excluded(path: Path, root: Path) -> bool:
+    """Third-party packages installed under the standard library's folder are not it."""
+    parts = path.relative_to(root).parts
+    return "site-packages" in parts or "dist-packages" in parts
+
+
+def injected_cases(roots: Sequence[Path], seed: int, per_root: int) -> Iterator[Case]:
+    """Real files with one to three anti-patterns injected at random statements."""
+    rng = random.Random(seed)
+    for root in roots:
+        for path in library_files(root, rng, per_root):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            if known_issue(text) is not None:
+                continue
+            injected = inject(text, rng, rng.randint(1, 3))
+            if injected is not None:
+                yield Case(f"{path.relative_to(root.parent)}", injected)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python tests/fuzzing.py SEED PER_ROOT``: a longer campaign over torch and the stdlib."""
+    seed = int(argv[0]) if argv else 0
+    per_root = int(argv[1]) if len(argv) > 1 else 200
+    roots = [r for r in (torch_root(), stdlib_root()) if r is not None]
+    failures = 0
+    for index, case in enumerate(injected_cases(roots, seed, per_root)):
+        found = problems(case)
+        if found:
+            failures += 1
+            out = Path("fuzz-failures") / f"{seed}-{index}.py"
+            out.parent.mkdir(exist_ok=True)
+            out.write_text(case.source, encoding="utf-8")
+            print(f"{case.name} -> {out}: {found}", flush=True)
+    print(f"{failures} failing cases", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

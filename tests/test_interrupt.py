@@ -1,0 +1,95 @@
+"""Ctrl-C (issue 15, defect 1): the run stops within a couple of seconds, exits 130, and
+leaves every file whole, also in the middle of `--fix`.
+
+The CLI runs as a real subprocess over a generated tree that takes far longer to lint than
+the delay before SIGINT, so the signal lands while the workers are busy. Repeated, because
+the hang it guards against was intermittent.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+# A module with safe fixes (TPF402) in every function, so that `--fix` rewrites every file.
+MODULE = """import torch
+
+
+def make(index):
+    total = torch.zeros(index).to("cuda")
+    ones = torch.ones(index, index).cuda()
+    return total + ones.sum()
+"""
+FIXED = MODULE.replace('(index).to("cuda")', '(index, device="cuda")').replace("(index, index).cuda()", '(index, index, device="cuda")')
+FILES = 600
+DELAY = 2.0  # seconds before Ctrl-C: past start-up, well before the end
+STOP_WITHIN = 4.0  # seconds from Ctrl-C to exit, start-up noise of a busy machine included
+
+
+def _make_tree(root: Path) -> Path:
+    (root / "pyproject.toml").write_text("[tool.pytorch-perflint]\n")
+    for index in range(FILES):
+        package = root / f"pkg{index % 10}"
+        package.mkdir(exist_ok=True)
+        (package / f"m{index:03d}.py").write_text(MODULE * 8)
+    return root
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    return _make_tree(tmp_path_factory.mktemp("interrupt"))
+
+
+def _interrupt(root: Path, *args: str, ready=lambda: True):
+    """Run the CLI over ``root``, send Ctrl-C once ``DELAY`` has passed and ``ready()``
+    says so; (exit code, seconds from Ctrl-C to exit, stderr)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytorch_perflint", "check", "--no-cache", "-j", "2", *args, "."],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(DELAY)
+    waited = DELAY
+    while not ready() and waited < 60:
+        time.sleep(0.1)
+        waited += 0.1
+    assert process.poll() is None, "the run ended before the interrupt: make the tree bigger"
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    try:
+        _, stderr = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("the run did not stop within 30 s of Ctrl-C")
+    return process.returncode, time.monotonic() - sent, stderr.decode()
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_ctrl_c_stops_promptly_with_exit_130(tree, attempt):
+    code, took, stderr = _interrupt(tree)
+    assert code == 130, stderr
+    assert took < STOP_WITHIN, f"took {took:.1f} s to stop"
+    assert "Traceback" not in stderr and "interrupted" in stderr
+
+
+@pytest.mark.parametrize("attempt", range(2))
+def test_ctrl_c_during_fix_leaves_every_file_whole(tmp_path, attempt):
+    root = _make_tree(tmp_path)
+    first = root / "pkg0" / "m000.py"  # the first file in the run's order
+    code, took, stderr = _interrupt(root, "--fix", ready=lambda: first.read_text() != MODULE * 8)
+    assert code == 130, stderr
+    assert took < STOP_WITHIN, f"took {took:.1f} s to stop"
+    texts = [path.read_text() for path in sorted(root.rglob("*.py"))]
+    assert len(texts) == FILES
+    assert all(text in (MODULE * 8, FIXED * 8) for text in texts)  # never half a file
+    assert 0 < sum(text == FIXED * 8 for text in texts) < FILES  # it was stopped mid-way
+    assert not [p for p in root.rglob("*") if p.name.endswith(".tpf-tmp")]
