@@ -18,10 +18,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import click
 
 from . import __version__
+from .output import FORMATS as OUTPUT_FORMATS  # light: no rich, no libcst
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
-OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
 
 # Commands that live in optional modules: name -> (module, attribute, short help). They are
 # imported only when invoked, never for --help or --version.

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+from .output import FORMATS as OUTPUT_FORMATS  # light: no rich, no libcst
 from .testfiles import DEFAULT_POLICY as DEFAULT_TEST_FILES, POLICIES as TEST_FILE_POLICIES
 
 # The time limit per file, in seconds: far above what any real file takes (the torch
@@ -26,8 +27,6 @@ DEFAULT_FILE_TIMEOUT = 120.0
 
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
-
-OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
 TABLE = "pytorch-perflint"
 # Standalone config files, checked before pyproject.toml in each folder (ruff's order).
 STANDALONE_NAMES = (".pytorch-perflint.toml", "pytorch-perflint.toml")
