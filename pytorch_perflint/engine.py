@@ -424,7 +424,7 @@ def _lint_source(
     else:
         rule_classes = tuple(rules)
         codes = frozenset(r.code for r in rule_classes) | {"TPF001", "TPF003"}
-    if _FILE_NOQA.search(source):
+    if _FILE_NOQA.search(source) and not settings.ignore_noqa:
         return result
     test_policy = policy_for(path, settings.test_files, settings.project_root)
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
@@ -484,8 +484,8 @@ def _lint_source(
             if key in seen:
                 continue
             seen.add(key)
-            if _suppressed(diagnostic, noqa, used):
-                continue
+            if _suppressed(diagnostic, noqa, used) and not settings.ignore_noqa:
+                continue  # (--ignore-noqa still notes which comments matched, for TPF002)
             result.diagnostics.append(diagnostic)
             if candidate is not None and narrowed is None:
                 result.candidates.append(candidate)
