@@ -129,10 +129,6 @@ def _fail(message: str) -> NoReturn:
     sys.exit(EXIT_ERROR)
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 # How much a run prints: -s nothing (the exit code says it), -q the findings only, else all.
 SILENT, QUIET, DEFAULT = 0, 1, 2
 
@@ -191,7 +187,7 @@ def _lint_and_report(paths: Tuple[str, ...], settings, use_stdin: bool, stdin_fi
     from . import runner
     from .discovery import discover, display_path
     from .output import emit, format_errors
-    from .output.summary import summary_lines
+    from .output.summary import fix_only_sentence, summary_lines
 
     loud = report.verbosity >= DEFAULT
     mode = runner.Mode.DIFF if report.diff else (runner.Mode.FIX if settings.fix else runner.Mode.CHECK)
@@ -249,7 +245,7 @@ def _lint_and_report(paths: Tuple[str, ...], settings, use_stdin: bool, stdin_fi
                 click.echo(line.text, err=True)
     elif report.fix_only:
         if loud and summary.fixed:
-            click.echo(f"Fixed {_plural(summary.fixed, 'error')}.", err=True)
+            click.echo(fix_only_sentence(summary), err=True)
     else:
         color = report.color if output is None else False  # a file never gets colour codes (ruff)
         emit(
@@ -512,12 +508,11 @@ def _rule_infos() -> List[Dict[str, Any]]:
             }
         )
     for rule in registry.all_rules():
-        applicability = rule.fix_applicability
         infos.append(
             {
                 "code": rule.code,
                 "name": rule.name,
-                "fix": str(applicability) if applicability is not None else None,
+                "fix": rule.fix_label() if rule.applicabilities() else None,
                 "preview": bool(rule.preview),
                 "default": bool(rule.default_enabled and not rule.preview),
                 "summary": _summary_of(rule.docs(), rule.message),

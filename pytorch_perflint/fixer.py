@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
@@ -35,6 +36,11 @@ class FixOutcome:
     diagnostics: Tuple[Diagnostic, ...]
     errors: Tuple[str, ...] = ()
     fix_errors: Tuple[str, ...] = ()
+    # (code, name, count) of the fixes that went in, by rule, for --show-fixes.
+    fixes: Tuple[Tuple[str, str, int], ...] = ()
+    # How many findings the text had before any fix: what `check` reports. Fixes can reveal
+    # more (a fix makes another rule's pattern appear), so ``fixed`` may exceed it.
+    found_before: int = 0
 
 
 def _fixable_codes(settings: Settings) -> Optional[frozenset]:
@@ -150,6 +156,8 @@ def fix_source(
     fix_errors: List[str] = []
     lint: FileLint = lint_source(current, path, settings, with_edits=False, rules=rules)
     seen_texts = {current}
+    found_before = len(lint.diagnostics)
+    by_rule: Counter = Counter()
     for _ in range(MAX_ROUNDS):
         chosen = _choose(lint.candidates, settings, fixable)
         if not chosen or lint.module is None:
@@ -169,6 +177,7 @@ def fix_source(
             break  # a fix that brings back an earlier text would loop forever
         seen_texts.add(updated)
         fixed += len(chosen)
+        by_rule.update((c.diagnostic.code, c.diagnostic.name) for c in chosen)
         current = updated
         lint = lint_source(current, path, settings, with_edits=False, rules=rules)
         errors.extend(e for e in lint.errors if e not in errors)
@@ -177,4 +186,5 @@ def fix_source(
     if with_edits and lint.diagnostics and any(d.fix for d in lint.diagnostics):
         lint = lint_source(current, path, settings, with_edits=True, rules=rules)
     errors.extend(e for e in lint.errors if e not in errors)
-    return FixOutcome(current, fixed, tuple(lint.diagnostics), tuple(errors), tuple(fix_errors))
+    fixes = tuple((code, name, count) for (code, name), count in sorted(by_rule.items()))
+    return FixOutcome(current, fixed, tuple(lint.diagnostics), tuple(errors), tuple(fix_errors), fixes, found_before)

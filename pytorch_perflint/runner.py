@@ -171,6 +171,8 @@ def process_bytes(
         errors=tuple(errors),
         fix_errors=tuple(fix_errors),
         source=source if diagnostics else None,
+        fixes=outcome.fixes if fixed else (),
+        found_before_fix=outcome.found_before if fixed else None,
     )
     return Processed(result, output)
 
@@ -221,9 +223,14 @@ def _process_notebook(
                 lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
                 diagnostics, fixed = lint.diagnostics, 0
     mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
-    # Edits and code frames are relative to the joined source, not the cells: leave them out.
+    # Edits are relative to the joined source, not the cells: leave them out.
     mapped = tuple(dataclasses.replace(d, fix=dataclasses.replace(d.fix, edits=())) if d.fix else d for d in mapped)
     result = FileResult(path, mapped, fixed=fixed, diff=diff, errors=tuple(errors), fix_errors=tuple(fix_errors))
+    if mapped:  # the notebook the findings are about (fixed, with --fix or --diff): code frames
+        shown = new_text if mode is not Mode.CHECK and fixed and new_text is not None else data.decode("utf-8-sig", errors="replace")
+        result = dataclasses.replace(result, source=shown)
+    if mode is not Mode.CHECK and fixed:
+        result = dataclasses.replace(result, fixes=outcome.fixes, found_before_fix=outcome.found_before)
     return Processed(result, output)
 
 
@@ -385,7 +392,9 @@ def _cache_lookup(cache, path: Path) -> Optional[FileResult]:
     if diagnostics is None:
         return None
     source = None
-    if diagnostics and path.suffix != ".ipynb":
+    if diagnostics and path.suffix == ".ipynb":
+        source = data.decode("utf-8-sig", errors="replace")  # the cells' code frames
+    elif diagnostics:
         try:
             source = decode(data).text
         except Undecodable:
@@ -429,6 +438,7 @@ def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> 
     return RunSummary(
         files_checked=len(results),
         fixed=sum(r.fixed for r in results),
+        found_before_fix=sum(len(r.diagnostics) + r.fixed if r.found_before_fix is None else r.found_before_fix for r in results),
         remaining=remaining,
         fixable_safe=safe,
         fixable_unsafe=unsafe,

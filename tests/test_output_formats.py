@@ -145,3 +145,50 @@ def test_new_formats_do_not_import_rich():
         "assert 'rich' not in sys.modules, sorted(m for m in sys.modules if m.startswith('rich'))\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+# -- full: notebook cells get their own code frame -----------------------------------------
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Title\n"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": ["import torch\n", "%matplotlib inline\n"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": ["x = 1\n", "model = torch.nn.DataParallel(model)\n", "y = 2"]},
+    ],
+    "metadata": {"language_info": {"name": "python"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+NOTEBOOK_FRAME = [
+    "  |",
+    "1 | x = 1",
+    "2 | model = torch.nn.DataParallel(model)",
+    "  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^ TPF501 data-parallel",
+    "3 | y = 2",
+    "  |",
+]
+
+
+def test_full_frames_a_notebook_finding_with_its_cells_code(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    d = Diagnostic("TPF501", "data-parallel", "Use DDP", path, Location(2, 9), Location(2, 37), cell=2)
+    stream = io.StringIO()
+    emit([FileResult(path, (d,), source=json.dumps(NOTEBOOK))], "full", stream, summary=RunSummary(remaining=1), root=tmp_path, color=False)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "nb.ipynb:cell 2:2:9: TPF501 Use DDP"
+    assert lines[1:7] == NOTEBOOK_FRAME
+
+
+def test_check_full_shows_the_cell_frame_fresh_and_from_the_cache(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from pytorch_perflint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nb.ipynb").write_text(json.dumps(NOTEBOOK, indent=1))
+    for _ in range(2):  # the second run reads the cache
+        result = CliRunner().invoke(main, ["check", "--output-format", "full", "--color", "never"])
+        assert result.exit_code == 1
+        lines = result.stdout.splitlines()
+        assert lines[0].startswith("nb.ipynb:cell 2:2:9: TPF501 ")
+        assert lines[1:7] == NOTEBOOK_FRAME
