@@ -523,7 +523,7 @@ def _rule_infos() -> List[Dict[str, Any]]:
 
 
 @main.command("rules")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", help="A table, or a JSON list of objects.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", help="Text (a table on a wide terminal, a list otherwise), or a JSON list of objects.")
 def rules_command(output_format: str) -> None:
     """List every rule."""
     infos = _rule_infos()
@@ -533,21 +533,10 @@ def rules_command(output_format: str) -> None:
         click.echo(json.dumps(infos, indent=2))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(show_lines=False)
-    for column in ("Code", "Name", "Fix", "Preview", "Default", "Summary"):
-        table.add_column(column, overflow="fold", no_wrap=column in ("Code", "Name"))
-    for info in infos:
-        table.add_row(
-            info["code"],
-            info["name"],
-            info["fix"] or "-",
-            "yes" if info["preview"] else "no",
-            "on" if info["default"] else "off",
-            info["summary"],
-        )
-    Console().print(table)
+    from .rules_list import show
+
+    show(infos, Console(highlight=False))
 
 
 @main.command("rule")
