@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import signal
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple
 
 import click
@@ -127,6 +127,10 @@ def _split(values: Sequence[str]) -> Optional[Tuple[str, ...]]:
 def _fail(message: str) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(EXIT_ERROR)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 # How much a run prints: -s nothing (the exit code says it), -q the findings only, else all.
@@ -474,59 +478,14 @@ def clean_command(quiet: bool) -> None:
 # ----------------------------------------------------------------------------------------
 # rules / rule
 
-def _summary_of(docs: str, fallback: str) -> str:
-    """The first paragraph of a rule's "What it does" section."""
-    lines = docs.splitlines()
-    try:
-        start = next(i for i, line in enumerate(lines) if line.strip().lower().startswith("## what it does")) + 1
-    except StopIteration:
-        return fallback
-    paragraph: List[str] = []
-    for line in lines[start:]:
-        if line.startswith("#") or (not line.strip() and paragraph):
-            break
-        if line.strip():
-            paragraph.append(line.strip())
-    return " ".join(paragraph) or fallback
-
-
-def _rule_infos() -> List[Dict[str, Any]]:
-    from . import registry
-    from .types import rule_url
-
-    infos = []
-    for builtin in registry.BUILTINS:
-        infos.append(
-            {
-                "code": builtin.code,
-                "name": builtin.name,
-                "fix": None,
-                "preview": False,
-                "default": builtin.default,
-                "summary": builtin.summary,
-                "url": rule_url(builtin.code),
-            }
-        )
-    for rule in registry.all_rules():
-        infos.append(
-            {
-                "code": rule.code,
-                "name": rule.name,
-                "fix": rule.fix_label() if rule.applicabilities() else None,
-                "preview": bool(rule.preview),
-                "default": bool(rule.default_enabled and not rule.preview),
-                "summary": _summary_of(rule.docs(), rule.message),
-                "url": rule_url(rule.code),
-            }
-        )
-    return sorted(infos, key=lambda info: info["code"])
-
 
 @main.command("rules")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", help="Text (a table on a wide terminal, a list otherwise), or a JSON list of objects.")
 def rules_command(output_format: str) -> None:
     """List every rule."""
-    infos = _rule_infos()
+    from .rules_list import rule_infos
+
+    infos = rule_infos()
     if output_format == "json":
         import json
 
@@ -545,7 +504,9 @@ def rule_command(code: str) -> None:
     """Explain one rule, by code (TPF501) or name (data-parallel)."""
     from . import registry
 
-    infos = {info["code"]: info for info in _rule_infos()}
+    from .rules_list import rule_infos
+
+    infos = {info["code"]: info for info in rule_infos()}
     by_name = {info["name"]: info for info in infos.values()}
     info = infos.get(code.strip().upper()) or by_name.get(code.strip())
     if info is None:

@@ -19,6 +19,56 @@ INDENT = 8
 _CODE_SPAN = re.compile(r"`[^`]*`")
 
 
+def _summary_of(docs: str, fallback: str) -> str:
+    """The first paragraph of a rule's "What it does" section."""
+    lines = docs.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip().lower().startswith("## what it does")) + 1
+    except StopIteration:
+        return fallback
+    paragraph: List[str] = []
+    for line in lines[start:]:
+        if line.startswith("#") or (not line.strip() and paragraph):
+            break
+        if line.strip():
+            paragraph.append(line.strip())
+    return " ".join(paragraph) or fallback
+
+
+def rule_infos() -> List[Dict[str, Any]]:
+    """Every rule, the tool's own codes included, as the ``rules`` and ``rule`` commands
+    show them (and ``rules --output-format json`` prints them)."""
+    from . import registry
+    from .types import rule_url
+
+    infos = []
+    for builtin in registry.BUILTINS:
+        infos.append(
+            {
+                "code": builtin.code,
+                "name": builtin.name,
+                "fix": None,
+                "preview": False,
+                "default": builtin.default,
+                "summary": builtin.summary,
+                "url": rule_url(builtin.code),
+            }
+        )
+    for rule in registry.all_rules():
+        infos.append(
+            {
+                "code": rule.code,
+                "name": rule.name,
+                "fix": rule.fix_label() if rule.applicabilities() else None,
+                "preview": bool(rule.preview),
+                "default": bool(rule.default_enabled and not rule.preview),
+                "summary": _summary_of(rule.docs(), rule.message),
+                "url": rule_url(rule.code),
+            }
+        )
+    return sorted(infos, key=lambda info: info["code"])
+
+
 def brief(summary: str) -> str:
     """The first sentence of a summary, cut before a colon that starts a list, with its
     parenthetical asides dropped (code spans are left whole)."""

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from pytorch_perflint.cli import _rule_infos, main
-from pytorch_perflint.rules_list import brief, show
+from pytorch_perflint.cli import main
+from pytorch_perflint.rules_list import brief, rule_infos, show
 
-INFOS = _rule_infos()
+INFOS = rule_infos()
 BOX = re.compile(r"^[\u2500-\u257f]+$")
 
 
