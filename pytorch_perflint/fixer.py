@@ -2,8 +2,14 @@
 
 Each round lints, picks the applicable fixes whose replaced nodes do not overlap, applies
 them on the tree, renders, and checks the result re-parses. Overlapping fixes wait for the
-next round (they are found again on the new text). A result that does not parse is never
+next round (they are found again on the new text), except fixes that only add keyword
+arguments to the same call, which are merged. A result that does not parse is never
 returned as fixed.
+
+On a large file a round must not cost much more than its lint: only the top-level
+statements the fixes touch are rebuilt and rendered (``transform.splice_fixes``), and the
+next round's lint is the whole-module LibCST re-parse (a text it cannot parse undoes the
+round).
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ import libcst as cst
 
 from . import registry
 from .config import Settings
-from .engine import FileLint, FixCandidate, compile_python, lint_source
-from .rule import Rule
-from .transform import apply_fixes, first_foreign_change, lines_of, overlaps, transplant
+from .engine import FileLint, FixCandidate, _collector_paused, compile_python, lint_source
+from .rule import NodeFix, Rule
+from .transform import apply_fixes, first_foreign_change, lines_of, merge_keyword_additions, overlaps, splice_fixes, transplant
 from .types import Applicability, Diagnostic
 
 MAX_ROUNDS = 10
@@ -70,14 +76,34 @@ def is_applicable(candidate_or_kind, settings: Settings, fixable: Optional[froze
     return True
 
 
-def _choose(candidates: Sequence[FixCandidate], settings: Settings, fixable: Optional[frozenset]) -> List[FixCandidate]:
-    chosen: List[FixCandidate] = []
+@dataclass
+class _Planned:
+    """A fix this round applies, and the findings it fixes (two, when two fixes that add
+    keyword arguments to one call were merged)."""
+
+    fix: NodeFix
+    ranges: Tuple[Tuple[Tuple[int, int], Tuple[int, int]], ...]
+    diagnostics: List[Diagnostic]
+
+
+def _choose(candidates: Sequence[FixCandidate], settings: Settings, fixable: Optional[frozenset]) -> List[_Planned]:
+    """The fixes to apply this round: every applicable one that overlaps none chosen before
+    it. A fix that only adds keyword arguments to a call another chosen fix also only adds
+    keyword arguments to is merged into it (``merge_keyword_additions``): applied one per
+    round they would cost a whole extra lint of the file each; any other overlapping fix
+    waits for the next round."""
+    chosen: List[_Planned] = []
     for candidate in candidates:
         if not is_applicable(candidate, settings, fixable):
             continue
-        if any(overlaps(candidate.ranges, other.ranges) for other in chosen):
+        clashes = [planned for planned in chosen if overlaps(candidate.ranges, planned.ranges)]
+        if not clashes:
+            chosen.append(_Planned(candidate.fix, candidate.ranges, [candidate.diagnostic]))
             continue
-        chosen.append(candidate)
+        merged = _merged(clashes, candidate)
+        if merged is not None:
+            clashes[0].fix = merged
+            clashes[0].diagnostics.append(candidate.diagnostic)
     return chosen
 
 
@@ -91,7 +117,7 @@ class _Unfaithful(Exception):
     """The fixed text would change lines no fix edits; the message says which."""
 
 
-def _own_rows(source: str, chosen: Sequence[FixCandidate]) -> FrozenSet[int]:
+def _own_rows(source: str, chosen: Sequence["_Planned"]) -> FrozenSet[int]:
     """The rows the chosen fixes replace, with the comment and blank lines just above and
     below each (a replaced statement carries those above, a replaced block those below)."""
     lines = lines_of(source)
@@ -114,17 +140,20 @@ def _own_rows(source: str, chosen: Sequence[FixCandidate]) -> FrozenSet[int]:
 _LOSSY = re.compile(r"\x0c|\r(?!\n)")
 
 
-def _faithful(module: cst.Module, source: str, chosen: Sequence[FixCandidate]) -> str:
+def _faithful(module: cst.Module, source: str, chosen: Sequence["_Planned"], spliced: Optional[str] = None) -> str:
     """The source with the chosen fixes applied, changed only on the fixes' own lines.
 
     LibCST renders the whole fixed tree. Where the source holds bytes its rendering loses
     (a form feed, a lone carriage return), only the changed lines are taken from it, and a
     changed line it renders differently refuses the fix. Whatever the cause, a change to a
     line no fix edits refuses it too.
+
+    ``spliced``: the text ``splice_fixes`` made, which renders only the statements the
+    fixes touch and keeps every other byte; only the last check applies to it.
     """
     fixes = [candidate.fix for candidate in chosen]
-    updated = apply_fixes(module, fixes).code
-    rendered = module.code if _LOSSY.search(source) else source
+    updated = spliced if spliced is not None else apply_fixes(module, fixes).code
+    rendered = module.code if spliced is None and _LOSSY.search(source) else source
     if rendered != source:
         transplanted = transplant(source, rendered, updated)
         if transplanted is None:
@@ -140,6 +169,51 @@ def _faithful(module: cst.Module, source: str, chosen: Sequence[FixCandidate]) -
     return updated
 
 
+def _merged(clashes: List[_Planned], candidate: FixCandidate) -> Optional[NodeFix]:
+    if len(clashes) != 1:
+        return None
+    planned = clashes[0].fix
+    if len(planned.replacements) != 1 or len(candidate.fix.replacements) != 1:
+        return None
+    (old, first), (other, second) = planned.replacements[0], candidate.fix.replacements[0]
+    if old is not other:
+        return None
+    call = merge_keyword_additions(old, first, second)
+    if call is None:
+        return None
+    unsafe = Applicability.UNSAFE in (planned.applicability, candidate.fix.applicability)
+    return NodeFix(
+        ((old, call),),
+        Applicability.UNSAFE if unsafe else planned.applicability,
+        f"{planned.message}; {candidate.fix.message}",
+        tuple(dict.fromkeys((*planned.imports, *candidate.fix.imports))),
+    )
+
+
+def _render(lint: FileLint, source: str, tree: Optional[ast.Module], plan: Sequence[_Planned], path: Path) -> Tuple[str, ast.Module]:
+    """The text after this round's fixes, and its ``ast`` tree. Only the statements the
+    fixes touch are rebuilt and rendered (``splice_fixes``) when that can be done with
+    certainty, else the whole module. Either way the result must parse, with LibCST (the
+    rebuilt statements, or the whole module) and with Python's own compiler (the whole
+    text); any failure raises."""
+    assert lint.module is not None
+    spliced = None
+    if tree is not None:
+        spliced = splice_fixes(lint.module, source, tree, [(p.fix, [r[0][0] for r in p.ranges]) for p in plan])
+    updated = _faithful(lint.module, source, plan, spliced)
+    if spliced is None:
+        cst.parse_module(updated)
+    flags = _compile_flags(path)
+    new_tree = compile_python(updated, path, flags=flags | ast.PyCF_ONLY_AST)
+    compile_python(updated, path, flags=flags)  # the compiler's checks too ('return' outside a function)
+    return updated, new_tree
+
+
+def _parse_failed(lint: FileLint) -> bool:
+    """Whether LibCST could not parse a text Python accepted (TPF003, or TPF001)."""
+    return lint.module is None and any(d.code in ("TPF001", "TPF003") for d in lint.diagnostics)
+
+
 def fix_source(
     source: str,
     path: Path,
@@ -149,6 +223,19 @@ def fix_source(
     with_edits: bool = False,
 ) -> FixOutcome:
     """Apply every applicable fix to ``source``; return the result and what remains."""
+    # The rounds hold a whole LibCST tree while they build others: the cyclic collector
+    # would scan it again and again and free nothing (see the engine).
+    with _collector_paused():
+        return _fix_source(source, path, settings, rules, with_edits)
+
+
+def _fix_source(
+    source: str,
+    path: Path,
+    settings: Settings,
+    rules: Optional[Sequence[Type[Rule]]],
+    with_edits: bool,
+) -> FixOutcome:
     fixable = _fixable_codes(settings)
     current = source
     fixed = 0
@@ -158,15 +245,19 @@ def fix_source(
     seen_texts = {current}
     found_before = len(lint.diagnostics)
     by_rule: Counter = Counter()
-    for _ in range(MAX_ROUNDS):
-        chosen = _choose(lint.candidates, settings, fixable)
-        if not chosen or lint.module is None:
-            break
-        codes = ", ".join(sorted({c.diagnostic.code for c in chosen}))
+    tree: Optional[ast.Module] = None
+    if lint.candidates:
         try:
-            updated = _faithful(lint.module, current, chosen)
-            cst.parse_module(updated)
-            compile_python(updated, path, flags=_compile_flags(path))  # the compiler's checks too
+            tree = compile_python(current, path, flags=_compile_flags(path) | ast.PyCF_ONLY_AST)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    for _ in range(MAX_ROUNDS):
+        plan = _choose(lint.candidates, settings, fixable)
+        if not plan or lint.module is None:
+            break
+        codes = ", ".join(sorted({d.code for p in plan for d in p.diagnostics}))
+        try:
+            updated, new_tree = _render(lint, current, tree, plan, path)
         except _Unfaithful as error:
             fix_errors.append(f"{path}: fix for {codes} was not applied: {error}")
             break
@@ -176,10 +267,13 @@ def fix_source(
         if updated in seen_texts:
             break  # a fix that brings back an earlier text would loop forever
         seen_texts.add(updated)
-        fixed += len(chosen)
-        by_rule.update((c.diagnostic.code, c.diagnostic.name) for c in chosen)
-        current = updated
-        lint = lint_source(current, path, settings, with_edits=False, rules=rules)
+        new_lint = lint_source(updated, path, settings, with_edits=False, rules=rules)
+        if _parse_failed(new_lint):
+            fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse with LibCST")
+            break
+        fixed += sum(len(p.diagnostics) for p in plan)
+        by_rule.update((d.code, d.name) for p in plan for d in p.diagnostics)
+        current, tree, lint = updated, new_tree, new_lint
         errors.extend(e for e in lint.errors if e not in errors)
     else:
         fix_errors.append(f"{path}: fixes did not settle after {MAX_ROUNDS} rounds")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from .config import Settings
+from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
@@ -354,6 +355,8 @@ def run(
     fresh = _isolated(todo, work, workers, settings)
     stream = _merge(files, cached, fresh, cache)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
+    # Few files: while a long one is worked on, a status line says so instead of the bar.
+    status = LongFileStatus("Fixing" if mode is Mode.FIX else "Checking") if progress and not show and sys.stderr.isatty() else None
     results: List[FileResult] = []
     try:
         if show:
@@ -366,6 +369,11 @@ def run(
                 for result in stream:
                     results.append(result)
                     bar.advance(task)
+        elif status is not None:
+            with status:
+                for path in files:
+                    status.waiting(path)
+                    results.append(next(stream))
         else:
             results.extend(stream)
     finally:
