@@ -218,7 +218,7 @@ def load(text: str) -> Notebook:
 def cell_sources(notebook: Notebook) -> Tuple[str, ...]:
     """The text of each code cell, in order: a diagnostic's ``cell`` (1-based) indexes it
     and its rows count from the cell's first line (for code frames)."""
-    return tuple(_cell_text(notebook.data["cells"][index]) for index in notebook.code_cells)
+    return tuple(_cell_text(notebook.data["cells"][index], f"cells[{index}]") for index in notebook.code_cells)
 
 
 def map_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Optional[Diagnostic]:
