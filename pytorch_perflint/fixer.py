@@ -27,7 +27,16 @@ from . import registry
 from .config import Settings
 from .engine import FileLint, FixCandidate, _collector_paused, compile_python, lint_source
 from .rule import NodeFix, Rule
-from .transform import apply_fixes, first_foreign_change, lines_of, merge_keyword_additions, overlaps, splice_fixes, transplant
+from .transform import (
+    Spliced,
+    apply_fixes,
+    first_foreign_change,
+    lines_of,
+    merge_keyword_additions,
+    overlaps,
+    splice_fixes,
+    transplant,
+)
 from .types import Applicability, Diagnostic
 
 MAX_ROUNDS = 10
@@ -140,7 +149,7 @@ def _own_rows(source: str, chosen: Sequence["_Planned"]) -> FrozenSet[int]:
 _LOSSY = re.compile(r"\x0c|\r(?!\n)")
 
 
-def _faithful(module: cst.Module, source: str, chosen: Sequence["_Planned"], spliced: Optional[str] = None) -> str:
+def _faithful(module: cst.Module, source: str, chosen: Sequence["_Planned"], spliced: Optional[Spliced] = None) -> str:
     """The source with the chosen fixes applied, changed only on the fixes' own lines.
 
     LibCST renders the whole fixed tree. Where the source holds bytes its rendering loses
@@ -148,12 +157,20 @@ def _faithful(module: cst.Module, source: str, chosen: Sequence["_Planned"], spl
     changed line it renders differently refuses the fix. Whatever the cause, a change to a
     line no fix edits refuses it too.
 
-    ``spliced``: the text ``splice_fixes`` made, which renders only the statements the
-    fixes touch and keeps every other byte; only the last check applies to it.
+    ``spliced``: what ``splice_fixes`` made, which renders only the statements the fixes
+    touch and keeps every other byte: only those statements need the last check.
     """
     fixes = [candidate.fix for candidate in chosen]
-    updated = spliced if spliced is not None else apply_fixes(module, fixes).code
-    rendered = module.code if spliced is None and _LOSSY.search(source) else source
+    if spliced is not None:
+        own = _own_rows(source, chosen)
+        for first, old, new in spliced.pieces:
+            local = frozenset(row - first + 1 for row in own if row >= first)
+            row = first_foreign_change(old, new, local, False)
+            if row is not None:
+                raise _Unfaithful(f"the result would also change line {row + first - 1}, which no fix edits")
+        return spliced.text
+    updated = apply_fixes(module, fixes).code
+    rendered = module.code if _LOSSY.search(source) else source
     if rendered != source:
         transplanted = transplant(source, rendered, updated)
         if transplanted is None:
@@ -205,7 +222,7 @@ def _render(lint: FileLint, source: str, tree: Optional[ast.Module], plan: Seque
         cst.parse_module(updated)
     flags = _compile_flags(path)
     new_tree = compile_python(updated, path, flags=flags | ast.PyCF_ONLY_AST)
-    compile_python(updated, path, flags=flags)  # the compiler's checks too ('return' outside a function)
+    compile_python(new_tree, path, flags=flags)  # the compiler's checks too ('return' outside a function)
     return updated, new_tree
 
 

@@ -10,6 +10,7 @@ import ast
 import bisect
 import difflib
 import re
+from dataclasses import dataclass
 from typing import AbstractSet, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -233,12 +234,21 @@ def _paths(statement: cst.CSTNode, targets: Set[int]) -> Optional[Set[int]]:
     return on_path
 
 
+@dataclass(frozen=True)
+class Spliced:
+    """The fixed text, and each statement it rebuilt: (its first row in the old text, its
+    old text, its new text), so that a check of what changed can look at those alone."""
+
+    text: str
+    pieces: Tuple[Tuple[int, str, str], ...]
+
+
 def splice_fixes(
     module: cst.Module,
     source: str,
     tree: ast.Module,
-    fixes: Sequence[Tuple[NodeFix, Sequence[Tuple[int, int]]]],
-) -> Optional[str]:
+    fixes: Sequence[Tuple[NodeFix, Sequence[int]]],
+) -> Optional[Spliced]:
     """``apply_fixes(module, ...).code`` made without rebuilding or rendering the module:
     each top-level statement holding a replaced node is rebuilt along the paths to those
     nodes, rendered, checked to parse on its own, and put in place of its text in
@@ -264,6 +274,7 @@ def splice_fixes(
             targets.setdefault(index, set()).add(id(old))
             replacements[id(old)] = new
     pieces: List[str] = []
+    rebuilt: List[Tuple[int, str, str]] = []
     at = 0
     for index in sorted(targets):
         statement = module.body[index]
@@ -288,9 +299,10 @@ def splice_fixes(
         except Exception:  # noqa: BLE001 - any failure: let the whole-module path decide
             return None
         pieces += [source[at:start], text]
+        rebuilt.append((starts[index] + 1, original, text))
         at = end
     pieces.append(source[at:])
-    return "".join(pieces)
+    return Spliced("".join(pieces), tuple(rebuilt))
 
 
 def _as_nodes(result) -> List[cst.CSTNode]:

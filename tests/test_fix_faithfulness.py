@@ -111,9 +111,12 @@ def test_a_fix_whose_result_changes_a_line_it_does_not_edit_is_skipped(monkeypat
 
     real_splice = fixer.splice_fixes
 
-    def meddling_splice(*args):  # the fast path (only the fixed statements rendered)
-        text = real_splice(*args)
-        return None if text is None else text.replace("z = 2", "z = 3")
+    def meddling_splice(*args):  # the fast path: as if it had rebuilt `z = 2` wrongly too
+        spliced = real_splice(*args)
+        if spliced is None:
+            return None
+        pieces = (*spliced.pieces, (3, "z = 2\n", "z = 3\n"))
+        return type(spliced)(spliced.text.replace("z = 2", "z = 3"), pieces)
 
     monkeypatch.setattr(fixer, "apply_fixes", meddling)
     monkeypatch.setattr(fixer, "splice_fixes", meddling_splice)

@@ -67,7 +67,7 @@ def test_splicing_statements_equals_rendering_the_module(source):
     if spliced is None:
         assert any(p.fix.imports for p in plan), "only an import to add may need the whole module"
         return
-    assert spliced == apply_fixes(lint.module, [p.fix for p in plan]).code
+    assert spliced.text == apply_fixes(lint.module, [p.fix for p in plan]).code
 
 
 def test_splicing_keeps_the_text_around_the_statements_byte_for_byte():
@@ -80,8 +80,10 @@ def test_splicing_keeps_the_text_around_the_statements_byte_for_byte():
 
     node_fix = NodeFix(fix, Applicability.UNSAFE, "m")
     spliced = splice_fixes(module, source, ast.parse(source), [(node_fix, [6])])
-    assert spliced == source.replace("torch.nn.DataParallel", "torch.nn.Identity")
-    assert spliced == apply_fixes(module, [node_fix]).code
+    assert spliced.text == source.replace("torch.nn.DataParallel", "torch.nn.Identity")
+    assert spliced.text == apply_fixes(module, [node_fix]).code
+    # the statement with its leading blank lines, from row 4
+    assert spliced.pieces == ((4, "\n\nx = torch.nn.DataParallel(m)\r\n", "\n\nx = torch.nn.Identity(m)\r\n"),)
 
 
 @pytest.mark.parametrize(
