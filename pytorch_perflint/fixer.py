@@ -7,9 +7,9 @@ arguments to the same call, which are merged. A result that does not parse is ne
 returned as fixed.
 
 On a large file a round must not cost much more than its lint: only the top-level
-statements the fixes touch are rebuilt and rendered (``transform.splice_fixes``), and the
-next round's lint is the whole-module LibCST re-parse (a text it cannot parse undoes the
-round).
+statements the fixes touch are rebuilt, rendered and re-parsed by LibCST
+(``transform.splice_fixes``); the whole text is compiled by Python, and the next round's
+lint reuses the old tree with those statements swapped in instead of parsing it all again.
 """
 
 from __future__ import annotations
@@ -207,12 +207,13 @@ def _merged(clashes: List[_Planned], candidate: FixCandidate) -> Optional[NodeFi
     )
 
 
-def _render(lint: FileLint, source: str, tree: Optional[ast.Module], plan: Sequence[_Planned], path: Path) -> Tuple[str, ast.Module]:
-    """The text after this round's fixes, and its ``ast`` tree. Only the statements the
-    fixes touch are rebuilt and rendered (``splice_fixes``) when that can be done with
-    certainty, else the whole module. Either way the result must parse, with LibCST (the
-    rebuilt statements, or the whole module) and with Python's own compiler (the whole
-    text); any failure raises."""
+def _render(
+    lint: FileLint, source: str, tree: Optional[ast.Module], plan: Sequence[_Planned], path: Path
+) -> Tuple[str, ast.Module, Optional[cst.Module]]:
+    """The text after this round's fixes, its ``ast`` tree, and its LibCST tree when it
+    comes for free. Only the statements the fixes touch are rebuilt, rendered and re-parsed
+    by LibCST (``splice_fixes``) when that can be done with certainty, else the whole
+    module; either way Python's compiler checks the whole text. Any failure raises."""
     assert lint.module is not None
     spliced = None
     if tree is not None:
@@ -223,7 +224,7 @@ def _render(lint: FileLint, source: str, tree: Optional[ast.Module], plan: Seque
     flags = _compile_flags(path)
     new_tree = compile_python(updated, path, flags=flags | ast.PyCF_ONLY_AST)
     compile_python(new_tree, path, flags=flags)  # the compiler's checks too ('return' outside a function)
-    return updated, new_tree
+    return updated, new_tree, spliced.module if spliced is not None else None
 
 
 def _parse_failed(lint: FileLint) -> bool:
@@ -274,7 +275,7 @@ def _fix_source(
             break
         codes = ", ".join(sorted({d.code for p in plan for d in p.diagnostics}))
         try:
-            updated, new_tree = _render(lint, current, tree, plan, path)
+            updated, new_tree, new_module = _render(lint, current, tree, plan, path)
         except _Unfaithful as error:
             fix_errors.append(f"{path}: fix for {codes} was not applied: {error}")
             break
@@ -284,7 +285,9 @@ def _fix_source(
         if updated in seen_texts:
             break  # a fix that brings back an earlier text would loop forever
         seen_texts.add(updated)
-        new_lint = lint_source(updated, path, settings, with_edits=False, rules=rules)
+        # The next lint reuses both trees (the engine's own ast parse has no notebook flags).
+        reuse_tree = new_tree if not _compile_flags(path) else None
+        new_lint = lint_source(updated, path, settings, with_edits=False, rules=rules, module=new_module, tree=reuse_tree)
         if _parse_failed(new_lint):
             fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse with LibCST")
             break

@@ -241,6 +241,9 @@ class Spliced:
 
     text: str
     pieces: Tuple[Tuple[int, str, str], ...]
+    # The LibCST tree of ``text``: the old module with the rebuilt statements as LibCST
+    # parsed them (None when that cannot be had with certainty: parse ``text``).
+    module: Optional[cst.Module] = None
 
 
 def splice_fixes(
@@ -275,6 +278,12 @@ def splice_fixes(
             replacements[id(old)] = new
     pieces: List[str] = []
     rebuilt: List[Tuple[int, str, str]] = []
+    replaced: Dict[int, Sequence[cst.BaseStatement]] = {}
+    try:
+        config: Optional[cst.PartialParserConfig] = module.config_for_parsing
+    except ValueError:  # an indentation LibCST's config refuses (form feeds): no reuse
+        config = None
+    reusable = config is not None
     at = 0
     for index in sorted(targets):
         statement = module.body[index]
@@ -295,14 +304,30 @@ def splice_fixes(
                 return None
         text = "".join(module.code_for_node(node) for node in new_nodes)
         try:
-            cst.parse_module(text)  # the rebuilt statements re-parse on their own
+            # The rebuilt statements re-parse on their own, as the module would parse them.
+            reparsed = cst.parse_module(text, config) if config is not None else cst.parse_module(text)
         except Exception:  # noqa: BLE001 - any failure: let the whole-module path decide
             return None
+        statements = list(reparsed.body)
+        if reparsed.header and statements:
+            # Alone, the statement's leading blank and comment lines parse as the module's
+            # header; in the module they are the statement's own.
+            first = statements[0]
+            statements[0] = first.with_changes(leading_lines=[*reparsed.header, *first.leading_lines])
+        elif reparsed.header:
+            reusable = False
+        if reparsed.footer:
+            reusable = False  # trailing lines: where they belong, only the whole parse says
+        replaced[index] = statements
         pieces += [source[at:start], text]
         rebuilt.append((starts[index] + 1, original, text))
         at = end
     pieces.append(source[at:])
-    return Spliced("".join(pieces), tuple(rebuilt))
+    new_module = None
+    if reusable:
+        body = [new for index, old in enumerate(module.body) for new in replaced.get(index, (old,))]
+        new_module = module.with_changes(body=body)
+    return Spliced("".join(pieces), tuple(rebuilt), new_module)
 
 
 def _as_nodes(result) -> List[cst.CSTNode]:

@@ -1,7 +1,7 @@
 """The fixer's fast paths give what the plain algorithm gives.
 
-On a large file the fixer rebuilds and renders only the statements its fixes touch
-(`splice_fixes`), and merges fixes that add keyword arguments to the same call
+On a large file the fixer rebuilds, renders and re-parses only the statements its fixes
+touch (`splice_fixes`), lints the old tree with those statements swapped in, and merges fixes that add keyword arguments to the same call
 (`merge_keyword_additions`) instead of spending a lint of the whole file per fix. Both
 must produce the text of the plain algorithm: every fix on the whole module, overlapping
 fixes one round later. These tests run both on every fixture and rule example, with every
@@ -68,6 +68,10 @@ def test_splicing_statements_equals_rendering_the_module(source):
         assert any(p.fix.imports for p in plan), "only an import to add may need the whole module"
         return
     assert spliced.text == apply_fixes(lint.module, [p.fix for p in plan]).code
+    # The next round lints the old tree with the rebuilt statements swapped in: it must be
+    # the tree LibCST makes of the whole text.
+    assert spliced.module is not None
+    assert spliced.module.deep_equals(cst.parse_module(spliced.text))
 
 
 def test_splicing_keeps_the_text_around_the_statements_byte_for_byte():
@@ -82,6 +86,7 @@ def test_splicing_keeps_the_text_around_the_statements_byte_for_byte():
     spliced = splice_fixes(module, source, ast.parse(source), [(node_fix, [6])])
     assert spliced.text == source.replace("torch.nn.DataParallel", "torch.nn.Identity")
     assert spliced.text == apply_fixes(module, [node_fix]).code
+    assert spliced.module is not None and spliced.module.deep_equals(cst.parse_module(spliced.text))
     # the statement with its leading blank lines, from row 4
     assert spliced.pieces == ((4, "\n\nx = torch.nn.DataParallel(m)\r\n", "\n\nx = torch.nn.Identity(m)\r\n"),)
 
@@ -134,3 +139,29 @@ def test_a_dataloader_gets_its_keywords_in_one_round_and_the_counts_say_so(monke
     assert outcome.source == plain_fix(source)
     assert [(code, count) for code, _, count in outcome.fixes] == [("TPF101", 1), ("TPF102", 1)]
     assert len(lints) == 2  # one lint to find both, one to see that nothing is left
+
+
+LAYOUTS = [
+    "# top comment\n\nimport x\n\n# lead\n\ndef f():\n    y = slow(1)\n    # trailing in the body\n\n# after\nz = 1\n",
+    "class A:\n    def m(self):\n        return slow(2)\n\n    # between\n    def n(self):\n        pass\n",
+    "if a:\n    slow(1)\nelse:\n    pass\n# end of file\n",
+    "a = slow(1); b = 2\r\nc = 3\r\n",
+    "x = [\n    slow(1),  # keep\n    2,\n]\n\n\n\ny = 1\n",
+    "def f():\n\tif x:\n\t\treturn slow(1)\n\treturn 0\n",
+    "x = slow(1)",  # no final newline: the whole-module path
+]
+
+
+@pytest.mark.parametrize("source", LAYOUTS)
+def test_splicing_keeps_every_layout_and_its_tree_is_the_parsed_one(source):
+    from fix_rules import SlowCall
+
+    lint = lint_source(source, Path("m.py"), SETTINGS, with_edits=False, rules=[SlowCall])
+    plan = _choose(lint.candidates, SETTINGS, None)
+    spliced = splice_fixes(lint.module, source, ast.parse(source), [(p.fix, [r[0][0] for r in p.ranges]) for p in plan])
+    if spliced is not None:
+        assert spliced.text == apply_fixes(lint.module, [p.fix for p in plan]).code
+        if spliced.module is not None:
+            assert spliced.module.deep_equals(cst.parse_module(spliced.text))
+    outcome = fix_source(source, Path("m.py"), SETTINGS, rules=[SlowCall])
+    assert outcome.source == source.replace("slow(", "fast(") and not outcome.fix_errors
