@@ -15,7 +15,7 @@ from pytorch_perflint.cli import main
 from pytorch_perflint.engine import lint_source
 from pytorch_perflint.output.summary import fixed_sentence, summary_lines
 from pytorch_perflint.rule import Rule
-from pytorch_perflint.testing import invalid_cases, settings_with
+from pytorch_perflint.testing import fixtures, invalid_cases, settings_with
 from pytorch_perflint.types import Applicability, RunSummary
 
 # TPF101 (unsafe) and TPF102 (safe) fire now; once `pin_memory=True` is in, the two `.cuda()`
@@ -114,11 +114,13 @@ def test_rules_tables_show_safe_unsafe_where_it_depends():
 
 @pytest.mark.parametrize("rule", registry.all_rules(), ids=lambda r: r.code)
 def test_declared_fix_safety_covers_what_the_examples_get(rule):
-    """Each rule's examples get only the applicabilities it declares, and a rule that
-    declares several shows each of them in its examples."""
+    """Each rule's examples and fixtures get only the applicabilities it declares, and a
+    rule that declares several shows each of them there."""
     seen = set()
-    for _, _, case in invalid_cases((rule,)):
-        lint = lint_source(case.code, Path("example.py"), settings_with(case.options), rules=[rule])
+    cases = [(case.code, case.options) for _, _, case in invalid_cases((rule,))]
+    cases += [(fixture.source, fixture.options) for fixture in fixtures() if fixture.code == rule.code]
+    for code, options in cases:
+        lint = lint_source(code, Path("example.py"), settings_with(options), rules=[rule])
         seen.update(d.fix.applicability for d in lint.diagnostics if d.fix is not None)
     assert seen <= set(rule.applicabilities()), (rule.code, seen)
     if len(rule.applicabilities()) > 1:
