@@ -138,19 +138,28 @@ def table(infos: Sequence[Dict[str, Any]]) -> Any:
     from rich.table import Table
 
     out = Table(show_lines=False)
-    for column in ("Code", "Name", "Fix", "Preview", "Default"):
+    for column in ("Code", "Name", "Fix", "Notes"):
         out.add_column(column, no_wrap=True)
-    out.add_column("Summary", overflow="fold", ratio=1)
+    out.add_column("Summary", ratio=1)
     for info in infos:
-        out.add_row(
-            info["code"],
-            info["name"],
-            info["fix"] or "none",
-            "yes" if info["preview"] else "no",
-            "on" if info["default"] else "off",
-            brief(info["summary"]),
-        )
+        out.add_row(info["code"], info["name"], info["fix"] or "none", _notes(info), brief(info["summary"]))
     return out
+
+
+def _table_fits(infos: Sequence[Dict[str, Any]], width: int) -> bool:
+    """Whether the table leaves its summary column room for the longest word (a code span
+    such as `torch.backends.cudnn.benchmark`), so that no word is folded."""
+    fixed = sum(
+        max(len(title), *(len(value(info)) for info in infos)) + 3
+        for title, value in (
+            ("Code", lambda i: i["code"]),
+            ("Name", lambda i: i["name"]),
+            ("Fix", lambda i: i["fix"] or "none"),
+            ("Notes", _notes),
+        )
+    )
+    longest = max(len(word) for info in infos for word in brief(info["summary"]).split())
+    return width - fixed - 4 >= longest
 
 
 def show(infos: Sequence[Dict[str, Any]], console: Any) -> None:
@@ -158,7 +167,7 @@ def show(infos: Sequence[Dict[str, Any]], console: Any) -> None:
     if not console.is_terminal:
         for line in lines_for_pipe(infos):
             console.file.write(line + "\n")
-    elif console.width >= WIDE:
+    elif console.width >= WIDE and _table_fits(infos, console.width):
         console.print(table(infos))
     else:
         for line in lines_for_narrow(infos, console.width):

@@ -30,7 +30,7 @@ def _words(text: str) -> list:
 
 
 def _allowed_words() -> set:
-    words = {"fix:", "none", "(off", "by", "default)", "(preview)", "[off", "default]", "[preview]", "Code", "Name", "Fix", "Preview", "Default", "Summary", "yes", "no", "on", "off", "-"}
+    words = {"fix:", "none", "(off", "by", "default)", "(preview)", "[off", "default]", "[preview]", "Code", "Name", "Fix", "Notes", "Summary", "preview", "off", "by", "default", "-", ","}
     for info in INFOS:
         words.update((info["code"], info["name"], info["fix"] or "none"))
         words.update(brief(info["summary"]).split())
@@ -59,7 +59,7 @@ def test_narrow_terminal_is_a_short_list_not_a_squeezed_table():
 
 def test_wide_terminal_gets_the_table():
     text = _render(120, True)
-    assert "┃ Code" in text and "Summary" in text
+    assert "┃ Code" in text and "Summary" in text and "│ unsafe/display-only │" in text
     assert all(len(line) <= 120 for line in text.splitlines())
 
 
