@@ -139,11 +139,6 @@ def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
     return {key: entry for key, entry in files.items() if isinstance(entry, dict)}
 
 
-def cache_dir(settings: Settings) -> Path:
-    """Where the cache of the project these settings belong to lives (``clean`` removes it)."""
-    return Path(settings.project_root or os.getcwd()) / CACHE_DIR
-
-
 class Cache:
     """The cache of one project root for one set of settings."""
 

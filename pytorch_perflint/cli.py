@@ -449,12 +449,14 @@ def clean_command(quiet: bool) -> None:
     import os
     import shutil
 
-    from .cache import CACHE_DIR, cache_dir
+    from .cache import CACHE_DIR, project_root
     from .config import ConfigError, load_settings
 
     found = []
     try:
-        found.append(cache_dir(load_settings(["."])))
+        root = project_root(load_settings(["."]), Path("."))  # where a run from here caches
+        if root is not None:
+            found.append(root / CACHE_DIR)
     except ConfigError as error:  # a broken config must not keep its cache from going
         click.echo(f"warning: {error}", err=True)
     for folder, subfolders, _ in os.walk("."):
