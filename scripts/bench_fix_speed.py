@@ -92,8 +92,9 @@ def build(lines: int) -> str:
 
 
 def run(args: List[str]) -> Tuple[float, float, subprocess.CompletedProcess]:
-    """Wall seconds and peak RSS (MB) of one CLI run in a fresh process."""
-    command = [sys.executable, "-c", "import resource, sys\nfrom pytorch_perflint.cli import main\ntry:\n    main(sys.argv[1:])\nfinally:\n    print(f'maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)", *args]
+    """Wall seconds and peak RSS (MB) of one CLI run in a fresh process: the larger of the
+    CLI process and its worker processes (files are linted in workers)."""
+    command = [sys.executable, "-c", "import resource, sys\nfrom pytorch_perflint.cli import main\ntry:\n    main(sys.argv[1:])\nfinally:\n    print(f'maxrss {max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))}', file=sys.stderr)", *args]
     start = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - start
