@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
-import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
