@@ -29,6 +29,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT
 LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "bench": ("pytorch_perflint.bench.cli", "bench", "Measure each fix's speed-up on this machine."),
     "server": ("pytorch_perflint.lsp.command", "server", "Run the language server (LSP) on stdin/stdout."),
+    "clean": ("pytorch_perflint.clean", "clean_command", "Remove the lint caches of this folder, its subfolders and its project."),
 }
 
 
@@ -436,45 +437,6 @@ def _add_noqa(paths: Tuple[str, ...], settings, *, use_stdin: bool, conflicts: b
         if skipped:
             click.echo(f"warning: {_plural(skipped, 'finding')} left: no comment can end the lines they are on", err=True)
     sys.exit(EXIT_ERROR if errors else EXIT_OK)
-
-
-# ----------------------------------------------------------------------------------------
-# clean
-
-
-@main.command("clean")
-@click.option("-q", "--quiet", is_flag=True, help="Say nothing.")
-def clean_command(quiet: bool) -> None:
-    """Remove the lint caches of this folder, its subfolders and its project."""
-    import os
-    import shutil
-
-    from .cache import CACHE_DIR, project_root
-    from .config import ConfigError, load_settings
-
-    found = []
-    try:
-        root = project_root(load_settings(["."]), Path("."))  # where a run from here caches
-        if root is not None:
-            found.append(root / CACHE_DIR)
-    except ConfigError as error:  # a broken config must not keep its cache from going
-        click.echo(f"warning: {error}", err=True)
-    for folder, subfolders, _ in os.walk("."):
-        if CACHE_DIR in subfolders:
-            found.append(Path(folder, CACHE_DIR))
-            subfolders.remove(CACHE_DIR)
-    failed = False
-    for path in dict.fromkeys(Path(os.path.abspath(p)) for p in found):
-        if not path.is_dir() or path.is_symlink():
-            continue
-        if not quiet:
-            click.echo(f"Removing cache at: {os.path.relpath(path)}", err=True)
-        try:
-            shutil.rmtree(path)
-        except OSError as error:
-            click.echo(f"error: {path}: cannot remove: {error.strerror or error}", err=True)
-            failed = True
-    sys.exit(EXIT_ERROR if failed else EXIT_OK)
 
 
 # ----------------------------------------------------------------------------------------
