@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+from .output import FORMATS as OUTPUT_FORMATS  # light: no rich, no libcst
 from .testfiles import DEFAULT_POLICY as DEFAULT_TEST_FILES, POLICIES as TEST_FILE_POLICIES
 
 # The time limit per file, in seconds: far above what any real file takes (the torch
@@ -26,9 +27,10 @@ DEFAULT_FILE_TIMEOUT = 120.0
 
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
-
-OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
 TABLE = "pytorch-perflint"
+# The output format from the environment: above the config file, below --output-format
+# (ruff's RUFF_OUTPUT_FORMAT).
+OUTPUT_FORMAT_ENV = "PYTORCH_PERFLINT_OUTPUT_FORMAT"
 # Standalone config files, checked before pyproject.toml in each folder (ruff's order).
 STANDALONE_NAMES = (".pytorch-perflint.toml", "pytorch-perflint.toml")
 
@@ -73,6 +75,8 @@ class Settings:
     force_exclude: bool = False
     # Seconds one file may take before it is reported as not linted (0: no limit).
     file_timeout: float = DEFAULT_FILE_TIMEOUT
+    # Report findings on lines with a `# noqa` comment too (--ignore-noqa; flag only).
+    ignore_noqa: bool = False
 
 
 class ConfigError(Exception):
@@ -211,11 +215,16 @@ def _quote_key(key: str) -> str:
 # Finding and reading the file.
 
 
-def _load_toml(path: Path) -> Dict[str, Any]:
+def _toml() -> Any:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on Python < 3.11 only
         import tomli as tomllib
+    return tomllib
+
+
+def _load_toml(path: Path) -> Dict[str, Any]:
+    tomllib = _toml()
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
@@ -268,16 +277,57 @@ def read_config(path: Path) -> Dict[str, Any]:
     if table is None:
         raise ConfigError(f"{path}: no [tool.{TABLE}] table")
     prefix = f"[tool.{TABLE}]" if path.name == "pyproject.toml" else ""
+    return _parse_table(table, f"{path}: {prefix}{' ' if prefix else ''}", f"{path}: unknown key {{key!r}} in {prefix or 'the config'}")
+
+
+def _parse_table(table: Mapping[str, Any], where: str, unknown: str) -> Dict[str, Any]:
+    """Settings field -> value for a table of config keys; ``where`` prefixes the key in
+    messages about a value, ``unknown`` (formatted with ``key``) starts the message about a
+    key that does not exist."""
     values: Dict[str, Any] = {}
     for key, raw in table.items():
-        where = f"{path}: {prefix}{' ' if prefix else ''}{_quote_key(key)}"
         if key not in _KEYS:
             hint = difflib.get_close_matches(key.replace("_", "-"), KNOWN_KEYS, n=1)
             suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
-            raise ConfigError(f"{path}: unknown key {key!r} in {prefix or 'the config'}{suggestion}; known keys: {', '.join(KNOWN_KEYS)}")
+            raise ConfigError(f"{unknown.format(key=key)}{suggestion}; known keys: {', '.join(KNOWN_KEYS)}")
         name, parse = _KEYS[key]
-        values[name] = parse(raw, where)
+        values[name] = parse(raw, f"{where}{_quote_key(key)}")
     return values
+
+
+# --------------------------------------------------------------------------------------
+# --config: a config file, or inline `key = value` overrides (ruff's two meanings).
+
+_CONFIG_TIP = "a --config value is either a path to a .toml config file or a TOML `key = value` pair, e.g. --config 'ignore = [\"TPF501\"]'"
+
+
+def parse_config_arguments(values: Sequence[str]) -> Tuple[Optional[str], Dict[str, Any]]:
+    """Split ``--config`` values into the config file (at most one) and the inline
+    ``key = value`` overrides, as a table of raw TOML values (checked by ``load_settings``).
+
+    A value that names an existing file is a path; one with ``=`` is TOML; anything else is a
+    path that does not exist.
+    """
+    path: Optional[str] = None
+    inline: Dict[str, Any] = {}
+    for value in values:
+        if os.path.isfile(value) or "=" not in value:
+            if path is not None:
+                raise ConfigError(f"--config {value}: only one config file can be given (the other was {path})")
+            if not os.path.isfile(value):
+                raise ConfigError(f"{value}: config file not found ({_CONFIG_TIP})")
+            path = value
+            continue
+        try:
+            table = _toml().loads(value)
+        except _toml().TOMLDecodeError as error:
+            raise ConfigError(f"--config {value!r}: not valid TOML ({error}); {_CONFIG_TIP}") from None
+        for key, raw in table.items():
+            if key == "tool" and isinstance(raw, dict) and TABLE in raw and isinstance(raw[TABLE], dict):
+                inline.update(raw[TABLE])  # --config 'tool.pytorch-perflint.preview = true'
+            else:
+                inline[key] = raw
+    return path, inline
 
 
 # --------------------------------------------------------------------------------------
@@ -295,8 +345,14 @@ def load_settings(
     paths: Sequence[Union[str, Path]] = (),
     config_file: Optional[Union[str, Path]] = None,
     overrides: Optional[Mapping[str, Any]] = None,
+    inline: Optional[Mapping[str, Any]] = None,
+    environ: Optional[Mapping[str, str]] = None,
 ) -> Settings:
     """Settings for a run on ``paths``: the config file merged with the flags.
+
+    Layers, lowest first: the defaults, the config file, ``inline`` (``--config 'key =
+    value'``: raw TOML values by config key, replacing the file's), the environment's
+    ``PYTORCH_PERFLINT_OUTPUT_FORMAT`` (``environ``, default ``os.environ``), the flags.
 
     ``overrides`` maps Settings field names to values from the command line; ``None``
     values mean "not given". Selection layers as in ruff: a ``--select`` on the command line
@@ -323,6 +379,11 @@ def load_settings(
         values["config_path"] = str(path)
     else:
         values["project_root"] = os.getcwd()
+    if inline:
+        values.update(_parse_table(inline, "--config ", "--config: unknown key {key!r}"))
+    env_format = (os.environ if environ is None else environ).get(OUTPUT_FORMAT_ENV, "").strip()
+    if env_format:
+        values["output_format"] = _output_format(env_format, OUTPUT_FORMAT_ENV)
 
     for name in _SELECTOR_FIELDS:
         if name in overrides:
@@ -344,3 +405,21 @@ def load_settings(
         merged["extend_select"] = tuple(overrides.get("extend_select", ()))
         merged["ignore"] = tuple(overrides.get("ignore", ()))
     return Settings(**merged)
+
+
+def as_table(settings: Settings) -> Dict[str, Any]:
+    """The settings as config keys and TOML-ready values (``--show-settings``); a key left
+    at "not set" (None) is omitted."""
+    table: Dict[str, Any] = {}
+    for key, (name, _) in _KEYS.items():
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if name == "target_torch_version":
+            value = f"{value[0]}.{value[1]}"
+        elif name == "per_file_ignores":
+            value = {pattern: list(selectors) for pattern, selectors in value}
+        elif isinstance(value, tuple):
+            value = list(value)
+        table[key] = value
+    return table

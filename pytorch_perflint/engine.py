@@ -18,7 +18,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
 
@@ -80,7 +80,7 @@ def rules_for(path: Path, settings: Settings) -> Tuple[FrozenSet[str], Tuple[Typ
 _LIBCST_ROW = re.compile(r"error at (\d+):\d+")
 
 
-def compile_python(source: str, path: Path, flags: int = ast.PyCF_ONLY_AST):
+def compile_python(source: Union[str, ast.Module], path: Path, flags: int = ast.PyCF_ONLY_AST):
     """Python's own ``compile`` of the user's code (an ``ast`` tree by default), with the
     warnings it raises about that code (``"\\d"``, ``x is 1``) silenced: they are the
     user's business, printed they would clutter every run (in each worker), and under
@@ -334,7 +334,9 @@ _NO_TREE_SCREEN: set = set()
 _EMPTY_TREE = ast.Module(body=[], type_ignores=[])
 
 
-def _screen_with_ast(active: List[Type[Rule]], source: str) -> Tuple[List[Type[Rule]], Optional[ast.Module]]:
+def _screen_with_ast(
+    active: List[Type[Rule]], source: str, parsed: Optional[ast.Module] = None
+) -> Tuple[List[Type[Rule]], Optional[ast.Module]]:
     """Drop the rules whose ast pre-screen says they cannot fire (one ``ast.parse``, and
     only when a candidate rule has such a screen), and give the ``ast`` tree when it was
     parsed (None: not tried, or a syntax error, when every rule stays: LibCST reports it)."""
@@ -346,7 +348,7 @@ def _screen_with_ast(active: List[Type[Rule]], source: str) -> Tuple[List[Type[R
     if not screened:
         return active, None
     try:
-        tree = compile_python(source, Path("<unknown>"))
+        tree = parsed if parsed is not None else compile_python(source, Path("<unknown>"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return active, None
     return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)], tree
@@ -400,14 +402,19 @@ def lint_source(
     with_edits: bool = True,
     rules: Optional[Sequence[Type[Rule]]] = None,
     keep_module: bool = True,
+    module: Optional[cst.Module] = None,
+    tree: Optional[ast.Module] = None,
 ) -> FileLint:
     """Lint one source text. ``rules`` overrides the selection (the tests use it).
 
     ``keep_module=False`` says the caller wants the diagnostics only (no ``module`` to fix,
     no fix candidates, no edits): then a large file may be parsed only in part.
+    ``module`` and ``tree``: the LibCST and ``ast`` trees of exactly ``source``, when the
+    caller has them (the fixer builds the next round's from the last one's), so that a large
+    file is not parsed again.
     """
     with _collector_paused():
-        return _lint_source(source, path, settings, with_edits, rules, keep_module)
+        return _lint_source(source, path, settings, with_edits, rules, keep_module, module, tree)
 
 
 def _lint_source(
@@ -417,6 +424,8 @@ def _lint_source(
     with_edits: bool,
     rules: Optional[Sequence[Type[Rule]]],
     keep_module: bool = True,
+    parsed: Optional[cst.Module] = None,
+    parsed_tree: Optional[ast.Module] = None,
 ) -> FileLint:
     result = FileLint(path=path, source=source)
     if rules is None:
@@ -424,7 +433,7 @@ def _lint_source(
     else:
         rule_classes = tuple(rules)
         codes = frozenset(r.code for r in rule_classes) | {"TPF001", "TPF003"}
-    if _FILE_NOQA.search(source):
+    if _FILE_NOQA.search(source) and not settings.ignore_noqa:
         return result
     test_policy = policy_for(path, settings.test_files, settings.project_root)
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
@@ -433,7 +442,7 @@ def _lint_source(
     active = [r for r in rule_classes if r.could_fire(source)]
     if any(r.needs_cuda for r in active) and not mentions_cuda(source):
         active = [r for r in active if not r.needs_cuda]
-    active, tree = _screen_with_ast(active, source)
+    active, tree = _screen_with_ast(active, source, parsed_tree)
     if not active:
         # Nothing can fire: a cheap syntax check stands in for the LibCST parse, and every
         # `noqa` naming one of our codes is unused.
@@ -446,7 +455,10 @@ def _lint_source(
     if not keep_module and active and tree is not None:
         narrowed = _narrowed(source, tree, active)
     try:
-        module = cst.parse_module(narrowed if narrowed is not None else source)
+        if parsed is not None and narrowed is None:
+            module = parsed
+        else:
+            module = cst.parse_module(narrowed if narrowed is not None else source)
     except RecursionError:
         result.errors.append(f"{path}: too deeply nested to parse")
         return result
@@ -484,8 +496,8 @@ def _lint_source(
             if key in seen:
                 continue
             seen.add(key)
-            if _suppressed(diagnostic, noqa, used):
-                continue
+            if _suppressed(diagnostic, noqa, used) and not settings.ignore_noqa:
+                continue  # (--ignore-noqa still notes which comments matched, for TPF002)
             result.diagnostics.append(diagnostic)
             if candidate is not None and narrowed is None:
                 result.candidates.append(candidate)

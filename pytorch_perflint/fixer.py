@@ -2,14 +2,21 @@
 
 Each round lints, picks the applicable fixes whose replaced nodes do not overlap, applies
 them on the tree, renders, and checks the result re-parses. Overlapping fixes wait for the
-next round (they are found again on the new text). A result that does not parse is never
+next round (they are found again on the new text), except fixes that only add keyword
+arguments to the same call, which are merged. A result that does not parse is never
 returned as fixed.
+
+On a large file a round must not cost much more than its lint: only the top-level
+statements the fixes touch are rebuilt, rendered and re-parsed by LibCST
+(``transform.splice_fixes``); the whole text is compiled by Python, and the next round's
+lint reuses the old tree with those statements swapped in instead of parsing it all again.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
@@ -18,9 +25,18 @@ import libcst as cst
 
 from . import registry
 from .config import Settings
-from .engine import FileLint, FixCandidate, compile_python, lint_source
-from .rule import Rule
-from .transform import apply_fixes, first_foreign_change, lines_of, overlaps, transplant
+from .engine import FileLint, FixCandidate, _collector_paused, compile_python, lint_source
+from .rule import NodeFix, Rule
+from .transform import (
+    Spliced,
+    apply_fixes,
+    first_foreign_change,
+    lines_of,
+    merge_keyword_additions,
+    overlaps,
+    splice_fixes,
+    transplant,
+)
 from .types import Applicability, Diagnostic
 
 MAX_ROUNDS = 10
@@ -35,6 +51,11 @@ class FixOutcome:
     diagnostics: Tuple[Diagnostic, ...]
     errors: Tuple[str, ...] = ()
     fix_errors: Tuple[str, ...] = ()
+    # (code, name, count) of the fixes that went in, by rule, for --show-fixes.
+    fixes: Tuple[Tuple[str, str, int], ...] = ()
+    # How many findings the text had before any fix: what `check` reports. Fixes can reveal
+    # more (a fix makes another rule's pattern appear), so ``fixed`` may exceed it.
+    found_before: int = 0
 
 
 def _fixable_codes(settings: Settings) -> Optional[frozenset]:
@@ -64,14 +85,34 @@ def is_applicable(candidate_or_kind, settings: Settings, fixable: Optional[froze
     return True
 
 
-def _choose(candidates: Sequence[FixCandidate], settings: Settings, fixable: Optional[frozenset]) -> List[FixCandidate]:
-    chosen: List[FixCandidate] = []
+@dataclass
+class _Planned:
+    """A fix this round applies, and the findings it fixes (two, when two fixes that add
+    keyword arguments to one call were merged)."""
+
+    fix: NodeFix
+    ranges: Tuple[Tuple[Tuple[int, int], Tuple[int, int]], ...]
+    diagnostics: List[Diagnostic]
+
+
+def _choose(candidates: Sequence[FixCandidate], settings: Settings, fixable: Optional[frozenset]) -> List[_Planned]:
+    """The fixes to apply this round: every applicable one that overlaps none chosen before
+    it. A fix that only adds keyword arguments to a call another chosen fix also only adds
+    keyword arguments to is merged into it (``merge_keyword_additions``): applied one per
+    round they would cost a whole extra lint of the file each; any other overlapping fix
+    waits for the next round."""
+    chosen: List[_Planned] = []
     for candidate in candidates:
         if not is_applicable(candidate, settings, fixable):
             continue
-        if any(overlaps(candidate.ranges, other.ranges) for other in chosen):
+        clashes = [planned for planned in chosen if overlaps(candidate.ranges, planned.ranges)]
+        if not clashes:
+            chosen.append(_Planned(candidate.fix, candidate.ranges, [candidate.diagnostic]))
             continue
-        chosen.append(candidate)
+        merged = _merged(clashes, candidate)
+        if merged is not None:
+            clashes[0].fix = merged
+            clashes[0].diagnostics.append(candidate.diagnostic)
     return chosen
 
 
@@ -85,7 +126,7 @@ class _Unfaithful(Exception):
     """The fixed text would change lines no fix edits; the message says which."""
 
 
-def _own_rows(source: str, chosen: Sequence[FixCandidate]) -> FrozenSet[int]:
+def _own_rows(source: str, chosen: Sequence["_Planned"]) -> FrozenSet[int]:
     """The rows the chosen fixes replace, with the comment and blank lines just above and
     below each (a replaced statement carries those above, a replaced block those below)."""
     lines = lines_of(source)
@@ -108,15 +149,26 @@ def _own_rows(source: str, chosen: Sequence[FixCandidate]) -> FrozenSet[int]:
 _LOSSY = re.compile(r"\x0c|\r(?!\n)")
 
 
-def _faithful(module: cst.Module, source: str, chosen: Sequence[FixCandidate]) -> str:
+def _faithful(module: cst.Module, source: str, chosen: Sequence["_Planned"], spliced: Optional[Spliced] = None) -> str:
     """The source with the chosen fixes applied, changed only on the fixes' own lines.
 
     LibCST renders the whole fixed tree. Where the source holds bytes its rendering loses
     (a form feed, a lone carriage return), only the changed lines are taken from it, and a
     changed line it renders differently refuses the fix. Whatever the cause, a change to a
     line no fix edits refuses it too.
+
+    ``spliced``: what ``splice_fixes`` made, which renders only the statements the fixes
+    touch and keeps every other byte: only those statements need the last check.
     """
     fixes = [candidate.fix for candidate in chosen]
+    if spliced is not None:
+        own = _own_rows(source, chosen)
+        for first, old, new in spliced.pieces:
+            local = frozenset(row - first + 1 for row in own if row >= first)
+            row = first_foreign_change(old, new, local, False)
+            if row is not None:
+                raise _Unfaithful(f"the result would also change line {row + first - 1}, which no fix edits")
+        return spliced.text
     updated = apply_fixes(module, fixes).code
     rendered = module.code if _LOSSY.search(source) else source
     if rendered != source:
@@ -134,6 +186,52 @@ def _faithful(module: cst.Module, source: str, chosen: Sequence[FixCandidate]) -
     return updated
 
 
+def _merged(clashes: List[_Planned], candidate: FixCandidate) -> Optional[NodeFix]:
+    if len(clashes) != 1:
+        return None
+    planned = clashes[0].fix
+    if len(planned.replacements) != 1 or len(candidate.fix.replacements) != 1:
+        return None
+    (old, first), (other, second) = planned.replacements[0], candidate.fix.replacements[0]
+    if old is not other:
+        return None
+    call = merge_keyword_additions(old, first, second)
+    if call is None:
+        return None
+    unsafe = Applicability.UNSAFE in (planned.applicability, candidate.fix.applicability)
+    return NodeFix(
+        ((old, call),),
+        Applicability.UNSAFE if unsafe else planned.applicability,
+        f"{planned.message}; {candidate.fix.message}",
+        tuple(dict.fromkeys((*planned.imports, *candidate.fix.imports))),
+    )
+
+
+def _render(
+    lint: FileLint, source: str, tree: Optional[ast.Module], plan: Sequence[_Planned], path: Path
+) -> Tuple[str, ast.Module, Optional[cst.Module]]:
+    """The text after this round's fixes, its ``ast`` tree, and its LibCST tree when it
+    comes for free. Only the statements the fixes touch are rebuilt, rendered and re-parsed
+    by LibCST (``splice_fixes``) when that can be done with certainty, else the whole
+    module; either way Python's compiler checks the whole text. Any failure raises."""
+    assert lint.module is not None
+    spliced = None
+    if tree is not None:
+        spliced = splice_fixes(lint.module, source, tree, [(p.fix, [r[0][0] for r in p.ranges]) for p in plan])
+    updated = _faithful(lint.module, source, plan, spliced)
+    if spliced is None:
+        cst.parse_module(updated)
+    flags = _compile_flags(path)
+    new_tree = compile_python(updated, path, flags=flags | ast.PyCF_ONLY_AST)
+    compile_python(new_tree, path, flags=flags)  # the compiler's checks too ('return' outside a function)
+    return updated, new_tree, spliced.module if spliced is not None else None
+
+
+def _parse_failed(lint: FileLint) -> bool:
+    """Whether LibCST could not parse a text Python accepted (TPF003, or TPF001)."""
+    return lint.module is None and any(d.code in ("TPF001", "TPF003") for d in lint.diagnostics)
+
+
 def fix_source(
     source: str,
     path: Path,
@@ -143,6 +241,19 @@ def fix_source(
     with_edits: bool = False,
 ) -> FixOutcome:
     """Apply every applicable fix to ``source``; return the result and what remains."""
+    # The rounds hold a whole LibCST tree while they build others: the cyclic collector
+    # would scan it again and again and free nothing (see the engine).
+    with _collector_paused():
+        return _fix_source(source, path, settings, rules, with_edits)
+
+
+def _fix_source(
+    source: str,
+    path: Path,
+    settings: Settings,
+    rules: Optional[Sequence[Type[Rule]]],
+    with_edits: bool,
+) -> FixOutcome:
     fixable = _fixable_codes(settings)
     current = source
     fixed = 0
@@ -150,15 +261,21 @@ def fix_source(
     fix_errors: List[str] = []
     lint: FileLint = lint_source(current, path, settings, with_edits=False, rules=rules)
     seen_texts = {current}
-    for _ in range(MAX_ROUNDS):
-        chosen = _choose(lint.candidates, settings, fixable)
-        if not chosen or lint.module is None:
-            break
-        codes = ", ".join(sorted({c.diagnostic.code for c in chosen}))
+    found_before = len(lint.diagnostics)
+    by_rule: Counter = Counter()
+    tree: Optional[ast.Module] = None
+    if lint.candidates:
         try:
-            updated = _faithful(lint.module, current, chosen)
-            cst.parse_module(updated)
-            compile_python(updated, path, flags=_compile_flags(path))  # the compiler's checks too
+            tree = compile_python(current, path, flags=_compile_flags(path) | ast.PyCF_ONLY_AST)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+    for _ in range(MAX_ROUNDS):
+        plan = _choose(lint.candidates, settings, fixable)
+        if not plan or lint.module is None:
+            break
+        codes = ", ".join(sorted({d.code for p in plan for d in p.diagnostics}))
+        try:
+            updated, new_tree, new_module = _render(lint, current, tree, plan, path)
         except _Unfaithful as error:
             fix_errors.append(f"{path}: fix for {codes} was not applied: {error}")
             break
@@ -168,13 +285,20 @@ def fix_source(
         if updated in seen_texts:
             break  # a fix that brings back an earlier text would loop forever
         seen_texts.add(updated)
-        fixed += len(chosen)
-        current = updated
-        lint = lint_source(current, path, settings, with_edits=False, rules=rules)
+        # The next lint reuses both trees (the engine's own ast parse has no notebook flags).
+        reuse_tree = new_tree if not _compile_flags(path) else None
+        new_lint = lint_source(updated, path, settings, with_edits=False, rules=rules, module=new_module, tree=reuse_tree)
+        if _parse_failed(new_lint):
+            fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse with LibCST")
+            break
+        fixed += sum(len(p.diagnostics) for p in plan)
+        by_rule.update((d.code, d.name) for p in plan for d in p.diagnostics)
+        current, tree, lint = updated, new_tree, new_lint
         errors.extend(e for e in lint.errors if e not in errors)
     else:
         fix_errors.append(f"{path}: fixes did not settle after {MAX_ROUNDS} rounds")
     if with_edits and lint.diagnostics and any(d.fix for d in lint.diagnostics):
         lint = lint_source(current, path, settings, with_edits=True, rules=rules)
     errors.extend(e for e in lint.errors if e not in errors)
-    return FixOutcome(current, fixed, tuple(lint.diagnostics), tuple(errors), tuple(fix_errors))
+    fixes = tuple((code, name, count) for (code, name), count in sorted(by_rule.items()))
+    return FixOutcome(current, fixed, tuple(lint.diagnostics), tuple(errors), tuple(fix_errors), fixes, found_before)

@@ -215,6 +215,12 @@ def load(text: str) -> Notebook:
     return Notebook(data, tuple(code_cells), tuple(magics), source, tuple(rows), text)
 
 
+def cell_sources(notebook: Notebook) -> Tuple[str, ...]:
+    """The text of each code cell, in order: a diagnostic's ``cell`` (1-based) indexes it
+    and its rows count from the cell's first line (for code frames)."""
+    return tuple(_cell_text(notebook.data["cells"][index], f"cells[{index}]") for index in notebook.code_cells)
+
+
 def map_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Optional[Diagnostic]:
     """The diagnostic with its rows relative to its cell (None if it points at a marker)."""
     start = notebook.rows[diagnostic.location.row] if diagnostic.location.row < len(notebook.rows) else None

@@ -178,11 +178,28 @@ def enabled_codes(
         else:
             chosen.update(codes)
     if not preview:
-        previews = {rule.code for rule in all_rules() if rule.preview}
-        # A preview rule runs only in preview mode, unless selected by its exact code.
-        exact = {s.upper() for s in (*(select or ()), *extend_select)}
-        chosen = {c for c in chosen if c not in previews or c in exact}
+        # A preview rule runs only in preview mode, however it is selected (ruff's rule);
+        # ``ineffective_selectors`` names the selections this leaves empty.
+        chosen -= _preview_codes()
     return frozenset(chosen)
+
+
+def _preview_codes() -> set:
+    return {rule.code for rule in all_rules() if rule.preview}
+
+
+def ineffective_selectors(selectors: Iterable[str], preview: bool) -> List[str]:
+    """The selectors (of select / extend-select) that enable nothing because every rule
+    they name is a preview rule and preview is off: ruff warns about each of them."""
+    if preview:
+        return []
+    previews = _preview_codes()
+    out: List[str] = []
+    for selector in selectors:
+        codes = set(expand(selector))
+        if codes and codes <= previews and selector not in out:
+            out.append(selector)
+    return out
 
 
 def path_ignores(path: PurePath, per_file_ignores: Sequence[Tuple[str, Sequence[str]]], root: Optional[str]) -> frozenset:

@@ -251,8 +251,12 @@ class Rule(cst.BatchableCSTVisitor):
     code: ClassVar[str]
     name: ClassVar[str]
     message: ClassVar[str]
-    # The fix this rule offers, if any (its applicability may vary per finding).
+    # The fix this rule offers, if any: the applicability ``fix()`` gives by default.
     fix_applicability: ClassVar[Optional[Applicability]] = None
+    # Every applicability its fixes can have, when that depends on the finding (TPF402: safe
+    # for a literal device, unsafe for a variable); empty: only ``fix_applicability``.
+    # ``fix()`` refuses any other, so the docs tables (``fix_label``) cannot go stale.
+    fix_applicabilities: ClassVar[Tuple[Applicability, ...]] = ()
     preview: ClassVar[bool] = False
     default_enabled: ClassVar[bool] = True
     # Substrings one of which must be in the file for the rule to be able to fire there.
@@ -299,6 +303,20 @@ class Rule(cst.BatchableCSTVisitor):
         return None
 
     @classmethod
+    def applicabilities(cls) -> Tuple[Applicability, ...]:
+        """The applicabilities this rule's fixes can have (empty: it offers no fix)."""
+        if cls.fix_applicabilities:
+            return cls.fix_applicabilities
+        return (cls.fix_applicability,) if cls.fix_applicability is not None else ()
+
+    @classmethod
+    def fix_label(cls) -> str:
+        """``safe``, ``unsafe``, ``safe/unsafe`` (depends on the finding), ``display-only``
+        or ``none``: how the rules tables describe the fix."""
+        kinds = cls.applicabilities()
+        return "/".join(kind.value for kind in kinds) if kinds else "none"
+
+    @classmethod
     def docs(cls) -> str:
         import inspect
 
@@ -318,4 +336,5 @@ class Rule(cst.BatchableCSTVisitor):
         """Build a fix with this rule's applicability unless another is given."""
         kind = applicability or self.fix_applicability
         assert kind is not None, f"{self.code} offers no fix"
+        assert kind in self.applicabilities(), f"{self.code} made a fix that is {kind} but declares only {self.fix_label()}"
         return NodeFix(tuple(replacements), kind, message, tuple(imports))

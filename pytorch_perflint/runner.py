@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from .config import Settings
+from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
@@ -171,6 +172,8 @@ def process_bytes(
         errors=tuple(errors),
         fix_errors=tuple(fix_errors),
         source=source if diagnostics else None,
+        fixes=outcome.fixes if fixed else (),
+        found_before_fix=outcome.found_before if fixed else None,
     )
     return Processed(result, output)
 
@@ -221,9 +224,14 @@ def _process_notebook(
                 lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
                 diagnostics, fixed = lint.diagnostics, 0
     mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
-    # Edits and code frames are relative to the joined source, not the cells: leave them out.
+    # Edits are relative to the joined source, not the cells: leave them out.
     mapped = tuple(dataclasses.replace(d, fix=dataclasses.replace(d.fix, edits=())) if d.fix else d for d in mapped)
     result = FileResult(path, mapped, fixed=fixed, diff=diff, errors=tuple(errors), fix_errors=tuple(fix_errors))
+    if mapped:  # the notebook the findings are about (fixed, with --fix or --diff): code frames
+        shown = new_text if mode is not Mode.CHECK and fixed and new_text is not None else data.decode("utf-8-sig", errors="replace")
+        result = dataclasses.replace(result, source=shown)
+    if mode is not Mode.CHECK and fixed:
+        result = dataclasses.replace(result, fixes=outcome.fixes, found_before_fix=outcome.found_before)
     return Processed(result, output)
 
 
@@ -347,6 +355,8 @@ def run(
     fresh = _isolated(todo, work, workers, settings)
     stream = _merge(files, cached, fresh, cache)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
+    # Few files: while a long one is worked on, a status line says so instead of the bar.
+    status = LongFileStatus("Fixing" if mode is Mode.FIX else "Checking") if progress and not show and sys.stderr.isatty() else None
     results: List[FileResult] = []
     try:
         if show:
@@ -359,6 +369,11 @@ def run(
                 for result in stream:
                     results.append(result)
                     bar.advance(task)
+        elif status is not None:
+            with status:
+                for path in files:
+                    status.waiting(path)
+                    results.append(next(stream))
         else:
             results.extend(stream)
     finally:
@@ -385,7 +400,9 @@ def _cache_lookup(cache, path: Path) -> Optional[FileResult]:
     if diagnostics is None:
         return None
     source = None
-    if diagnostics and path.suffix != ".ipynb":
+    if diagnostics and path.suffix == ".ipynb":
+        source = data.decode("utf-8-sig", errors="replace")  # the cells' code frames
+    elif diagnostics:
         try:
             source = decode(data).text
         except Undecodable:
@@ -429,6 +446,7 @@ def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> 
     return RunSummary(
         files_checked=len(results),
         fixed=sum(r.fixed for r in results),
+        found_before_fix=sum(len(r.diagnostics) + r.fixed if r.found_before_fix is None else r.found_before_fix for r in results),
         remaining=remaining,
         fixable_safe=safe,
         fixable_unsafe=unsafe,

@@ -6,16 +6,24 @@ parentheses right (wrapping a loop in ``with torch.no_grad():`` re-indents its b
 
 from __future__ import annotations
 
+import ast
+import bisect
 import difflib
 import re
-from typing import AbstractSet, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import AbstractSet, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
+from .analysis.walk import child_nodes
+from .positions import statement_lines
 from .rule import NodeFix, Replacement
 from .types import Edit, Location
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # what LibCST (and Python) count as a line break
+
 
 class _Replace(cst.CSTTransformer):
     def __init__(self, replacements: Dict[int, Replacement]) -> None:
@@ -173,3 +181,190 @@ def overlaps(a: Sequence[Tuple[Tuple[int, int], Tuple[int, int]]], b: Sequence[T
             if a_start < b_end and b_start < a_end:
                 return True
     return False
+
+
+# ----------------------------------------------------------------------------------------
+# Fixing a large file fast: only the statements the fixes touch are rebuilt and rendered.
+
+
+class _PathReplace(cst.CSTTransformer):
+    """``_Replace`` that descends only along the paths to the replaced nodes: LibCST's
+    ``visit`` rebuilds every node it enters, which on a whole module costs more than
+    parsing it."""
+
+    def __init__(self, replacements: Dict[int, Replacement], on_path: Set[int]) -> None:
+        super().__init__()
+        self.replacements = replacements
+        self.on_path = on_path
+        self.done = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) in self.on_path
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        replacement = self.replacements.get(id(original_node))
+        if replacement is None:
+            return updated_node
+        self.done += 1
+        return replacement
+
+
+def _paths(statement: cst.CSTNode, targets: Set[int]) -> Optional[Set[int]]:
+    """The ids of the nodes from ``statement`` down to each target (targets excluded), or
+    None if a target is not under ``statement``."""
+    parent: Dict[int, int] = {}
+    found: List[int] = []
+    stack = [statement]
+    while stack:
+        node = stack.pop()
+        if id(node) in targets:
+            found.append(id(node))
+            continue  # replaced whole: nothing under it matters
+        for child in child_nodes(node):
+            parent[id(child)] = id(node)
+            stack.append(child)
+    if len(found) != len(targets):
+        return None
+    on_path: Set[int] = set()
+    for target in found:
+        current = parent.get(target)
+        while current is not None and current not in on_path:
+            on_path.add(current)
+            current = parent.get(current)
+    return on_path
+
+
+@dataclass(frozen=True)
+class Spliced:
+    """The fixed text, and each statement it rebuilt: (its first row in the old text, its
+    old text, its new text), so that a check of what changed can look at those alone."""
+
+    text: str
+    pieces: Tuple[Tuple[int, str, str], ...]
+    # The LibCST tree of ``text``: the old module with the rebuilt statements as LibCST
+    # parsed them (None when that cannot be had with certainty: parse ``text``).
+    module: Optional[cst.Module] = None
+
+
+def splice_fixes(
+    module: cst.Module,
+    source: str,
+    tree: ast.Module,
+    fixes: Sequence[Tuple[NodeFix, Sequence[int]]],
+) -> Optional[Spliced]:
+    """``apply_fixes(module, ...).code`` made without rebuilding or rendering the module:
+    each top-level statement holding a replaced node is rebuilt along the paths to those
+    nodes, rendered, checked to parse on its own, and put in place of its text in
+    ``source``. ``fixes`` pairs each fix with the 1-based lines its replaced nodes start on.
+
+    None when this cannot be done with certainty (an import to add, a statement whose text
+    is not where Python's ``ast`` says, a node not found): the caller then applies the fixes
+    to the whole module.
+    """
+    if any(fix.imports for fix, _ in fixes) or not module.body:
+        return None
+    starts = statement_lines(module, tree)
+    if starts is None:
+        return None
+    line_offsets = [0, *(match.end() for match in _NEWLINE.finditer(source))]
+    targets: Dict[int, Set[int]] = {}
+    replacements: Dict[int, Replacement] = {}
+    for fix, lines in fixes:
+        for (old, new), line in zip(fix.replacements, lines):
+            index = bisect.bisect_right(starts, line - 1) - 1
+            if index < 0:
+                return None
+            targets.setdefault(index, set()).add(id(old))
+            replacements[id(old)] = new
+    pieces: List[str] = []
+    rebuilt: List[Tuple[int, str, str]] = []
+    replaced: Dict[int, Sequence[cst.BaseStatement]] = {}
+    try:
+        config: Optional[cst.PartialParserConfig] = module.config_for_parsing
+    except ValueError:  # an indentation LibCST's config refuses (form feeds): no reuse
+        config = None
+    reusable = config is not None
+    at = 0
+    for index in sorted(targets):
+        statement = module.body[index]
+        original = module.code_for_node(statement)
+        start = line_offsets[starts[index]]
+        end = line_offsets[starts[index + 1]] if index + 1 < len(starts) else start + len(original)
+        if source[start:end] != original:
+            return None  # e.g. the last statement of a file without a final newline
+        if id(statement) in targets[index]:
+            new_nodes = _as_nodes(replacements[id(statement)])
+        else:
+            on_path = _paths(statement, targets[index])
+            if on_path is None:
+                return None
+            visitor = _PathReplace(replacements, on_path)
+            new_nodes = _as_nodes(statement.visit(visitor))
+            if visitor.done != len(targets[index]):
+                return None
+        text = "".join(module.code_for_node(node) for node in new_nodes)
+        try:
+            # The rebuilt statements re-parse on their own, as the module would parse them.
+            reparsed = cst.parse_module(text, config) if config is not None else cst.parse_module(text)
+        except Exception:  # noqa: BLE001 - any failure: let the whole-module path decide
+            return None
+        statements = list(reparsed.body)
+        if reparsed.header and statements:
+            # Alone, the statement's leading blank and comment lines parse as the module's
+            # header; in the module they are the statement's own.
+            first = statements[0]
+            statements[0] = first.with_changes(leading_lines=[*reparsed.header, *first.leading_lines])
+        elif reparsed.header:
+            reusable = False
+        if reparsed.footer:
+            reusable = False  # trailing lines: where they belong, only the whole parse says
+        replaced[index] = statements
+        pieces += [source[at:start], text]
+        rebuilt.append((starts[index] + 1, original, text))
+        at = end
+    pieces.append(source[at:])
+    new_module = None
+    if reusable:
+        body = [new for index, old in enumerate(module.body) for new in replaced.get(index, (old,))]
+        new_module = module.with_changes(body=body)
+    return Spliced("".join(pieces), tuple(rebuilt), new_module)
+
+
+def _as_nodes(result) -> List[cst.CSTNode]:
+    if isinstance(result, cst.RemovalSentinel):
+        return []
+    if isinstance(result, cst.FlattenSentinel):
+        return list(result.nodes)
+    return [result]
+
+
+def merge_keyword_additions(old: cst.CSTNode, first: Replacement, second: Replacement) -> Optional[cst.Call]:
+    """One call with both fixes' keyword arguments, when two fixes each only add keyword
+    arguments (with different names) to the same call, as ``with_keywords`` writes them:
+    ``DataLoader(ds)`` -> ``num_workers=4`` (TPF101) and ``pin_memory=True`` (TPF102).
+    The result is what applying them one after the other gives, without the second lint
+    and render that would take on a large file. None when they do anything else."""
+    from .analysis.call_edits import with_keywords
+
+    if not (type(old) is cst.Call and type(first) is cst.Call and type(second) is cst.Call):
+        return None
+    added: List[cst.Arg] = []
+    names = {arg.keyword.value for arg in old.args if arg.keyword is not None}
+    for new in (first, second):
+        if len(new.args) <= len(old.args) or not new.with_changes(args=old.args).deep_equals(old):
+            return None
+        for before, after in zip(old.args, new.args):
+            if not (after.value.deep_equals(before.value) and _same_keyword(before, after) and after.star == before.star):
+                return None
+        for arg in new.args[len(old.args) :]:
+            if arg.keyword is None or arg.star or arg.keyword.value in names:
+                return None
+            names.add(arg.keyword.value)
+            added.append(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace("")))
+    return with_keywords(old, added)
+
+
+def _same_keyword(a: cst.Arg, b: cst.Arg) -> bool:
+    if a.keyword is None or b.keyword is None:
+        return a.keyword is None and b.keyword is None
+    return a.keyword.value == b.keyword.value

@@ -96,6 +96,10 @@ class FileResult:
     fix_errors: Tuple[str, ...] = field(default=())
     # The (fixed) text, carried back only for files with diagnostics, for code frames.
     source: Optional[str] = None
+    # (code, name, count) of the fixes applied, by rule (--show-fixes).
+    fixes: Tuple[Tuple[str, str, int], ...] = ()
+    # Findings before fixing (what `check` reports); None when nothing was fixed.
+    found_before_fix: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,9 @@ class RunSummary:
     fixed: int = 0
     # Diagnostics still reported.
     remaining: int = 0
+    # Findings before fixing, over every file (what `check` reported): with fixed and
+    # remaining it tells how many the fixes revealed.
+    found_before_fix: int = 0
     # Of the remaining: how many a plain --fix would fix, and how many more --unsafe-fixes.
     fixable_safe: int = 0
     fixable_unsafe: int = 0

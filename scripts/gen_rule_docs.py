@@ -28,7 +28,7 @@ TEST_FILES = (
 
 
 def _fix(rule) -> str:
-    return rule.fix_applicability.value if rule.fix_applicability else "none"
+    return rule.fix_label()
 
 
 def table() -> str:
@@ -61,7 +61,7 @@ def rules_page() -> str:
         body = rule.docs().replace("\n## ", "\n### ")
         if body.startswith("## "):
             body = "#" + body
-        meta = f"Fix: {_fix(rule)}."
+        meta = f"Fix: {_fix(rule)}{' (depends on the finding: see Fix safety)' if '/' in _fix(rule) else ''}."
         if rule.preview:
             meta += " Preview: enable with `--preview`."
         parts += [f"## {rule.code}", "", f"**{rule.name}**: {rule.message}", "", meta, "", body, ""]

@@ -94,7 +94,7 @@ def test_missing_explicit_config_file_is_an_error(tmp_path):
         ("target-torch-version = 2.1", r"target-torch-version: write the version as a string"),
         ('target-torch-version = "two"', r"target-torch-version: expected a torch version"),
         ('target-torch-version = "0.4"', r"is not a torch release"),
-        ('output-format = "xml"', r"output-format: expected one of full, concise, json, github, sarif"),
+        ('output-format = "xml"', r"output-format: expected one of full, concise, json, json-lines, junit, github, gitlab, pylint, sarif"),
         ("dataloader-num-workers = 0", r"dataloader-num-workers: expected a whole number of at least 1"),
         ("dataloader-num-workers = true", r"dataloader-num-workers: expected a whole number"),
         ('fixable = ["TPF5", 3]', r"fixable: expected a list of strings"),

@@ -171,6 +171,7 @@ class AddOne(Rule):
     name = "add-one"
     message = "add one"
     fix_applicability = Applicability.SAFE
+    fix_applicabilities = (Applicability.SAFE, Applicability.UNSAFE)
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value in ("f", "g") and len(node.args) == 1:

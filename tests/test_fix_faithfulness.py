@@ -109,7 +109,17 @@ def test_a_fix_whose_result_changes_a_line_it_does_not_edit_is_skipped(monkeypat
     def meddling(module, fixes):
         return cst.parse_module(real(module, fixes).code.replace("z = 2", "z = 3"))
 
+    real_splice = fixer.splice_fixes
+
+    def meddling_splice(*args):  # the fast path: as if it had rebuilt `z = 2` wrongly too
+        spliced = real_splice(*args)
+        if spliced is None:
+            return None
+        pieces = (*spliced.pieces, (3, "z = 2\n", "z = 3\n"))
+        return type(spliced)(spliced.text.replace("z = 2", "z = 3"), pieces)
+
     monkeypatch.setattr(fixer, "apply_fixes", meddling)
+    monkeypatch.setattr(fixer, "splice_fixes", meddling_splice)
     source = "y = slow(1)\nw = 1\nz = 2\n"
     outcome = fix_source(source, Path("x.py"), Settings(), rules=[SlowCall])
     assert outcome.source == source and outcome.fixed == 0

@@ -171,7 +171,7 @@ def test_machine_formats_do_not_import_rich():
         "from pytorch_perflint.types import *\n"
         "d = Diagnostic('TPF501', 'data-parallel', 'm', Path('a.py'), Location(1, 1), Location(1, 2))\n"
         "r = [FileResult(Path('a.py'), (d,), source='x\\n')]\n"
-        "for fmt in ('concise', 'json', 'github', 'sarif'):\n"
+        "for fmt in ('concise', 'json', 'json-lines', 'junit', 'github', 'gitlab', 'pylint', 'sarif'):\n"
         "    emit(r, fmt, io.StringIO(), summary=RunSummary(remaining=1))\n"
         "emit(r, 'concise', io.StringIO(), summary=RunSummary(remaining=1), statistics=True)\n"
         "assert 'rich' not in sys.modules, sorted(m for m in sys.modules if m.startswith('rich'))\n"

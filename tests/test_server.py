@@ -19,7 +19,7 @@ pytest_lsp = pytest.importorskip("pytest_lsp", reason="pytest-lsp (Python 3.10+)
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 
-from pytorch_perflint.cli import _rule_infos  # noqa: E402
+from pytorch_perflint.rules_list import rule_infos  # noqa: E402
 from pytorch_perflint.lsp.actions import FIX_ALL_KIND  # noqa: E402
 from test_server_command import server_command  # noqa: E402 - the README's command line
 
@@ -265,7 +265,7 @@ async def test_hover_shows_the_rule_summary_and_link(client: LanguageClient, tmp
     (diagnostic,) = await published(client, doc.uri, lambda d: len(d) > 0)
     hover = await hover_at(client, doc.uri, at(1, 12).start)
     assert hover is not None and isinstance(hover.contents, types.MarkupContent)
-    summary = next(info["summary"] for info in _rule_infos() if info["code"] == "TPF101")
+    summary = next(info["summary"] for info in rule_infos() if info["code"] == "TPF101")
     assert summary and summary in hover.contents.value
     assert "**TPF101**" in hover.contents.value and "docs/rules.md#tpf101" in hover.contents.value
     assert hover.range == diagnostic.range

@@ -63,6 +63,11 @@ def bench(
     tool's own fix, check both compute the same result, then time them interleaved against
     an A/A control that sets the noise floor.
     """
+    for flag, path in (("--json", json_path), ("--plot", plot_path)):
+        problem = unwritable(path) if path is not None else None
+        if problem is not None:  # say so now, not after minutes of measuring
+            click.echo(f"error: {flag} {path}: {problem}", err=True)
+            ctx.exit(2)
     from rich.console import Console
 
     console = Console()
@@ -107,6 +112,35 @@ def bench(
         write_plot(plot_path, results, title)
         console.print(f"[dim]chart written to {plot_path}[/]")
     ctx.exit(0 if all(r.ok for r in results) else 1)
+
+
+def unwritable(path: Path) -> Optional[str]:
+    """Why ``path`` cannot be written (None: it can), found by trying: the nearest existing
+    folder on its way must take a new file, and an existing file must open for writing."""
+    import os
+    import tempfile
+
+    if path.is_dir():
+        return "is a folder"
+    if path.exists():
+        try:
+            with open(path, "ab"):
+                return None
+        except OSError as error:
+            return f"cannot be written: {error.strerror or error}"
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as error:
+        return f"cannot write in {ancestor}: {error.strerror or error}"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"cannot write in {ancestor}"
+    return None
 
 
 def _run_with_progress(console, scenarios, devices, options):

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .machine import load_average
 from .programs import Programs, build
 from .scenario import Scenario
-from .verdicts import Verdict, decide, skipped
+from .verdicts import Verdict, decide, skipped, unjudged
 
 # The order of the first round; every other round runs it reversed. The control sits on the
 # far side of "after" from "before", so the A/A pair is never closer in time than the A/B
@@ -280,6 +280,8 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
         return finish(skipped("error"), error=_describe(error), rounds=tuple(rounds), **values)
     measured = [r for r in rounds if not r.warmup]
     verdict = decide([r.ratio for r in measured], [r.aa_ratio for r in measured])
+    if options.quick:
+        verdict = unjudged(verdict)
     return finish(verdict, rounds=tuple(rounds), **values)
 
 

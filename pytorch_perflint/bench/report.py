@@ -14,6 +14,7 @@ _STYLES = {
     Kind.INCONCLUSIVE: "yellow",
     Kind.SLOWER: "bold red",
     Kind.SKIPPED: "dim",
+    Kind.UNJUDGED: "dim",
 }
 
 
@@ -78,6 +79,8 @@ def table(results: Sequence[ScenarioResult]) -> Any:
         label = f"[{style}]{verdict.kind}[/]"
         if verdict.kind is Kind.SKIPPED:
             label += f": {verdict.reason}"
+        elif verdict.kind is Kind.UNJUDGED:
+            label += " (--quick)"
         noise = f"±{100 * (verdict.threshold - 1):.1f}%" if verdict.threshold else "-"
         out.add_row(
             result.code,
@@ -93,14 +96,22 @@ def table(results: Sequence[ScenarioResult]) -> Any:
     return out
 
 
+def what_ran(options: Any) -> str:
+    """The footer's account of the measuring: what this run actually did."""
+    if options.check_only:
+        return "checks only (the rule fires, the fix applies, before and after agree); nothing timed"
+    rounds = f"{options.measured_rounds} rounds + 1 warm-up"
+    if options.quick:
+        return f"--quick: small sizes, {rounds} of short timings; these check the harness, not the speed, so no verdicts"
+    return f"{rounds}; speed-up = before/after per round, noise = widest A/A deviation"
+
+
 def print_report(console: Any, results: Sequence[ScenarioResult], machine: Any, options: Any) -> None:
     console.print(table(results))
     gpus = ", ".join(machine.gpus) if machine.gpus else "none"
     console.print(
         f"[dim]{machine.cpu_model}, {machine.cpus_available}/{machine.cpu_count} CPUs, GPUs: {gpus}; "
-        f"torch {machine.torch_version}; {options.num_threads} thread(s); "
-        f"{options.measured_rounds} rounds + 1 warm-up; speed-up = before/after per round, "
-        f"noise = widest A/A deviation[/]"
+        f"torch {machine.torch_version}; {options.num_threads} thread(s); {what_ran(options)}[/]"
     )
     for result in results:
         for problem in result.problems:

@@ -14,6 +14,8 @@ A/A deviation seen, never below ``NOISE_FLOOR``:
 - ``slower``: every round's ratio is below ``1 / threshold``.
 - ``inconclusive``: anything else, e.g. one round inside the noise; or too few rounds.
 - ``skipped``: not measured, with the reason (needs CUDA, a failed check...).
+- ``not judged``: measured, but at ``--quick`` sizes and timings, which check the harness,
+  not the speed: the figures are kept, no verdict is drawn from them.
 
 Requiring *every* round, rather than the median, keeps a single lucky or unlucky round from
 deciding: one bad round prevents ``faster``.
@@ -21,6 +23,7 @@ deciding: one bad round prevents ``faster``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import statistics
@@ -38,6 +41,7 @@ class Kind(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
     SLOWER = "slower"
     SKIPPED = "skipped"
+    UNJUDGED = "not judged"
 
     def __str__(self) -> str:
         return self.value
@@ -62,6 +66,14 @@ class Verdict:
 
 def skipped(reason: str) -> Verdict:
     return Verdict(Kind.SKIPPED, reason)
+
+
+QUICK_REASON = "--quick checks the harness, not the speed"
+
+
+def unjudged(verdict: Verdict, reason: str = QUICK_REASON) -> Verdict:
+    """The figures of ``verdict`` without its judgement (a ``--quick`` run)."""
+    return dataclasses.replace(verdict, kind=Kind.UNJUDGED, reason=reason)
 
 
 def noise_threshold(aa_ratios: Sequence[float], floor: float = NOISE_FLOOR) -> float:

@@ -198,7 +198,7 @@ def hover_text(diagnostic, infos: Dict[str, Dict[str, Any]]) -> str:
 
 @functools.lru_cache(maxsize=1)
 def rule_infos() -> Dict[str, Dict[str, Any]]:
-    from ..cli import _rule_infos  # the table `pytorch-perflint rules` prints
+    from ..rules_list import rule_infos as _rule_infos  # what `pytorch-perflint rules` prints
 
     return {info["code"]: info for info in _rule_infos()}
 

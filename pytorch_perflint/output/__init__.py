@@ -16,7 +16,8 @@ from typing import List, Optional, Sequence, TextIO
 
 from ..types import FileResult, RunSummary
 
-FORMATS = ("full", "concise", "json", "github", "sarif")
+# Every output format, in the order --help lists them (ruff's names).
+FORMATS = ("full", "concise", "json", "json-lines", "junit", "github", "gitlab", "pylint", "sarif")
 
 
 def emit(
@@ -36,8 +37,8 @@ def emit(
 
     - ``summary``: the run's counts for the closing lines of ``full`` and ``concise``.
     - ``statistics``: counts per code instead of findings (``full``/``concise`` as a table,
-      ``json`` as a list of ``{code, name, count, fixable_count}``); ``github`` and
-      ``sarif`` ignore it, they exist for machines that want every finding.
+      ``json`` as a list of ``{code, name, count, fixable_count}``); the other machine
+      formats ignore it, they exist for machines that want every finding.
     - ``show_fixes``: list the fixes applied per file (``full`` and ``concise``).
     - ``root``: paths are shown relative to it (default: the current directory); a file
       outside it keeps the path it was given.
@@ -85,10 +86,26 @@ def emit(
             json_format.dump(stats.objects(stats.compute(results, unsafe_fixes=unsafe_fixes)), stream)
         else:
             json_format.write(results, stream)
+    elif fmt == "json-lines":
+        from . import json_lines
+
+        json_lines.write(results, stream)
+    elif fmt == "junit":
+        from . import junit
+
+        junit.write(results, stream, root=root)
     elif fmt == "github":
         from . import github
 
         github.write(results, stream, root=root)
+    elif fmt == "gitlab":
+        from . import gitlab
+
+        gitlab.write(results, stream, root=root)
+    elif fmt == "pylint":
+        from . import pylint
+
+        pylint.write(results, stream, root=root)
     elif fmt == "sarif":
         from . import sarif
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from ..types import Applicability, Diagnostic, FileResult, Fix, rule_url
+from ..types import Applicability, Diagnostic, FileResult, Fix, Location, rule_url
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,19 @@ def position(diagnostic: Diagnostic) -> str:
     if diagnostic.cell is not None:
         return f"cell {diagnostic.cell}:{loc.row}:{loc.column}"
     return f"{loc.row}:{loc.column}"
+
+
+def file_position(diagnostic: Diagnostic) -> Tuple[Location, Location, str]:
+    """Where a finding sits in the file itself, for formats that know no notebook cells.
+
+    A cell's rows are not rows of the ``.ipynb`` file: those formats point at its first line
+    and add where in which cell to the message (the third item; empty for a plain file).
+    """
+    if diagnostic.cell is None:
+        return diagnostic.location, diagnostic.end_location, ""
+    start = diagnostic.location
+    where = f" (cell {diagnostic.cell}, line {start.row}, column {start.column})"
+    return Location(1, 1), Location(1, 1), where
 
 
 def is_applicable(fix: Optional[Fix], unsafe_fixes: bool) -> bool:

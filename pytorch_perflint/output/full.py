@@ -176,6 +176,17 @@ def _render_frame(rows: List[FrameLine]) -> List[Any]:
     return out
 
 
+def _cells_of_notebook(text: str) -> Tuple[str, ...]:
+    """The code cells of a notebook's JSON text (none if it does not read as a notebook):
+    a cell's finding is framed with its own cell's lines."""
+    from ..notebook import NotebookError, cell_sources, load
+
+    try:
+        return cell_sources(load(text))
+    except NotebookError:
+        return ()
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
@@ -207,7 +218,7 @@ def _block(entry: Entry, lines: Optional[Sequence[str]], root: Optional[Path], u
 
     diagnostic = entry.diagnostic
     parts = [_header(diagnostic, root, unsafe_fixes, linked)]
-    rows = frame(lines, diagnostic) if lines is not None and diagnostic.cell is None else []
+    rows = frame(lines, diagnostic) if lines is not None else []
     if rows:
         parts.extend(_render_frame(rows))
     if diagnostic.fix is not None:
@@ -247,11 +258,18 @@ def write(
     else:
         # Hyperlinks (OSC 8) only on a real terminal: CI log viewers show them as garbage.
         linked = sink.styled and color is not False and _isatty(stream)
-        lines_of: Dict[int, Optional[List[str]]] = {}
+        lines_of: Dict[Tuple[int, Optional[int]], Optional[List[str]]] = {}
+        cells_of: Dict[int, Tuple[str, ...]] = {}
         for entry in entries(results):
-            key = id(entry.result)
+            cell = entry.diagnostic.cell
+            key = (id(entry.result), cell)
             if key not in lines_of:
                 source = entry.result.source
+                if source is not None and cell is not None:
+                    if id(entry.result) not in cells_of:
+                        cells_of[id(entry.result)] = _cells_of_notebook(source)
+                    cells = cells_of[id(entry.result)]
+                    source = cells[cell - 1] if 0 < cell <= len(cells) else None
                 lines_of[key] = source_lines(source) if source is not None else None
             sink.line(_block(entry, lines_of[key], root, unsafe_fixes, linked))
     if show_fixes:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
 from ..types import Diagnostic, FileResult
-from .common import display_path, entries, level, relative_to_root
+from .common import display_path, entries, file_position, level, relative_to_root
 
 
 def escape_data(text: str) -> str:
@@ -32,10 +32,9 @@ def format_command(diagnostic: Diagnostic, root: Optional[Path]) -> str:
     """
     rel = relative_to_root(diagnostic.path, root)
     path = rel if rel is not None else display_path(diagnostic.path, root)
-    message = f"{diagnostic.code} {diagnostic.message}"
-    start, end = diagnostic.location, diagnostic.end_location
-    if diagnostic.cell is not None:
-        message += f" (cell {diagnostic.cell}, line {start.row}, column {start.column})"
+    start, end, in_cell = file_position(diagnostic)
+    message = f"{diagnostic.code} {diagnostic.message}{in_cell}"
+    if in_cell:
         where = "line=1,col=1"
     else:
         where = f"line={start.row},col={start.column},endLine={end.row},endColumn={end.column}"

@@ -68,6 +68,7 @@ class DataloaderSyncLoading(Rule):
     name = "dataloader-sync-loading"
     message = "`DataLoader` loads data in the main process (`num_workers` is 0); use worker processes"
     fix_applicability = Applicability.UNSAFE
+    fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
     triggers = ("DataLoader",)
 
     VALID = (

@@ -114,6 +114,7 @@ class ConvBiasBeforeBatchnorm(Rule):
         "pass `bias=False`"
     )
     fix_applicability = Applicability.UNSAFE
+    fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
     triggers = ("BatchNorm",)
 
     @classmethod

@@ -90,6 +90,7 @@ class TensorCreatedThenMoved(Rule):
     name = "tensor-created-then-moved"
     message = "`{factory}(...)` is created on the host and then copied to the device; pass `device=` to create it there"
     fix_applicability = Applicability.SAFE
+    fix_applicabilities = (Applicability.SAFE, Applicability.UNSAFE)
     triggers = (".cuda(", ".to(")
 
     @classmethod

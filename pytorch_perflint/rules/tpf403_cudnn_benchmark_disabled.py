@@ -140,6 +140,7 @@ class CudnnBenchmarkDisabled(Rule):
         "enable it so cuDNN autotunes the convolutions"
     )
     fix_applicability = Applicability.UNSAFE
+    fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
     triggers = (".backward(",)  # a training loop
     needs_cuda = True
 
