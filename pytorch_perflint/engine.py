@@ -18,7 +18,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
 
@@ -80,8 +80,8 @@ def rules_for(path: Path, settings: Settings) -> Tuple[FrozenSet[str], Tuple[Typ
 _LIBCST_ROW = re.compile(r"error at (\d+):\d+")
 
 
-def compile_python(source: str, path: Path, flags: int = ast.PyCF_ONLY_AST):
-    """Python's own ``compile`` of the user's code (an ``ast`` tree by default), with the
+def compile_python(source: Union[str, ast.Module], path: Path, flags: int = ast.PyCF_ONLY_AST):
+    """Python's own ``compile`` of the user's code or its tree (an ``ast`` tree by default), with the
     warnings it raises about that code (``"\\d"``, ``x is 1``) silenced: they are the
     user's business, printed they would clutter every run (in each worker), and under
     ``-W error`` they would turn valid code into a SyntaxError."""

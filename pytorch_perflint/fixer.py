@@ -8,7 +8,6 @@ returned as fixed.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
-from . import registry
+from . import notebook, registry
 from .config import Settings
 from .engine import FileLint, FixCandidate, compile_python, lint_source
 from .rule import Rule
@@ -75,10 +74,13 @@ def _choose(candidates: Sequence[FixCandidate], settings: Settings, fixable: Opt
     return chosen
 
 
-def _compile_flags(path: Path) -> int:
-    """The compiler's checks ('return' outside a function); a notebook cell may also
-    ``await`` at its top level, as IPython runs it."""
-    return ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if path.suffix == ".ipynb" else 0
+def _compile(source: str, path: Path) -> None:
+    """The compiler's checks ('return' outside a function, ``from __future__`` placement);
+    a notebook's as IPython runs its cells (``notebook.compile_cells``)."""
+    if path.suffix == ".ipynb":
+        notebook.compile_cells(source, path)
+    else:
+        compile_python(source, path, flags=0)
 
 
 class _Unfaithful(Exception):
@@ -158,7 +160,7 @@ def fix_source(
         try:
             updated = _faithful(lint.module, current, chosen)
             cst.parse_module(updated)
-            compile_python(updated, path, flags=_compile_flags(path))  # the compiler's checks too
+            _compile(updated, path)  # the compiler's checks too
         except _Unfaithful as error:
             fix_errors.append(f"{path}: fix for {codes} was not applied: {error}")
             break
