@@ -107,8 +107,9 @@ def _own_rows(source: str, chosen: Sequence[FixCandidate]) -> FrozenSet[int]:
 
 
 # What LibCST may not write back as it read it (see ``transform.transplant``): a form feed,
-# a lone carriage return, a last line of only whitespace (the lines before it are folded).
-_LOSSY = re.compile(r"\x0c|\r(?!\n)|\n[ \t]+(?:\r?\n)?\Z")
+# a lone carriage return, a last line of only indentation or an indented comment (the blank
+# and comment lines between it and the last statement are lost).
+_LOSSY = re.compile(r"\x0c|\r(?!\n)|\n[ \t]+(?:#[^\r\n]*)?(?:\r?\n)?\Z")
 
 
 def _faithful(module: cst.Module, source: str, chosen: Sequence[FixCandidate]) -> str:

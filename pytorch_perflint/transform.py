@@ -113,8 +113,8 @@ def transplant(source: str, rendered: str, updated: str) -> Optional[str]:
     LibCST does not keep every byte: a form feed in a statement line's indentation (a block
     keeps one indent string; a module-level line none) and the last newline of a file whose
     lines end with a lone ``\\r`` are lost when it renders the tree, and so are the blank
-    and comment lines after the last statement of a file whose last line holds only
-    whitespace (LibCST folds them into that line). Taking only the changed lines from its
+    and comment lines after the last statement of a file whose last line is only
+    indentation or an indented comment (LibCST folds them into that line). Taking only the changed lines from its
     rendering keeps them everywhere else. None when a changed line is one LibCST renders
     differently, or lies beyond the lines it renders as they are when the counts differ.
     """

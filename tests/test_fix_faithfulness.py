@@ -84,6 +84,9 @@ FAITHFUL = [
     pytest.param("y = slow(1)\n\n  # c\n\n \n", id="comment-before-a-whitespace-last-line"),
     pytest.param("def f():\n    return slow(1)\n\n\n\t", id="blank-lines-then-a-tab-after-a-block"),
     pytest.param("y = slow(1)\r\n\r\n ", id="crlf-blank-then-whitespace-last-line"),
+    pytest.param("y = slow(1)\npass\n\n #", id="blank-then-an-indented-comment-last"),
+    pytest.param("y = slow(1)\n # a\n # c\n", id="indented-comments-last"),
+    pytest.param("if x:\n    y = slow(1)\n\n\n  # c\n  # d\n", id="comments-indented-apart-from-the-block"),
 ]
 
 
