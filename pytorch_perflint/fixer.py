@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
+from typing import FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
 
@@ -138,6 +138,30 @@ def _faithful(module: cst.Module, source: str, chosen: Sequence[FixCandidate]) -
     return updated
 
 
+def _attempt(module: cst.Module, source: str, chosen: Sequence[FixCandidate], path: Path) -> Tuple[str, Optional[str]]:
+    """The source with the chosen fixes applied and checked, and why it must not be
+    written (None: it may)."""
+    try:
+        updated = _faithful(module, source, chosen)
+        cst.parse_module(updated)
+        _compile(updated, path)  # the compiler's checks too
+    except _Unfaithful as error:
+        return source, str(error)
+    except Exception as error:  # noqa: BLE001 - a broken fix must never be written
+        return source, f"the result does not parse ({error})"
+    return updated, None
+
+
+def _refusal_key(module: cst.Module, candidate: FixCandidate) -> Tuple[str, ...]:
+    """What names a fix across rounds (its rows move as other fixes add lines)."""
+    replaced = (module.code_for_node(old) for old, _ in candidate.fix.replacements)
+    return (candidate.diagnostic.code, candidate.fix.message, *replaced)
+
+
+def _codes(chosen: Sequence[FixCandidate]) -> str:
+    return ", ".join(sorted({c.diagnostic.code for c in chosen}))
+
+
 def fix_source(
     source: str,
     path: Path,
@@ -146,28 +170,41 @@ def fix_source(
     rules: Optional[Sequence[Type[Rule]]] = None,
     with_edits: bool = False,
 ) -> FixOutcome:
-    """Apply every applicable fix to ``source``; return the result and what remains."""
+    """Apply every applicable fix to ``source``; return the result and what remains.
+
+    When a round's result fails its checks, each of its fixes is checked alone: the ones
+    that fail alone are refused (and not tried again), the others still go in.
+    """
     fixable = _fixable_codes(settings)
     current = source
     fixed = 0
     errors: List[str] = []
     fix_errors: List[str] = []
+    refused: Set[Tuple[str, ...]] = set()
     lint: FileLint = lint_source(current, path, settings, with_edits=False, rules=rules)
     seen_texts = {current}
     for _ in range(MAX_ROUNDS):
-        chosen = _choose(lint.candidates, settings, fixable)
-        if not chosen or lint.module is None:
+        if lint.module is None:
             break
-        codes = ", ".join(sorted({c.diagnostic.code for c in chosen}))
-        try:
-            updated = _faithful(lint.module, current, chosen)
-            cst.parse_module(updated)
-            _compile(updated, path)  # the compiler's checks too
-        except _Unfaithful as error:
-            fix_errors.append(f"{path}: fix for {codes} was not applied: {error}")
+        module = lint.module
+        candidates = [c for c in lint.candidates if not refused or _refusal_key(module, c) not in refused]
+        chosen = _choose(candidates, settings, fixable)
+        if not chosen:
             break
-        except Exception as error:  # noqa: BLE001 - a broken fix must never be written
-            fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse ({error})")
+        updated, why = _attempt(module, current, chosen, path)
+        if why is not None and len(chosen) > 1:
+            alone = {id(c): _attempt(module, current, [c], path)[1] for c in chosen}
+            sound = [c for c in chosen if alone[id(c)] is None]
+            if sound and len(sound) < len(chosen):
+                updated, why = _attempt(module, current, sound, path)
+                if why is None:
+                    for candidate in chosen:
+                        if alone[id(candidate)] is not None:
+                            refused.add(_refusal_key(module, candidate))
+                            fix_errors.append(f"{path}: fix for {candidate.diagnostic.code} was not applied: {alone[id(candidate)]}")
+                    chosen = sound
+        if why is not None:
+            fix_errors.append(f"{path}: fix for {_codes(chosen)} was not applied: {why}")
             break
         if updated in seen_texts:
             break  # a fix that brings back an earlier text would loop forever
