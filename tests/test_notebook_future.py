@@ -20,22 +20,9 @@ from pytorch_perflint.fixer import fix_source
 from pytorch_perflint.runner import Mode, process_bytes
 
 from fix_rules import SlowCall
+from test_notebook import make
 
 SETTINGS = Settings(select=("TPF101",), unsafe_fixes=True)
-
-
-def book(*cells) -> str:
-    """A Jupyter-laid-out notebook of (kind, source lines) cells."""
-    data = {
-        "cells": [
-            {"cell_type": kind, "metadata": {}, "source": source, **({"outputs": [], "execution_count": None} if kind == "code" else {})}
-            for kind, source in cells
-        ],
-        "metadata": {"language_info": {"name": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    return json.dumps(data, indent=1) + "\n"
 
 
 CELLS = [
@@ -49,7 +36,7 @@ CELLS = [
 
 
 def test_a_dataloader_in_a_later_cell_is_reported_and_fixed(tmp_path):
-    text = book(*CELLS)
+    text = make(CELLS)
     path = tmp_path / "train.ipynb"
     path.write_text(text, encoding="utf-8")
     processed = process_bytes(path.read_bytes(), path, SETTINGS, Mode.FIX)
@@ -70,7 +57,7 @@ def test_a_dataloader_in_a_later_cell_is_reported_and_fixed(tmp_path):
 
 def test_the_finding_is_reported_in_its_cell(tmp_path):
     path = tmp_path / "train.ipynb"
-    processed = process_bytes(book(*CELLS).encode("utf-8"), path, SETTINGS, Mode.CHECK)
+    processed = process_bytes(make(CELLS).encode("utf-8"), path, SETTINGS, Mode.CHECK)
     assert [(d.code, d.cell, d.location.row) for d in processed.result.diagnostics] == [("TPF101", 4, 1)]
 
 
@@ -85,7 +72,7 @@ def test_the_finding_is_reported_in_its_cell(tmp_path):
 def test_a_top_level_future_import_anywhere_does_not_block_a_fix(future_cell):
     """IPython compiles each top-level statement of a cell alone: a top-level future import
     is at the beginning of what it compiles, wherever it stands in the cell."""
-    nb = notebook.load(book(("code", ["%matplotlib inline\n"]), ("code", future_cell), ("code", "z = slow(1)\n")))
+    nb = notebook.load(make([("code", ["%matplotlib inline\n"]), ("code", future_cell), ("code", "z = slow(1)\n")]))
     outcome = fix_source(nb.source, Path("nb.ipynb"), Settings(), rules=[SlowCall])
     assert outcome.fix_errors == () and outcome.fixed == 1
     data = json.loads(notebook.dump(nb, outcome.source))
@@ -102,7 +89,7 @@ def test_a_top_level_future_import_anywhere_does_not_block_a_fix(future_cell):
     ],
 )
 def test_a_future_import_ipython_rejects_still_refuses_the_fix(future_cell, error):
-    nb = notebook.load(book(("code", "import os\n"), ("code", future_cell), ("code", "z = slow(1)\n")))
+    nb = notebook.load(make([("code", "import os\n"), ("code", future_cell), ("code", "z = slow(1)\n")]))
     outcome = fix_source(nb.source, Path("nb.ipynb"), Settings(), rules=[SlowCall])
     assert outcome.fixed == 0 and error in outcome.fix_errors[0]
 
