@@ -78,7 +78,9 @@ def run_limited(function: Callable[[], R], seconds: float) -> R:
     and a high recursion limit, without which deep but valid code fails here and not in the
     tool), stopped with ``Hang`` once this process has spent ``seconds`` of CPU time (a loop
     that never ends spends CPU; a machine busy with other work does not make a case look
-    hung). ``Hang`` is raised in the case's thread too, so a spinning case does not go on."""
+    hung). ``Hang`` is raised in the case's thread too, so a spinning case does not go on.
+    The recursion limit ``call_deep`` raises is put back after: in this (main) thread's
+    smaller stack, a high limit would turn a RecursionError into a crash."""
     idents: List[int] = []
     outcome: List[Tuple[bool, object]] = []
 
@@ -94,14 +96,18 @@ def run_limited(function: Callable[[], R], seconds: float) -> R:
 
     runner = threading.Thread(target=outer, name="fuzz-case", daemon=True)
     deadline = time.process_time() + seconds
+    limit = sys.getrecursionlimit()
     runner.start()
-    while runner.is_alive():
-        runner.join(0.05)
-        if runner.is_alive() and time.process_time() > deadline:
-            for ident in idents:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(Hang))
-            runner.join(1.0)
-            raise Hang(f"no result after {seconds:g} s of CPU time")
+    try:
+        while runner.is_alive():
+            runner.join(0.05)
+            if runner.is_alive() and time.process_time() > deadline:
+                for ident in idents:
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(Hang))
+                runner.join(1.0)
+                raise Hang(f"no result after {seconds:g} s of CPU time")
+    finally:
+        sys.setrecursionlimit(limit)
     ok, value = outcome[0]
     if ok:
         return value  # type: ignore[return-value]
