@@ -27,7 +27,7 @@ from libcst.metadata import CodeRange
 
 from .positions import _TargetedCodegenState
 from .rule import NodeFix
-from .transform import apply_fixes, fix_edits, text_edits
+from .transform import apply_fixes, text_edits, transplant
 from .types import Edit, Location
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # LibCST's line breaks
@@ -59,17 +59,31 @@ class FixEdits:
         self.positions = positions  # NodePositions of (at least) every replaced node
         self.line_starts = [0, *(match.end() for match in _NEWLINE.finditer(source))]
         self._imports: Dict[Tuple[str, ...], Tuple[Edit, ...]] = {}
+        self._rendered: Optional[str] = None
 
     def edits(self, fix: NodeFix) -> Tuple[Edit, ...]:
         local = self._local(fix)
         if local is None:
-            return fix_edits(self.module, fix)
+            return self._whole(fix)
         if fix.imports:
             added = self._import_edits(fix.imports)
             if _touch(added, local):
-                return fix_edits(self.module, fix)
+                return self._whole(fix)
             local = tuple(sorted(added + local, key=lambda edit: edit.location))
         return local
+
+    def _whole(self, fix: NodeFix) -> Tuple[Edit, ...]:
+        """The whole-module way, with the bytes LibCST's rendering loses (a form feed at a
+        line start, a lone carriage return) put back as ``--fix`` puts them back
+        (``transform.transplant``); the edits then apply to the file as it is."""
+        if self._rendered is None:
+            self._rendered = self.module.code
+        updated = apply_fixes(self.module, [fix]).code
+        if self._rendered != self.source:
+            kept = transplant(self.source, self._rendered, updated)
+            if kept is not None:
+                return text_edits(self.source, kept)
+        return text_edits(self._rendered, updated)
 
     # -- replacements, spliced -----------------------------------------------------------
 
@@ -159,7 +173,7 @@ class FixEdits:
     def _import_edits(self, imports: Tuple[str, ...]) -> Tuple[Edit, ...]:
         if imports not in self._imports:
             only = NodeFix(replacements=(), applicability=None, message="", imports=imports)  # type: ignore[arg-type]
-            self._imports[imports] = text_edits(self.source, apply_fixes(self.module, [only]).code)
+            self._imports[imports] = self._whole(only)
         return self._imports[imports]
 
 
