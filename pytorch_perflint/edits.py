@@ -1,7 +1,7 @@
 """The text edits of single fixes, as the JSON and SARIF output carry them.
 
 The plain way to get one fix's edits is to apply it to the whole module, render the whole
-module and diff it against the source (``transform.fix_edits``). Per fix, that is a pass
+module and diff it against the source (``whole_module_edits``, kept for what cannot be spliced). Per fix, that is a pass
 over the whole file: a large file with many findings made JSON and SARIF output quadratic
 (48.7 s against 2.6 s for concise on torch's 11,000-line distributed_test.py).
 
@@ -73,17 +73,9 @@ class FixEdits:
         return local
 
     def _whole(self, fix: NodeFix) -> Tuple[Edit, ...]:
-        """The whole-module way, with the bytes LibCST's rendering loses (a form feed at a
-        line start, a lone carriage return) put back as ``--fix`` puts them back
-        (``transform.transplant``); the edits then apply to the file as it is."""
         if self._rendered is None:
             self._rendered = self.module.code
-        updated = apply_fixes(self.module, [fix]).code
-        if self._rendered != self.source:
-            kept = transplant(self.source, self._rendered, updated)
-            if kept is not None:
-                return text_edits(self.source, kept)
-        return text_edits(self._rendered, updated)
+        return whole_module_edits(self.module, self.source, fix, self._rendered)
 
     # -- replacements, spliced -----------------------------------------------------------
 
@@ -193,3 +185,17 @@ def _touch(a: Tuple[Edit, ...], b: Tuple[Edit, ...]) -> bool:
             if x.location.row <= y.end_location.row and y.location.row <= x.end_location.row:
                 return True
     return False
+
+
+def whole_module_edits(module: cst.Module, source: str, fix: NodeFix, rendered: Optional[str] = None) -> Tuple[Edit, ...]:
+    """One fix's edits the whole-module way, with the bytes LibCST's rendering loses (a form
+    feed at a line start, a lone carriage return, a last line of only indentation) put back
+    as ``--fix`` puts them back (``transform.transplant``): the edits apply to ``source``,
+    the text ``module`` was parsed from."""
+    rendered = module.code if rendered is None else rendered
+    updated = apply_fixes(module, [fix]).code
+    if rendered != source:
+        kept = transplant(source, rendered, updated)
+        if kept is not None:
+            return text_edits(source, kept)
+    return text_edits(rendered, updated)

@@ -163,11 +163,6 @@ def _with_page_breaks(original: Sequence[str], rendered: Sequence[str], new: Seq
     return out
 
 
-def fix_edits(module: cst.Module, fix: NodeFix) -> Tuple[Edit, ...]:
-    """The text edits of one fix on its own."""
-    return text_edits(module.code, apply_fixes(module, [fix]).code)
-
-
 def unified_diff(path: str, before: str, after: str) -> str:
     return "".join(
         difflib.unified_diff(

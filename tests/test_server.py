@@ -456,3 +456,12 @@ async def test_saving_the_settings_in_a_client_that_sends_every_save_relints(cli
     after = await published(client, doc.uri, lambda d: "TPF101" not in codes(d))
     assert after and "TPF101" not in codes(after)
     doc.close()
+
+
+async def test_deep_but_valid_code_gets_its_findings(client: LanguageClient, tmp_path):
+    """A long implicit string concatenation (as in CPython's pydoc_data/topics.py) needs
+    the stack and recursion limit the CLI lints with; the server lints it too."""
+    text = CUDA_LOADER + "s = (\n" + "".join('    "a"\n' for _ in range(1500)) + ")\n"
+    doc = Doc(client, tmp_path / "topics.py", text)
+    assert "TPF101" in codes(await published(client, doc.uri, lambda d: len(d) > 0))
+    doc.close()

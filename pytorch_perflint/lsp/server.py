@@ -22,6 +22,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..workers import call_deep
 from . import actions, convert
 from .documents import Buffer, Cell, Linted, by_cell, join_cells, lint_buffer
 
@@ -100,7 +101,9 @@ class PerflintServer(LanguageServer):
             return cached
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
-        linted = await loop.run_in_executor(self.executor, functools.partial(lint_buffer, buffer, for_fixes=for_fixes))
+        # Deep but valid code (long string concatenations) needs the CLI's stack and recursion limit.
+        lint = functools.partial(lint_buffer, for_fixes=for_fixes)
+        linted = await loop.run_in_executor(self.executor, call_deep, lint, buffer)
         self.cache[(buffer.uri, for_fixes)] = linted
         self.trace(
             f"linted {buffer.uri} version {buffer.version}: {len(linted.lint.diagnostics)} findings "
