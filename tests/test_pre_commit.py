@@ -88,7 +88,7 @@ def test_pre_commit_runs_both_hooks_from_a_clone_on_python_and_notebooks(tmp_pat
     env.pop("VIRTUAL_ENV", None)
     clone = tmp_path / "clone"
     _git("clone", "--quiet", str(ROOT), str(clone), cwd=tmp_path)
-    _git("branch", "--force", "main", "HEAD", cwd=clone)  # what `rev: main` names on GitHub
+    _git("checkout", "--quiet", "-B", "main", cwd=clone)  # what `rev: main` names on GitHub (a clone of main is on it already)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True).stdout.strip()
 
     project = tmp_path / "project"
