@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import hashlib
 import io
 import os
 import sys
@@ -25,6 +26,9 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
 from .config import Settings
 from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
+from .cache import Stamp
+from .project.index import ALL_FILES, stat_key
+from .project.linted import RunProjects, snapshot
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
 
@@ -119,25 +123,27 @@ def process_bytes(
     write: bool = True,
     rules: Optional[Sequence[Type]] = None,
     roots: Optional[Sequence[str]] = None,
+    project=None,
 ) -> Processed:
     """Lint or fix one file's bytes. With ``write`` (and mode FIX) the fix goes to ``path``,
-    unless that leaves ``roots`` (see ``safe_write.write_fixed``)."""
+    unless that leaves ``roots`` (see ``safe_write.write_fixed``). ``project``: the index of
+    the file's project (``project.linted``), None for a file on its own."""
     from . import engine, fixer
     from .transform import unified_diff
 
     if path.suffix == ".ipynb":
-        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules, roots=roots)
+        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules, roots=roots, project=project)
     try:
         decoded = decode(data)
     except Undecodable as error:
         return Processed(_undecodable(path, settings, str(error), rules), data)
     text = decoded.text
     if mode is Mode.CHECK:
-        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, keep_module=False)
+        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, keep_module=False, project=project)
         diagnostics = tuple(lint.diagnostics)
         return Processed(FileResult(path, diagnostics, errors=tuple(lint.errors), source=text if diagnostics else None), data)
 
-    outcome = fixer.fix_source(text, path, settings, rules=rules, with_edits=with_edits)
+    outcome = fixer.fix_source(text, path, settings, rules=rules, with_edits=with_edits, project=project)
     diagnostics, fixed, source = outcome.diagnostics, outcome.fixed, outcome.source
     errors, fix_errors = list(outcome.errors), list(outcome.fix_errors)
     output = data
@@ -158,7 +164,7 @@ def process_bytes(
                 encoded = None
         if encoded is None:
             # Nothing was applied: report what the file still has.
-            lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules)
+            lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, project=project)
             diagnostics, fixed, source = tuple(lint.diagnostics), 0, text
         else:
             output = encoded
@@ -188,6 +194,7 @@ def _process_notebook(
     write: bool,
     rules: Optional[Sequence[Type]],
     roots: Optional[Sequence[str]] = None,
+    project=None,
 ) -> Processed:
     """A notebook: its code cells are linted (and fixed) as one source, reported per cell."""
     from . import engine, fixer, notebook
@@ -198,10 +205,10 @@ def _process_notebook(
     except (UnicodeDecodeError, notebook.NotebookError) as error:
         return Processed(_undecodable(path, settings, str(error), rules), data)
     if mode is Mode.CHECK:
-        lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
+        lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules, project=project)
         diagnostics, errors, fixed, fix_errors, output, diff = lint.diagnostics, lint.errors, 0, [], data, None
     else:
-        outcome = fixer.fix_source(book.source, path, settings, rules=rules)
+        outcome = fixer.fix_source(book.source, path, settings, rules=rules, project=project)
         diagnostics, errors, fixed = outcome.diagnostics, list(outcome.errors), outcome.fixed
         fix_errors, output, diff = list(outcome.fix_errors), data, None
         if fixed:
@@ -221,7 +228,7 @@ def _process_notebook(
                     _note(problem, errors, fix_errors)
                     new_text = None
             if new_text is None:
-                lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
+                lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules, project=project)
                 diagnostics, fixed = lint.diagnostics, 0
     mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
     # Edits are relative to the joined source, not the cells: leave them out.
@@ -242,17 +249,65 @@ def process_file(
     with_edits: bool = False,
     rules: Optional[Sequence[Type]] = None,
     roots: Optional[Sequence[str]] = None,
+    project=None,
 ) -> FileResult:
     """One file, start to end; never raises (a crash becomes the file's error)."""
+    return _lint_task(path, settings, mode, with_edits, rules, roots, None, project=project).result
+
+
+@dataclass(frozen=True)
+class _Done:
+    """A worker's answer for one file: its result and, for the cache, what it depended on
+    and the module summaries the worker read for it (for the parent to keep)."""
+
+    result: FileResult
+    stamp: Optional[Stamp] = None
+    summaries: Optional[Tuple[str, dict]] = None  # (project root, path -> (stat key, summary))
+
+
+def _lint_task(
+    path: Path,
+    settings: Settings,
+    mode: Mode,
+    with_edits: bool,
+    rules: Optional[Sequence[Type]],
+    roots: Optional[Sequence[str]],
+    projects: Optional[RunProjects],
+    *,
+    stamped: bool = False,
+    project=None,
+) -> _Done:
+    """Read, lint or fix one file with its project's index (``projects``), recording the
+    project modules the rules read; never raises."""
+    if projects is not None:
+        project = projects.for_file(path)
+    key = stat_key(str(path))  # before the read: a change meanwhile shows next run
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
-        return FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",))
+        return _Done(FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",)))
+    used: set = set()
     try:
-        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots).result
+        if project is None:
+            result = process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots).result
+        else:
+            with project.recording() as used:
+                result = process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots, project=project).result
+            project.settle(path, None if result.fixed else key)
     except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
-        return FileResult(path, errors=(_internal_error(path, error),))
+        return _Done(FileResult(path, errors=(_internal_error(path, error),)))
+    if not stamped:
+        return _Done(result)
+    deps: dict = {}
+    all_files = ALL_FILES in used
+    if project is not None and not all_files:
+        known = project.entries()
+        own = os.path.abspath(path)
+        deps = {p: (known[p][0] if p in known else stat_key(p)) for p in used if p != own}
+    stamp = Stamp(key, hashlib.sha256(data).hexdigest(), deps, all_files, project.root if project is not None else None)
+    summaries = (project.root, projects.new_entries(project)) if project is not None and projects is not None else None
+    return _Done(result, stamp, summaries)
 
 
 def _internal_error(path: Path, error: BaseException) -> str:
@@ -274,31 +329,33 @@ def _failed(path: Path, failure: Failure) -> str:
     return f"{path}: internal error: {failure.detail}"
 
 
-def _isolated(files: Sequence[Path], work: Callable[[Path], FileResult], jobs: int, settings: Settings) -> Iterator[FileResult]:
+def _isolated(files: Sequence[Path], work: Callable[[Path], _Done], jobs: int, settings: Settings) -> Iterator[_Done]:
     """Results in the order of ``files``, each file worked on in a worker process that is
     stopped when it passes the time limit (see ``workers``)."""
     values = run_tasks(work, files, jobs=jobs, time_limit=_time_limit(settings))
     try:
         for path, value in zip(files, values):
-            yield FileResult(path, errors=(_failed(path, value),)) if isinstance(value, Failure) else value
+            yield _Done(FileResult(path, errors=(_failed(path, value),))) if isinstance(value, Failure) else value
     finally:
         values.close()  # stop the workers now, also when the run is cut short
 
 
-def _stdin_work(path: Path, data: bytes, settings: Settings, mode: Mode, with_edits: bool) -> Processed:
+def _stdin_work(path: Path, data: bytes, settings: Settings, mode: Mode, with_edits: bool, project=None) -> Processed:
     try:
-        return process_bytes(data, path, settings, mode, with_edits=with_edits, write=False)
+        return process_bytes(data, path, settings, mode, with_edits=with_edits, write=False, project=project)
     except Exception as error:  # noqa: BLE001 - reported as this file's error
         return Processed(FileResult(path, errors=(_internal_error(path, error),)), data)
 
 
 def process_stdin(data: bytes, path: Path, settings: Settings, mode: Mode, *, with_edits: bool = False) -> Processed:
     """Lint or fix bytes read from stdin (nothing is written), under the same time limit
-    and in the same kind of worker as files."""
+    and in the same kind of worker as files. The text counts as the module at ``path`` of
+    its project (``--stdin-filename``), whose other modules are read from disk."""
     from . import registry
 
     registry.all_rules()  # once, here: the forked worker inherits them
-    work = functools.partial(_stdin_work, data=data, settings=settings, mode=Mode(mode), with_edits=with_edits)
+    project = RunProjects(settings).for_file(path)
+    work = functools.partial(_stdin_work, data=data, settings=settings, mode=Mode(mode), with_edits=with_edits, project=project)
     values = run_tasks(work, [path], jobs=1, time_limit=_time_limit(settings))
     try:
         (value,) = list(values)
@@ -329,15 +386,14 @@ def run(
     ``progress`` shows a bar on stderr when it is a terminal and there are many files.
     ``roots``: the paths the run was asked to lint; a fix is never written through a
     symlink that leads out of them (None: each file is its own root).
+
+    Each file is linted with the index of its project (one per project root, made here
+    and inherited by the workers). With the cache, unchanged files are answered from
+    ``stat`` alone, before the engine (and LibCST) is even imported.
     """
     mode = Mode(mode)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    # Import the engine and discover the rules once, here: forked workers inherit them.
-    from . import engine, fixer, registry  # noqa: F401
-
-    registry.all_rules()
     real = real_roots(roots) if roots is not None else None
-    work = functools.partial(process_file, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real)
     cache = None
     if use_cache and mode is Mode.CHECK and rules is None and files:
         cache = _open_cache(settings, with_edits, Path(roots[0]) if roots else files[0])
@@ -351,9 +407,20 @@ def run(
                 todo.append(path)
             else:
                 cached[path] = hit
+    projects = RunProjects(settings)
+    if todo:
+        # Import the engine and discover the rules once, here: forked workers inherit them.
+        from . import engine, fixer, registry  # noqa: F401
+
+        registry.all_rules()
+        if cache is not None:
+            _prepare_projects(projects, todo, cache)
+    work = functools.partial(
+        _lint_task, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real, projects=projects, stamped=cache is not None
+    )
     workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
     fresh = _isolated(todo, work, workers, settings)
-    stream = _merge(files, cached, fresh, cache)
+    stream = _merge(files, cached, fresh, cache, projects)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
     # Few files: while a long one is worked on, a status line says so instead of the bar.
     status = LongFileStatus("Fixing" if mode is Mode.FIX else "Checking") if progress and not show and sys.stderr.isatty() else None
@@ -380,6 +447,8 @@ def run(
         fresh.close()  # on Ctrl-C: stop the workers before the interrupt goes on
     if cache is not None:
         cache.save()
+        if todo:
+            _save_summaries(projects, cache)
     return results, summarize(results, settings, mode)
 
 
@@ -390,46 +459,79 @@ def _open_cache(settings: Settings, with_edits: bool, start: Path):
     return Cache(root, settings, with_edits) if root is not None else None
 
 
+def _prepare_projects(projects: RunProjects, todo: Sequence[Path], cache) -> None:
+    """Before the workers start: the cache's project gets the summaries kept from earlier
+    runs and a snapshot of its files' stat keys (taken before any is read)."""
+    cache_root = os.path.abspath(cache.file.parent.parent)
+    for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
+        index = projects.for_file(Path(root) / "__init__.py")
+        if index is None:
+            continue
+        if root == cache_root:
+            projects.known[root] = cache.load_summaries(index)
+        cache.prepare_folder()  # first: creating it changes the root folder's mtime
+        cache.set_snapshot(root, snapshot(index))
+
+
+def _save_summaries(projects: RunProjects, cache) -> None:
+    """Keep the summaries of the cache's project for the next run (stale ones dropped)."""
+    cache_root = os.path.abspath(cache.file.parent.parent)
+    index = projects.indexes.get(cache_root)
+    if index is None:
+        return
+    entries = {p: (k, s) for p, (k, s) in index.entries().items() if stat_key(p) == k}
+    if entries:
+        cache.save_summaries(entries)
+
+
 def _cache_lookup(cache, path: Path) -> Optional[FileResult]:
-    """A cached result for an unchanged file (re-read: the content is the key)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    diagnostics = cache.get(path, data)
+    """A cached result for an unchanged file (decided from ``stat``, see ``Cache.lookup``)."""
+    diagnostics = cache.lookup(path)
     if diagnostics is None:
         return None
     source = None
-    if diagnostics and path.suffix == ".ipynb":
-        source = data.decode("utf-8-sig", errors="replace")  # the cells' code frames
-    elif diagnostics:
+    if diagnostics:  # the code frames need the text
         try:
-            source = decode(data).text
-        except Undecodable:
-            source = None
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if path.suffix == ".ipynb":
+            source = data.decode("utf-8-sig", errors="replace")
+        else:
+            try:
+                source = decode(data).text
+            except Undecodable:
+                source = None
     return FileResult(path, diagnostics, source=source)
 
 
-def _merge(files: Sequence[Path], cached: dict, fresh: Iterator[FileResult], cache) -> Iterator[FileResult]:
-    """Results in the order of ``files``; fresh results without errors go into the cache."""
+def _merge(files: Sequence[Path], cached: dict, fresh: Iterator[_Done], cache, projects: RunProjects) -> Iterator[FileResult]:
+    """Results in the order of ``files``; fresh results without errors go into the cache,
+    and the summaries the workers read into the parent's index (to be kept)."""
     for path in files:
         if path in cached:
             yield cached[path]
             continue
-        result = next(fresh)
-        if cache is not None and not result.errors:
-            try:
-                cache.put(path, path.read_bytes(), result.diagnostics)
-            except OSError:
-                pass
+        done = next(fresh)
+        result = done.result
+        if cache is not None and not result.errors and done.stamp is not None:
+            cache.put(path, b"", result.diagnostics, done.stamp)
+        if done.summaries is not None:
+            root, entries = done.summaries
+            index = projects.indexes.get(root)
+            if index is not None:
+                for module, (key, summary) in entries.items():
+                    index.add(module, key, summary)
         yield result
 
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:
     """Counts for the summary line and the exit code."""
-    from .fixer import _fixable_codes
+    fixable = None
+    if settings.fixable is not None or settings.unfixable:
+        from .fixer import _fixable_codes  # (imports LibCST: not on a warm run's path)
 
-    fixable = _fixable_codes(settings)
+        fixable = _fixable_codes(settings)
     safe = unsafe = remaining = 0
     for result in results:
         remaining += len(result.diagnostics)

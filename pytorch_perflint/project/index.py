@@ -189,6 +189,20 @@ class ProjectIndex:
         self._replaced(previous, summary)
         return True
 
+    def settle(self, path: Union[str, Path], key: Optional[StatKey]) -> None:
+        """The text handed to ``summary`` for ``path`` was the file's content at stat
+        ``key`` (a runner that read the file to lint it): keep its summary as the file's,
+        and not the text. With ``key`` None (the file was rewritten), forget both."""
+        path = os.path.abspath(path)
+        kept = self._in_memory.pop(path, None)
+        if kept is None:
+            return
+        if key is not None:
+            self._on_disk[path] = (tuple(key), kept[1])  # type: ignore[assignment]
+        else:
+            self._on_disk.pop(path, None)
+            self._replaced(kept[1], failed("rewritten"))
+
     def entries(self) -> Dict[str, Tuple[StatKey, ModuleSummary]]:
         """Every summary read from disk, with its stat key (for a cache to keep)."""
         return dict(self._on_disk)
