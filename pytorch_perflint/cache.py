@@ -19,6 +19,7 @@ make the tool read or write elsewhere.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -58,7 +59,8 @@ def _code_key() -> str:
 
 
 def _settings_key(settings: Settings, with_edits: bool) -> str:
-    return f"{_code_key()}|{with_edits}|{settings!r}"
+    # How findings are printed does not change them: every format shares the entries.
+    return f"{_code_key()}|{with_edits}|{dataclasses.replace(settings, output_format=None)!r}"
 
 
 def project_root(settings: Settings, start: Path) -> Optional[Path]:

@@ -252,7 +252,15 @@ def process_file(
     project=None,
 ) -> FileResult:
     """One file, start to end; never raises (a crash becomes the file's error)."""
-    return _lint_task(path, settings, mode, with_edits, rules, roots, None, project=project).result
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        return FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",))
+    try:
+        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots, project=project).result
+    except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
+        return FileResult(path, errors=(_internal_error(path, error),))
 
 
 @dataclass(frozen=True)
@@ -273,41 +281,33 @@ def _lint_task(
     rules: Optional[Sequence[Type]],
     roots: Optional[Sequence[str]],
     projects: Optional[RunProjects],
-    *,
     stamped: bool = False,
-    project=None,
 ) -> _Done:
-    """Read, lint or fix one file with its project's index (``projects``), recording the
-    project modules the rules read; never raises."""
-    if projects is not None:
-        project = projects.for_file(path)
+    """``process_file`` with the index of the file's project, recording the project modules
+    the rules read (for the cache, with the file's stat key and digest)."""
+    project = projects.for_file(path) if projects is not None else None
     key = stat_key(str(path))  # before the read: a change meanwhile shows next run
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        return _Done(FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",)))
-    used: set = set()
-    try:
-        if project is None:
-            result = process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots).result
-        else:
-            with project.recording() as used:
-                result = process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots, project=project).result
-            project.settle(path, None if result.fixed else key)
-    except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
-        return _Done(FileResult(path, errors=(_internal_error(path, error),)))
-    if not stamped:
+    if project is None:
+        return _Done(process_file(path, settings, mode, with_edits, rules, roots))
+    with project.recording() as used:
+        result = process_file(path, settings, mode, with_edits, rules, roots, project=project)
+    project.settle(path, None if result.fixed else key)
+    if not stamped or result.errors:
         return _Done(result)
-    deps: dict = {}
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return _Done(result)
+    if stat_key(str(path)) != key:
+        return _Done(result)  # changed while it was linted: not cached
     all_files = ALL_FILES in used
-    if project is not None and not all_files:
+    deps: dict = {}
+    if not all_files:
         known = project.entries()
         own = os.path.abspath(path)
         deps = {p: (known[p][0] if p in known else stat_key(p)) for p in used if p != own}
-    stamp = Stamp(key, hashlib.sha256(data).hexdigest(), deps, all_files, project.root if project is not None else None)
-    summaries = (project.root, projects.new_entries(project)) if project is not None and projects is not None else None
-    return _Done(result, stamp, summaries)
+    stamp = Stamp(key, digest, deps, all_files, project.root)
+    return _Done(result, stamp, (project.root, projects.new_entries(project)))  # type: ignore[union-attr]
 
 
 def _internal_error(path: Path, error: BaseException) -> str:

@@ -5,7 +5,9 @@ A module *selects* an accelerator when its code (never a comment or a docstring:
 the ``ast``) does one of: ``x.cuda(...)``; passes ``"cuda…"``, ``"mps"`` or ``"xpu"`` as a
 value (``device="cuda"``, ``torch.device("cuda:0")``, ``.to("mps")``, an argparse or config
 default, ``set_default_device("cuda")``, ``autocast("cuda")``); calls
-``torch.cuda.is_available()`` (or the mps/xpu ones), anything under ``torch.accelerator``,
+``torch.cuda.is_available()`` (or the mps/xpu ones), ``torch.cuda.synchronize()`` /
+``set_device()`` / ``current_device()`` (they fail without a CUDA device), anything under
+``torch.accelerator``,
 ``accelerate.Accelerator()``; passes ``non_blocking=``; uses ``torch.autocast`` /
 ``torch.amp`` / ``torch.cuda.amp`` other than for the CPU. A device string compared
 against (``if device == "cuda"``) or listed among choices is not a selection.
@@ -40,6 +42,9 @@ _AMP = frozenset(
         "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
     }
 )  # fmt: skip
+# Calls that fail without a CUDA device, so code that makes them unguarded runs on one
+# (the old text search counted ``cuda.synchronize`` too).
+_NEEDS_CUDA = frozenset({"torch.cuda.synchronize", "torch.cuda.set_device", "torch.cuda.current_device"})
 _ACCELERATE = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 # Parents through which a device string still is the value (``args.device or "cuda"``).
 _TRANSPARENT = (ast.IfExp, ast.BoolOp)
@@ -79,7 +84,7 @@ def _call_selection(call: ast.Call, aliases: Mapping[str, str]) -> Optional[str]
         return ".cuda()"
     if qualname is None:
         return None
-    if qualname in _AVAILABLE:
+    if qualname in _AVAILABLE or qualname in _NEEDS_CUDA:
         return f"{qualname}()"
     if qualname.startswith("torch.accelerator."):
         return f"{qualname}()"

@@ -113,6 +113,10 @@ class ProjectIndex:
             self._files = frozenset(os.path.abspath(p) for p in found.files if str(p).endswith((".py", ".pyi")))
         return self._files
 
+    def has_files(self) -> bool:
+        """Whether the project's files were listed already (``files`` costs a walk)."""
+        return self._files is not None
+
     @property
     def modules(self) -> ModuleMap:
         if self._modules is None:

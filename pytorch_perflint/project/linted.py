@@ -34,22 +34,32 @@ def project_root(settings: Settings, start: Path) -> Optional[Path]:
     return None
 
 
-# One index per (root, settings) in this process: the language server and the flake8
-# plugin lint file after file; the runner builds its own and hands it to its workers.
-_INDEXES: Dict[Tuple[str, Settings], ProjectIndex] = {}
+# One index per (root, settings) in this process, with the snapshot of the project it was
+# read from: the language server and the flake8 plugin lint file after file; the runner
+# makes its own (``RunProjects``) and hands it to its workers.
+_INDEXES: Dict[Tuple[str, Settings], Tuple[ProjectIndex, Optional[Dict[str, Optional[StatKey]]]]] = {}
 
 
 def index_for(path: Path, settings: Settings) -> Optional[ProjectIndex]:
-    """The index of the project holding ``path``, kept for this process (None: no root)."""
+    """The index of the project holding ``path``, kept for this process while no project
+    file or folder changes on disk (a long-lived editor session sees saved edits, added and
+    removed modules); None without a project root."""
     root = project_root(settings, path)
     if root is None:
         return None
     key = (str(root), settings)
-    index = _INDEXES.get(key)
-    if index is None:
-        if len(_INDEXES) > 8:  # a long-lived server that moved between projects
-            _INDEXES.clear()
-        index = _INDEXES[key] = ProjectIndex(root, settings)
+    kept = _INDEXES.get(key)
+    if kept is not None:
+        index, seen = kept
+        if seen is None and index.has_files():
+            seen = snapshot(index)  # the files were listed during the last lint
+            _INDEXES[key] = (index, seen)
+        if seen is None or snapshot(index) == seen:
+            return index
+    if len(_INDEXES) > 8:  # a long-lived server that moved between projects
+        _INDEXES.clear()
+    index = ProjectIndex(root, settings)
+    _INDEXES[key] = (index, None)
     return index
 
 
