@@ -28,7 +28,7 @@ from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp
 from .project.index import ALL_FILES, stat_key
-from .project.linted import RunProjects, snapshot
+from .project.linted import RunProjects, snapshot, summarise_file
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
 
@@ -415,10 +415,12 @@ def run(
         registry.all_rules()
         if cache is not None:
             _prepare_projects(projects, todo, cache)
+    workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
+    if workers > 1:
+        _summarise_projects(projects, todo, workers, settings)
     work = functools.partial(
         _lint_task, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real, projects=projects, stamped=cache is not None
     )
-    workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
     fresh = _isolated(todo, work, workers, settings)
     stream = _merge(files, cached, fresh, cache, projects)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
@@ -471,6 +473,30 @@ def _prepare_projects(projects: RunProjects, todo: Sequence[Path], cache) -> Non
             projects.known[root] = cache.load_summaries(index)
         cache.prepare_folder()  # first: creating it changes the root folder's mtime
         cache.set_snapshot(root, snapshot(index))
+
+
+def _summarise_projects(projects: RunProjects, todo: Sequence[Path], jobs: int, settings: Settings) -> None:
+    """Summarise, in the workers, every module of the linted files' projects that the
+    indexes do not hold yet, and build the import graphs here: forked lint workers then
+    inherit them, instead of each reading the whole project again for the first file that
+    asks who runs on an accelerator."""
+    for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
+        index = projects.for_file(Path(root) / "__init__.py")
+        if index is None:
+            continue
+        held = index.entries()
+        missing = sorted(p for p in index.files if p.endswith(".py") and (p not in held or held[p][0] != stat_key(p)))
+        if len(missing) >= PARALLEL_MIN_FILES:
+            values = run_tasks(summarise_file, missing, jobs=jobs, time_limit=_time_limit(settings))
+            try:
+                for value in values:
+                    if not isinstance(value, Failure):
+                        path, key, summary, text_hash = value
+                        if key is not None and index.add(path, key, summary, text_hash):
+                            projects.known.setdefault(root, {})[path] = key  # the workers have it
+            finally:
+                values.close()
+        index.import_graph()
 
 
 def _save_summaries(projects: RunProjects, cache) -> None:

@@ -98,6 +98,10 @@ class ProjectIndex:
         self._sharing: Optional[FrozenSet[str]] = None
         self.resolution = Resolution(self)
         self._recorders: List[Set[str]] = []
+        # path -> (length, hash) of the text an on-disk summary was built from, so that a
+        # linted file whose text is that one reuses it (hashes stay within one process
+        # and the workers forked from it).
+        self._texts: Dict[str, Tuple[int, int]] = {}
 
     @classmethod
     def for_path(cls, path: Union[str, Path], settings: Optional[Settings] = None, **options) -> "ProjectIndex":
@@ -159,6 +163,9 @@ class ProjectIndex:
             kept = self._in_memory.get(path)
             if kept is not None and kept[0] == source:
                 return kept[1]
+            on_disk = self._on_disk.get(path)
+            if kept is None and on_disk is not None and self._texts.get(path) == (len(source), hash(source)):
+                return on_disk[1]  # the file's own text, summarised already (the import graph)
             summary = summarize(tree, source, self.summarizers)
             previous = kept[1] if kept is not None else self._on_disk.get(path, (None, None))[1]
             self._in_memory[path] = (source, summary)
@@ -176,20 +183,28 @@ class ProjectIndex:
         else:
             text, error = read_source(path, self.max_bytes)
             summary = failed(error or "cannot read") if text is None else summarize(None, text, self.summarizers)
+            if text is not None:
+                self._texts[path] = (len(text), hash(text))
         if key is not None:
             self._on_disk[path] = (key, summary)
         if kept_disk is not None:
             self._replaced(kept_disk[1], summary)
         return summary
 
-    def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary) -> bool:
+    def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary, text_hash: Optional[Tuple[int, int]] = None) -> bool:
         """Hand in a summary kept elsewhere (a cache) for the file with stat ``key``. A
-        summary built with other summarisers than this index's is refused (False)."""
+        summary built with other summarisers than this index's is refused (False).
+        ``text_hash``: ``(len(text), hash(text))`` of the text it was built from, when it
+        was built in this process or one forked from the same parent."""
         summarizers = registered_summarizers() if self.summarizers is None else self.summarizers
         if summary.ok and tuple(k for k, _ in summary.extras) != tuple(k for k, _ in summarizers):
             return False
         previous = self._on_disk.get(os.path.abspath(path), (None, None))[1]
         self._on_disk[os.path.abspath(path)] = (tuple(key), summary)  # type: ignore[assignment]
+        if text_hash is not None:
+            self._texts[os.path.abspath(path)] = text_hash
+        else:
+            self._texts.pop(os.path.abspath(path), None)
         self._replaced(previous, summary)
         return True
 
@@ -203,6 +218,7 @@ class ProjectIndex:
             return
         if key is not None:
             self._on_disk[path] = (tuple(key), kept[1])  # type: ignore[assignment]
+            self._texts[path] = (len(kept[0]), hash(kept[0]))
         else:
             self._on_disk.pop(path, None)
             self._replaced(kept[1], failed("rewritten"))

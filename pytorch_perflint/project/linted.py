@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from ..config import Settings
-from .index import ProjectIndex, StatKey, stat_key
+from .index import ProjectIndex, StatKey, read_source, stat_key
 from .root import ROOT_MARKERS
 from .summarizer import summarize
+from .summary import ModuleSummary, failed
 
 
 def project_root(settings: Settings, start: Path) -> Optional[Path]:
@@ -134,3 +135,13 @@ class RunProjects:
         fresh = {p: (k, s) for p, (k, s) in index.entries().items() if known.get(p) != k}
         known.update((p, k) for p, (k, _) in fresh.items())
         return fresh
+
+
+def summarise_file(path: str) -> Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, int]]]:
+    """One module's summary, read from disk, with what ``ProjectIndex.add`` takes: the work
+    of a worker when a run summarises a whole project up front."""
+    key = stat_key(path)
+    text, error = read_source(path)
+    if text is None:
+        return path, key, failed(error or "cannot read"), None
+    return path, key, summarize(None, text), (len(text), hash(text))
