@@ -27,8 +27,10 @@ from .config import Settings
 from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp
+from .run_cache import Done as _Done, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
+from .run_cache import prepare_projects as _prepare_projects, save_summaries as _save_summaries
 from .project.index import ALL_FILES, stat_key
-from .project.linted import RunProjects, snapshot, summarise_file
+from .project.linted import RunProjects, summarise_file
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
 
@@ -263,16 +265,6 @@ def process_file(
         return FileResult(path, errors=(_internal_error(path, error),))
 
 
-@dataclass(frozen=True)
-class _Done:
-    """A worker's answer for one file: its result and, for the cache, what it depended on
-    and the module summaries the worker read for it (for the parent to keep)."""
-
-    result: FileResult
-    stamp: Optional[Stamp] = None
-    summaries: Optional[Tuple[str, dict]] = None  # (project root, path -> (stat key, summary))
-
-
 def _lint_task(
     path: Path,
     settings: Settings,
@@ -454,27 +446,6 @@ def run(
     return results, summarize(results, settings, mode)
 
 
-def _open_cache(settings: Settings, with_edits: bool, start: Path):
-    from .cache import Cache, project_root
-
-    root = project_root(settings, start)
-    return Cache(root, settings, with_edits) if root is not None else None
-
-
-def _prepare_projects(projects: RunProjects, todo: Sequence[Path], cache) -> None:
-    """Before the workers start: the cache's project gets the summaries kept from earlier
-    runs and a snapshot of its files' stat keys (taken before any is read)."""
-    cache_root = os.path.abspath(cache.file.parent.parent)
-    for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
-        index = projects.for_file(Path(root) / "__init__.py")
-        if index is None:
-            continue
-        if root == cache_root:
-            projects.known[root] = cache.load_summaries(index)
-        cache.prepare_folder()  # first: creating it changes the root folder's mtime
-        cache.set_snapshot(root, snapshot(index))
-
-
 def _summarise_projects(projects: RunProjects, todo: Sequence[Path], jobs: int, settings: Settings) -> None:
     """Summarise, in the workers, every module of the linted files' projects that the
     indexes do not hold yet, and build the import graphs here: forked lint workers then
@@ -497,58 +468,6 @@ def _summarise_projects(projects: RunProjects, todo: Sequence[Path], jobs: int, 
             finally:
                 values.close()
         index.import_graph()
-
-
-def _save_summaries(projects: RunProjects, cache) -> None:
-    """Keep the summaries of the cache's project for the next run (stale ones dropped)."""
-    cache_root = os.path.abspath(cache.file.parent.parent)
-    index = projects.indexes.get(cache_root)
-    if index is None:
-        return
-    entries = {p: (k, s) for p, (k, s) in index.entries().items() if stat_key(p) == k}
-    if entries:
-        cache.save_summaries(entries)
-
-
-def _cache_lookup(cache, path: Path) -> Optional[FileResult]:
-    """A cached result for an unchanged file (decided from ``stat``, see ``Cache.lookup``)."""
-    diagnostics = cache.lookup(path)
-    if diagnostics is None:
-        return None
-    source = None
-    if diagnostics:  # the code frames need the text
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        if path.suffix == ".ipynb":
-            source = data.decode("utf-8-sig", errors="replace")
-        else:
-            try:
-                source = decode(data).text
-            except Undecodable:
-                source = None
-    return FileResult(path, diagnostics, source=source)
-
-
-def _merge(files: Sequence[Path], cached: dict, fresh: Iterator[_Done], cache, projects: RunProjects) -> Iterator[FileResult]:
-    """Results in the order of ``files``; fresh results without errors go into the cache,
-    and the summaries the workers read into the parent's index (to be kept)."""
-    for path in files:
-        if path in cached:
-            yield cached[path]
-            continue
-        done = next(fresh)
-        result = done.result
-        if cache is not None and not result.errors and done.stamp is not None:
-            cache.put(path, b"", result.diagnostics, done.stamp)
-        if done.summaries is not None:
-            root, entries = done.summaries
-            index = projects.indexes.get(root)
-            if index is not None:
-                for module, (key, summary) in entries.items():
-                    index.add(module, key, summary)
-        yield result
 
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:

@@ -33,6 +33,8 @@ NEEDLES = (
     "GradScaler",
 )  # fmt: skip
 _DEVICE = re.compile(r"^(?:cuda|mps|xpu)(?::\d+)?$")
+# An f-string device with its index filled in: f"cuda:{rank}".
+_DEVICE_PREFIX = re.compile(r"^(?:cuda|xpu):$")
 _AVAILABLE = frozenset(
     {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.mps.is_available", "torch.xpu.is_available"}
 )
@@ -71,9 +73,17 @@ def _selection(node: ast.AST, ancestors: Tuple[ast.AST, ...], aliases: Mapping[s
         if _is_value(node, ancestors):
             return repr(node.value)  # type: ignore[attr-defined]
         return None
+    if kind is ast.JoinedStr and _DEVICE_PREFIX.match(_leading_text(node)) and _is_value(node, ancestors):
+        return "f'cuda:{...}'"  # f"cuda:{rank}"
     if kind is ast.keyword and node.arg == "non_blocking":  # type: ignore[attr-defined]
         return "non_blocking="
     return None
+
+
+def _leading_text(node: ast.AST) -> str:
+    values = getattr(node, "values", ())
+    first = values[0] if values else None
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
 
 
 def _call_selection(call: ast.Call, aliases: Mapping[str, str]) -> Optional[str]:
