@@ -12,7 +12,7 @@ from typing import Iterator, Optional, Sequence, Tuple
 
 from .cache import Stamp
 from .config import Settings
-from .project.index import stat_key
+from .project.index import collector_paused, stat_key
 from .project.linted import RunProjects, snapshot
 from .types import FileResult
 
@@ -43,7 +43,8 @@ def prepare_projects(projects: RunProjects, todo: Sequence[Path], cache) -> None
         if index is None:
             continue
         if root == cache_root:
-            projects.known[root] = cache.load_summaries(index)
+            with collector_paused():
+                projects.known[root] = cache.load_summaries(index)
         cache.prepare_folder()  # first: creating it changes the root folder's mtime
         cache.set_snapshot(root, snapshot(index))
 
@@ -56,7 +57,8 @@ def save_summaries(projects: RunProjects, cache) -> None:
         return
     entries = {p: (k, s) for p, (k, s) in index.entries().items() if stat_key(p) == k}
     if entries:
-        cache.save_summaries(entries)
+        with collector_paused():
+            cache.save_summaries(entries)
 
 
 def cache_lookup(cache, path: Path) -> Optional[FileResult]:

@@ -29,7 +29,7 @@ from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp
 from .run_cache import Done as _Done, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
 from .run_cache import prepare_projects as _prepare_projects, save_summaries as _save_summaries
-from .project.index import ALL_FILES, stat_key
+from .project.index import ALL_FILES, collector_paused, stat_key
 from .project.linted import RunProjects, summarise_file
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
@@ -283,7 +283,8 @@ def _lint_task(
         return _Done(process_file(path, settings, mode, with_edits, rules, roots))
     with project.recording() as used:
         result = process_file(path, settings, mode, with_edits, rules, roots, project=project)
-    project.settle(path, None if result.fixed else key)
+    # The text last linted is the file's now (fixed and written, or as it was read).
+    project.settle(path, stat_key(str(path)) if result.fixed else key)
     if not stamped or result.errors:
         return _Done(result)
     try:
@@ -410,6 +411,7 @@ def run(
     workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
     if workers > 1:
         _summarise_projects(projects, todo, workers, settings)
+    projects.hand_over()
     work = functools.partial(
         _lint_task, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real, projects=projects, stamped=cache is not None
     )
@@ -460,11 +462,12 @@ def _summarise_projects(projects: RunProjects, todo: Sequence[Path], jobs: int, 
         if len(missing) >= PARALLEL_MIN_FILES:
             values = run_tasks(summarise_file, missing, jobs=jobs, time_limit=_time_limit(settings))
             try:
-                for value in values:
-                    if not isinstance(value, Failure):
-                        path, key, summary, text_hash = value
-                        if key is not None and index.add(path, key, summary, text_hash):
-                            projects.known.setdefault(root, {})[path] = key  # the workers have it
+                with collector_paused():  # thousands of summaries arrive: see collector_paused
+                    for value in values:
+                        if not isinstance(value, Failure):
+                            path, key, summary, text_hash = value
+                            if key is not None:
+                                index.add(path, key, summary, text_hash)
             finally:
                 values.close()
         index.import_graph()

@@ -13,6 +13,7 @@ The project's files are the ones discovery lists under the root (excludes and
 from __future__ import annotations
 
 import ast
+import gc
 import io
 import os
 import re
@@ -43,6 +44,22 @@ ALL_FILES = "<every project file>"
 MAX_BYTES = 4 * 1024 * 1024
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic collector while many modules are parsed and summarised:
+    parse trees and summaries hold no cycles, and with thousands of summaries kept the
+    collector would scan them again and again during every parse (it doubled the cost of
+    summarising the torch package)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def stat_key(path: str) -> Optional[StatKey]:
     """(size, mtime_ns, inode) of a file, None when it cannot be stat'ed."""
     try:
@@ -66,6 +83,12 @@ def read_source(path: str, max_bytes: int = MAX_BYTES) -> Tuple[Optional[str], O
         return data.decode(encoding), None
     except (SyntaxError, LookupError, UnicodeDecodeError) as error:
         return None, f"cannot decode: {error}"
+
+
+def _project_imports(summary: ModuleSummary) -> Tuple[ImportRecord, ...]:
+    """The imports that may name project modules (a fix that adds ``import torch`` does
+    not change the import graph)."""
+    return tuple(r for r in summary.imports if r.level or r.module.split(".")[0] not in EXTERNAL_PACKAGES)
 
 
 class ProjectIndex:
@@ -102,6 +125,8 @@ class ProjectIndex:
         # linted file whose text is that one reuses it (hashes stay within one process
         # and the workers forked from it).
         self._texts: Dict[str, Tuple[int, int]] = {}
+        # Every path whose on-disk entry was set, in order (``entries_since``).
+        self._order: List[str] = []
 
     @classmethod
     def for_path(cls, path: Union[str, Path], settings: Optional[Settings] = None, **options) -> "ProjectIndex":
@@ -187,6 +212,7 @@ class ProjectIndex:
                 self._texts[path] = (len(text), hash(text))
         if key is not None:
             self._on_disk[path] = (key, summary)
+            self._order.append(path)
         if kept_disk is not None:
             self._replaced(kept_disk[1], summary)
         return summary
@@ -201,6 +227,7 @@ class ProjectIndex:
             return False
         previous = self._on_disk.get(os.path.abspath(path), (None, None))[1]
         self._on_disk[os.path.abspath(path)] = (tuple(key), summary)  # type: ignore[assignment]
+        self._order.append(os.path.abspath(path))
         if text_hash is not None:
             self._texts[os.path.abspath(path)] = text_hash
         else:
@@ -218,10 +245,21 @@ class ProjectIndex:
             return
         if key is not None:
             self._on_disk[path] = (tuple(key), kept[1])  # type: ignore[assignment]
+            self._order.append(path)
             self._texts[path] = (len(kept[0]), hash(kept[0]))
         else:
             self._on_disk.pop(path, None)
             self._replaced(kept[1], failed("rewritten"))
+
+    def mark(self) -> int:
+        """Where the entries set from now on start (for ``entries_since``)."""
+        return len(self._order)
+
+    def entries_since(self, mark: int) -> Tuple[int, Dict[str, Tuple[StatKey, ModuleSummary]]]:
+        """The on-disk entries set since ``mark`` (0: all), and the mark to pass next time:
+        what a worker read that its parent does not hold yet, without a pass over all."""
+        paths = self._order[mark:]
+        return len(self._order), {p: self._on_disk[p] for p in paths if p in self._on_disk}
 
     def entries(self) -> Dict[str, Tuple[StatKey, ModuleSummary]]:
         """Every summary read from disk, with its stat key (for a cache to keep)."""
@@ -236,7 +274,7 @@ class ProjectIndex:
         self.resolution.forget()
         if (
             previous is None
-            or previous.imports != summary.imports
+            or _project_imports(previous) != _project_imports(summary)
             or (previous.accelerator is None) != (summary.accelerator is None)
         ):
             self._graph = None
@@ -355,7 +393,8 @@ class ProjectIndex:
         self.note_read(ALL_FILES)
         if self._graph is None:
             nodes = {p for p in self.files if p.endswith(".py")} | set(self._in_memory)
-            self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}
+            with collector_paused():
+                self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}
         return self._graph
 
     def importers(self, path: Union[str, Path]) -> FrozenSet[str]:

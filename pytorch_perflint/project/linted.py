@@ -109,8 +109,10 @@ class RunProjects:
         self.settings = settings
         self._roots: Dict[str, Optional[str]] = {}  # folder -> root
         self.indexes: Dict[str, ProjectIndex] = {}
-        # What each index holds from the parent (a summary cache): not sent back again.
+        # What each index holds from the parent (a summary cache, the summaries made up
+        # front): not sent back again. And where each index's new entries start.
         self.known: Dict[str, Dict[str, StatKey]] = {}
+        self._marks: Dict[str, int] = {}
 
     def root_of(self, path: Path) -> Optional[str]:
         folder = os.path.dirname(os.path.abspath(path))
@@ -129,10 +131,18 @@ class RunProjects:
             self.known[root] = {}
         return index
 
+    def hand_over(self) -> None:
+        """Before the workers are forked: what the indexes hold now, the workers hold too."""
+        for root, index in self.indexes.items():
+            known = self.known.setdefault(root, {})
+            self._marks[root], entries = index.entries_since(self._marks.get(root, 0))
+            known.update((p, k) for p, (k, _) in entries.items())
+
     def new_entries(self, index: ProjectIndex) -> Dict[str, Tuple[StatKey, object]]:
         """The summaries this process read since it last asked (to send to the parent)."""
         known = self.known.setdefault(index.root, {})
-        fresh = {p: (k, s) for p, (k, s) in index.entries().items() if known.get(p) != k}
+        self._marks[index.root], entries = index.entries_since(self._marks.get(index.root, 0))
+        fresh = {p: (k, s) for p, (k, s) in entries.items() if known.get(p) != k}
         known.update((p, k) for p, (k, _) in fresh.items())
         return fresh
 
