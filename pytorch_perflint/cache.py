@@ -234,8 +234,21 @@ class Cache:
             return False
         if entry.get("all", False) is not False:
             root = entry.get("root")
-            return isinstance(root, str) and entry.get("all") is True and self._unchanged_project(root)
+            return (
+                isinstance(root, str)
+                and entry.get("all") is True
+                and entry.get("snapshot") == self._snapshot_digest(root)
+                and self._unchanged_project(root)
+            )
         return True
+
+    def _snapshot_digest(self, root: str) -> Optional[str]:
+        """Which snapshot of the project a result was computed against: a result from
+        before a later run replaced the snapshot is not made valid by the new one."""
+        snapshot = self.snapshots.get(root)
+        if not snapshot:
+            return None
+        return hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()
 
     def _unchanged_project(self, root: str) -> bool:
         """Every project file and folder has the stat key recorded (a new, removed or
@@ -289,7 +302,11 @@ class Cache:
         if stamp.deps:
             entry["deps"] = {p: list(k) if k is not None else None for p, k in stamp.deps.items()}
         if stamp.all_files:
-            entry["all"], entry["root"] = True, stamp.root
+            digest = self._snapshot_digest(stamp.root) if stamp.root is not None else None
+            if digest is None:
+                self.entries.pop(str(path), None)  # nothing to check it against: not kept
+                return
+            entry["all"], entry["root"], entry["snapshot"] = True, stamp.root, digest
         self.entries[str(path)] = entry
         self.dirty = True
 

@@ -124,3 +124,16 @@ def test_the_warm_path_never_imports_libcst(tmp_path):
     assert "libcst loaded: False" in warm
     _rewrite(root / "model.py", MODEL_CPU)
     assert "libcst loaded: True" in once()  # a changed module: linted again
+
+
+def test_a_result_from_before_a_change_is_not_revived_by_a_later_partial_run(tmp_path):
+    """A result that read the whole import graph is tied to the snapshot it was read
+    against: a later run of other files, which records a new snapshot, must not make it
+    valid again."""
+    root = _project(tmp_path)
+    (root / "model.py").write_text(MODEL_CPU)
+    (root / "data.py").write_text("from torch.utils.data import DataLoader\n\n\ndef make(ds):\n    return DataLoader(ds, num_workers=2)\n")
+    assert _findings(root, ".") == []
+    (root / "launch.py").write_text("import data\n\nx = x.cuda()\n")
+    assert _findings(root, "train.py") == []  # a pre-commit run of another file
+    assert _findings(root, "data.py") == [("data.py", 5, "TPF102")]
