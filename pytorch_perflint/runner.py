@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import gc
 import hashlib
 import io
 import os
@@ -412,6 +413,11 @@ def run(
     if workers > 1:
         _summarise_projects(projects, todo, workers, settings)
     projects.hand_over()
+    # The indexes live for the whole run: out of the collector's sight (here and in the
+    # workers forked now), or every full collection scans their millions of objects.
+    frozen = bool(todo) and projects.indexes and gc.isenabled()
+    if frozen:
+        gc.freeze()
     work = functools.partial(
         _lint_task, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real, projects=projects, stamped=cache is not None
     )
@@ -441,6 +447,8 @@ def run(
             results.extend(stream)
     finally:
         fresh.close()  # on Ctrl-C: stop the workers before the interrupt goes on
+        if frozen:
+            gc.unfreeze()
     if cache is not None:
         cache.save()
         if todo:
