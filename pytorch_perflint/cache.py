@@ -163,11 +163,9 @@ class Stamp:
 
 
 def _stat_key(path: str) -> Optional[StatKey]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_size, info.st_mtime_ns, info.st_ino)
+    from .project.index import stat_key
+
+    return stat_key(path)
 
 
 def _as_key(value: Any) -> Optional[StatKey]:

@@ -9,13 +9,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import gc
 import io
 import re
 import tokenize
 import traceback
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type, Union
@@ -30,6 +28,7 @@ from .positions import NodePositions
 from .rule import FileContext, Finding, NodeFix, Rule
 from .edits import FixEdits
 from .project.index import ProjectIndex
+from .project.index import collector_paused as _collector_paused  # LibCST trees: see there
 from .project.linted import runs_on_accelerator
 from .testfiles import policy_for
 from .types import Applicability, Diagnostic, Fix, Location
@@ -376,24 +375,6 @@ def _compiles(source: str, path: Path) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (if it runs) for the block.
-
-    A LibCST tree is hundreds of thousands of objects without reference cycles; while they
-    are allocated the collector scans them again and again and frees nothing that reference
-    counting would not (a fifth of the lint time on the torch tree).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def lint_source(

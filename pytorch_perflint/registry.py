@@ -6,6 +6,7 @@ once per process, so adding a rule touches only its own file.
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import functools
 import importlib
@@ -127,8 +128,6 @@ def catalogue() -> Tuple[RuleEntry, ...]:
     warm run answered by the cache) then never imports the rules and LibCST, a third of a
     second. A class attribute that is not a literal there means: import them after all.
     The test suite checks this agrees with ``all_rules``."""
-    import ast
-
     from . import rules as package
 
     found: Dict[str, RuleEntry] = {}
@@ -150,9 +149,7 @@ def catalogue() -> Tuple[RuleEntry, ...]:
     return tuple(found[code] for code in sorted(found))
 
 
-def _entry(node: "ast.ClassDef") -> Optional[RuleEntry]:
-    import ast
-
+def _entry(node: ast.ClassDef) -> Optional[RuleEntry]:
     values: Dict[str, object] = {}
     for stmt in node.body:
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(stmt, "target", None)

@@ -297,9 +297,8 @@ def _lint_task(
     all_files = ALL_FILES in used
     deps: dict = {}
     if not all_files:
-        known = project.entries()
         own = os.path.abspath(path)
-        deps = {p: (known[p][0] if p in known else stat_key(p)) for p in used if p != own}
+        deps = {p: project.stat_key_read(p) for p in used if p != own}
     stamp = Stamp(key, digest, deps, all_files, project.root)
     return _Done(result, stamp, (project.root, projects.new_entries(project)))  # type: ignore[union-attr]
 
