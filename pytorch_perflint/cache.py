@@ -1,8 +1,13 @@
-"""A lint cache: a file whose content, settings and tool version are unchanged is not re-linted.
+"""A lint cache: a file whose content, settings, tool version and the project modules its
+findings depended on are unchanged is not re-linted.
 
-Entries are keyed by the file's path and hold a hash of (content, settings, tool version,
-whether fix edits were wanted) plus the diagnostics as JSON. JSON, not pickle: the cache
-sits in the user's tree and is read back on every run.
+``lint.json`` holds, for one key of (settings, tool version and code, whether fix edits
+were wanted), each file's stat key and content digest, the stat keys of the project
+modules the rules read about it (``ProjectIndex.recording``), and its diagnostics; and per
+project root a snapshot of every project file's and folder's stat key, for results that
+needed the whole import graph (who runs on an accelerator). ``summaries.json`` keeps the
+index's module summaries between runs. JSON, not pickle: the cache sits in the user's
+tree and is read back on every run.
 
 The cache is the tree's data, so nothing in it is trusted: a cache of any other shape, at
 any depth, is a miss, never an error. It lives at the project root (the config file's
@@ -14,13 +19,15 @@ make the tool read or write elsewhere.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from . import __version__
 from .config import Settings
@@ -46,25 +53,23 @@ def _code_fingerprint() -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def _code_key() -> str:
+    return f"{__version__}|{_code_fingerprint()}"
+
+
 def _settings_key(settings: Settings, with_edits: bool) -> str:
-    return f"{__version__}|{_code_fingerprint()}|{with_edits}|{settings!r}"
+    # How findings are printed does not change them: every format shares the entries.
+    return f"{_code_key()}|{with_edits}|{dataclasses.replace(settings, output_format=None)!r}"
 
 
 def project_root(settings: Settings, start: Path) -> Optional[Path]:
-    """Where the cache of a run that starts at ``start`` (its first path) goes: the project
-    layer's root (``project.root``), except that without any root marker there is none
-    (a cache is not dropped into whatever folder was linted)."""
-    from .project.root import ROOT_MARKERS
+    """Where the cache of a run that starts at ``start`` (its first path) goes: the
+    project's root (``project.linted.project_root``); None without one (a cache is not
+    dropped into whatever folder was linted)."""
+    from .project.linted import project_root as root_of
 
-    if settings.config_path:
-        return Path(settings.config_path).parent
-    folder = Path(os.path.abspath(start))
-    if not folder.is_dir():
-        folder = folder.parent
-    for candidate in (folder, *folder.parents):
-        if any(os.path.lexists(candidate / marker) for marker in ROOT_MARKERS):
-            return candidate
-    return None
+    return root_of(settings, start)
 
 
 # -- to and from JSON --------------------------------------------------------------------
@@ -129,7 +134,8 @@ def _diagnostic_from_json(data: Any) -> Diagnostic:
 
 
 def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
-    """The entries of a cache file's JSON written by this version; {} for anything else.
+    """The entries of a cache file's JSON written by this version and these settings; {}
+    for anything else.
     Each entry's own shape is checked when it is used (``Cache.get``)."""
     if not isinstance(data, dict) or data.get("version") != __version__:
         return {}
@@ -139,8 +145,46 @@ def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
     return {key: entry for key, entry in files.items() if isinstance(entry, dict)}
 
 
+StatKey = Tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What a fresh result depended on, taken where the file was linted: the file's stat
+    key before it was read and the digest of the bytes linted, the stat keys of the
+    project modules whose summaries or text the rules read, and whether an answer needed
+    every project file (the import graph: then the project's snapshot must not change)."""
+
+    key: Optional[StatKey]
+    sha256: str
+    deps: Mapping[str, Optional[StatKey]] = field(default_factory=dict)
+    all_files: bool = False
+    root: Optional[str] = None
+
+
+def _stat_key(path: str) -> Optional[StatKey]:
+    from .project.index import stat_key
+
+    return stat_key(path)
+
+
+def _as_key(value: Any) -> Optional[StatKey]:
+    """A stat key read back from JSON (``_Invalid`` for anything else)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 3 or not all(type(v) is int for v in value):
+        raise _Invalid("stat")
+    return (value[0], value[1], value[2])
+
+
 class Cache:
-    """The cache of one project root for one set of settings."""
+    """The cache of one project root for one set of settings.
+
+    The warm path (``lookup``) decides from ``stat`` alone: a file whose size, mtime and
+    inode are the ones recorded, and whose recorded dependencies' are too, is a hit
+    without its content being read (ruff's cache does the same). A changed stat falls back
+    to the content's digest (a ``touch`` is not a change).
+    """
 
     def __init__(self, root: Path, settings: Settings, with_edits: bool) -> None:
         folder = root / CACHE_DIR
@@ -149,21 +193,25 @@ class Cache:
         self.file = folder / "lint.json"
         self.key = _settings_key(settings, with_edits)
         self.entries: Dict[str, Dict[str, Any]] = {}
+        self.snapshots: Dict[str, Dict[str, Any]] = {}
+        self._snapshot_ok: Dict[str, bool] = {}
         self.dirty = False
         raw = read_regular(self.file, MAX_CACHE_BYTES) if self.folder is not None else None
         if raw is not None:
             try:
-                self.entries = _entries(json.loads(raw.decode("utf-8")))
+                data = json.loads(raw.decode("utf-8"))
             except (ValueError, RecursionError):  # not JSON, not UTF-8, or absurdly deep
-                self.entries = {}
+                data = None
+            if isinstance(data, dict) and data.get("settings") == self.key:
+                self.entries = _entries(data)
+                snapshots = data.get("projects")
+                if isinstance(snapshots, dict):
+                    self.snapshots = {k: v for k, v in snapshots.items() if isinstance(v, dict)}
 
     def _digest(self, content: bytes) -> str:
-        return hashlib.sha256(self.key.encode() + b"\0" + content).hexdigest()
+        return hashlib.sha256(content).hexdigest()
 
-    def get(self, path: Path, content: bytes) -> Optional[Tuple[Diagnostic, ...]]:
-        entry = self.entries.get(str(path))
-        if entry is None or entry.get("hash") != self._digest(content):
-            return None
+    def _diagnostics(self, entry: Dict[str, Any]) -> Optional[Tuple[Diagnostic, ...]]:
         diagnostics = entry.get("diagnostics")
         if not isinstance(diagnostics, list):
             return None
@@ -172,33 +220,171 @@ class Cache:
         except _Invalid:
             return None
 
-    def put(self, path: Path, content: bytes, diagnostics: Iterable[Diagnostic]) -> None:
-        self.entries[str(path)] = {
-            "hash": self._digest(content),
+    def _depends_unchanged(self, entry: Dict[str, Any]) -> bool:
+        """The recorded dependencies still have their stat keys (read as untrusted data)."""
+        deps = entry.get("deps", {})
+        if not isinstance(deps, dict):
+            return False
+        try:
+            if any(_stat_key(path) != _as_key(key) for path, key in deps.items()):
+                return False
+        except _Invalid:
+            return False
+        if entry.get("all", False) is not False:
+            root = entry.get("root")
+            return (
+                isinstance(root, str)
+                and entry.get("all") is True
+                and entry.get("snapshot") == self._snapshot_digest(root)
+                and self._unchanged_project(root)
+            )
+        return True
+
+    def _snapshot_digest(self, root: str) -> Optional[str]:
+        """Which snapshot of the project a result was computed against: a result from
+        before a later run replaced the snapshot is not made valid by the new one."""
+        snapshot = self.snapshots.get(root)
+        if not snapshot:
+            return None
+        return hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()
+
+    def _unchanged_project(self, root: str) -> bool:
+        """Every project file and folder has the stat key recorded (a new, removed or
+        changed module changes one of them), asked once per run."""
+        if root not in self._snapshot_ok:
+            snapshot = self.snapshots.get(root)
+            try:
+                ok = bool(snapshot) and all(_stat_key(p) == _as_key(k) for p, k in snapshot.items())  # type: ignore[union-attr]
+            except _Invalid:
+                ok = False
+            self._snapshot_ok[root] = ok
+        return self._snapshot_ok[root]
+
+    def lookup(self, path: Path) -> Optional[Tuple[Diagnostic, ...]]:
+        """The cached diagnostics of an unchanged file, decided from ``stat`` first."""
+        entry = self.entries.get(str(path))
+        if entry is None:
+            return None
+        try:
+            same_stat = _stat_key(str(path)) == _as_key(entry.get("stat"))
+        except _Invalid:
+            same_stat = False
+        if not same_stat:
+            try:
+                content = path.read_bytes()
+            except OSError:
+                return None
+            if entry.get("sha256") != self._digest(content):
+                return None
+            entry["stat"] = _stat_key(str(path))  # touched, not changed: keep it a stat hit
+            self.dirty = True
+        if not self._depends_unchanged(entry):
+            return None
+        return self._diagnostics(entry)
+
+    def get(self, path: Path, content: bytes) -> Optional[Tuple[Diagnostic, ...]]:
+        """The cached diagnostics for ``path`` with this ``content`` (no stat shortcut)."""
+        entry = self.entries.get(str(path))
+        if entry is None or entry.get("sha256") != self._digest(content) or not self._depends_unchanged(entry):
+            return None
+        return self._diagnostics(entry)
+
+    def put(self, path: Path, content: bytes, diagnostics: Iterable[Diagnostic], stamp: Optional[Stamp] = None) -> None:
+        if stamp is None:
+            stamp = Stamp(_stat_key(str(path)), self._digest(content))
+        entry: Dict[str, Any] = {
+            "stat": list(stamp.key) if stamp.key is not None else None,
+            "sha256": stamp.sha256,
             "diagnostics": [_diagnostic_to_json(d) for d in diagnostics],
         }
+        if stamp.deps:
+            entry["deps"] = {p: list(k) if k is not None else None for p, k in stamp.deps.items()}
+        if stamp.all_files:
+            digest = self._snapshot_digest(stamp.root) if stamp.root is not None else None
+            if digest is None:
+                self.entries.pop(str(path), None)  # nothing to check it against: not kept
+                return
+            entry["all"], entry["root"], entry["snapshot"] = True, stamp.root, digest
+        self.entries[str(path)] = entry
+        self.dirty = True
+
+    def set_snapshot(self, root: str, snapshot: Mapping[str, Optional[StatKey]]) -> None:
+        """The stat keys of a project's files and folders, taken before its files were read."""
+        self.snapshots[root] = {p: list(k) if k is not None else None for p, k in snapshot.items()}
+        self._snapshot_ok.pop(root, None)
         self.dirty = True
 
     def save(self) -> None:
         """Write the cache atomically; a cache that cannot be written is simply skipped."""
-        if not self.dirty or self.folder is None:
+        if not self.dirty:
             return
+        payload = {"version": __version__, "settings": self.key, "files": self.entries, "projects": self.snapshots}
+        self._write("lint.json", json.dumps(payload))
+
+    def prepare_folder(self) -> bool:
+        """Create the cache folder (before a project snapshot is taken: creating it changes
+        the root folder's mtime). False when it cannot be used."""
+        if self.folder is None:
+            return False
         try:
             self.folder.mkdir(exist_ok=True)
-            if os.path.islink(self.folder):
-                return
+        except OSError:
+            return False
+        if os.path.islink(self.folder):
+            return False
+        try:
             self._write_gitignore()
-            payload = json.dumps({"version": __version__, "files": self.entries})
+        except OSError:
+            return False
+        return True
+
+    def _write(self, name: str, payload: str) -> None:
+        if not self.prepare_folder():
+            return
+        assert self.folder is not None
+        try:
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".lint-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write(payload)
-                os.replace(tmp, self.file)  # replaces a symlink there, never follows it
+                os.replace(tmp, self.folder / name)  # replaces a symlink there, never follows it
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
         except OSError:
             pass
+
+    # -- module summaries (the project index's, kept between runs) --------------------
+    def load_summaries(self, index: Any) -> Dict[str, StatKey]:
+        """Hand the summaries kept from earlier runs to ``index`` (``ProjectIndex.add``);
+        the stat keys handed in. Anything unreadable is left out."""
+        from .project.codec import DecodeError, from_json
+
+        raw = read_regular(self.folder / "summaries.json", MAX_CACHE_BYTES) if self.folder is not None else None
+        if raw is None:
+            return {}
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):
+            return {}
+        if not isinstance(data, dict) or data.get("code") != _code_key() or not isinstance(data.get("modules"), dict):
+            return {}
+        added: Dict[str, StatKey] = {}
+        for path, value in data["modules"].items():
+            try:
+                key = _as_key(value[0])
+                summary = from_json(value[1])
+            except (_Invalid, DecodeError, LookupError, TypeError, ValueError, RecursionError):
+                continue
+            if key is not None and index.add(path, key, summary):
+                added[path] = key
+        return added
+
+    def save_summaries(self, entries: Mapping[str, Tuple[StatKey, Any]]) -> None:
+        from .project.codec import to_json
+
+        modules = {path: [list(key), to_json(summary)] for path, (key, summary) in entries.items()}
+        self._write("summaries.json", json.dumps({"code": _code_key(), "modules": modules}))
 
     def _write_gitignore(self) -> None:
         assert self.folder is not None

@@ -9,13 +9,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import gc
 import io
 import re
 import tokenize
 import traceback
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type, Union
@@ -27,8 +25,11 @@ from .analysis.walk import child_nodes
 from .comments import comment_start
 from .config import Settings
 from .positions import NodePositions
-from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
+from .rule import FileContext, Finding, NodeFix, Rule
 from .edits import FixEdits
+from .project.index import ProjectIndex
+from .project.index import collector_paused as _collector_paused  # LibCST trees: see there
+from .project.linted import runs_on_accelerator
 from .testfiles import policy_for
 from .types import Applicability, Diagnostic, Fix, Location
 
@@ -376,24 +377,6 @@ def _compiles(source: str, path: Path) -> bool:
     return True
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (if it runs) for the block.
-
-    A LibCST tree is hundreds of thousands of objects without reference cycles; while they
-    are allocated the collector scans them again and again and frees nothing that reference
-    counting would not (a fifth of the lint time on the torch tree).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def lint_source(
     source: str,
     path: Path,
@@ -404,6 +387,7 @@ def lint_source(
     keep_module: bool = True,
     module: Optional[cst.Module] = None,
     tree: Optional[ast.Module] = None,
+    project: Optional[ProjectIndex] = None,
 ) -> FileLint:
     """Lint one source text. ``rules`` overrides the selection (the tests use it).
 
@@ -411,10 +395,11 @@ def lint_source(
     no fix candidates, no edits): then a large file may be parsed only in part.
     ``module`` and ``tree``: the LibCST and ``ast`` trees of exactly ``source``, when the
     caller has them (the fixer builds the next round's from the last one's), so that a large
-    file is not parsed again.
+    file is not parsed again. ``project``: the index of the project the file belongs to
+    (``project.linted.index_for``); None lints the file as a project of its own.
     """
     with _collector_paused():
-        return _lint_source(source, path, settings, with_edits, rules, keep_module, module, tree)
+        return _lint_source(source, path, settings, with_edits, rules, keep_module, module, tree, project)
 
 
 def _lint_source(
@@ -426,6 +411,7 @@ def _lint_source(
     keep_module: bool = True,
     parsed: Optional[cst.Module] = None,
     parsed_tree: Optional[ast.Module] = None,
+    project: Optional[ProjectIndex] = None,
 ) -> FileLint:
     result = FileLint(path=path, source=source)
     if rules is None:
@@ -440,9 +426,12 @@ def _lint_source(
         rule_classes, codes = (), codes & {"TPF001"}
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
     active = [r for r in rule_classes if r.could_fire(source)]
-    if any(r.needs_cuda for r in active) and not mentions_cuda(source):
-        active = [r for r in active if not r.needs_cuda]
     active, tree = _screen_with_ast(active, source, parsed_tree)
+    on_accelerator: Optional[bool] = None
+    if any(r.needs_cuda for r in active):
+        on_accelerator = runs_on_accelerator(path, source, tree, settings, project)
+        if not on_accelerator:
+            active = [r for r in active if not r.needs_cuda]
     if not active:
         # Nothing can fire: a cheap syntax check stands in for the LibCST parse, and every
         # `noqa` naming one of our codes is unused.
@@ -464,18 +453,18 @@ def _lint_source(
         return result
     except Exception as error:  # noqa: BLE001 - LibCST also fails on some valid code with a TypeError
         if narrowed is not None:  # a part of the file: decide on the whole file
-            return _lint_source(source, path, settings, with_edits, rules)
+            return _lint_source(source, path, settings, with_edits, rules, project=project)
         result.diagnostics.extend(_parse_failure(path, source, error, codes, tree))
         return result
     if narrowed is None:
         result.module = module
-    context = FileContext(path, source, module, settings)
+    context = FileContext(path, source, module, settings, project, on_accelerator)
     if active:
         _run_rules(context, active, result.errors)
     findings = context.findings
     if narrowed is not None and with_edits and any(f.fix is not None and f.fix.imports for f in findings):
         # Where an added import goes depends on imports that were blanked: parse it whole.
-        return _lint_source(source, path, settings, with_edits, rules)
+        return _lint_source(source, path, settings, with_edits, rules, project=project)
     if test_policy == "no-fix":
         for finding in findings:
             finding.fix = finding.fix and _shown_only(finding.fix)

@@ -269,16 +269,18 @@ def fix_source(
     *,
     rules: Optional[Sequence[Type[Rule]]] = None,
     with_edits: bool = False,
+    project=None,
 ) -> FixOutcome:
     """Apply every applicable fix to ``source``; return the result and what remains.
 
     When a round's result fails its checks, each of its fixes is checked alone: the ones
     that fail alone are refused (and not tried again), the others still go in.
+    ``project``: the file's project index (see ``engine.lint_source``).
     """
     # The rounds hold a whole LibCST tree while they build others: the cyclic collector
     # would scan it again and again and free nothing (see the engine).
     with _collector_paused():
-        return _fix_source(source, path, settings, rules, with_edits)
+        return _fix_source(source, path, settings, rules, with_edits, project)
 
 
 def _fix_source(
@@ -287,6 +289,7 @@ def _fix_source(
     settings: Settings,
     rules: Optional[Sequence[Type[Rule]]],
     with_edits: bool,
+    project=None,
 ) -> FixOutcome:
     fixable = _fixable_codes(settings)
     current = source
@@ -294,7 +297,7 @@ def _fix_source(
     errors: List[str] = []
     fix_errors: List[str] = []
     refused: Set[Tuple[str, ...]] = set()
-    lint: FileLint = lint_source(current, path, settings, with_edits=False, rules=rules)
+    lint: FileLint = lint_source(current, path, settings, with_edits=False, rules=rules, project=project)
     seen_texts = {current}
     found_before = len(lint.diagnostics)
     by_rule: Counter = Counter()
@@ -337,7 +340,7 @@ def _fix_source(
         seen_texts.add(updated)
         # The next lint reuses both trees (the engine's own ast parse has no notebook flags).
         reuse_tree = new_tree if not _compile_flags(path) else None
-        new_lint = lint_source(updated, path, settings, with_edits=False, rules=rules, module=new_module, tree=reuse_tree)
+        new_lint = lint_source(updated, path, settings, with_edits=False, rules=rules, module=new_module, tree=reuse_tree, project=project)
         if _parse_failed(new_lint):
             fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse with LibCST")
             break
@@ -348,7 +351,7 @@ def _fix_source(
     else:
         fix_errors.append(f"{path}: fixes did not settle after {MAX_ROUNDS} rounds")
     if with_edits and lint.diagnostics and any(d.fix for d in lint.diagnostics):
-        lint = lint_source(current, path, settings, with_edits=True, rules=rules)
+        lint = lint_source(current, path, settings, with_edits=True, rules=rules, project=project)
     errors.extend(e for e in lint.errors if e not in errors)
     fixes = tuple((code, name, count) for (code, name), count in sorted(by_rule.items()))
     return FixOutcome(current, fixed, tuple(lint.diagnostics), tuple(errors), tuple(fix_errors), fixes, found_before)

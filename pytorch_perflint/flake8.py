@@ -39,8 +39,11 @@ class Flake8Plugin:
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         from .engine import lint_source
+        from .project.linted import index_for
 
-        result = lint_source(self._source(), Path(self.filename), self._settings(), with_edits=False, keep_module=False)
+        path, settings = Path(self.filename), self._settings()
+        project = index_for(path, settings) if self.filename != "stdin" else None
+        result = lint_source(self._source(), path, settings, with_edits=False, keep_module=False, project=project)
         for diagnostic in result.diagnostics:
             yield (
                 diagnostic.location.row,

@@ -6,16 +6,19 @@ once per process, so adding a rule touches only its own file.
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import functools
 import importlib
 import os
 import pkgutil
+import sys
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
-from .rule import Rule
+if TYPE_CHECKING:
+    from .rule import Rule
 
 
 class SelectorError(ValueError):
@@ -26,6 +29,7 @@ class SelectorError(ValueError):
 def all_rules() -> Tuple[Type[Rule], ...]:
     """Every rule class, sorted by code."""
     from . import rules as package
+    from .rule import Rule
 
     found: Dict[str, Type[Rule]] = {}
     for info in pkgutil.iter_modules(package.__path__):
@@ -107,6 +111,75 @@ def builtin(code: str) -> Optional[BuiltinCode]:
     return next((b for b in BUILTINS if b.code == code), None)
 
 
+@dataclass(frozen=True)
+class RuleEntry:
+    """What selecting rules needs to know of one rule, without importing it."""
+
+    code: str
+    name: str
+    preview: bool = False
+    default_enabled: bool = True
+
+
+@functools.lru_cache(maxsize=None)
+def catalogue() -> Tuple[RuleEntry, ...]:
+    """Every rule's code, name and flags, sorted by code, read from the rule modules'
+    ``ast`` rather than by importing them: choosing what a run selects (config checks, a
+    warm run answered by the cache) then never imports the rules and LibCST, a third of a
+    second. A class attribute that is not a literal there means: import them after all.
+    The test suite checks this agrees with ``all_rules``."""
+    from . import rules as package
+
+    found: Dict[str, RuleEntry] = {}
+    for folder in package.__path__:
+        for dirpath, _, names in os.walk(folder):
+            for file in sorted(n for n in names if n.endswith(".py") and n != "__init__.py"):
+                try:
+                    with open(os.path.join(dirpath, file), "rb") as handle:
+                        tree = ast.parse(handle.read())
+                except (OSError, SyntaxError, ValueError):
+                    return _imported_catalogue()
+                for node in tree.body:
+                    if isinstance(node, ast.ClassDef):
+                        entry = _entry(node)
+                        if entry is not None:
+                            found[entry.code] = entry
+    if not found:
+        return _imported_catalogue()
+    return tuple(found[code] for code in sorted(found))
+
+
+def _entry(node: ast.ClassDef) -> Optional[RuleEntry]:
+    values: Dict[str, object] = {}
+    for stmt in node.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(stmt, "target", None)
+        value = getattr(stmt, "value", None)
+        if isinstance(target, ast.Name) and target.id in ("code", "name", "preview", "default_enabled"):
+            if not isinstance(value, ast.Constant):
+                raise _NotLiteral(target.id)
+            values[target.id] = value.value
+    if not isinstance(values.get("code"), str) or not isinstance(values.get("name"), str):
+        return None
+    return RuleEntry(values["code"], values["name"], bool(values.get("preview", False)), bool(values.get("default_enabled", True)))  # type: ignore[arg-type]
+
+
+class _NotLiteral(Exception):
+    pass
+
+
+def _catalogue() -> Tuple[RuleEntry, ...]:
+    if f"{__package__}.rule" in sys.modules:  # the rules are imported already: ask them
+        return _imported_catalogue()
+    try:
+        return catalogue()
+    except _NotLiteral:
+        return _imported_catalogue()
+
+
+def _imported_catalogue() -> Tuple[RuleEntry, ...]:
+    return tuple(RuleEntry(r.code, r.name, r.preview, r.default_enabled) for r in all_rules())
+
+
 def rule_by_code(code: str) -> Optional[Type[Rule]]:
     for rule in all_rules():
         if rule.code == code.upper() or rule.name == code:
@@ -115,7 +188,7 @@ def rule_by_code(code: str) -> Optional[Type[Rule]]:
 
 
 def _all_codes() -> List[Tuple[str, str]]:
-    pairs = [(rule.code, rule.name) for rule in all_rules()]
+    pairs = [(rule.code, rule.name) for rule in _catalogue()]
     pairs.extend(BUILTIN_CODES.items())
     return sorted(pairs)
 
@@ -141,7 +214,7 @@ def validate(selectors: Iterable[str]) -> None:
 def default_codes(preview: bool) -> List[str]:
     codes = [
         rule.code
-        for rule in all_rules()
+        for rule in _catalogue()
         if rule.default_enabled and (preview or not rule.preview)
     ]
     codes.extend(b.code for b in BUILTINS if b.default)
@@ -185,7 +258,7 @@ def enabled_codes(
 
 
 def _preview_codes() -> set:
-    return {rule.code for rule in all_rules() if rule.preview}
+    return {rule.code for rule in _catalogue() if rule.preview}
 
 
 def ineffective_selectors(selectors: Iterable[str], preview: bool) -> List[str]:

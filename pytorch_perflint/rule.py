@@ -37,6 +37,7 @@ from .types import Applicability
 
 if TYPE_CHECKING:
     from .config import Settings
+    from .project.index import ProjectIndex
 
 Replacement = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
 T = TypeVar("T")
@@ -133,18 +134,32 @@ class FileContext:
 
     The engine keeps ``ancestors`` (every node from the module down to the current one's
     parent) and the scope stack up to date during the single pass.
+
+    ``project`` is the index of the project the file belongs to (``project/``): ask it
+    about other modules (``ctx.project.resolve(ctx.path, "Net")``...). It is None for a
+    file with no project root (a lone script), which is then a project of its own; a rule
+    stays silent where it would need another module's facts.
     """
 
-    def __init__(self, path: Path, source: str, module: cst.Module, settings: "Settings") -> None:
+    def __init__(
+        self,
+        path: Path,
+        source: str,
+        module: cst.Module,
+        settings: "Settings",
+        project: Optional["ProjectIndex"] = None,
+        on_accelerator: Optional[bool] = None,
+    ) -> None:
         self.path = path
         self.source = source
         self.module = module
         self.settings = settings
+        self.project = project
         self.ancestors: List[cst.CSTNode] = []
         self._scope_nodes: List[ScopeNode] = []
         self._scopes: Dict[int, Scope] = {}
         self._facts: Dict[Any, Any] = {}
-        self._uses_cuda: Optional[bool] = None
+        self._on_accelerator = on_accelerator  # the engine's answer, when it asked already
         self.findings: List[Finding] = []
 
     # -- the single pass keeps these current -------------------------------------------
@@ -235,11 +250,17 @@ class FileContext:
         return self._facts[compute]
 
     @property
-    def uses_cuda(self) -> bool:
-        """Whether the file mentions a CUDA device (RULES.md's definition)."""
-        if self._uses_cuda is None:
-            self._uses_cuda = mentions_cuda(self.source)
-        return self._uses_cuda
+    def runs_on_accelerator(self) -> bool:
+        """RULES.md's "runs on an accelerator": this file selects a GPU-class device, or an
+        entry script that imports it (through project modules) reaches one that does, under
+        the ``accelerator`` setting. Rules with ``needs_cuda`` never run where it is false."""
+        if self._on_accelerator is None:
+            from .project.linted import runs_on_accelerator
+
+            self._on_accelerator = runs_on_accelerator(self.path, self.source, None, self.settings, self.project)
+        return self._on_accelerator
+
+    uses_cuda = runs_on_accelerator  # the old name
 
     def code_for(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -261,7 +282,8 @@ class Rule(cst.BatchableCSTVisitor):
     default_enabled: ClassVar[bool] = True
     # Substrings one of which must be in the file for the rule to be able to fire there.
     triggers: ClassVar[Tuple[str, ...]] = ()
-    # Rules that only matter on a GPU skip modules that never mention CUDA.
+    # Rules that only matter on an accelerator skip modules that do not run on one
+    # (``FileContext.runs_on_accelerator``).
     needs_cuda: ClassVar[bool] = False
     # Inclusive lower and exclusive upper bound of target-torch-version, as (major, minor).
     min_torch: ClassVar[Optional[Tuple[int, int]]] = None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import gc
+import hashlib
 import io
 import os
 import sys
@@ -25,6 +27,11 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
 from .config import Settings
 from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
+from .cache import Stamp
+from .run_cache import Done as _Done, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
+from .run_cache import prepare_projects as _prepare_projects, save_summaries as _save_summaries
+from .project.index import ALL_FILES, collector_paused, stat_key
+from .project.linted import RunProjects, summarise_file
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
 
@@ -119,25 +126,27 @@ def process_bytes(
     write: bool = True,
     rules: Optional[Sequence[Type]] = None,
     roots: Optional[Sequence[str]] = None,
+    project=None,
 ) -> Processed:
     """Lint or fix one file's bytes. With ``write`` (and mode FIX) the fix goes to ``path``,
-    unless that leaves ``roots`` (see ``safe_write.write_fixed``)."""
+    unless that leaves ``roots`` (see ``safe_write.write_fixed``). ``project``: the index of
+    the file's project (``project.linted``), None for a file on its own."""
     from . import engine, fixer
     from .transform import unified_diff
 
     if path.suffix == ".ipynb":
-        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules, roots=roots)
+        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules, roots=roots, project=project)
     try:
         decoded = decode(data)
     except Undecodable as error:
         return Processed(_undecodable(path, settings, str(error), rules), data)
     text = decoded.text
     if mode is Mode.CHECK:
-        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, keep_module=False)
+        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, keep_module=False, project=project)
         diagnostics = tuple(lint.diagnostics)
         return Processed(FileResult(path, diagnostics, errors=tuple(lint.errors), source=text if diagnostics else None), data)
 
-    outcome = fixer.fix_source(text, path, settings, rules=rules, with_edits=with_edits)
+    outcome = fixer.fix_source(text, path, settings, rules=rules, with_edits=with_edits, project=project)
     diagnostics, fixed, source = outcome.diagnostics, outcome.fixed, outcome.source
     errors, fix_errors = list(outcome.errors), list(outcome.fix_errors)
     output = data
@@ -158,7 +167,7 @@ def process_bytes(
                 encoded = None
         if encoded is None:
             # Nothing was applied: report what the file still has.
-            lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules)
+            lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, project=project)
             diagnostics, fixed, source = tuple(lint.diagnostics), 0, text
         else:
             output = encoded
@@ -188,6 +197,7 @@ def _process_notebook(
     write: bool,
     rules: Optional[Sequence[Type]],
     roots: Optional[Sequence[str]] = None,
+    project=None,
 ) -> Processed:
     """A notebook: its code cells are linted (and fixed) as one source, reported per cell."""
     from . import engine, fixer, notebook
@@ -198,10 +208,10 @@ def _process_notebook(
     except (UnicodeDecodeError, notebook.NotebookError) as error:
         return Processed(_undecodable(path, settings, str(error), rules), data)
     if mode is Mode.CHECK:
-        lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
+        lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules, project=project)
         diagnostics, errors, fixed, fix_errors, output, diff = lint.diagnostics, lint.errors, 0, [], data, None
     else:
-        outcome = fixer.fix_source(book.source, path, settings, rules=rules)
+        outcome = fixer.fix_source(book.source, path, settings, rules=rules, project=project)
         diagnostics, errors, fixed = outcome.diagnostics, list(outcome.errors), outcome.fixed
         fix_errors, output, diff = list(outcome.fix_errors), data, None
         if fixed:
@@ -221,7 +231,7 @@ def _process_notebook(
                     _note(problem, errors, fix_errors)
                     new_text = None
             if new_text is None:
-                lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
+                lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules, project=project)
                 diagnostics, fixed = lint.diagnostics, 0
     mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
     # Edits are relative to the joined source, not the cells: leave them out.
@@ -242,6 +252,7 @@ def process_file(
     with_edits: bool = False,
     rules: Optional[Sequence[Type]] = None,
     roots: Optional[Sequence[str]] = None,
+    project=None,
 ) -> FileResult:
     """One file, start to end; never raises (a crash becomes the file's error)."""
     try:
@@ -250,9 +261,46 @@ def process_file(
     except OSError as error:
         return FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",))
     try:
-        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots).result
+        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots, project=project).result
     except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
         return FileResult(path, errors=(_internal_error(path, error),))
+
+
+def _lint_task(
+    path: Path,
+    settings: Settings,
+    mode: Mode,
+    with_edits: bool,
+    rules: Optional[Sequence[Type]],
+    roots: Optional[Sequence[str]],
+    projects: Optional[RunProjects],
+    stamped: bool = False,
+) -> _Done:
+    """``process_file`` with the index of the file's project, recording the project modules
+    the rules read (for the cache, with the file's stat key and digest)."""
+    project = projects.for_file(path) if projects is not None else None
+    key = stat_key(str(path))  # before the read: a change meanwhile shows next run
+    if project is None:
+        return _Done(process_file(path, settings, mode, with_edits, rules, roots))
+    with project.recording() as used:
+        result = process_file(path, settings, mode, with_edits, rules, roots, project=project)
+    # The text last linted is the file's now (fixed and written, or as it was read).
+    project.settle(path, stat_key(str(path)) if result.fixed else key)
+    if not stamped or result.errors:
+        return _Done(result)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return _Done(result)
+    if stat_key(str(path)) != key:
+        return _Done(result)  # changed while it was linted: not cached
+    all_files = ALL_FILES in used
+    deps: dict = {}
+    if not all_files:
+        own = os.path.abspath(path)
+        deps = {p: project.stat_key_read(p) for p in used if p != own}
+    stamp = Stamp(key, digest, deps, all_files, project.root)
+    return _Done(result, stamp, (project.root, projects.new_entries(project)))  # type: ignore[union-attr]
 
 
 def _internal_error(path: Path, error: BaseException) -> str:
@@ -274,31 +322,33 @@ def _failed(path: Path, failure: Failure) -> str:
     return f"{path}: internal error: {failure.detail}"
 
 
-def _isolated(files: Sequence[Path], work: Callable[[Path], FileResult], jobs: int, settings: Settings) -> Iterator[FileResult]:
+def _isolated(files: Sequence[Path], work: Callable[[Path], _Done], jobs: int, settings: Settings) -> Iterator[_Done]:
     """Results in the order of ``files``, each file worked on in a worker process that is
     stopped when it passes the time limit (see ``workers``)."""
     values = run_tasks(work, files, jobs=jobs, time_limit=_time_limit(settings))
     try:
         for path, value in zip(files, values):
-            yield FileResult(path, errors=(_failed(path, value),)) if isinstance(value, Failure) else value
+            yield _Done(FileResult(path, errors=(_failed(path, value),))) if isinstance(value, Failure) else value
     finally:
         values.close()  # stop the workers now, also when the run is cut short
 
 
-def _stdin_work(path: Path, data: bytes, settings: Settings, mode: Mode, with_edits: bool) -> Processed:
+def _stdin_work(path: Path, data: bytes, settings: Settings, mode: Mode, with_edits: bool, project=None) -> Processed:
     try:
-        return process_bytes(data, path, settings, mode, with_edits=with_edits, write=False)
+        return process_bytes(data, path, settings, mode, with_edits=with_edits, write=False, project=project)
     except Exception as error:  # noqa: BLE001 - reported as this file's error
         return Processed(FileResult(path, errors=(_internal_error(path, error),)), data)
 
 
 def process_stdin(data: bytes, path: Path, settings: Settings, mode: Mode, *, with_edits: bool = False) -> Processed:
     """Lint or fix bytes read from stdin (nothing is written), under the same time limit
-    and in the same kind of worker as files."""
+    and in the same kind of worker as files. The text counts as the module at ``path`` of
+    its project (``--stdin-filename``), whose other modules are read from disk."""
     from . import registry
 
     registry.all_rules()  # once, here: the forked worker inherits them
-    work = functools.partial(_stdin_work, data=data, settings=settings, mode=Mode(mode), with_edits=with_edits)
+    project = RunProjects(settings).for_file(path)
+    work = functools.partial(_stdin_work, data=data, settings=settings, mode=Mode(mode), with_edits=with_edits, project=project)
     values = run_tasks(work, [path], jobs=1, time_limit=_time_limit(settings))
     try:
         (value,) = list(values)
@@ -329,15 +379,14 @@ def run(
     ``progress`` shows a bar on stderr when it is a terminal and there are many files.
     ``roots``: the paths the run was asked to lint; a fix is never written through a
     symlink that leads out of them (None: each file is its own root).
+
+    Each file is linted with the index of its project (one per project root, made here
+    and inherited by the workers). With the cache, unchanged files are answered from
+    ``stat`` alone, before the engine (and LibCST) is even imported.
     """
     mode = Mode(mode)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    # Import the engine and discover the rules once, here: forked workers inherit them.
-    from . import engine, fixer, registry  # noqa: F401
-
-    registry.all_rules()
     real = real_roots(roots) if roots is not None else None
-    work = functools.partial(process_file, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real)
     cache = None
     if use_cache and mode is Mode.CHECK and rules is None and files:
         cache = _open_cache(settings, with_edits, Path(roots[0]) if roots else files[0])
@@ -351,9 +400,28 @@ def run(
                 todo.append(path)
             else:
                 cached[path] = hit
+    projects = RunProjects(settings)
+    if todo:
+        # Import the engine and discover the rules once, here: forked workers inherit them.
+        from . import engine, fixer, registry  # noqa: F401
+
+        registry.all_rules()
+        if cache is not None:
+            _prepare_projects(projects, todo, cache)
     workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
+    if workers > 1:
+        _summarise_projects(projects, todo, workers, settings)
+    projects.hand_over()
+    # The indexes live for the whole run: out of the collector's sight (here and in the
+    # workers forked now), or every full collection scans their millions of objects.
+    frozen = bool(todo) and projects.indexes and gc.isenabled()
+    if frozen:
+        gc.freeze()
+    work = functools.partial(
+        _lint_task, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real, projects=projects, stamped=cache is not None
+    )
     fresh = _isolated(todo, work, workers, settings)
-    stream = _merge(files, cached, fresh, cache)
+    stream = _merge(files, cached, fresh, cache, projects)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
     # Few files: while a long one is worked on, a status line says so instead of the bar.
     status = LongFileStatus("Fixing" if mode is Mode.FIX else "Checking") if progress and not show and sys.stderr.isatty() else None
@@ -378,58 +446,47 @@ def run(
             results.extend(stream)
     finally:
         fresh.close()  # on Ctrl-C: stop the workers before the interrupt goes on
+        if frozen:
+            gc.unfreeze()
     if cache is not None:
         cache.save()
+        if todo:
+            _save_summaries(projects, cache)
     return results, summarize(results, settings, mode)
 
 
-def _open_cache(settings: Settings, with_edits: bool, start: Path):
-    from .cache import Cache, project_root
-
-    root = project_root(settings, start)
-    return Cache(root, settings, with_edits) if root is not None else None
-
-
-def _cache_lookup(cache, path: Path) -> Optional[FileResult]:
-    """A cached result for an unchanged file (re-read: the content is the key)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    diagnostics = cache.get(path, data)
-    if diagnostics is None:
-        return None
-    source = None
-    if diagnostics and path.suffix == ".ipynb":
-        source = data.decode("utf-8-sig", errors="replace")  # the cells' code frames
-    elif diagnostics:
-        try:
-            source = decode(data).text
-        except Undecodable:
-            source = None
-    return FileResult(path, diagnostics, source=source)
-
-
-def _merge(files: Sequence[Path], cached: dict, fresh: Iterator[FileResult], cache) -> Iterator[FileResult]:
-    """Results in the order of ``files``; fresh results without errors go into the cache."""
-    for path in files:
-        if path in cached:
-            yield cached[path]
+def _summarise_projects(projects: RunProjects, todo: Sequence[Path], jobs: int, settings: Settings) -> None:
+    """Summarise, in the workers, every module of the linted files' projects that the
+    indexes do not hold yet, and build the import graphs here: forked lint workers then
+    inherit them, instead of each reading the whole project again for the first file that
+    asks who runs on an accelerator."""
+    for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
+        index = projects.for_file(Path(root) / "__init__.py")
+        if index is None:
             continue
-        result = next(fresh)
-        if cache is not None and not result.errors:
+        held = index.entries()
+        missing = sorted(p for p in index.files if p.endswith(".py") and (p not in held or held[p][0] != stat_key(p)))
+        if len(missing) >= PARALLEL_MIN_FILES:
+            values = run_tasks(summarise_file, missing, jobs=jobs, time_limit=_time_limit(settings))
             try:
-                cache.put(path, path.read_bytes(), result.diagnostics)
-            except OSError:
-                pass
-        yield result
+                with collector_paused():  # thousands of summaries arrive: see collector_paused
+                    for value in values:
+                        if not isinstance(value, Failure):
+                            path, key, summary, text_hash = value
+                            if key is not None:
+                                index.add(path, key, summary, text_hash)
+            finally:
+                values.close()
+        index.import_graph()
 
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:
     """Counts for the summary line and the exit code."""
-    from .fixer import _fixable_codes
+    fixable = None
+    if settings.fixable is not None or settings.unfixable:
+        from .fixer import _fixable_codes  # (imports LibCST: not on a warm run's path)
 
-    fixable = _fixable_codes(settings)
+        fixable = _fixable_codes(settings)
     safe = unsafe = remaining = 0
     for result in results:
         remaining += len(result.diagnostics)

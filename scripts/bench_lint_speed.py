@@ -11,6 +11,14 @@ is opt-in, is off in both). Files are linted as ``pytorch-perflint check`` lints
 without TPF001 (how this was measured before).
 
     python scripts/bench_lint_speed.py [TREE] [--limit N] [--repeat R]
+
+``--project``: instead, the tree as one project (copied under a temporary root with a
+``pyproject.toml``), default rules: in this process, the CPU time of linting every file
+with the project index (as one worker does) against ``ast.parse``; then through the CLI
+(``-j JOBS``), a cold run (no cache) and warm runs on the unchanged tree, wall and CPU
+time (the children's), and their ratio.
+
+    python scripts/bench_lint_speed.py --project [TREE] [--jobs J] [--repeat R]
 """
 
 from __future__ import annotations
@@ -20,8 +28,13 @@ import ast
 import dataclasses
 import gc
 import importlib.util
+import os
+import resource
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, List, Sequence, Tuple
@@ -81,14 +94,82 @@ def parse_all(files: Sequence[Tuple[Path, str]]) -> Callable[[], None]:
     return run
 
 
+def project_copy(tree: Path, files: Sequence[Tuple[Path, str]], into: Path) -> Path:
+    """The tree's loaded files under ``into/<name>``, with a ``pyproject.toml`` at ``into``."""
+    (into / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+    for path, text in files:
+        target = into / tree.name / path.relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return into
+
+
+def timed_cli(root: Path, jobs: int) -> Tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its workers) of one ``check`` run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    command = [sys.executable, "-m", "pytorch_perflint", "check", "--exit-zero", "--output-format", "concise", "-j", str(jobs), "."]
+    subprocess.run(command, cwd=root, stdout=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def project_main(tree: Path, files: Sequence[Tuple[Path, str]], jobs: int, repeat: int) -> None:
+    from pytorch_perflint.cache import CACHE_DIR
+    from pytorch_perflint.project import ProjectIndex
+
+    lines = sum(text.count("\n") + 1 for _, text in files)
+    with tempfile.TemporaryDirectory() as folder:
+        root = project_copy(tree, files, Path(folder))
+        copied = [(root / tree.name / p.relative_to(tree), text) for p, text in files]
+        print(f"tree: {tree} ({len(files)} files, {lines} lines) as one project at {root}")
+        floor = cpu_seconds(parse_all(copied), repeat)
+
+        def lint_with_index() -> int:
+            settings = dataclasses.replace(Settings(), project_root=str(root))
+            index = ProjectIndex(root, settings)
+            return sum(
+                len(lint_source(text, path, settings, with_edits=False, keep_module=False, project=index).diagnostics)
+                for path, text in copied
+            )
+
+        def lint_alone() -> int:
+            return sum(len(lint_source(text, path, Settings(), with_edits=False, keep_module=False).diagnostics) for path, text in copied)
+
+        alone = cpu_seconds(lint_alone, repeat)
+        whole = cpu_seconds(lint_with_index, repeat)
+        print(f"ast.parse floor                          {floor:8.2f} CPU-s")
+        print(f"default rules, each file alone           {alone:8.2f} CPU-s {alone / floor:6.2f}x ast.parse")
+        print(f"default rules with the project index     {whole:8.2f} CPU-s {whole / floor:6.2f}x ast.parse (target: 5x)")
+        colds, warms = [], []
+        for _ in range(repeat):
+            shutil.rmtree(root / CACHE_DIR, ignore_errors=True)
+            colds.append(timed_cli(root, jobs))
+            warms.append(timed_cli(root, jobs))
+            warms.append(timed_cli(root, jobs))
+        cold_wall = statistics.median(w for w, _ in colds)
+        cold_cpu = statistics.median(c for _, c in colds)
+        warm_wall = statistics.median(w for w, _ in warms)
+        warm_cpu = statistics.median(c for _, c in warms)
+        print(f"CLI -j {jobs}, cold (no cache)                {cold_wall:8.2f} s wall {cold_cpu:8.2f} CPU-s {cold_cpu / floor:6.2f}x ast.parse")
+        print(f"CLI -j {jobs}, warm (unchanged tree)         {warm_wall:8.2f} s wall {warm_cpu:8.2f} CPU-s")
+        print(f"warm is {cold_wall / warm_wall:.0f}x faster than cold by wall time, {cold_cpu / warm_cpu:.0f}x by CPU (target: 100x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tree", nargs="?", type=Path)
     parser.add_argument("--limit", type=int, default=0, help="lint at most N files (0: all)")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--project", action="store_true", help="cold and warm runs of the tree as one project")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes for --project's CLI runs")
     args = parser.parse_args()
     tree = args.tree or torch_tree()
     files = load(tree, args.limit)
+    if args.project:
+        project_main(tree, files, args.jobs, args.repeat)
+        return
     lines = sum(text.count("\n") + 1 for _, text in files)
     first = ("TPF101", "TPF201", "TPF501")
     bare = dataclasses.replace(Settings(), select=first)

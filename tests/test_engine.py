@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from pathlib import Path
 from typing import ClassVar
@@ -15,7 +16,8 @@ from pytorch_perflint.config import Settings
 from pytorch_perflint import engine
 from pytorch_perflint.engine import lint_source, noqa_comments
 from pytorch_perflint.fixer import fix_source
-from pytorch_perflint.rule import Rule, mentions_cuda
+from pytorch_perflint.project.linted import runs_on_accelerator
+from pytorch_perflint.rule import Rule
 from pytorch_perflint.testing import settings_with
 from pytorch_perflint.types import Applicability
 
@@ -276,7 +278,12 @@ def test_a_literal_dict_changed_in_place_is_no_longer_known():
         ("import torch\nmodel = Net().cuda()\n", True),
         ("d = 'cuda:0'\n", True),
         ("x = y.to(f'cuda:{rank}')\n", True),
-        ("with th.cuda.amp.autocast():\n    pass\n", True),
+        ("import torch as th\nwith th.cuda.amp.autocast():\n    pass\n", True),
+        ("import torch\ntorch.cuda.synchronize()\n", True),
+        ("import torch\nx = torch.zeros(3, device='mps')\n", True),
+        ("import torch\nif torch.accelerator.is_available():\n    pass\n", True),
+        ("import torch\nif device == 'cuda':\n    pass\n", False),
+        ("import torch\nwith torch.autocast('cpu'):\n    pass\n", False),
         ("s = '#'; m.cuda()\n", True),
         ("# model.cuda()\nx = 1\n", False),
         ("x = 1  # .to('cuda') once we have a GPU\n", False),
@@ -289,8 +296,16 @@ def test_a_literal_dict_changed_in_place_is_no_longer_known():
         ('s = """a"""; t = """b"""\nx.to("cuda")\n', True),
     ],
 )
-def test_uses_cuda_is_read_from_code_whatever_torch_is_imported_as(source, expected):
-    assert mentions_cuda(source) is expected
+def test_a_lone_file_runs_on_an_accelerator_when_its_own_code_selects_one(source, expected):
+    """Without a project, the file's own code decides (RULES.md's model, read from the
+    ``ast``: comments and prose never count)."""
+    assert runs_on_accelerator(Path("m.py"), source, None, Settings(), None) is expected
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("always", True), ("never", False)])
+def test_the_accelerator_setting_decides_alone(mode, expected):
+    settings = dataclasses.replace(Settings(), accelerator=mode)
+    assert runs_on_accelerator(Path("m.py"), "x = y.cuda()\n" if not expected else "x = 1\n", None, settings, None) is expected
 
 
 @pytest.mark.parametrize(

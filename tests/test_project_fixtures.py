@@ -1,9 +1,9 @@
 """The multi-file fixture projects are well formed, and the index agrees with them.
 
-The rules do not read other modules yet, so their findings on these projects are not
-checked here; this checks what the later wiring relies on: each project parses, selects
-the rules its ``# expect:`` lines name, resolves its own imports, and runs on an
-accelerator exactly where an accelerator-only rule is expected to fire.
+Their findings are checked in ``test_project_findings.py``; this checks what that relies
+on: each project parses, selects the rules its ``# expect:`` lines name, resolves its own
+imports, and runs on an accelerator exactly where an accelerator-only rule is expected to
+fire.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from .. import engine, notebook
 from ..config import ConfigError, Settings, load_settings
 from ..discovery import is_excluded
 from ..engine import FileLint
+from ..project.linted import index_for
 from ..types import Diagnostic
 
 
@@ -74,7 +75,8 @@ def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
         return Linted(buffer.text, FileLint(path, buffer.text), error=str(error))
     if is_excluded(path, settings):
         return Linted(buffer.text, FileLint(path, buffer.text), settings)
-    lint = engine.lint_source(buffer.text, path, settings, with_edits=False, keep_module=for_fixes)
+    project = index_for(path, settings)
+    lint = engine.lint_source(buffer.text, path, settings, with_edits=False, keep_module=for_fixes, project=project)
     return Linted(buffer.text, lint, settings)
 
 

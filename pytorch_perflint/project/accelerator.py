@@ -5,7 +5,9 @@ A module *selects* an accelerator when its code (never a comment or a docstring:
 the ``ast``) does one of: ``x.cuda(...)``; passes ``"cuda…"``, ``"mps"`` or ``"xpu"`` as a
 value (``device="cuda"``, ``torch.device("cuda:0")``, ``.to("mps")``, an argparse or config
 default, ``set_default_device("cuda")``, ``autocast("cuda")``); calls
-``torch.cuda.is_available()`` (or the mps/xpu ones), anything under ``torch.accelerator``,
+``torch.cuda.is_available()`` (or the mps/xpu ones), ``torch.cuda.synchronize()`` /
+``set_device()`` / ``current_device()`` (they fail without a CUDA device), anything under
+``torch.accelerator``,
 ``accelerate.Accelerator()``; passes ``non_blocking=``; uses ``torch.autocast`` /
 ``torch.amp`` / ``torch.cuda.amp`` other than for the CPU. A device string compared
 against (``if device == "cuda"``) or listed among choices is not a selection.
@@ -31,6 +33,8 @@ NEEDLES = (
     "GradScaler",
 )  # fmt: skip
 _DEVICE = re.compile(r"^(?:cuda|mps|xpu)(?::\d+)?$")
+# An f-string device with its index filled in: f"cuda:{rank}".
+_DEVICE_PREFIX = re.compile(r"^(?:cuda|xpu):$")
 _AVAILABLE = frozenset(
     {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.mps.is_available", "torch.xpu.is_available"}
 )
@@ -40,6 +44,9 @@ _AMP = frozenset(
         "torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
     }
 )  # fmt: skip
+# Calls that fail without a CUDA device, so code that makes them unguarded runs on one
+# (the old text search counted ``cuda.synchronize`` too).
+_NEEDS_CUDA = frozenset({"torch.cuda.synchronize", "torch.cuda.set_device", "torch.cuda.current_device"})
 _ACCELERATE = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 # Parents through which a device string still is the value (``args.device or "cuda"``).
 _TRANSPARENT = (ast.IfExp, ast.BoolOp)
@@ -66,9 +73,17 @@ def _selection(node: ast.AST, ancestors: Tuple[ast.AST, ...], aliases: Mapping[s
         if _is_value(node, ancestors):
             return repr(node.value)  # type: ignore[attr-defined]
         return None
+    if kind is ast.JoinedStr and _DEVICE_PREFIX.match(_leading_text(node)) and _is_value(node, ancestors):
+        return "f'cuda:{...}'"  # f"cuda:{rank}"
     if kind is ast.keyword and node.arg == "non_blocking":  # type: ignore[attr-defined]
         return "non_blocking="
     return None
+
+
+def _leading_text(node: ast.AST) -> str:
+    values = getattr(node, "values", ())
+    first = values[0] if values else None
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
 
 
 def _call_selection(call: ast.Call, aliases: Mapping[str, str]) -> Optional[str]:
@@ -79,7 +94,7 @@ def _call_selection(call: ast.Call, aliases: Mapping[str, str]) -> Optional[str]
         return ".cuda()"
     if qualname is None:
         return None
-    if qualname in _AVAILABLE:
+    if qualname in _AVAILABLE or qualname in _NEEDS_CUDA:
         return f"{qualname}()"
     if qualname.startswith("torch.accelerator."):
         return f"{qualname}()"

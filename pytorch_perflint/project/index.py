@@ -13,6 +13,7 @@ The project's files are the ones discovery lists under the root (excludes and
 from __future__ import annotations
 
 import ast
+import gc
 import io
 import os
 import re
@@ -43,6 +44,23 @@ ALL_FILES = "<every project file>"
 MAX_BYTES = 4 * 1024 * 1024
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic collector for the block: parse trees (``ast`` and LibCST, a
+    LibCST tree is hundreds of thousands of objects) and summaries hold no cycles, and
+    while they are allocated the collector scans them again and again and frees nothing
+    that reference counting would not (a fifth of the lint time on the torch tree; with
+    thousands of summaries kept, it doubled the cost of summarising the torch package)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def stat_key(path: str) -> Optional[StatKey]:
     """(size, mtime_ns, inode) of a file, None when it cannot be stat'ed."""
     try:
@@ -66,6 +84,12 @@ def read_source(path: str, max_bytes: int = MAX_BYTES) -> Tuple[Optional[str], O
         return data.decode(encoding), None
     except (SyntaxError, LookupError, UnicodeDecodeError) as error:
         return None, f"cannot decode: {error}"
+
+
+def _project_imports(summary: ModuleSummary) -> Tuple[ImportRecord, ...]:
+    """The imports that may name project modules (a fix that adds ``import torch`` does
+    not change the import graph)."""
+    return tuple(r for r in summary.imports if r.level or r.module.split(".")[0] not in EXTERNAL_PACKAGES)
 
 
 class ProjectIndex:
@@ -98,6 +122,12 @@ class ProjectIndex:
         self._sharing: Optional[FrozenSet[str]] = None
         self.resolution = Resolution(self)
         self._recorders: List[Set[str]] = []
+        # path -> (length, hash) of the text an on-disk summary was built from, so that a
+        # linted file whose text is that one reuses it (hashes stay within one process
+        # and the workers forked from it).
+        self._texts: Dict[str, Tuple[int, int]] = {}
+        # Every path whose on-disk entry was set, in order (``entries_since``).
+        self._order: List[str] = []
 
     @classmethod
     def for_path(cls, path: Union[str, Path], settings: Optional[Settings] = None, **options) -> "ProjectIndex":
@@ -112,6 +142,10 @@ class ProjectIndex:
             found = discover([self.root], self.settings)
             self._files = frozenset(os.path.abspath(p) for p in found.files if str(p).endswith((".py", ".pyi")))
         return self._files
+
+    def has_files(self) -> bool:
+        """Whether the project's files were listed already (``files`` costs a walk)."""
+        return self._files is not None
 
     @property
     def modules(self) -> ModuleMap:
@@ -155,6 +189,9 @@ class ProjectIndex:
             kept = self._in_memory.get(path)
             if kept is not None and kept[0] == source:
                 return kept[1]
+            on_disk = self._on_disk.get(path)
+            if kept is None and on_disk is not None and self._texts.get(path) == (len(source), hash(source)):
+                return on_disk[1]  # the file's own text, summarised already (the import graph)
             summary = summarize(tree, source, self.summarizers)
             previous = kept[1] if kept is not None else self._on_disk.get(path, (None, None))[1]
             self._in_memory[path] = (source, summary)
@@ -172,22 +209,63 @@ class ProjectIndex:
         else:
             text, error = read_source(path, self.max_bytes)
             summary = failed(error or "cannot read") if text is None else summarize(None, text, self.summarizers)
+            if text is not None:
+                self._texts[path] = (len(text), hash(text))
         if key is not None:
             self._on_disk[path] = (key, summary)
+            self._order.append(path)
         if kept_disk is not None:
             self._replaced(kept_disk[1], summary)
         return summary
 
-    def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary) -> bool:
+    def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary, text_hash: Optional[Tuple[int, int]] = None) -> bool:
         """Hand in a summary kept elsewhere (a cache) for the file with stat ``key``. A
-        summary built with other summarisers than this index's is refused (False)."""
+        summary built with other summarisers than this index's is refused (False).
+        ``text_hash``: ``(len(text), hash(text))`` of the text it was built from, when it
+        was built in this process or one forked from the same parent."""
         summarizers = registered_summarizers() if self.summarizers is None else self.summarizers
         if summary.ok and tuple(k for k, _ in summary.extras) != tuple(k for k, _ in summarizers):
             return False
         previous = self._on_disk.get(os.path.abspath(path), (None, None))[1]
         self._on_disk[os.path.abspath(path)] = (tuple(key), summary)  # type: ignore[assignment]
+        self._order.append(os.path.abspath(path))
+        if text_hash is not None:
+            self._texts[os.path.abspath(path)] = text_hash
+        else:
+            self._texts.pop(os.path.abspath(path), None)
         self._replaced(previous, summary)
         return True
+
+    def settle(self, path: Union[str, Path], key: Optional[StatKey]) -> None:
+        """The text handed to ``summary`` for ``path`` was the file's content at stat
+        ``key`` (a runner that read the file to lint it): keep its summary as the file's,
+        and not the text. With ``key`` None (the file was rewritten), forget both."""
+        path = os.path.abspath(path)
+        kept = self._in_memory.pop(path, None)
+        if kept is None:
+            return
+        if key is not None:
+            self._on_disk[path] = (tuple(key), kept[1])  # type: ignore[assignment]
+            self._order.append(path)
+            self._texts[path] = (len(kept[0]), hash(kept[0]))
+        else:
+            self._on_disk.pop(path, None)
+            self._replaced(kept[1], failed("rewritten"))
+
+    def stat_key_read(self, path: str) -> Optional[StatKey]:
+        """The stat key the summary of ``path`` was read with (else the file's now)."""
+        kept = self._on_disk.get(os.path.abspath(path))
+        return kept[0] if kept is not None else stat_key(path)
+
+    def mark(self) -> int:
+        """Where the entries set from now on start (for ``entries_since``)."""
+        return len(self._order)
+
+    def entries_since(self, mark: int) -> Tuple[int, Dict[str, Tuple[StatKey, ModuleSummary]]]:
+        """The on-disk entries set since ``mark`` (0: all), and the mark to pass next time:
+        what a worker read that its parent does not hold yet, without a pass over all."""
+        paths = self._order[mark:]
+        return len(self._order), {p: self._on_disk[p] for p in paths if p in self._on_disk}
 
     def entries(self) -> Dict[str, Tuple[StatKey, ModuleSummary]]:
         """Every summary read from disk, with its stat key (for a cache to keep)."""
@@ -202,7 +280,7 @@ class ProjectIndex:
         self.resolution.forget()
         if (
             previous is None
-            or previous.imports != summary.imports
+            or _project_imports(previous) != _project_imports(summary)
             or (previous.accelerator is None) != (summary.accelerator is None)
         ):
             self._graph = None
@@ -321,7 +399,8 @@ class ProjectIndex:
         self.note_read(ALL_FILES)
         if self._graph is None:
             nodes = {p for p in self.files if p.endswith(".py")} | set(self._in_memory)
-            self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}
+            with collector_paused():
+                self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}
         return self._graph
 
     def importers(self, path: Union[str, Path]) -> FrozenSet[str]:
