@@ -9,12 +9,28 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+)
 
 import libcst as cst
 
 from .analysis.names import canonical
-from .analysis.scope import Scope, ScopeNode, build_scope, comprehension_binds, dotted_name
+from .analysis.scope import (
+    Scope,
+    ScopeNode,
+    build_scope,
+    comprehension_binds,
+    dotted_name,
+)
 from .comments import comment_start
 from .finding import Finding
 

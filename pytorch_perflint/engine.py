@@ -27,7 +27,9 @@ from .analysis.walk import child_nodes
 from .comments import comment_start
 from .config import Settings
 from .positions import NodePositions
-from .rule import FileContext, Finding, NodeFix, Rule, mentions_cuda
+from .context import FileContext, mentions_cuda
+from .finding import Finding, NodeFix
+from .rule import Rule
 from .edits import FixEdits
 from .testfiles import policy_for
 from .types import Applicability, Diagnostic, Fix, Location

@@ -26,7 +26,8 @@ import libcst as cst
 from . import registry
 from .config import Settings
 from .engine import FileLint, FixCandidate, _collector_paused, compile_python, lint_source
-from .rule import NodeFix, Rule
+from .finding import NodeFix
+from .rule import Rule
 from .transform import (
     Spliced,
     apply_fixes,

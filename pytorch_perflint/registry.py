@@ -11,6 +11,7 @@ import functools
 import importlib
 import os
 import pkgutil
+import re
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Type
@@ -22,23 +23,32 @@ class SelectorError(ValueError):
     """A selector names no rule: a clear error, not silence."""
 
 
+RULE_MODULE = re.compile(r"^tpf\d{3}_\w+$")
+
+
 @functools.lru_cache(maxsize=None)
 def all_rules() -> Tuple[Type[Rule], ...]:
-    """Every rule class, sorted by code."""
+    """Every rule class, sorted by code: one per ``rules/<family>/tpfNNN_*.py`` module."""
     from . import rules as package
 
     found: Dict[str, Type[Rule]] = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        for value in vars(module).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, Rule)
-                and value is not Rule
-                and value.__module__ == module.__name__
-                and getattr(value, "code", None)
-            ):
-                found[value.code] = value
+    for family in pkgutil.iter_modules(package.__path__):
+        if not family.ispkg:
+            continue
+        family_package = importlib.import_module(f"{package.__name__}.{family.name}")
+        for info in pkgutil.iter_modules(family_package.__path__):
+            if not RULE_MODULE.match(info.name):
+                continue
+            module = importlib.import_module(f"{family_package.__name__}.{info.name}")
+            for value in vars(module).values():
+                if (
+                    isinstance(value, type)
+                    and issubclass(value, Rule)
+                    and value is not Rule
+                    and value.__module__ == module.__name__
+                    and getattr(value, "code", None)
+                ):
+                    found[value.code] = value
     return tuple(found[code] for code in sorted(found))
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from pytorch_perflint.analysis.calls import MISSING
-from pytorch_perflint.analysis.dataloader import loader_args, loader_facts
 from pytorch_perflint.analysis.call_edits import with_keyword
+from pytorch_perflint.analysis.calls import MISSING
 from pytorch_perflint.analysis.values import UNKNOWN
-from pytorch_perflint.rule import FileContext
+from pytorch_perflint.context import FileContext
+from pytorch_perflint.rules.dataloader.loader_args import loader_args
+from pytorch_perflint.rules.dataloader.loader_facts import loader_facts
 from pytorch_perflint.testing import settings_with
 
 

@@ -7,8 +7,9 @@ from typing import List, Tuple
 
 import libcst as cst
 
-from pytorch_perflint.analysis.modules import conv_model_builds, module_facts
-from pytorch_perflint.rule import FileContext
+from pytorch_perflint.context import FileContext
+from pytorch_perflint.rules.layers.conv_models import conv_model_builds
+from pytorch_perflint.rules.layers.module_facts import module_facts
 from pytorch_perflint.testing import settings_with
 
 

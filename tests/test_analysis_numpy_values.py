@@ -8,9 +8,9 @@ from typing import List
 import libcst as cst
 import pytest
 
-from pytorch_perflint.analysis.device_targets import device_target
-from pytorch_perflint.analysis.numpy_values import is_numpy_array
-from pytorch_perflint.rule import FileContext
+from pytorch_perflint.context import FileContext
+from pytorch_perflint.rules.tensors.device_targets import device_target
+from pytorch_perflint.rules.tensors.numpy_values import is_numpy_array
 from pytorch_perflint.testing import settings_with
 
 HEADER = "import numpy as np\nimport torch\nimport os\nimport pandas as pd\nimport cv2\n"

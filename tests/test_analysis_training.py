@@ -7,16 +7,16 @@ from pathlib import Path, PurePath
 import libcst as cst
 import pytest
 
-from pytorch_perflint.analysis.gradients import writes_into_grads
-from pytorch_perflint.analysis.training import (
-    is_test_path,
-    evaluation_loops,
-    is_optimizer_name,
+from pytorch_perflint.context import FileContext
+from pytorch_perflint.rules.training.classifiers import is_optimizer_name
+from pytorch_perflint.rules.training.gradients import writes_into_grads
+from pytorch_perflint.rules.training.loops import (
     loop_bound_names,
     loop_invariant,
     training_facts,
 )
-from pytorch_perflint.rule import FileContext
+from pytorch_perflint.rules.training.no_grad import evaluation_loops
+from pytorch_perflint.rules.training.test_code import is_test_path
 from pytorch_perflint.testing import settings_with
 
 

@@ -9,13 +9,14 @@ from typing import ClassVar
 import libcst as cst
 import pytest
 
+from pytorch_perflint import engine
 from pytorch_perflint.analysis.calls import MISSING, argument
 from pytorch_perflint.analysis.values import UNKNOWN
 from pytorch_perflint.config import Settings
-from pytorch_perflint import engine
+from pytorch_perflint.context import mentions_cuda
 from pytorch_perflint.engine import lint_source, noqa_comments
 from pytorch_perflint.fixer import fix_source
-from pytorch_perflint.rule import Rule, mentions_cuda
+from pytorch_perflint.rule import Rule
 from pytorch_perflint.testing import settings_with
 from pytorch_perflint.types import Applicability
 
@@ -157,7 +158,7 @@ class Crashes(Rule):
 
 
 def test_a_crashing_rule_is_reported_and_the_others_still_run():
-    from pytorch_perflint.rules.tpf501_data_parallel import DataParallel
+    from pytorch_perflint.rules.parallel.tpf501_data_parallel import DataParallel
 
     result = lint_source(DP, Path("x.py"), Settings(), rules=[Crashes, DataParallel])
     assert [d.code for d in result.diagnostics] == ["TPF501"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
+
 from .walk import child_nodes
 
 ScopeNode = Union[cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef]
