@@ -4,7 +4,7 @@ Used by ``check --add-noqa`` (every finding of every file) and by the language s
 "disable TPFxxx for this line" action (one finding), so both write the same comment.
 
 What is written is what the engine reads back: the ``noqa`` pattern is the engine's own,
-and the comment goes on a row ``engine._suppressed`` looks at (the reported row, else the
+and the comment goes on a row ``suppression.suppressed`` looks at (the reported row, else the
 row the finding ends on). A comment can only end a row whose end lies outside any string
 and that does not continue with a backslash; the tokenizer says which rows those are, so a
 ``#`` inside a string is never taken for a comment.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .config import Settings
-from .engine import _NOQA as NOQA_PATTERN  # the engine's own pattern: what it reads
+from .suppression import NOQA as NOQA_PATTERN  # the pattern the engine honours
 from .types import Diagnostic
 
 # Findings a `noqa` cannot silence: a file that does not parse, and unused-noqa itself.

@@ -20,13 +20,16 @@ import tokenize
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from .config import Settings
 from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
+
+if TYPE_CHECKING:
+    from .selection import Selection
 
 # Below this many files one worker does them all: more would cost more than they save.
 PARALLEL_MIN_FILES = 8
@@ -100,11 +103,10 @@ class Processed:
     output: Optional[bytes] = None
 
 
-def _undecodable(path: Path, settings: Settings, reason: str, rules) -> FileResult:
+def _undecodable(path: Path, reason: str, chosen: Selection) -> FileResult:
     from . import engine
 
-    codes = frozenset({"TPF001"}) if rules is not None else engine.rules_for(path, settings)[0]
-    if "TPF001" not in codes:
+    if "TPF001" not in chosen.codes:
         return FileResult(path)
     return FileResult(path, diagnostics=(engine.undecodable(path, reason),))
 
@@ -125,19 +127,22 @@ def process_bytes(
     from . import engine, fixer
     from .transform import unified_diff
 
+    from .selection import for_file
+
+    chosen = for_file(path, settings, rules)  # once per file: nothing below works it out again
     if path.suffix == ".ipynb":
-        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules, roots=roots)
+        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, chosen=chosen, roots=roots)
     try:
         decoded = decode(data)
     except Undecodable as error:
-        return Processed(_undecodable(path, settings, str(error), rules), data)
+        return Processed(_undecodable(path, str(error), chosen), data)
     text = decoded.text
     if mode is Mode.CHECK:
-        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, keep_module=False)
+        lint = engine.lint_source(text, path, settings, with_edits=with_edits, selection=chosen, keep_module=False)
         diagnostics = tuple(lint.diagnostics)
         return Processed(FileResult(path, diagnostics, errors=tuple(lint.errors), source=text if diagnostics else None), data)
 
-    outcome = fixer.fix_source(text, path, settings, rules=rules, with_edits=with_edits)
+    outcome = fixer.fix_source(text, path, settings, selection=chosen, with_edits=with_edits)
     diagnostics, fixed, source = outcome.diagnostics, outcome.fixed, outcome.source
     errors, fix_errors = list(outcome.errors), list(outcome.fix_errors)
     output = data
@@ -158,7 +163,7 @@ def process_bytes(
                 encoded = None
         if encoded is None:
             # Nothing was applied: report what the file still has.
-            lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules)
+            lint = engine.lint_source(text, path, settings, with_edits=with_edits, selection=chosen)
             diagnostics, fixed, source = tuple(lint.diagnostics), 0, text
         else:
             output = encoded
@@ -186,7 +191,7 @@ def _process_notebook(
     *,
     with_edits: bool,
     write: bool,
-    rules: Optional[Sequence[Type]],
+    chosen: "Selection",
     roots: Optional[Sequence[str]] = None,
 ) -> Processed:
     """A notebook: its code cells are linted (and fixed) as one source, reported per cell."""
@@ -196,12 +201,12 @@ def _process_notebook(
     try:
         book = notebook.load(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, notebook.NotebookError) as error:
-        return Processed(_undecodable(path, settings, str(error), rules), data)
+        return Processed(_undecodable(path, str(error), chosen), data)
     if mode is Mode.CHECK:
-        lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
+        lint = engine.lint_source(book.source, path, settings, with_edits=False, selection=chosen)
         diagnostics, errors, fixed, fix_errors, output, diff = lint.diagnostics, lint.errors, 0, [], data, None
     else:
-        outcome = fixer.fix_source(book.source, path, settings, rules=rules)
+        outcome = fixer.fix_source(book.source, path, settings, selection=chosen)
         diagnostics, errors, fixed = outcome.diagnostics, list(outcome.errors), outcome.fixed
         fix_errors, output, diff = list(outcome.fix_errors), data, None
         if fixed:
@@ -221,7 +226,7 @@ def _process_notebook(
                     _note(problem, errors, fix_errors)
                     new_text = None
             if new_text is None:
-                lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules)
+                lint = engine.lint_source(book.source, path, settings, with_edits=False, selection=chosen)
                 diagnostics, fixed = lint.diagnostics, 0
     mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
     # Edits are relative to the joined source, not the cells: leave them out.
@@ -427,9 +432,9 @@ def _merge(files: Sequence[Path], cached: dict, fresh: Iterator[FileResult], cac
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:
     """Counts for the summary line and the exit code."""
-    from .fixer import _fixable_codes
+    from .selection import fixable_codes
 
-    fixable = _fixable_codes(settings)
+    fixable = fixable_codes(settings)
     safe = unsafe = remaining = 0
     for result in results:
         remaining += len(result.diagnostics)

@@ -9,12 +9,13 @@ from typing import ClassVar
 import libcst as cst
 import pytest
 
-from pytorch_perflint import engine
+from pytorch_perflint import engine, suppression
 from pytorch_perflint.analysis.calls import MISSING, argument
 from pytorch_perflint.analysis.values import UNKNOWN
 from pytorch_perflint.config import Settings
 from pytorch_perflint.context import mentions_cuda
-from pytorch_perflint.engine import lint_source, noqa_comments
+from pytorch_perflint.engine import lint_source
+from pytorch_perflint.suppression import noqa_comments
 from pytorch_perflint.fixer import fix_source
 from pytorch_perflint.rule import Rule
 from pytorch_perflint.testing import settings_with
@@ -290,7 +291,7 @@ def test_uses_cuda_is_read_from_code_whatever_torch_is_imported_as(source, expec
 )
 def test_noqa_lines_read_without_the_tokenizer_agree_with_it(source, monkeypatch):
     fast = noqa_comments(source)
-    monkeypatch.setattr(engine, "_comments_on_noqa_lines", lambda source: None)
+    monkeypatch.setattr(suppression, "_comments_on_noqa_lines", lambda source: None)
     assert fast == noqa_comments(source)
 
 
