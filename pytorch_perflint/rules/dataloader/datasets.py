@@ -212,11 +212,7 @@ def _opener(context: FileContext, expr: cst.BaseExpression, scope: Scope, depth:
 
 def _builtin(name: str, scope: Optional[Scope]) -> bool:
     """No scope on the way up binds ``name``: it is the builtin."""
-    while scope is not None:
-        if name in scope.bindings or name in scope.imports:
-            return False
-        scope = scope.parent
-    return True
+    return scope is None or not scope.binds_in_chain(name)
 
 
 def _closed_attrs(init: cst.FunctionDef, own: str) -> Set[str]:

@@ -6,7 +6,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import Scope, dotted_name
+from ...analysis.scope import Scope, dotted_name, target_names
 from ...analysis.walk import child_nodes
 from ...context import FileContext
 from .loader_args import _TQDM, Path
@@ -95,7 +95,7 @@ class LoaderSourceResolver:
         a list). A loop over the keys (``for phase in ...``) is not an epoch loop."""
         keys = {n.value for element in expr.slice for n in _names_in(element)}
         epochs = tuple(
-            loop for loop in loops if not (isinstance(loop, cst.For) and keys & set(_bound_names(loop.target)))
+            loop for loop in loops if not (isinstance(loop, cst.For) and keys & set(target_names(loop.target)))
         )
         inner = self.elements(expr.value, path + (expr,), depth + 1)
         return self._with_caller_loops(inner, path, epochs)
@@ -169,12 +169,7 @@ class LoaderSourceResolver:
         )
 
     def _bound(self, name: str, node: cst.CSTNode, path: Path) -> bool:
-        scope = self.context.scope_for(node, path)
-        while scope is not None:
-            if name in scope.bindings or name in scope.imports:
-                return True
-            scope = scope.parent
-        return False
+        return self.context.scope_for(node, path).binds_in_chain(name)
 
     def name(self, expr: cst.Name, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
         scope = self.context.scope_for(expr, path)
@@ -383,16 +378,6 @@ def _names_in(node: cst.CSTNode) -> Iterator[cst.Name]:
         if isinstance(current, cst.Name):
             yield current
         stack.extend(child_nodes(current))
-
-
-def _bound_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _bound_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _bound_names(target.value)
 
 
 def _decorator_name(decorator: cst.Decorator) -> Optional[str]:

@@ -14,11 +14,11 @@ functions, and any branch that rebinds a name ends the name for the code after t
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import Scope
+from ...analysis.scope import Scope, target_names
 from ...analysis.values import literal_value
 from ...analysis.walk import child_nodes as _child_nodes
 from ...context import FileContext
@@ -216,16 +216,6 @@ def _bind(target: cst.BaseExpression, kind: str, pinned: Pinned) -> None:
         _bind(target.value, ELEMENT, pinned)
 
 
-def _target_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
-
-
 def assigned_names(node: cst.CSTNode) -> List[str]:
     """Every name a statement binds, nested blocks included (not inside nested scopes)."""
     names: List[str] = []
@@ -239,17 +229,17 @@ def assigned_names(node: cst.CSTNode) -> List[str]:
             continue
         if isinstance(current, cst.Assign):
             for target in current.targets:
-                names.extend(_target_names(target.target))
+                names.extend(target_names(target.target))
         elif isinstance(current, (cst.AnnAssign, cst.AugAssign, cst.For)):
-            names.extend(_target_names(current.target))
+            names.extend(target_names(current.target))
         elif isinstance(current, cst.NamedExpr):
-            names.extend(_target_names(current.target))
+            names.extend(target_names(current.target))
         elif isinstance(current, cst.WithItem) and current.asname is not None:
-            names.extend(_target_names(current.asname.name))
+            names.extend(target_names(current.asname.name))
         elif isinstance(current, cst.Del):
-            names.extend(_target_names(current.target))
+            names.extend(target_names(current.target))
         elif isinstance(current, cst.ExceptHandler) and current.name is not None:
-            names.extend(_target_names(current.name.name))
+            names.extend(target_names(current.name.name))
         elif isinstance(current, (cst.Import, cst.ImportFrom)) and not isinstance(current.names, cst.ImportStar):
             for alias in current.names:
                 name = alias.asname.name if alias.asname is not None else alias.name
@@ -316,7 +306,7 @@ class PinnedBatchScanner:
         elif isinstance(node, cst.With):
             for item in node.items:
                 self.expr(item.item, pinned)
-            _forget(pinned, [n for item in node.items if item.asname for n in _target_names(item.asname.name)])
+            _forget(pinned, [n for item in node.items if item.asname for n in target_names(item.asname.name)])
             self.statements(_body(node.body), pinned)
         elif isinstance(node, cst.Try):
             self.statements(_body(node.body), dict(pinned))
@@ -329,7 +319,7 @@ class PinnedBatchScanner:
             self.expr(node.value, pinned)
             bound = [self.derive(node.value, t.target, pinned) for t in node.targets]
             for target in node.targets:
-                _forget(pinned, list(_target_names(target.target)))
+                _forget(pinned, list(target_names(target.target)))
             for marks in bound:
                 pinned.update(marks)
         elif isinstance(node, cst.AnnAssign):
@@ -338,13 +328,13 @@ class PinnedBatchScanner:
                 marks = self.derive(node.value, node.target, pinned)
             else:
                 marks = {}
-            _forget(pinned, list(_target_names(node.target)))
+            _forget(pinned, list(target_names(node.target)))
             pinned.update(marks)
         elif isinstance(node, cst.AugAssign):
             self.expr(node.value, pinned)
-            _forget(pinned, list(_target_names(node.target)))
+            _forget(pinned, list(target_names(node.target)))
         elif isinstance(node, cst.Del):
-            _forget(pinned, list(_target_names(node.target)))
+            _forget(pinned, list(target_names(node.target)))
         elif isinstance(node, (cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)):
             _forget(pinned, assigned_names(node))
         else:
@@ -418,7 +408,7 @@ class PinnedBatchScanner:
             scope = pinned if outer else inner
             self.expr(for_in.iter, scope)
             mode = self.container(for_in.iter, scope)
-            _forget(inner, list(_target_names(for_in.target)))
+            _forget(inner, list(target_names(for_in.target)))
             if mode is not None:
                 self.bind_loop_target(for_in.target, mode, inner)
             for condition in for_in.ifs:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Sequence, Tuple
 
 import libcst as cst
 
 from ...analysis.call_edits import with_argument_value, with_keyword
-from ...analysis.scope import Scope
 from ...analysis.walk import child_nodes
 from ...context import FileContext
 from ...rule import Invalid, Rule
@@ -234,12 +233,7 @@ def _in_next_iter(context: FileContext, parents: Sequence[cst.CSTNode], node: cs
 def _builtin_call(context: FileContext, node: cst.CSTNode, name: str) -> bool:
     if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != name:
         return False
-    scope: Optional[Scope] = context.scope
-    while scope is not None:
-        if name in scope.bindings or name in scope.imports:
-            return False
-        scope = scope.parent
-    return True
+    return not context.scope.binds_in_chain(name)
 
 
 def _names_with_parents(root: cst.CSTNode, name: str) -> Iterator[Tuple[cst.Name, Tuple[cst.CSTNode, ...]]]:

@@ -13,7 +13,6 @@ from typing import (
     TYPE_CHECKING,
     Dict,
     FrozenSet,
-    Iterator,
     List,
     Optional,
     Protocol,
@@ -23,6 +22,8 @@ from typing import (
 )
 
 import libcst as cst
+
+from ...analysis.scope import target_names
 
 from ...analysis.calls import argument
 from ...analysis.walk import child_nodes
@@ -205,7 +206,7 @@ def _binds(statement: cst.CSTNode, name: str) -> bool:
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
             if any(item.name.value == name for item in node.names):
                 return True
-        if any(found == name for target in targets for found in _target_names(target)):
+        if any(found == name for target in targets for found in target_names(target)):
             return True
         stack.extend(child_nodes(node))
     return False
@@ -223,21 +224,11 @@ def _comprehension_targets(ancestors: Sequence[cst.CSTNode]) -> FrozenSet[str]:
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
             comp: Optional[cst.CompFor] = node.for_in
             while comp is not None:
-                names.update(_target_names(comp.target))
+                names.update(target_names(comp.target))
                 comp = comp.inner_for_in
         elif isinstance(node, cst.NamedExpr):
-            names.update(_target_names(node.target))
+            names.update(target_names(node.target))
     return frozenset(names)
-
-
-def _target_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
 
 
 def _is_array(expr: cst.BaseExpression, context: "Names", depth: int) -> bool:

@@ -115,7 +115,8 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
 _FACTORY_NAMES = frozenset(
     {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "tensor"} | {"rand", "randn", "randint"}
 )
-_FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
+# Factory keywords after which a move is not a plain "create on the host, then copy".
+FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
 _MOVE_KEYWORDS = {
     "cuda": frozenset({"device", "non_blocking", "memory_format"}),
     "to": frozenset({"device", "dtype", "memory_format", "non_blocking", "copy"}),
@@ -165,7 +166,7 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
             continue
         if ast_dotted(factory.func).rsplit(".", 1)[-1] not in _FACTORY_NAMES:
             continue
-        if any(k.arg is None or k.arg in _FACTORY_BLOCKERS for k in factory.keywords):
+        if any(k.arg is None or k.arg in FACTORY_BLOCKERS for k in factory.keywords):
             continue
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None or k.arg not in _MOVE_KEYWORDS[move] for k in node.keywords

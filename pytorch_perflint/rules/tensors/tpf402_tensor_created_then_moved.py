@@ -15,7 +15,7 @@ from ...analysis.values import literal_value
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .device_targets import device_target
-from .screens import create_then_move_candidates
+from .screens import FACTORY_BLOCKERS, create_then_move_candidates
 
 _FACTORIES = frozenset(
     f"torch.{name}"
@@ -24,7 +24,6 @@ _FACTORIES = frozenset(
 # On the GPU these draw from the GPU's generator: a seeded run gets other numbers.
 _RANDOM = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint"))
 # Factory keywords that make the host placement deliberate or the move impossible to fold.
-_FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})
 # The cheap text pre-screen: a factory call and a move of a call's result somewhere (the ast
@@ -158,7 +157,7 @@ class TensorCreatedThenMoved(Rule):
             return
         if any(arg.star == "**" for arg in factory.args):
             return
-        if any(arg.keyword is not None and arg.keyword.value in _FACTORY_BLOCKERS for arg in factory.args):
+        if any(arg.keyword is not None and arg.keyword.value in FACTORY_BLOCKERS for arg in factory.args):
             return
         move = self._cuda_move(node) if func.attr.value == "cuda" else self._to_move(node)
         if move is None:
