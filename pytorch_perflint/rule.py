@@ -59,6 +59,9 @@ class Rule(cst.BatchableCSTVisitor):
     default_enabled: ClassVar[bool] = True
     # Substrings one of which must be in the file for the rule to be able to fire there.
     triggers: ClassVar[Tuple[str, ...]] = ()
+    # Whether the rule's findings depend only on the statement holding them (and what the
+    # names there are bound to): it then answers ``candidates_tree`` (see ``narrowing``).
+    statement_local: ClassVar[bool] = False
     # Rules that only matter on a GPU skip modules that never mention CUDA.
     needs_cuda: ClassVar[bool] = False
     # Inclusive lower and exclusive upper bound of target-torch-version, as (major, minor).

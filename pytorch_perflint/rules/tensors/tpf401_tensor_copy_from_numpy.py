@@ -83,6 +83,7 @@ class TensorCopyFromNumpy(Rule):
     message = "`{call}` copies a NumPy array; use `torch.from_numpy` or `torch.as_tensor` to share its memory"
     fix_applicability = Applicability.UNSAFE
     triggers = ("numpy",)
+    statement_local = True
 
     @classmethod
     def could_fire(cls, source: str) -> bool:

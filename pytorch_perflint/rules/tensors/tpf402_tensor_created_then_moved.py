@@ -90,6 +90,7 @@ class TensorCreatedThenMoved(Rule):
     fix_applicability = Applicability.SAFE
     fix_applicabilities = (Applicability.SAFE, Applicability.UNSAFE)
     triggers = (".cuda(", ".to(")
+    statement_local = True
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
