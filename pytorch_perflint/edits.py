@@ -1,7 +1,7 @@
 """The text edits of single fixes, as the JSON and SARIF output carry them.
 
 The plain way to get one fix's edits is to apply it to the whole module, render the whole
-module and diff it against the source (``transform.fix_edits``). Per fix, that is a pass
+module and diff it against the source (``whole_module_edits``, kept for what cannot be spliced). Per fix, that is a pass
 over the whole file: a large file with many findings made JSON and SARIF output quadratic
 (48.7 s against 2.6 s for concise on torch's 11,000-line distributed_test.py).
 
@@ -27,7 +27,7 @@ from libcst.metadata import CodeRange
 
 from .positions import _TargetedCodegenState
 from .finding import NodeFix
-from .transform import apply_fixes, fix_edits, text_edits
+from .transform import apply_fixes, text_edits, transplant
 from .types import Edit, Location
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # LibCST's line breaks
@@ -59,17 +59,23 @@ class FixEdits:
         self.positions = positions  # NodePositions of (at least) every replaced node
         self.line_starts = [0, *(match.end() for match in _NEWLINE.finditer(source))]
         self._imports: Dict[Tuple[str, ...], Tuple[Edit, ...]] = {}
+        self._rendered: Optional[str] = None
 
     def edits(self, fix: NodeFix) -> Tuple[Edit, ...]:
         local = self._local(fix)
         if local is None:
-            return fix_edits(self.module, fix)
+            return self._whole(fix)
         if fix.imports:
             added = self._import_edits(fix.imports)
             if _touch(added, local):
-                return fix_edits(self.module, fix)
+                return self._whole(fix)
             local = tuple(sorted(added + local, key=lambda edit: edit.location))
         return local
+
+    def _whole(self, fix: NodeFix) -> Tuple[Edit, ...]:
+        if self._rendered is None:
+            self._rendered = self.module.code
+        return whole_module_edits(self.module, self.source, fix, self._rendered)
 
     # -- replacements, spliced -----------------------------------------------------------
 
@@ -159,7 +165,7 @@ class FixEdits:
     def _import_edits(self, imports: Tuple[str, ...]) -> Tuple[Edit, ...]:
         if imports not in self._imports:
             only = NodeFix(replacements=(), applicability=None, message="", imports=imports)  # type: ignore[arg-type]
-            self._imports[imports] = text_edits(self.source, apply_fixes(self.module, [only]).code)
+            self._imports[imports] = self._whole(only)
         return self._imports[imports]
 
 
@@ -179,3 +185,17 @@ def _touch(a: Tuple[Edit, ...], b: Tuple[Edit, ...]) -> bool:
             if x.location.row <= y.end_location.row and y.location.row <= x.end_location.row:
                 return True
     return False
+
+
+def whole_module_edits(module: cst.Module, source: str, fix: NodeFix, rendered: Optional[str] = None) -> Tuple[Edit, ...]:
+    """One fix's edits the whole-module way, with the bytes LibCST's rendering loses (a form
+    feed at a line start, a lone carriage return, a last line of only indentation) put back
+    as ``--fix`` puts them back (``transform.transplant``): the edits apply to ``source``,
+    the text ``module`` was parsed from."""
+    rendered = module.code if rendered is None else rendered
+    updated = apply_fixes(module, [fix]).code
+    if rendered != source:
+        kept = transplant(source, rendered, updated)
+        if kept is not None:
+            return text_edits(source, kept)
+    return text_edits(rendered, updated)

@@ -19,10 +19,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import FrozenSet, List, Optional, Sequence, Tuple, Type
+from typing import FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
 
+from . import notebook
 from .config import Settings
 from .engine import (
     FileLint,
@@ -141,8 +142,10 @@ def _own_rows(source: str, chosen: Sequence["_Planned"]) -> FrozenSet[int]:
     return frozenset(rows)
 
 
-# What LibCST may not write back as it read it (see ``transform.transplant``).
-_LOSSY = re.compile(r"\x0c|\r(?!\n)")
+# What LibCST may not write back as it read it (see ``transform.transplant``): a form feed,
+# a lone carriage return, a last line of only indentation or an indented comment (the blank
+# and comment lines between it and the last statement are lost).
+_LOSSY = re.compile(r"\x0c|\r(?!\n)|\n[ \t]+(?:#[^\r\n]*)?(?:\r?\n)?\Z")
 
 
 def _faithful(module: cst.Module, source: str, chosen: Sequence["_Planned"], spliced: Optional[Spliced] = None) -> str:
@@ -219,8 +222,36 @@ def _render(
         cst.parse_module(updated)
     flags = _compile_flags(path)
     new_tree = compile_python(updated, path, flags=flags | ast.PyCF_ONLY_AST)
-    compile_python(new_tree, path, flags=flags)  # the compiler's checks too ('return' outside a function)
+    # The compiler's checks too ('return' outside a function, ``from __future__`` placement);
+    # a notebook's as IPython runs its cells.
+    if path.suffix == ".ipynb":
+        notebook.compile_cells(updated, path)
+    else:
+        compile_python(new_tree, path, flags=flags)
     return updated, new_tree, spliced.module if spliced is not None else None
+
+
+_Rendered = Tuple[str, ast.Module, Optional[cst.Module]]
+
+
+def _attempt(lint: FileLint, source: str, tree: Optional[ast.Module], plan: Sequence[_Planned], path: Path) -> Tuple[Optional[_Rendered], Optional[str]]:
+    """This round's result (``_render``), or why it must not be written."""
+    try:
+        return _render(lint, source, tree, plan, path), None
+    except _Unfaithful as error:
+        return None, str(error)
+    except Exception as error:  # noqa: BLE001 - a broken fix must never be written
+        return None, f"the result does not parse ({error})"
+
+
+def _refusal_key(module: cst.Module, candidate: FixCandidate) -> Tuple[str, ...]:
+    """What names a fix across rounds (its rows move as other fixes add lines)."""
+    replaced = (module.code_for_node(old) for old, _ in candidate.fix.replacements)
+    return (candidate.diagnostic.code, candidate.fix.message, *replaced)
+
+
+def _codes(plan: Sequence[_Planned]) -> str:
+    return ", ".join(sorted({d.code for p in plan for d in p.diagnostics}))
 
 
 def _parse_failed(lint: FileLint) -> bool:
@@ -238,8 +269,12 @@ def fix_source(
     selection: Optional[Selection] = None,
 ) -> FixOutcome:
     """Apply every applicable fix to ``source``; return the result and what remains.
+
+    When a round's result fails its checks, each of its fixes is checked alone: the ones
+    that fail alone are refused (and not tried again), the others still go in.
     ``selection`` is the file's (the runner's); without it, it is worked out once here and
-    every re-lint round reuses it."""
+    every re-lint round reuses it.
+    """
     # The rounds hold a whole LibCST tree while they build others: the cyclic collector
     # would scan it again and again and free nothing (see the engine).
     with _collector_paused():
@@ -259,6 +294,7 @@ def _fix_source(
     fixed = 0
     errors: List[str] = []
     fix_errors: List[str] = []
+    refused: Set[Tuple[str, ...]] = set()
     lint: FileLint = lint_source(current, path, settings, with_edits=False, selection=chosen)
     seen_texts = {current}
     found_before = len(lint.diagnostics)
@@ -270,18 +306,33 @@ def _fix_source(
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
     for _ in range(MAX_ROUNDS):
-        plan = _choose(lint.candidates, settings, fixable)
-        if not plan or lint.module is None:
+        if lint.module is None:
             break
-        codes = ", ".join(sorted({d.code for p in plan for d in p.diagnostics}))
-        try:
-            updated, new_tree, new_module = _render(lint, current, tree, plan, path)
-        except _Unfaithful as error:
-            fix_errors.append(f"{path}: fix for {codes} was not applied: {error}")
+        module = lint.module
+        candidates = [c for c in lint.candidates if not refused or _refusal_key(module, c) not in refused]
+        plan = _choose(candidates, settings, fixable)
+        if not plan:
             break
-        except Exception as error:  # noqa: BLE001 - a broken fix must never be written
-            fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse ({error})")
+        rendered, why = _attempt(lint, current, tree, plan, path)
+        if why is not None and len(plan) > 1:
+            alone = {id(p): _attempt(lint, current, tree, [p], path)[1] for p in plan}
+            sound = [p for p in plan if alone[id(p)] is None]
+            if sound and len(sound) < len(plan):
+                rendered, why = _attempt(lint, current, tree, sound, path)
+                if why is None:
+                    for planned in plan:
+                        if alone[id(planned)] is None:
+                            continue
+                        for candidate in lint.candidates:
+                            if candidate.diagnostic in planned.diagnostics:
+                                refused.add(_refusal_key(module, candidate))
+                        fix_errors.append(f"{path}: fix for {_codes([planned])} was not applied: {alone[id(planned)]}")
+                    plan = sound
+        if why is not None or rendered is None:
+            fix_errors.append(f"{path}: fix for {_codes(plan)} was not applied: {why}")
             break
+        updated, new_tree, new_module = rendered
+        codes = _codes(plan)
         if updated in seen_texts:
             break  # a fix that brings back an earlier text would loop forever
         seen_texts.add(updated)

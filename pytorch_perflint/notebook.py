@@ -9,16 +9,19 @@ only a line that starts a logical line can be one, as in IPython.
 
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
 import json
 import re
 import tokenize
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import jsontext
 from .comments import comment_start
+from .engine import compile_python
 from .types import Diagnostic, Location
 
 _MARKER = "# pytorch-perflint: cell {index}"
@@ -219,6 +222,23 @@ def cell_sources(notebook: Notebook) -> Tuple[str, ...]:
     """The text of each code cell, in order: a diagnostic's ``cell`` (1-based) indexes it
     and its rows count from the cell's first line (for code frames)."""
     return tuple(_cell_text(notebook.data["cells"][index], f"cells[{index}]") for index in notebook.code_cells)
+
+
+def compile_cells(source: str, path: Path) -> None:
+    """Compile the joined source as IPython runs the cells; raise SyntaxError where it would.
+
+    IPython compiles each top-level statement of a cell on its own, so ``await`` may stand
+    at the top level and a top-level ``from __future__`` import may come after other
+    statements (a second cell that starts with one is common). Those imports are moved to
+    the front before compiling, which keeps every other check of the compiler: an unknown
+    feature, ``braces``, or a future import inside a block is still an error.
+    """
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = compile_python(source, path, flags=ast.PyCF_ONLY_AST | flags)
+    futures = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.module == "__future__"]
+    if futures:
+        tree.body = futures + [node for node in tree.body if node not in futures]
+    compile_python(tree, path, flags=flags)
 
 
 def map_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Optional[Diagnostic]:

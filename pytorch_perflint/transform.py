@@ -120,18 +120,23 @@ def transplant(source: str, rendered: str, updated: str) -> Optional[str]:
 
     LibCST does not keep every byte: a form feed in a statement line's indentation (a block
     keeps one indent string; a module-level line none) and the last newline of a file whose
-    lines end with a lone ``\\r`` are lost when it renders the tree. Taking only the changed
-    lines from its rendering keeps them everywhere else. None when a changed line is one
-    LibCST renders differently, or the line counts do not match.
+    lines end with a lone ``\\r`` are lost when it renders the tree, and so are the blank
+    and comment lines after the last statement of a file whose last line is only
+    indentation or an indented comment (LibCST folds them into that line). Taking only the changed lines from its
+    rendering keeps them everywhere else. None when a changed line is one LibCST renders
+    differently, or lies beyond the lines it renders as they are when the counts differ.
     """
     if source.endswith("\r") and not rendered.endswith(("\r", "\n")) and not updated.endswith(("\r", "\n")):
         rendered, updated = rendered + "\r", updated + "\r"  # the lone "\r" LibCST dropped
     old, new, original = lines_of(rendered), lines_of(updated), lines_of(source)
+    aligned = None  # the number of first lines of ``old`` that stand for the source's own
     if len(old) != len(original):
-        return None
+        aligned = next((i for i, (a, b) in enumerate(zip(old, original)) if a != b), min(len(old), len(original)))
     out: List[str] = []
     at = 0
     for i1, i2, j1, j2 in _hunks(old, new):
+        if aligned is not None and (i2 > aligned or i1 >= aligned):
+            return None  # a change where LibCST's lines no longer match the source's
         replacement = new[j1:j2]
         if old[i1:i2] != original[i1:i2]:
             replacement = _with_page_breaks(original[i1:i2], old[i1:i2], replacement)
@@ -156,11 +161,6 @@ def _with_page_breaks(original: Sequence[str], rendered: Sequence[str], new: Seq
             return None
         out.append(breaks + new_line)
     return out
-
-
-def fix_edits(module: cst.Module, fix: NodeFix) -> Tuple[Edit, ...]:
-    """The text edits of one fix on its own."""
-    return text_edits(module.code, apply_fixes(module, [fix]).code)
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

@@ -12,22 +12,24 @@ a fix that does not parse, or is not idempotent (fixing the fixed text changes i
 from __future__ import annotations
 
 import ast
-import io
+import ctypes
 import random
-import signal
 import sys
 import sysconfig
-import tokenize
+import threading
+import time
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 import libcst
 
 from pytorch_perflint.config import Settings
 from pytorch_perflint.fixer import fix_source
+from pytorch_perflint.workers import call_deep
+
+R = TypeVar("R")
 
 # Everything on, fixes included: the widest surface.
 SETTINGS = Settings(select=("ALL",), preview=True, fix=True, unsafe_fixes=True, test_files="lint")
@@ -71,33 +73,60 @@ class Hang(BaseException):
     """Not an ``Exception``: the engine catches those from a crashing rule and goes on."""
 
 
-@contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``Hang`` in the main thread once this process has spent ``seconds`` of CPU
-    time in the block (``ITIMER_PROF``: a loop that never ends spends CPU; a machine busy
-    with other work does not make a case look hung). A no-op where there is no such timer."""
-    if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGPROF"):
-        yield
-        return
+def run_limited(function: Callable[[], R], seconds: float) -> R:
+    """``function()`` as the tool's workers run a file (``workers.call_deep``: a large stack
+    and a high recursion limit, without which deep but valid code fails here and not in the
+    tool), stopped with ``Hang`` once this process has spent ``seconds`` of CPU time (a loop
+    that never ends spends CPU; a machine busy with other work does not make a case look
+    hung). ``Hang`` is raised in the case's thread too, so a spinning case does not go on.
+    The recursion limit ``call_deep`` raises is put back after: in this (main) thread's
+    smaller stack, a high limit would turn a RecursionError into a crash."""
+    idents: List[int] = []
+    outcome: List[Tuple[bool, object]] = []
 
-    def on_timer(signum, frame):  # noqa: ARG001 - the signal handler's signature
-        raise Hang(f"no result after {seconds:g} s of CPU time")
+    def tracked() -> R:
+        idents.append(threading.get_ident())
+        return function()
 
-    previous = signal.signal(signal.SIGPROF, on_timer)
-    signal.setitimer(signal.ITIMER_PROF, seconds, 0.5)  # again every 0.5 s, should one be swallowed
+    def outer() -> None:
+        try:
+            outcome.append((True, call_deep(tracked)))
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome.append((False, error))
+
+    runner = threading.Thread(target=outer, name="fuzz-case", daemon=True)
+    deadline = time.process_time() + seconds
+    limit = sys.getrecursionlimit()
+    runner.start()
     try:
-        yield
+        while runner.is_alive():
+            runner.join(0.05)
+            if runner.is_alive() and time.process_time() > deadline:
+                for ident in idents:
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(Hang))
+                runner.join(1.0)
+                raise Hang(f"no result after {seconds:g} s of CPU time")
     finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, previous)
+        sys.setrecursionlimit(limit)
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[return-value]
+    raise value  # type: ignore[misc]
 
 
 def problems(case: Case, seconds: float = CASE_SECONDS) -> List[str]:
     """What is wrong with linting and fixing ``case`` (empty: nothing)."""
+    try:
+        return run_limited(lambda: _problems(case), seconds)
+    except Hang as error:
+        return [f"hang: {error}"]
+
+
+def _problems(case: Case) -> List[str]:
     path = Path(case.name if case.name.endswith(".py") else "fuzz_case.py").name
     found: List[str] = []
     try:
-        with time_limit(seconds), warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # the linted code's own, not ours
             first = fix_source(case.source, Path(path), SETTINGS)
             found += [f"internal error: {e}" for e in first.errors]
@@ -114,8 +143,6 @@ def problems(case: Case, seconds: float = CASE_SECONDS) -> List[str]:
             second = fix_source(first.source, Path(path), SETTINGS)
             if second.source != first.source:
                 found.append(f"not idempotent: a second --fix changed the text ({second.fixed} more fixes)")
-    except Hang as error:
-        found.append(f"hang: {error}")
     except Exception as error:  # noqa: BLE001 - an exception out of the tool is the finding
         found.append(f"exception: {type(error).__name__}: {error}")
     return found
@@ -130,64 +157,6 @@ def _compiles(source: str) -> bool:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
-
-
-# -- known failures other branches are fixing (issue 11): avoided, not hidden ----------------
-
-
-def known_issue(source: str) -> Optional[str]:
-    """Why ``source`` would meet a bug that another branch is fixing (None: it would not).
-
-    Cases with these features are left out of the run (never reported as passing):
-    * a module-level ``global`` beside a function's ``global`` makes ``Scope.lookup_import``
-      loop forever (issue 11 item 1, branch reliability-core);
-    * a long implicit string concatenation overflows LibCST's code generation (item 2);
-    * ``(x): int = 1`` is a false TPF001 (item 4, branch reliability-notebooks).
-
-    Two more known bugs need no filter: a fix that drops form feeds (item 11) or the comment
-    on a ``with`` body's last line (TPF204's unwrap) still parses and is idempotent, which is
-    all these checks ask.
-    """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    if any(isinstance(node, ast.Global) for node in tree.body) or _global_at_module_level(tree):
-        return "module-level `global` (issue 11 item 1)"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.AnnAssign) and (node.target.lineno, node.target.col_offset) != (node.lineno, node.col_offset):
-            return "parenthesised annotation target (issue 11 item 4)"  # `(` stands before the target
-    if _longest_string_run(source) > 50:
-        return "long implicit string concatenation (issue 11 item 2)"
-    return None
-
-
-def _global_at_module_level(tree: ast.Module) -> bool:
-    """A ``global`` statement outside every function (in an ``if``/``for``/``try`` too)."""
-    stack: List[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Global):
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return False
-
-
-def _longest_string_run(source: str) -> int:
-    """The most string literals in a row (implicit concatenation)."""
-    longest = run = 0
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.STRING:
-                run += 1
-                longest = max(longest, run)
-            elif token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
-                run = 0
-    except (tokenize.TokenError, SyntaxError):
-        return longest
-    return longest
 
 
 # -- injecting anti-patterns into real files --------------------------------------------------
@@ -275,8 +244,6 @@ def injected_cases(roots: Sequence[Path], seed: int, per_root: int) -> Iterator[
             try:
                 text = path.read_text(encoding="utf-8")
             except (UnicodeDecodeError, OSError):
-                continue
-            if known_issue(text) is not None:
                 continue
             injected = inject(text, rng, rng.randint(1, 3))
             if injected is not None:

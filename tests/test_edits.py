@@ -81,6 +81,27 @@ def test_a_form_feed_does_not_shift_the_rows_of_edits():
     assert apply_edits(source, diagnostic.fix.edits) == "import torch\n\x0c\nx = torch.zeros(3, device='cuda')\n"
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("import torch\n\x0cx = torch.zeros(3).to('cuda')\ny = 1\n", id="form-feed-starts-the-fixed-line"),
+        pytest.param("import torch\nx = torch.zeros(3).to('cuda')\n\x0cy = 1\n", id="form-feed-starts-the-next-line"),
+        pytest.param("import torch\n\x0cdef f():\n    return torch.zeros(3).to('cuda')\n", id="form-feed-before-the-def"),
+        pytest.param("import torch\nif x:\n\x0c    y = torch.zeros(3).to('cuda')\n", id="form-feed-before-an-indentation"),
+        pytest.param("\x0cimport torch\r\n\x0cx = torch.zeros(3).to('cuda')\r\n", id="crlf"),
+    ],
+)
+def test_edits_for_a_line_starting_with_a_form_feed_give_what_fix_writes(source):
+    """JSON and SARIF edits apply to the file as it is: they must give ``--fix``'s text."""
+    from pytorch_perflint.fixer import fix_source
+
+    settings = dataclasses.replace(EVERYTHING, select=("TPF402",))
+    (diagnostic,) = _with_edits(source, Path("ff.py"), settings)
+    expected = fix_source(source, Path("ff.py"), dataclasses.replace(settings, unsafe_fixes=True)).source
+    assert "\x0c" in expected and expected != source
+    assert apply_edits(source, diagnostic.fix.edits) == expected
+
+
 def _filler(count: int = 150) -> str:
     """Functions no rule reads: the part of a large file that is parsed in part."""
     body = "".join(f"    value = value * {k} + 1\n" for k in range(6))

@@ -21,6 +21,8 @@ from pytorch_perflint.rule import Rule
 from pytorch_perflint.testing import settings_with
 from pytorch_perflint.types import Applicability
 
+from fix_rules import SlowCall
+
 
 class RecordNames(Rule):
     """Test rule: reports every call with the qualified name it resolves to."""
@@ -217,6 +219,24 @@ def test_a_fix_that_does_not_parse_is_never_applied():
     assert outcome.source == "f(x)\n"
     assert outcome.fixed == 0
     assert outcome.fix_errors and "does not parse" in outcome.fix_errors[0]
+
+
+class BreaksBroken(Breaks):
+    """Breaks only ``broken(...)`` calls: the other rules' fixes in the round are sound."""
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "broken":
+            super().visit_Call(node)
+
+
+def test_a_refused_fix_does_not_hold_back_the_other_fixes_of_its_round():
+    source = "y = slow(1)\nbroken(x)\nz = slow(2)\n"
+    outcome = fix_source(source, Path("x.py"), Settings(), rules=[BreaksBroken, SlowCall])
+    assert outcome.source == "y = fast(1)\nbroken(x)\nz = fast(2)\n"
+    assert outcome.fixed == 2
+    (error,) = outcome.fix_errors
+    assert "TPF903" in error and "TPF901" not in error and "does not parse" in error
+    assert [d.code for d in outcome.diagnostics] == ["TPF903"]
 
 
 def test_fix_edits_are_reported_as_text_edits():

@@ -77,6 +77,16 @@ FAITHFUL = [
     pytest.param("\x0cy = slow(1)\nz = 1\n\x0cw = 2\n", id="form-feed-on-the-fixed-line"),
     pytest.param("if x:\n\x0c\x0c    b = slow(1)\n", id="form-feeds-before-the-indentation-of-the-fixed-line"),
     pytest.param("x = 1\ry = slow(1)\r", id="lone-carriage-return-on-the-fixed-last-line"),
+    # LibCST folds the lines after the last statement into a last line of only whitespace
+    # (blank lines and comments go); found by the fuzz test (`pass\n\n ` from hypothesmith).
+    pytest.param("y = slow(1)\npass\n\n ", id="blank-then-whitespace-last-line-after-another-statement"),
+    pytest.param("y = slow(1)\n\n ", id="blank-then-whitespace-last-line-next-to-the-fix"),
+    pytest.param("y = slow(1)\n\n  # c\n\n \n", id="comment-before-a-whitespace-last-line"),
+    pytest.param("def f():\n    return slow(1)\n\n\n\t", id="blank-lines-then-a-tab-after-a-block"),
+    pytest.param("y = slow(1)\r\n\r\n ", id="crlf-blank-then-whitespace-last-line"),
+    pytest.param("y = slow(1)\npass\n\n #", id="blank-then-an-indented-comment-last"),
+    pytest.param("y = slow(1)\n # a\n # c\n", id="indented-comments-last"),
+    pytest.param("if x:\n    y = slow(1)\n\n\n  # c\n  # d\n", id="comments-indented-apart-from-the-block"),
 ]
 
 

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 # The client.
 
 TRACES: List[str] = []
+REGISTRATIONS: List[types.Registration] = []  # what the server asked the client to watch
 
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=server_command()))
@@ -40,6 +41,10 @@ async def client(lsp_client: LanguageClient):
     @lsp_client.feature(types.LOG_TRACE)
     def log_trace(params: types.LogTraceParams) -> None:
         TRACES.append(params.message)
+
+    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register_capability(params: types.RegistrationParams) -> None:
+        REGISTRATIONS.extend(params.registrations)
 
     await lsp_client.initialize_session(
         types.InitializeParams(
@@ -419,3 +424,44 @@ async def test_notebook_cells_get_their_diagnostics_and_fixes(client: LanguageCl
             cell_text_documents=[types.TextDocumentIdentifier(uri=uri) for uri in cells],
         )
     )
+
+
+async def test_a_changed_setting_on_disk_relints_the_open_buffers(client: LanguageClient, tmp_path):
+    """The editor reports the saved pyproject.toml through the watchers the server
+    registered; every open buffer is linted again with the new settings."""
+    (tmp_path / "pyproject.toml").write_text("[tool.pytorch-perflint]\n")
+    doc = Doc(client, tmp_path / "train.py", CUDA_LOADER)
+    assert "TPF101" in codes(await published(client, doc.uri, lambda d: len(d) > 0))
+    (options,) = [r.register_options for r in REGISTRATIONS if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    assert {"**/pyproject.toml", "**/*.py"} <= {watcher["globPattern"] for watcher in options["watchers"]}
+    (tmp_path / "pyproject.toml").write_text('[tool.pytorch-perflint]\nignore = ["TPF101"]\n')
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=(tmp_path / "pyproject.toml").as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    after = await published(client, doc.uri, lambda d: "TPF101" not in codes(d))
+    assert after and "TPF101" not in codes(after)
+    doc.close()
+
+
+async def test_saving_the_settings_in_a_client_that_sends_every_save_relints(client: LanguageClient, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.pytorch-perflint]\n")
+    doc = Doc(client, tmp_path / "train.py", CUDA_LOADER)
+    assert "TPF101" in codes(await published(client, doc.uri, lambda d: len(d) > 0))
+    (tmp_path / "pyproject.toml").write_text('[tool.pytorch-perflint]\nignore = ["TPF101"]\n')
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=(tmp_path / "pyproject.toml").as_uri()))
+    )
+    after = await published(client, doc.uri, lambda d: "TPF101" not in codes(d))
+    assert after and "TPF101" not in codes(after)
+    doc.close()
+
+
+async def test_deep_but_valid_code_gets_its_findings(client: LanguageClient, tmp_path):
+    """A long implicit string concatenation (as in CPython's pydoc_data/topics.py) needs
+    the stack and recursion limit the CLI lints with; the server lints it too."""
+    text = CUDA_LOADER + "s = (\n" + "".join('    "a"\n' for _ in range(1500)) + ")\n"
+    doc = Doc(client, tmp_path / "topics.py", text)
+    assert "TPF101" in codes(await published(client, doc.uri, lambda d: len(d) > 0))
+    doc.close()

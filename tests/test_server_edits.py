@@ -128,3 +128,24 @@ def test_unfixable_rules_get_no_fix_action_but_can_still_be_disabled(tmp_path):
     everything = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=2, character=0))
     request = actions.Request(buffer, lint_buffer(buffer, for_fixes=True), buffer.uri, everything, None, convert.utf16_units, True)
     assert [action.title for action in actions.code_actions(request)] == ["Disable TPF101 for this line"]
+
+
+def test_a_quick_fix_keeps_a_form_feed_that_starts_a_line_as_fix_does(tmp_path):
+    """LibCST's rendering drops a form feed at a line start; the quick fix's edits must
+    apply to the buffer as it is and give the text ``--fix`` writes for that one fix."""
+    types, actions, convert, Buffer, lint_buffer = _lsp()
+    path = tmp_path / "train.py"
+    text = 'import torch\nfrom torch.utils.data import DataLoader\n\x0cdevice = torch.device("cuda")\n\x0cloader = DataLoader(ds, num_workers=4)\n'
+    buffer = Buffer(path.as_uri(), path, text, 3)
+    linted = lint_buffer(buffer, for_fixes=True)
+    everything = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=4, character=0))
+    request = actions.Request(buffer, linted, buffer.uri, everything, None, convert.utf16_units, versioned=False, resolves=False)
+    (action,) = [a for a in actions.code_actions(request) if a.title.startswith("Fix TPF102")]
+    fixed = text
+    for edit in sorted(action.edit.changes[buffer.uri], key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        starts = [0, *(m.end() for m in LINE_BREAK.finditer(fixed))]
+        begin = starts[edit.range.start.line] + edit.range.start.character
+        end = starts[edit.range.end.line] + edit.range.end.character if edit.range.end.line < len(starts) else len(fixed)
+        fixed = fixed[:begin] + edit.new_text + fixed[end:]
+    assert fixed == fix_source(text, path, Settings()).source
+    assert fixed.count("\x0c") == 2 and "pin_memory=True" in fixed

@@ -15,6 +15,8 @@ from typing import Optional, Tuple
 
 import click
 
+from .script_cli import ScriptDispatch
+
 TORCH_MISSING = (
     "pytorch-perflint bench needs torch, which is not installed.\n"
     "Install torch pinned for your platform first, so pip does not pull a build you did not "
@@ -26,7 +28,7 @@ TORCH_MISSING = (
 MATPLOTLIB_MISSING = "--plot needs matplotlib: pip install 'pytorch-perflint[plot]'"
 
 
-@click.command("bench")
+@click.command("bench", cls=ScriptDispatch)  # `bench SCRIPT` goes to script_cli
 @click.option("--rule", "rules", multiple=True, metavar="CODE", help="Only this rule's scenario (repeatable).")
 @click.option(
     "--device",

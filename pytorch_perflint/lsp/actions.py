@@ -16,8 +16,9 @@ from lsprotocol import types
 
 from .. import fixer, noqa_edits, notebook
 from ..config import Settings
+from ..edits import whole_module_edits
 from ..selection import fixable_codes
-from ..transform import apply_fixes, fix_edits, text_edits
+from ..transform import apply_fixes, text_edits
 from ..types import Applicability, Diagnostic, Edit, Location
 from . import convert
 from .convert import Positions
@@ -81,7 +82,7 @@ def _fix_action(request: Request, raw: Diagnostic, shown: types.Diagnostic) -> L
     if request.buffer.is_notebook:
         edit = _source_edit(request, apply_fixes(module, [candidate.fix]).code)
     else:
-        edit = _rows_edit(request, fix_edits(module, candidate.fix))  # the JSON output's edits
+        edit = _rows_edit(request, whole_module_edits(module, request.buffer.text, candidate.fix))  # as --fix writes it
     if edit is None:
         return []
     safe = fix.applicability is Applicability.SAFE

@@ -22,11 +22,17 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..workers import call_deep
 from . import actions, convert
 from .documents import Buffer, Cell, Linted, by_cell, join_cells, lint_buffer
 
 # Seconds of quiet after a change before it is linted (initializationOptions.lintDelay).
 LINT_DELAY = 0.25
+
+# Files whose change can change any open buffer's findings: the settings, what git ignores,
+# and other modules of the project (their facts reach a buffer through its imports).
+WATCHED_GLOBS = ("**/pyproject.toml", "**/pytorch-perflint.toml", "**/.pytorch-perflint.toml", "**/.gitignore", "**/*.py")
+WATCHED_NAMES = frozenset(("pyproject.toml", "pytorch-perflint.toml", ".pytorch-perflint.toml", ".gitignore"))
 
 
 class PerflintServer(LanguageServer):
@@ -95,7 +101,9 @@ class PerflintServer(LanguageServer):
             return cached
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
-        linted = await loop.run_in_executor(self.executor, functools.partial(lint_buffer, buffer, for_fixes=for_fixes))
+        # Deep but valid code (long string concatenations) needs the CLI's stack and recursion limit.
+        lint = functools.partial(lint_buffer, for_fixes=for_fixes)
+        linted = await loop.run_in_executor(self.executor, call_deep, lint, buffer)
         self.cache[(buffer.uri, for_fixes)] = linted
         self.trace(
             f"linted {buffer.uri} version {buffer.version}: {len(linted.lint.diagnostics)} findings "
@@ -107,6 +115,16 @@ class PerflintServer(LanguageServer):
             self.reported.add(linted.error)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"pytorch-perflint: {linted.error}"))
         return linted
+
+    def relint_open_buffers(self) -> None:
+        """Lint every buffer shown again: a file they may depend on changed on disk."""
+        self.cache.clear()
+        for key in {uri for uri, _ in self.shown()}:
+            if self.buffer(key) is not None:
+                self.schedule(key, self.lint_delay)
+
+    def shown(self) -> Set[Tuple[str, bool]]:
+        return set(self.cache) | {(uri, False) for uri in self.pending}
 
     def schedule(self, uri: str, delay: float) -> None:
         """Lint the buffer ``delay`` seconds from now, replacing a lint still waiting."""
@@ -220,6 +238,26 @@ def create_server() -> PerflintServer:
 
         # Import the rules while the editor is still starting, not on the first keystroke.
         ls.executor.submit(registry.all_rules)
+        workspace = ls.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace is not None else None
+        if watched is not None and watched.dynamic_registration:
+            ls.client_register_capability(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="pytorch-perflint-watched-files",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=[types.FileSystemWatcher(glob_pattern=glob) for glob in WATCHED_GLOBS]
+                            ),
+                        )
+                    ]
+                )
+            )
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched_files_changed(ls: PerflintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.relint_open_buffers()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: PerflintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -231,7 +269,10 @@ def create_server() -> PerflintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: PerflintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0)  # e.g. after pyproject.toml changed
+        if ls.path(params.text_document.uri).name in WATCHED_NAMES:  # a client that sends every save
+            ls.relint_open_buffers()
+        else:
+            ls.schedule(params.text_document.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: PerflintServer, params: types.DidCloseTextDocumentParams) -> None:
