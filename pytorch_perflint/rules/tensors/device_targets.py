@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import libcst as cst
 
 from ...analysis.values import UNKNOWN, literal_value
-
-if TYPE_CHECKING:
-    from ...context import FileContext
+from ...context import FileContext
 
 _DEVICE_STRING = re.compile(r"^(?P<type>cuda|cpu|mps|xpu|hpu|npu|meta|xla|privateuseone)(?::\d+)?$")
 # Device types that are the host itself: moving there from a fresh tensor is a no-op.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import (
-    TYPE_CHECKING,
     Dict,
     FrozenSet,
     List,
@@ -23,13 +22,10 @@ from typing import (
 
 import libcst as cst
 
-from ...analysis.scope import target_names
-
 from ...analysis.calls import argument
+from ...analysis.scope import target_names
 from ...analysis.walk import child_nodes
-
-if TYPE_CHECKING:
-    from ...context import FileContext
+from ...context import FileContext
 
 
 class Names(Protocol):

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable, FrozenSet, Optional, Tuple, Union
+from typing import Callable, FrozenSet, Optional, Tuple, Union
 
 import libcst as cst
 
 from ...analysis.scope import dotted_name
 from ...analysis.values import literal_value
-
-if TYPE_CHECKING:  # rule.py imports the analysis package: no runtime import here
-    pass
-
-
 
 Loop = Union[cst.For, cst.While]
 FuncKey = Tuple[Optional[str], str]  # (class name or None, function name)

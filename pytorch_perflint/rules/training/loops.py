@@ -37,7 +37,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import (
-    TYPE_CHECKING,
     Callable,
     Dict,
     FrozenSet,
@@ -52,10 +51,7 @@ import libcst as cst
 
 from ...analysis.scope import dotted_name
 from ...analysis.walk import child_nodes
-
-if TYPE_CHECKING:  # rule.py imports the analysis package: no runtime import here
-    from ...context import FileContext
-
+from ...context import FileContext
 from .classifiers import (
     BACKWARD_ATTRS,
     FuncKey,

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 
 from ...testfiles import is_test_file
-
-if TYPE_CHECKING:  # rule.py imports the analysis package: no runtime import here
-    pass
-
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,7 +11,13 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from .classifiers import callee_key, last_name, method_name
 from .host_syncs import is_sync_call
-from .loops import guarded_between, loop_bound_names, step_loop_around, training_facts, walk
+from .loops import (
+    guarded_between,
+    loop_bound_names,
+    step_loop_around,
+    training_facts,
+    walk,
+)
 from .screens import could_have_training_loop
 from .test_code import in_test_code
 
