@@ -9,9 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-SYNTAX_ERROR = "TPF001"
-UNUSED_NOQA = "TPF002"
-UNANALYZABLE = "TPF003"
 
 
 @dataclass(frozen=True)
