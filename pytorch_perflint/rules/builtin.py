@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 
-
 @dataclass(frozen=True)
 class BuiltinCode:
     """A diagnostic the tool emits itself (no rule class): its docs, in one place for the
