@@ -466,29 +466,13 @@ def rules_command(output_format: str) -> None:
 @click.argument("code")
 def rule_command(code: str) -> None:
     """Explain one rule, by code (TPF501) or name (data-parallel)."""
-    from . import registry
 
-    from .rules_list import rule_infos
+    from .rules_list import rule_page
 
-    infos = {info["code"]: info for info in rule_infos()}
-    by_name = {info["name"]: info for info in infos.values()}
-    info = infos.get(code.strip().upper()) or by_name.get(code.strip())
-    if info is None:
+    text = rule_page(code)
+    if text is None:
         _fail(f"unknown rule {code!r}; `pytorch-perflint rules` lists them")
-    assert info is not None
-    rule = registry.rule_by_code(info["code"])
-    builtin = registry.builtin(info["code"])
-    docs = rule.docs() if rule is not None else builtin.docs if builtin is not None else ""
-    facts = [
-        f"Fix: {info['fix'] or 'none'}",
-        f"Default: {'on' if info['default'] else 'off'}",
-        f"Preview: {'yes' if info['preview'] else 'no'}",
-    ]
-    if rule is not None and rule.min_torch:
-        facts.append(f"Torch: >= {'.'.join(map(str, rule.min_torch))}")
-    if rule is not None and rule.max_torch:
-        facts.append(f"Torch: < {'.'.join(map(str, rule.max_torch))}")
-    text = f"# {info['code']}: {info['name']}\n\n{' · '.join(facts)}\n\n{docs}\n\n{info['url']}\n"
+    assert text is not None
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.markdown import Markdown

@@ -26,7 +26,7 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodeRange
 
 from .positions import _TargetedCodegenState
-from .rule import NodeFix
+from .finding import NodeFix
 from .transform import apply_fixes, text_edits, transplant
 from .types import Edit, Location
 

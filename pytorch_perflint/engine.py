@@ -9,38 +9,43 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import io
 import re
-import tokenize
 import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type, Union
+from typing import (
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+)
 
 import libcst as cst
 
-from . import narrowing, registry
+from . import narrowing
 from .analysis.walk import child_nodes
-from .comments import comment_start
 from .config import Settings
-from .positions import NodePositions
-from .rule import FileContext, Finding, NodeFix, Rule
+from .context import FileContext
 from .edits import FixEdits
+from .finding import Finding, NodeFix
+from .positions import NodePositions
 from .project.index import ProjectIndex
 from .project.index import collector_paused as _collector_paused  # LibCST trees: see there
 from .project.linted import runs_on_accelerator
+from .rule import Rule
+from .selection import Selection, for_file
+from .suppression import FILE_NOQA, noqa_comments, suppressed, unused_noqa
 from .testfiles import policy_for
 from .types import Applicability, Diagnostic, Fix, Location
 
 Range = Tuple[Tuple[int, int], Tuple[int, int]]
-
-_FILE_NOQA = re.compile(r"^[ \t]*#[ \t]*pytorch-perflint:[ \t]*noqa[ \t]*$", re.MULTILINE | re.IGNORECASE)
-_NOQA = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
-
 
 @dataclass
 class FixCandidate:
@@ -61,21 +66,6 @@ class FileLint:
     diagnostics: List[Diagnostic] = field(default_factory=list)
     candidates: List[FixCandidate] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
-
-
-@functools.lru_cache(maxsize=64)
-def _enabled(settings: Settings) -> FrozenSet[str]:
-    return registry.enabled_codes(settings.select, settings.extend_select, settings.ignore, settings.preview)
-
-
-def rules_for(path: Path, settings: Settings) -> Tuple[FrozenSet[str], Tuple[Type[Rule], ...]]:
-    """The enabled codes for a file and the visitor rules among them."""
-    codes = _enabled(settings)
-    if settings.per_file_ignores:
-        codes = codes - registry.path_ignores(path, settings.per_file_ignores, settings.project_root)
-    version = settings.target_torch_version
-    rules = tuple(r for r in registry.all_rules() if r.code in codes and r.applies_to(version))
-    return codes, rules
 
 
 _LIBCST_ROW = re.compile(r"error at (\d+):\d+")
@@ -171,7 +161,7 @@ def _parse_failure(
     if "TPF003" not in codes:
         return []
     diagnostic = _unanalyzable(path, source, error)
-    return [] if _suppressed(diagnostic, noqa_comments(source), {}) else [diagnostic]
+    return [] if suppressed(diagnostic, noqa_comments(source), {}) else [diagnostic]
 
 
 def undecodable(path: Path, reason: str) -> Diagnostic:
@@ -184,73 +174,6 @@ def undecodable(path: Path, reason: str) -> Diagnostic:
         location=Location(1, 1),
         end_location=Location(1, 1),
     )
-
-
-def noqa_comments(source: str) -> Dict[int, Optional[FrozenSet[str]]]:
-    """Row -> codes a ``# noqa`` comment on that row names (None: a bare ``# noqa``)."""
-    result: Dict[int, Optional[FrozenSet[str]]] = {}
-    if "noqa" not in source.lower():
-        return result
-    comments = _comments_on_noqa_lines(source)
-    if comments is None:
-        try:
-            tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-        except (tokenize.TokenError, SyntaxError, IndentationError):
-            return result
-        comments = [(t.start[0], t.string) for t in tokens if t.type == tokenize.COMMENT]
-    for row, comment in comments:
-        match = _NOQA.search(comment)
-        if not match:
-            continue
-        codes = match.group("codes")
-        if codes is None:
-            result[row] = None
-        else:
-            names = frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c)
-            previous = result.get(row, frozenset())
-            result[row] = None if previous is None and row in result else names | (previous or frozenset())
-    return result
-
-
-def _comments_on_noqa_lines(source: str) -> Optional[List[Tuple[int, str]]]:
-    """The comments of the lines that mention ``noqa``, found without tokenizing the whole
-    file (which costs as much as parsing it); None when a line is not plainly code plus a
-    comment (a triple quote on it or open before it, a backslash) and the tokenizer must
-    decide."""
-    lowered = source.lower()
-    comments: List[Tuple[int, str]] = []
-    seen_rows = set()
-    for match in re.finditer("noqa", lowered):
-        start = source.rfind("\n", 0, match.start()) + 1
-        end = source.find("\n", match.start())
-        line = source[start : end if end != -1 else len(source)]
-        if '"""' in line or "'''" in line or "\\" in line:
-            return None
-        if source[max(0, start - 3) : start].rstrip("\r\n").endswith("\\"):
-            return None  # continues the line before
-        if (source.count('"""', 0, start) + source.count("'''", 0, start)) % 2:
-            return None
-        row = source.count("\n", 0, start) + 1
-        if row in seen_rows:
-            continue
-        seen_rows.add(row)
-        comment_at = comment_start(line)
-        if comment_at is None:
-            return None
-        if comment_at >= 0:
-            comments.append((row, line[comment_at:].rstrip("\r")))
-    return comments
-
-
-def _suppressed(diagnostic: Diagnostic, noqa: Dict[int, Optional[FrozenSet[str]]], used: Dict[int, set]) -> bool:
-    for row in {diagnostic.location.row, diagnostic.end_location.row}:
-        if row not in noqa:
-            continue
-        codes = noqa[row]
-        if codes is None or diagnostic.code in codes:
-            used.setdefault(row, set()).add(diagnostic.code)
-            return True
-    return False
 
 
 def _culprit(error: BaseException, rules: Sequence[Rule]) -> Optional[Rule]:
@@ -387,9 +310,12 @@ def lint_source(
     keep_module: bool = True,
     module: Optional[cst.Module] = None,
     tree: Optional[ast.Module] = None,
+    selection: Optional[Selection] = None,
     project: Optional[ProjectIndex] = None,
 ) -> FileLint:
-    """Lint one source text. ``rules`` overrides the selection (the tests use it).
+    """Lint one source text. ``selection`` is what the caller worked out for the file
+    (the runner, once per file); without it, it is worked out here from ``settings``, and
+    ``rules`` overrides the selectors (the tests use it).
 
     ``keep_module=False`` says the caller wants the diagnostics only (no ``module`` to fix,
     no fix candidates, no edits): then a large file may be parsed only in part.
@@ -399,7 +325,8 @@ def lint_source(
     (``project.linted.index_for``); None lints the file as a project of its own.
     """
     with _collector_paused():
-        return _lint_source(source, path, settings, with_edits, rules, keep_module, module, tree, project)
+        chosen = selection if selection is not None else for_file(path, settings, rules)
+        return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project)
 
 
 def _lint_source(
@@ -407,19 +334,15 @@ def _lint_source(
     path: Path,
     settings: Settings,
     with_edits: bool,
-    rules: Optional[Sequence[Type[Rule]]],
+    chosen: Selection,
     keep_module: bool = True,
     parsed: Optional[cst.Module] = None,
     parsed_tree: Optional[ast.Module] = None,
     project: Optional[ProjectIndex] = None,
 ) -> FileLint:
     result = FileLint(path=path, source=source)
-    if rules is None:
-        codes, rule_classes = rules_for(path, settings)
-    else:
-        rule_classes = tuple(rules)
-        codes = frozenset(r.code for r in rule_classes) | {"TPF001", "TPF003"}
-    if _FILE_NOQA.search(source) and not settings.ignore_noqa:
+    codes, rule_classes = chosen.codes, chosen.rules
+    if FILE_NOQA.search(source) and not settings.ignore_noqa:
         return result
     test_policy = policy_for(path, settings.test_files, settings.project_root)
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
@@ -438,7 +361,7 @@ def _lint_source(
         valid = "TPF001" not in codes or tree is not None or _compiles(source, path)
         if valid:
             if want_unused_noqa:
-                result.diagnostics.extend(_unused_noqa(path, noqa_comments(source), {}))
+                result.diagnostics.extend(unused_noqa(path, noqa_comments(source), {}))
             return result
     narrowed = None
     if not keep_module and active and tree is not None:
@@ -453,18 +376,19 @@ def _lint_source(
         return result
     except Exception as error:  # noqa: BLE001 - LibCST also fails on some valid code with a TypeError
         if narrowed is not None:  # a part of the file: decide on the whole file
-            return _lint_source(source, path, settings, with_edits, rules, project=project)
+            return _lint_source(source, path, settings, with_edits, chosen, project=project)
         result.diagnostics.extend(_parse_failure(path, source, error, codes, tree))
         return result
     if narrowed is None:
         result.module = module
-    context = FileContext(path, source, module, settings, project, on_accelerator)
+    ask = functools.partial(runs_on_accelerator, path, source, tree, settings, project)
+    context = FileContext(path, source, module, settings, project, on_accelerator, ask)
     if active:
         _run_rules(context, active, result.errors)
     findings = context.findings
     if narrowed is not None and with_edits and any(f.fix is not None and f.fix.imports for f in findings):
         # Where an added import goes depends on imports that were blanked: parse it whole.
-        return _lint_source(source, path, settings, with_edits, rules, project=project)
+        return _lint_source(source, path, settings, with_edits, chosen, project=project)
     if test_policy == "no-fix":
         for finding in findings:
             finding.fix = finding.fix and _shown_only(finding.fix)
@@ -485,13 +409,13 @@ def _lint_source(
             if key in seen:
                 continue
             seen.add(key)
-            if _suppressed(diagnostic, noqa, used) and not settings.ignore_noqa:
+            if suppressed(diagnostic, noqa, used) and not settings.ignore_noqa:
                 continue  # (--ignore-noqa still notes which comments matched, for TPF002)
             result.diagnostics.append(diagnostic)
             if candidate is not None and narrowed is None:
                 result.candidates.append(candidate)
     if want_unused_noqa:
-        result.diagnostics.extend(_unused_noqa(path, noqa, used))
+        result.diagnostics.extend(unused_noqa(path, noqa, used))
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
 
@@ -539,24 +463,3 @@ def _to_diagnostic(finding: Finding, positions, path: Path, edit_maker: Optional
     return diagnostic, candidate
 
 
-def _unused_noqa(path: Path, noqa: Dict[int, Optional[FrozenSet[str]]], used: Dict[int, set]) -> List[Diagnostic]:
-    known = {rule.code for rule in registry.all_rules()} | set(registry.BUILTIN_CODES)
-    out = []
-    for row, codes in sorted(noqa.items()):
-        if codes is None:
-            continue
-        ours = sorted(c for c in codes if c.startswith("TPF") and c in known and c not in used.get(row, set()))
-        if not ours:
-            continue
-        out.append(
-            Diagnostic(
-                code="TPF002",
-                name="unused-noqa",
-                message=f"Unused `noqa` directive (non-matching: {', '.join(ours)})",
-                path=path,
-                location=Location(row, 1),
-                end_location=Location(row, 1),
-                noqa_row=row,
-            )
-        )
-    return out

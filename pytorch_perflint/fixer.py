@@ -23,10 +23,18 @@ from typing import FrozenSet, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
 
-from . import notebook, registry
+from . import notebook
 from .config import Settings
-from .engine import FileLint, FixCandidate, _collector_paused, compile_python, lint_source
-from .rule import NodeFix, Rule
+from .engine import (
+    FileLint,
+    FixCandidate,
+    _collector_paused,
+    compile_python,
+    lint_source,
+)
+from .finding import NodeFix
+from .rule import Rule
+from .selection import Selection, for_file
 from .transform import (
     Spliced,
     apply_fixes,
@@ -56,17 +64,6 @@ class FixOutcome:
     # How many findings the text had before any fix: what `check` reports. Fixes can reveal
     # more (a fix makes another rule's pattern appear), so ``fixed`` may exceed it.
     found_before: int = 0
-
-
-def _fixable_codes(settings: Settings) -> Optional[frozenset]:
-    if settings.fixable is None and not settings.unfixable:
-        return None
-    allowed = set()
-    for selector in settings.fixable if settings.fixable is not None else ("ALL",):
-        allowed.update(registry.expand(selector))
-    for selector in settings.unfixable:
-        allowed.difference_update(registry.expand(selector))
-    return frozenset(allowed)
 
 
 def is_applicable(candidate_or_kind, settings: Settings, fixable: Optional[frozenset] = None) -> bool:
@@ -269,35 +266,39 @@ def fix_source(
     *,
     rules: Optional[Sequence[Type[Rule]]] = None,
     with_edits: bool = False,
+    selection: Optional[Selection] = None,
     project=None,
 ) -> FixOutcome:
     """Apply every applicable fix to ``source``; return the result and what remains.
 
     When a round's result fails its checks, each of its fixes is checked alone: the ones
     that fail alone are refused (and not tried again), the others still go in.
+    ``selection`` is the file's (the runner's); without it, it is worked out once here and
+    every re-lint round reuses it.
     ``project``: the file's project index (see ``engine.lint_source``).
     """
     # The rounds hold a whole LibCST tree while they build others: the cyclic collector
     # would scan it again and again and free nothing (see the engine).
     with _collector_paused():
-        return _fix_source(source, path, settings, rules, with_edits, project)
+        chosen = selection if selection is not None else for_file(path, settings, rules)
+        return _fix_source(source, path, settings, chosen, with_edits, project)
 
 
 def _fix_source(
     source: str,
     path: Path,
     settings: Settings,
-    rules: Optional[Sequence[Type[Rule]]],
+    chosen: Selection,
     with_edits: bool,
     project=None,
 ) -> FixOutcome:
-    fixable = _fixable_codes(settings)
+    fixable = chosen.fixable
     current = source
     fixed = 0
     errors: List[str] = []
     fix_errors: List[str] = []
     refused: Set[Tuple[str, ...]] = set()
-    lint: FileLint = lint_source(current, path, settings, with_edits=False, rules=rules, project=project)
+    lint: FileLint = lint_source(current, path, settings, with_edits=False, selection=chosen, project=project)
     seen_texts = {current}
     found_before = len(lint.diagnostics)
     by_rule: Counter = Counter()
@@ -340,7 +341,7 @@ def _fix_source(
         seen_texts.add(updated)
         # The next lint reuses both trees (the engine's own ast parse has no notebook flags).
         reuse_tree = new_tree if not _compile_flags(path) else None
-        new_lint = lint_source(updated, path, settings, with_edits=False, rules=rules, module=new_module, tree=reuse_tree, project=project)
+        new_lint = lint_source(updated, path, settings, with_edits=False, selection=chosen, module=new_module, tree=reuse_tree, project=project)
         if _parse_failed(new_lint):
             fix_errors.append(f"{path}: fix for {codes} was not applied: the result does not parse with LibCST")
             break
@@ -351,7 +352,7 @@ def _fix_source(
     else:
         fix_errors.append(f"{path}: fixes did not settle after {MAX_ROUNDS} rounds")
     if with_edits and lint.diagnostics and any(d.fix for d in lint.diagnostics):
-        lint = lint_source(current, path, settings, with_edits=True, rules=rules, project=project)
+        lint = lint_source(current, path, settings, with_edits=True, selection=chosen, project=project)
     errors.extend(e for e in lint.errors if e not in errors)
     fixes = tuple((code, name, count) for (code, name), count in sorted(by_rule.items()))
     return FixOutcome(current, fixed, tuple(lint.diagnostics), tuple(errors), tuple(fix_errors), fixes, found_before)

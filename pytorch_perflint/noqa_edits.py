@@ -4,7 +4,7 @@ Used by ``check --add-noqa`` (every finding of every file) and by the language s
 "disable TPFxxx for this line" action (one finding), so both write the same comment.
 
 What is written is what the engine reads back: the ``noqa`` pattern is the engine's own,
-and the comment goes on a row ``engine._suppressed`` looks at (the reported row, else the
+and the comment goes on a row ``suppression.suppressed`` looks at (the reported row, else the
 row the finding ends on). A comment can only end a row whose end lies outside any string
 and that does not continue with a backslash; the tokenizer says which rows those are, so a
 ``#`` inside a string is never taken for a comment.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .config import Settings
-from .engine import _NOQA as NOQA_PATTERN  # the engine's own pattern: what it reads
+from .suppression import NOQA as NOQA_PATTERN  # the pattern the engine honours
 from .types import Diagnostic
 
 # Findings a `noqa` cannot silence: a file that does not parse, and unused-noqa itself.
@@ -167,7 +167,7 @@ def _suppress_all(source: str, path: Path, settings: Settings, rows: Optional[Se
 
 def add_noqa_to_file(path: Path, settings: Settings) -> FileNoqa:
     """Add the ``noqa`` codes to one file, written atomically (as ``--fix`` writes)."""
-    from . import notebook, runner
+    from . import decoding, notebook, runner
 
     try:
         data = path.read_bytes()
@@ -182,13 +182,13 @@ def add_noqa_to_file(path: Path, settings: Settings) -> FileNoqa:
             bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
             encoded = bom + notebook.dump(book, new_source).encode("utf-8")
         else:
-            decoded = runner.decode(data)
+            decoded = decoding.decode(data)
             new_source, added, skipped = _suppress_all(decoded.text, path, settings)
             if not added:
                 return FileNoqa(path, skipped=skipped)
             compile(new_source, str(path), "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
             encoded = new_source.encode(decoded.encoding)
-    except (runner.Undecodable, notebook.NotebookError, UnicodeDecodeError):
+    except (decoding.Undecodable, notebook.NotebookError, UnicodeDecodeError):
         return FileNoqa(path)  # not source text: TPF001, which no noqa silences
     except (SyntaxError, ValueError) as error:  # a rule crashed, or (never) a broken edit
         return FileNoqa(path, error=f"{path}: not changed: {error}")

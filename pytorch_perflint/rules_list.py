@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 # From this many columns on, a terminal gets the table.
 WIDE = 120
@@ -172,3 +172,28 @@ def show(infos: Sequence[Dict[str, Any]], console: Any) -> None:
     else:
         for line in lines_for_narrow(infos, console.width):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def rule_page(code: str) -> Optional[str]:
+    """The ``rule CODE`` page (Markdown): its facts line and docs, for a rule's code or name
+    or a built-in code; None when nothing is called that."""
+    from . import registry
+
+    infos = {info["code"]: info for info in rule_infos()}
+    by_name = {info["name"]: info for info in infos.values()}
+    info = infos.get(code.strip().upper()) or by_name.get(code.strip())
+    if info is None:
+        return None
+    rule = registry.rule_by_code(info["code"])
+    builtin = registry.builtin(info["code"])
+    docs = rule.docs() if rule is not None else builtin.docs if builtin is not None else ""
+    facts = [
+        f"Fix: {info['fix'] or 'none'}",
+        f"Default: {'on' if info['default'] else 'off'}",
+        f"Preview: {'yes' if info['preview'] else 'no'}",
+    ]
+    if rule is not None and rule.min_torch:
+        facts.append(f"Torch: >= {'.'.join(map(str, rule.min_torch))}")
+    if rule is not None and rule.max_torch:
+        facts.append(f"Torch: < {'.'.join(map(str, rule.max_torch))}")
+    return f"# {info['code']}: {info['name']}\n\n{' · '.join(facts)}\n\n{docs}\n\n{info['url']}\n"

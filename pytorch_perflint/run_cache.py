@@ -63,7 +63,7 @@ def save_summaries(projects: RunProjects, cache) -> None:
 
 def cache_lookup(cache, path: Path) -> Optional[FileResult]:
     """A cached result for an unchanged file (decided from ``stat``, see ``Cache.lookup``)."""
-    from .runner import Undecodable, decode
+    from .decoding import Undecodable, decode
 
     diagnostics = cache.lookup(path)
     if diagnostics is None:

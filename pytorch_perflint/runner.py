@@ -15,16 +15,15 @@ import enum
 import functools
 import gc
 import hashlib
-import io
 import os
 import sys
-import tokenize
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 from .config import Settings
+from .decoding import Undecodable, decode
 from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp
@@ -34,6 +33,9 @@ from .project.index import ALL_FILES, collector_paused, stat_key
 from .project.linted import RunProjects, summarise_file
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
+
+if TYPE_CHECKING:
+    from .selection import Selection
 
 # Below this many files one worker does them all: more would cost more than they save.
 PARALLEL_MIN_FILES = 8
@@ -52,48 +54,6 @@ class Mode(str, enum.Enum):
         return self.value
 
 
-class Undecodable(Exception):
-    """The bytes are not Python source text; the message says why (becomes TPF001)."""
-
-
-@dataclass(frozen=True)
-class Decoded:
-    """Source text and how to turn it back into the same kind of bytes."""
-
-    text: str
-    # The codec; "utf-8-sig" when the file starts with a BOM (encoding writes it back).
-    encoding: str
-
-
-def decode(data: bytes) -> Decoded:
-    """Decode Python source as the interpreter would: a BOM, else a PEP 263 cookie, else
-    UTF-8. Newlines are left as they are (LibCST keeps ``\\r\\n``)."""
-    if b"\0" in data:
-        raise Undecodable("binary file (contains NUL bytes)")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
-        # An unknown codec in the cookie, a BOM that contradicts it, or (tokenize's words for
-        # it) bytes in the first two lines that are not UTF-8: say which byte.
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as bad:
-            raise Undecodable(_bad_byte(data, bad, "utf-8")) from None
-        raise Undecodable(str(error)) from None
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        raise Undecodable(_bad_byte(data, error, "utf-8" if encoding == "utf-8-sig" else encoding)) from None
-    except LookupError as error:
-        raise Undecodable(str(error)) from None
-    return Decoded(text, encoding)
-
-
-def _bad_byte(data: bytes, error: UnicodeDecodeError, encoding: str) -> str:
-    line = data.count(b"\n", 0, error.start) + 1
-    return f"not valid {encoding} text: byte 0x{data[error.start]:02x} on line {line}"
-
-
 def _note(problem: NotWritten, errors: List[str], fix_errors: List[str]) -> None:
     """A write that failed is an error (exit 2); a fix skipped on purpose, a warning."""
     (errors if problem.error else fix_errors).append(problem.message)
@@ -107,11 +67,10 @@ class Processed:
     output: Optional[bytes] = None
 
 
-def _undecodable(path: Path, settings: Settings, reason: str, rules) -> FileResult:
+def _undecodable(path: Path, reason: str, chosen: Selection) -> FileResult:
     from . import engine
 
-    codes = frozenset({"TPF001"}) if rules is not None else engine.rules_for(path, settings)[0]
-    if "TPF001" not in codes:
+    if "TPF001" not in chosen.codes:
         return FileResult(path)
     return FileResult(path, diagnostics=(engine.undecodable(path, reason),))
 
@@ -134,19 +93,22 @@ def process_bytes(
     from . import engine, fixer
     from .transform import unified_diff
 
+    from .selection import for_file
+
+    chosen = for_file(path, settings, rules)  # once per file: nothing below works it out again
     if path.suffix == ".ipynb":
-        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, rules=rules, roots=roots, project=project)
+        return _process_notebook(data, path, settings, mode, with_edits=with_edits, write=write, chosen=chosen, roots=roots, project=project)
     try:
         decoded = decode(data)
     except Undecodable as error:
-        return Processed(_undecodable(path, settings, str(error), rules), data)
+        return Processed(_undecodable(path, str(error), chosen), data)
     text = decoded.text
     if mode is Mode.CHECK:
-        lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, keep_module=False, project=project)
+        lint = engine.lint_source(text, path, settings, with_edits=with_edits, selection=chosen, keep_module=False, project=project)
         diagnostics = tuple(lint.diagnostics)
         return Processed(FileResult(path, diagnostics, errors=tuple(lint.errors), source=text if diagnostics else None), data)
 
-    outcome = fixer.fix_source(text, path, settings, rules=rules, with_edits=with_edits, project=project)
+    outcome = fixer.fix_source(text, path, settings, selection=chosen, with_edits=with_edits, project=project)
     diagnostics, fixed, source = outcome.diagnostics, outcome.fixed, outcome.source
     errors, fix_errors = list(outcome.errors), list(outcome.fix_errors)
     output = data
@@ -167,7 +129,7 @@ def process_bytes(
                 encoded = None
         if encoded is None:
             # Nothing was applied: report what the file still has.
-            lint = engine.lint_source(text, path, settings, with_edits=with_edits, rules=rules, project=project)
+            lint = engine.lint_source(text, path, settings, with_edits=with_edits, selection=chosen, project=project)
             diagnostics, fixed, source = tuple(lint.diagnostics), 0, text
         else:
             output = encoded
@@ -195,7 +157,7 @@ def _process_notebook(
     *,
     with_edits: bool,
     write: bool,
-    rules: Optional[Sequence[Type]],
+    chosen: "Selection",
     roots: Optional[Sequence[str]] = None,
     project=None,
 ) -> Processed:
@@ -206,12 +168,12 @@ def _process_notebook(
     try:
         book = notebook.load(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, notebook.NotebookError) as error:
-        return Processed(_undecodable(path, settings, str(error), rules), data)
+        return Processed(_undecodable(path, str(error), chosen), data)
     if mode is Mode.CHECK:
-        lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules, project=project)
+        lint = engine.lint_source(book.source, path, settings, with_edits=False, selection=chosen, project=project)
         diagnostics, errors, fixed, fix_errors, output, diff = lint.diagnostics, lint.errors, 0, [], data, None
     else:
-        outcome = fixer.fix_source(book.source, path, settings, rules=rules, project=project)
+        outcome = fixer.fix_source(book.source, path, settings, selection=chosen, project=project)
         diagnostics, errors, fixed = outcome.diagnostics, list(outcome.errors), outcome.fixed
         fix_errors, output, diff = list(outcome.fix_errors), data, None
         if fixed:
@@ -231,7 +193,7 @@ def _process_notebook(
                     _note(problem, errors, fix_errors)
                     new_text = None
             if new_text is None:
-                lint = engine.lint_source(book.source, path, settings, with_edits=False, rules=rules, project=project)
+                lint = engine.lint_source(book.source, path, settings, with_edits=False, selection=chosen, project=project)
                 diagnostics, fixed = lint.diagnostics, 0
     mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
     # Edits are relative to the joined source, not the cells: leave them out.
@@ -482,11 +444,9 @@ def _summarise_projects(projects: RunProjects, todo: Sequence[Path], jobs: int, 
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:
     """Counts for the summary line and the exit code."""
-    fixable = None
-    if settings.fixable is not None or settings.unfixable:
-        from .fixer import _fixable_codes  # (imports LibCST: not on a warm run's path)
+    from .selection import fixable_codes
 
-        fixable = _fixable_codes(settings)
+    fixable = fixable_codes(settings)
     safe = unsafe = remaining = 0
     for result in results:
         remaining += len(result.diagnostics)

@@ -27,9 +27,9 @@ def _toml_value(value: Any) -> str:
 def settings_lines(settings: Settings, path: Path) -> List[str]:
     """The resolved settings for one file, as a ``[tool.pytorch-perflint]`` table one could
     paste into pyproject.toml, then what they mean for that file."""
-    from .engine import rules_for
+    from .selection import for_file
 
-    codes, _ = rules_for(path, settings)
+    codes = for_file(path, settings).codes
     lines = [
         f"Resolved settings for: {path}",
         f"Settings path: {settings.config_path or 'none (the defaults)'}",

@@ -19,7 +19,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from .analysis.walk import child_nodes
 from .positions import statement_lines
-from .rule import NodeFix, Replacement
+from .finding import NodeFix, Replacement
 from .types import Edit, Location
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # what LibCST (and Python) count as a line break

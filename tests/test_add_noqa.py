@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from pytorch_perflint.cli import main
 from pytorch_perflint.config import Settings
-from pytorch_perflint.engine import lint_source, noqa_comments
+from pytorch_perflint.engine import lint_source
+from pytorch_perflint.suppression import noqa_comments
 from pytorch_perflint.noqa_edits import LineEdit, apply, line_edit, plan
 from pytorch_perflint.types import Diagnostic, Location
 

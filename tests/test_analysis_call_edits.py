@@ -5,7 +5,11 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from pytorch_perflint.analysis.call_edits import keyword_arg, with_keyword, with_keywords
+from pytorch_perflint.analysis.call_edits import (
+    keyword_arg,
+    with_keyword,
+    with_keywords,
+)
 
 
 def _add(source: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pytorch_perflint import __version__, engine
+from pytorch_perflint import __version__, engine, selection
 from pytorch_perflint.cli import main
 
 from fix_rules import RiskyCall, SlowCall  # noqa: E402
@@ -35,9 +35,9 @@ def registered(monkeypatch):
 
     known = registry.all_rules()
     monkeypatch.setattr(registry, "all_rules", lambda: tuple(sorted((*known, SlowCall, RiskyCall), key=lambda r: r.code)))
-    engine._enabled.cache_clear()
+    selection.enabled.cache_clear()
     yield
-    engine._enabled.cache_clear()
+    selection.enabled.cache_clear()
 
 
 def check(*args: str, input=None):

@@ -10,11 +10,12 @@ from typing import ClassVar
 import libcst as cst
 import pytest
 
+from pytorch_perflint import engine, suppression
 from pytorch_perflint.analysis.calls import MISSING, argument
 from pytorch_perflint.analysis.values import UNKNOWN
 from pytorch_perflint.config import Settings
-from pytorch_perflint import engine
-from pytorch_perflint.engine import lint_source, noqa_comments
+from pytorch_perflint.engine import lint_source
+from pytorch_perflint.suppression import noqa_comments
 from pytorch_perflint.fixer import fix_source
 from pytorch_perflint.project.linted import runs_on_accelerator
 from pytorch_perflint.rule import Rule
@@ -161,7 +162,7 @@ class Crashes(Rule):
 
 
 def test_a_crashing_rule_is_reported_and_the_others_still_run():
-    from pytorch_perflint.rules.tpf501_data_parallel import DataParallel
+    from pytorch_perflint.rules.parallel.tpf501_data_parallel import DataParallel
 
     result = lint_source(DP, Path("x.py"), Settings(), rules=[Crashes, DataParallel])
     assert [d.code for d in result.diagnostics] == ["TPF501"]
@@ -324,7 +325,7 @@ def test_the_accelerator_setting_decides_alone(mode, expected):
 )
 def test_noqa_lines_read_without_the_tokenizer_agree_with_it(source, monkeypatch):
     fast = noqa_comments(source)
-    monkeypatch.setattr(engine, "_comments_on_noqa_lines", lambda source: None)
+    monkeypatch.setattr(suppression, "_comments_on_noqa_lines", lambda source: None)
     assert fast == noqa_comments(source)
 
 

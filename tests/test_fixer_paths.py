@@ -79,7 +79,7 @@ def test_splicing_keeps_the_text_around_the_statements_byte_for_byte():
     module = cst.parse_module(source)
     call = module.body[1].body[0].value
     fix = ((call.func, cst.parse_expression("torch.nn.Identity")),)
-    from pytorch_perflint.rule import NodeFix
+    from pytorch_perflint.finding import NodeFix
     from pytorch_perflint.types import Applicability
 
     node_fix = NodeFix(fix, Applicability.UNSAFE, "m")

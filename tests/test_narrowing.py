@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from test_ast_screens import parsed_sources
+from test_screens import parsed_sources
 from pytorch_perflint import engine, narrowing
 from pytorch_perflint.config import Settings
 from pytorch_perflint.fixer import fix_source
@@ -38,8 +38,10 @@ def _both(source: str, settings: Settings = SETTINGS):
     return whole, part
 
 
-def test_the_statement_local_rules_are_the_ones_expected():
-    assert {r.code for r in LOCAL} == {"TPF401", "TPF402"}
+def test_the_statement_local_rules_are_the_ones_that_say_so():
+    """A rule answers ``candidates_tree`` exactly when it declares ``statement_local``, so
+    a rule that starts (or stops) narrowing the parse is a visible, deliberate change."""
+    assert LOCAL and {r.code for r in LOCAL} == {r.code for r in all_rules() if r.statement_local}
 
 
 @pytest.mark.parametrize("rule", LOCAL, ids=[r.code for r in LOCAL])

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict
 import pytest
 from click.testing import CliRunner
 
-from pytorch_perflint import notebook
+from pytorch_perflint import notebook, selection
 from pytorch_perflint.config import Settings
 from pytorch_perflint.fixer import fix_source
 from pytorch_perflint.runner import Mode, process_bytes
@@ -157,12 +157,12 @@ def test_a_cell_without_a_source_key_that_must_change_is_not_written():
 
 def test_stdin_fix_of_a_notebook_prints_the_fixed_notebook(tmp_path, monkeypatch):
     """Issue 15: `check - --stdin-filename t.ipynb --fix` printed the unfixed notebook."""
-    from pytorch_perflint import engine, registry
+    from pytorch_perflint import registry
     from pytorch_perflint.cli import main
 
     known = registry.all_rules()
     monkeypatch.setattr(registry, "all_rules", lambda: tuple(sorted((*known, SlowCall), key=lambda r: r.code)))
-    engine._enabled.cache_clear()
+    selection.enabled.cache_clear()
     monkeypatch.chdir(tmp_path)
     text = LAYOUTS["crlf"](DATA)
     try:
@@ -170,7 +170,7 @@ def test_stdin_fix_of_a_notebook_prints_the_fixed_notebook(tmp_path, monkeypatch
             main, ["check", "-", "--stdin-filename", "t.ipynb", "--fix", "--output-format", "concise"], input=text.encode()
         )
     finally:
-        engine._enabled.cache_clear()
+        selection.enabled.cache_clear()
     source = list(DATA["cells"][1]["source"])
     source[3] = "x = fast(path)  # \u00e9/\n"
     assert result.stdout_bytes == LAYOUTS["crlf"](with_source(1, source)).encode()

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pytorch_perflint import engine, runner
+from pytorch_perflint import engine, runner, selection
 from pytorch_perflint.config import Settings
-from pytorch_perflint.runner import Mode, Undecodable, decode, process_bytes, process_file, run, write_fixed
+from pytorch_perflint.decoding import Undecodable, decode
+from pytorch_perflint.runner import Mode, process_bytes, process_file, run, write_fixed
 
 from fix_rules import TEST_RULES  # noqa: E402
 
@@ -198,9 +199,9 @@ def registered(monkeypatch):
 
     known = registry.all_rules()
     monkeypatch.setattr(registry, "all_rules", lambda: tuple(sorted((*known, *TEST_RULES), key=lambda r: r.code)))
-    engine._enabled.cache_clear()
+    selection.enabled.cache_clear()
     yield
-    engine._enabled.cache_clear()
+    selection.enabled.cache_clear()
 
 
 def test_unfixable_rules_are_neither_fixed_nor_counted_fixable(tmp_path, registered):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
+
 from .walk import child_nodes
 
 ScopeNode = Union[cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef]
@@ -59,6 +60,16 @@ class Scope:
 
     def bind(self, name: str, value: Optional[cst.BaseExpression] = None) -> None:
         self.bindings.setdefault(name, []).append(value)
+
+    def binds_in_chain(self, name: str) -> bool:
+        """Whether this scope or any around it (class bodies included) binds or imports
+        ``name``: when none does, a bare ``name`` is the builtin."""
+        scope: Optional[Scope] = self
+        while scope is not None:
+            if name in scope.bindings or name in scope.imports:
+                return True
+            scope = scope.parent
+        return False
 
     def lookup_import(self, name: str) -> Optional[str]:
         """The qualified name ``name`` refers to from this scope, if it is an import."""
@@ -360,3 +371,14 @@ def build_scope(node: ScopeNode, parent: Optional[Scope]) -> Scope:
         else:
             _scan_block(scope, body.body)
     return scope
+
+
+def target_names(target: cst.BaseExpression) -> Iterator[str]:
+    """The plain names an assignment or loop target binds (``a``, ``(a, [b, *c])``)."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from target_names(target.value)

@@ -17,6 +17,7 @@ from lsprotocol import types
 from .. import fixer, noqa_edits, notebook
 from ..config import Settings
 from ..edits import whole_module_edits
+from ..selection import fixable_codes
 from ..transform import apply_fixes, text_edits
 from ..types import Applicability, Diagnostic, Edit, Location
 from . import convert
@@ -71,7 +72,7 @@ def _fix_action(request: Request, raw: Diagnostic, shown: types.Diagnostic) -> L
     fix = raw.fix
     if settings is None or fix is None or fix.applicability is Applicability.DISPLAY_ONLY:
         return []  # unsafe fixes are offered too, labelled and never preferred
-    fixable = fixer._fixable_codes(settings)
+    fixable = fixable_codes(settings)
     if fixable is not None and raw.code not in fixable:
         return []
     candidate = _candidate(request.linted, raw)
@@ -132,7 +133,7 @@ def _fix_all_action(request: Request) -> List[types.CodeAction]:
     if settings is None:
         return []
     safe = _safe_fixes(settings)
-    fixable = fixer._fixable_codes(settings)
+    fixable = fixable_codes(settings)
     if not any(
         d.fix is not None
         and fixer.is_applicable(d.fix.applicability, safe)

@@ -1,0 +1,1 @@
+"""The dataloader rule family: its rules (``tpfNNN_*.py``) and the facts only they use."""

@@ -1,0 +1,112 @@
+"""What a DataLoader call passes for the parameters the TPF1xx rules care about."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from ...analysis.calls import Argument, argument
+from ...analysis.values import UNKNOWN, Lookup
+from ...context import FileContext
+
+DATALOADER = "torch.utils.data.DataLoader"
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
+#            pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
+#            generator, *, prefetch_factor, persistent_workers, pin_memory_device)
+NUM_WORKERS_POSITION = 5
+COLLATE_FN_POSITION = 6
+PIN_MEMORY_POSITION = 7
+
+_TQDM = frozenset(
+    {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm"}
+)
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_LOOPS = (cst.For, cst.While)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+Path = Tuple[cst.CSTNode, ...]
+
+
+@dataclass(frozen=True)
+class LoaderArgs:
+    """What a DataLoader call passes for the parameters the TPF1xx rules read."""
+
+    dataset: Argument
+    num_workers: Argument
+    pin_memory: Argument
+    persistent_workers: Argument
+    collate_fn: Argument
+
+    @property
+    def pinned(self) -> bool:
+        return self.pin_memory.value is True
+
+    @property
+    def custom_collate(self) -> bool:
+        """A collate_fn may build batches of any type (with a `.to` of its own)."""
+        return not self.collate_fn.missing and self.collate_fn.value is not None
+
+
+def loader_args(call: cst.Call, lookup: Optional[Lookup], source: str = "") -> LoaderArgs:
+    """The call's arguments; ``source`` (the module's text) lets a ``**`` dict that is
+    changed after it is built (``kwargs.update(...)``) count as unknown."""
+    changed = _changed_kwargs(call, source)
+
+    def read(keyword: str, position: Optional[int]) -> Argument:
+        found = argument(call, keyword, position, lookup)
+        return Argument(UNKNOWN) if changed and found.node is None else found
+
+    return LoaderArgs(
+        dataset=read("dataset", 0),
+        num_workers=read("num_workers", NUM_WORKERS_POSITION),
+        pin_memory=read("pin_memory", PIN_MEMORY_POSITION),
+        persistent_workers=read("persistent_workers", None),
+        collate_fn=read("collate_fn", COLLATE_FN_POSITION),
+    )
+
+
+def _changed_kwargs(call: cst.Call, source: str) -> bool:
+    """Whether a ``**name`` dict of the call may gain or lose keys after it is built:
+    ``name.update(...)``, ``name[key] = ...``, ``name |= ...``, or ``name`` handed to a call."""
+    for arg in call.args:
+        if arg.star == "**" and isinstance(arg.value, cst.Name):
+            name = re.escape(arg.value.value)
+            pattern = (
+                rf"\b{name}\s*(?:\.\s*(?:update|setdefault|pop|popitem|clear)\s*\(|\[[^\]\n]*\]\s*=(?!=)|\|=)"
+                rf"|[(,]\s*{name}\s*[,)]"
+            )
+            if re.search(pattern, source):
+                return True
+    return False
+
+
+def is_dataloader(context: FileContext, call: cst.Call) -> bool:
+    """Whether ``call`` constructs ``torch.utils.data.DataLoader`` (at the current point)."""
+    return context.qualname(call.func) == DATALOADER
+
+
+def dataset_on_device(call: cst.Call, lookup: Optional[Lookup], code_for) -> bool:
+    """Whether the dataset visibly holds tensors already moved to a device.
+
+    Pinning such tensors raises, so TPF102 must not ask for it. Looks one name deep into the
+    dataset expression and the arguments of a call that builds it (``TensorDataset(x, y)``).
+    """
+    dataset = argument(call, "dataset", 0, lookup).node
+    if dataset is None:
+        return False
+    expressions: List[cst.BaseExpression] = [_bound(dataset.value, lookup)]
+    if isinstance(expressions[0], cst.Call):
+        expressions.extend(_bound(arg.value, lookup) for arg in expressions[0].args)
+    for expression in expressions:
+        text = code_for(expression)
+        if ".cuda(" in text or ".to(" in text or "device=" in text:
+            return True
+    return False
+
+
+def _bound(expr: cst.BaseExpression, lookup: Optional[Lookup]) -> cst.BaseExpression:
+    if isinstance(expr, cst.Name) and lookup is not None:
+        return lookup(expr.value) or expr
+    return expr

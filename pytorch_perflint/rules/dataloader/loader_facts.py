@@ -1,0 +1,66 @@
+"""Facts about ``torch.utils.data.DataLoader`` that the TPF1xx rules share.
+
+* ``loader_args``: what a DataLoader call passes for the parameters the rules care about,
+  read from keywords, positions and known ``**`` dicts (UNKNOWN where it cannot be known).
+* ``loader_facts``: one walk of the module (only in files that mention DataLoader) that finds
+  every DataLoader call and follows each loader to the places it is iterated: through names
+  bound once, ``self.attr`` set once in a class, parameters of same-module functions whose
+  every call passes a loader, helpers that return one (or a tuple the caller unpacks),
+  dicts and lists of loaders (``loaders[phase]``), and ``enumerate``/``tqdm``/``iter``.
+  From that it knows which loaders are iterated again and again (inside an outer loop that
+  did not create them: TPF103) and which ``.to(device)``/``.cuda()`` calls copy a batch taken
+  straight from a loader known to pin memory (TPF104).
+
+Anything that cannot be followed (a wrapper such as ``accelerator.prepare``, a name bound
+twice, a call with ``*args``) ends the trail, so the rules stay silent there.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Tuple
+
+import libcst as cst
+
+from ...context import FileContext
+from .loader_args import Path
+from .loader_sites import LoaderFacts, LoaderSiteRecorder
+from .loader_sources import LoaderSourceResolver
+
+
+def loader_facts(context: FileContext) -> LoaderFacts:
+    """Walk the module once and derive the TPF103/TPF104 facts."""
+    if "DataLoader" not in context.source:
+        return LoaderFacts()
+    collector = LoaderSiteRecorder(context)
+    collector.walk(context.module)
+    facts = LoaderFacts(sites=collector.sites)
+    if not collector.sites:
+        return facts
+    resolver = LoaderSourceResolver(context, collector)
+    _find_reiterated(resolver, facts)
+    if any(site.args.pinned for site in collector.sites.values()):
+        from .pinned_batches import find_blocking_copies
+
+        find_blocking_copies(context, resolver, collector, facts)
+    return facts
+
+
+def _iteration_sites(collector: LoaderSiteRecorder) -> Iterable[Tuple[cst.BaseExpression, Path]]:
+    """Every expression that starts a pass over an iterable, with its ancestors."""
+    for node, path in collector.fors:
+        yield node.iter, path + (node,)
+    for node, path in collector.comp_fors:
+        yield node.iter, path + (node,)
+    for call, path in collector.iter_calls:
+        arg = call.args[0]
+        if not arg.star and arg.keyword is None:
+            yield arg.value, path + (call, arg)
+    for node, path in collector.yield_froms:
+        yield node.item, path + (node,)
+
+
+def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
+    for expr, path in _iteration_sites(resolver.recorded):
+        for source in resolver.resolve(expr, path).sources:
+            if source.reiterated:
+                facts.reiterated.add(id(source.site.call))

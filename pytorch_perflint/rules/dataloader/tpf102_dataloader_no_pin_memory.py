@@ -1,0 +1,105 @@
+"""TPF102 dataloader-no-pin-memory."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ...analysis.call_edits import with_argument_value, with_keyword
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .loader_args import dataset_on_device, is_dataloader, loader_args
+
+_SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
+
+
+class DataloaderNoPinMemory(Rule):
+    """## What it does
+    Flags a `torch.utils.data.DataLoader` without `pin_memory=True` in a module that uses
+    CUDA.
+
+    ## Why is this bad?
+    A copy from ordinary (pageable) host memory to the GPU goes through a staging buffer:
+    the driver first copies the batch into page-locked memory, then to the device, and the
+    copy cannot overlap with compute. With `pin_memory=True` the loader puts each batch in
+    page-locked memory, so the transfer is a single faster DMA that `non_blocking=True` can
+    overlap with the previous step.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4)
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    for x, y in loader:
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+    ```
+
+    ## Fix safety
+    The fix adds `pin_memory=True` and is safe: batches hold the same values, only in
+    page-locked memory. Datasets whose tensors already live on the GPU are not flagged
+    (pinning them raises). When `pin_memory=False` comes from a `**` dict there is no fix.
+    """
+
+    code = "TPF102"
+    name = "dataloader-no-pin-memory"
+    message = "`DataLoader` without `pin_memory=True` in a CUDA module; pinned batches copy to the GPU faster"
+    fix_applicability = Applicability.SAFE
+    triggers = ("DataLoader",)
+    needs_cuda = True
+
+    VALID = (
+        _SETUP + "loader = DataLoader(ds, batch_size=32, pin_memory=True)\n",
+        _SETUP + "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n",
+        _SETUP + "loader = DataLoader(ds, **kwargs)\n",
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32)\n",
+        _SETUP + "loader = DataLoader(ds, 32, True, None, None, 4, None, True)\n",
+        "from torch_geometric.loader import DataLoader\nx = x.cuda()\nloader = DataLoader(ds)\n",
+        _SETUP + "ds = TensorDataset(x.to(device), y.to(device))\nloader = DataLoader(ds, batch_size=32)\n",
+    )
+    INVALID = (
+        Invalid(
+            _SETUP + "loader = DataLoader(ds, batch_size=32)\n",
+            line=4,
+            expected_fix=_SETUP + "loader = DataLoader(ds, batch_size=32, pin_memory=True)\n",
+        ),
+        Invalid(
+            _SETUP + "loader = DataLoader(ds, batch_size=32, pin_memory=False)\n",
+            line=4,
+            expected_fix=_SETUP + "loader = DataLoader(ds, batch_size=32, pin_memory=True)\n",
+        ),
+        Invalid(
+            _SETUP + "kw = {'pin_memory': False}\nloader = DataLoader(ds, **kw)\n",
+            line=5,
+            expected_fix=_SETUP + "kw = {'pin_memory': False}\nloader = DataLoader(ds, **kw)\n",
+        ),
+        Invalid(
+            "import torch.utils.data as tud\nx = x.cuda()\nloader = tud.DataLoader(\n    ds,\n    batch_size=4,\n)\n",
+            line=3,
+            expected_fix=(
+                "import torch.utils.data as tud\nx = x.cuda()\n"
+                "loader = tud.DataLoader(\n    ds,\n    batch_size=4,\n    pin_memory=True,\n)\n"
+            ),
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_dataloader(self.context, node):
+            return
+        pin = loader_args(node, self.context.lookup, self.context.source).pin_memory
+        if not (pin.missing or pin.value is False):
+            return
+        if dataset_on_device(node, self.context.lookup, self.context.code_for):
+            return
+        true = cst.Name("True")
+        if pin.node is not None:
+            replacement = with_argument_value(node, pin.node, true)
+        elif pin.missing:
+            replacement = with_keyword(node, "pin_memory", true)
+        else:
+            self.report(node)
+            return
+        self.report(node, fix=self.fix([(node, replacement)], message="Add `pin_memory=True`"))

@@ -1,0 +1,125 @@
+"""TPF103 dataloader-no-persistent-workers."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ...analysis.call_edits import with_keyword
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .loader_facts import loader_facts
+
+_SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
+
+
+class DataloaderNoPersistentWorkers(Rule):
+    """## What it does
+    Flags a `torch.utils.data.DataLoader` with worker processes (`num_workers` known to be
+    more than 0) and without `persistent_workers=True` that is iterated inside an outer loop
+    (an epoch loop) which does not build the loader anew each time round. The loader is
+    followed through names, `self` attributes, helper functions that return it and
+    functions it is passed to (`train(train_loader)` called once per epoch).
+
+    ## Why is this bad?
+    Every `iter(loader)` (every `for batch in loader`) starts `num_workers` fresh processes,
+    which import modules, unpickle the dataset and warm up before the first batch arrives,
+    and shuts them down at the end of the pass. With many short epochs, or an evaluation
+    pass every epoch, the accelerator waits for that start-up again and again.
+    `persistent_workers=True` keeps the workers alive between passes.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=8)
+    for epoch in range(epochs):
+        for x, y in loader:
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=8, persistent_workers=True)
+    ```
+
+    ## Fix safety
+    The fix adds `persistent_workers=True` and is unsafe: the workers keep their copy of the
+    dataset, so changes the main process makes to the dataset between epochs (a curriculum,
+    `dataset.set_epoch()`) no longer reach them, and the workers hold their memory for the
+    whole run. It needs torch 1.7 or newer.
+    """
+
+    code = "TPF103"
+    name = "dataloader-no-persistent-workers"
+    message = (
+        "`DataLoader` with workers is iterated every epoch without `persistent_workers=True`; "
+        "its workers are restarted each time"
+    )
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("DataLoader",)
+    min_torch = (1, 7)
+
+    VALID = (
+        _SETUP + "loader = DataLoader(ds, num_workers=4)\nfor x in loader:\n    pass\n",
+        _SETUP
+        + "loader = DataLoader(ds, num_workers=4, persistent_workers=True)\n"
+        + "for epoch in range(3):\n    for x in loader:\n        pass\n",
+        _SETUP + "loader = DataLoader(ds)\nfor epoch in range(3):\n    for x in loader:\n        pass\n",
+        _SETUP
+        + "for epoch in range(3):\n    loader = DataLoader(ds, num_workers=4)\n"
+        + "    for x in loader:\n        pass\n",
+        _SETUP
+        + "loader = DataLoader(ds, num_workers=args.workers)\n"
+        + "for epoch in range(3):\n    for x in loader:\n        pass\n",
+        _SETUP
+        + "loader = DataLoader(ds, num_workers=4)\nloader = accelerator.prepare(loader)\n"
+        + "for epoch in range(3):\n    for x in loader:\n        pass\n",
+        _SETUP
+        + "loader = DataLoader(ds, num_workers=4)\nit = iter(loader)\n"
+        + "for step in range(100):\n    x = next(it)\n",
+        _SETUP
+        + "loader = DataLoader(ds, num_workers=4)\nfor epoch in range(3):\n    pass\nfor x in loader:\n    pass\n",
+    )
+    INVALID = (
+        Invalid(
+            _SETUP
+            + "loader = DataLoader(ds, batch_size=8, num_workers=4)\n"
+            + "for epoch in range(3):\n    for x in loader:\n        pass\n",
+            line=3,
+            expected_fix=_SETUP
+            + "loader = DataLoader(ds, batch_size=8, num_workers=4, persistent_workers=True)\n"
+            + "for epoch in range(3):\n    for x in loader:\n        pass\n",
+        ),
+        Invalid(
+            _SETUP
+            + "def train(loader):\n    for i, (x, y) in enumerate(loader):\n        pass\n"
+            + "def main():\n    train_loader = DataLoader(ds, num_workers=8)\n"
+            + "    for epoch in range(10):\n        train(train_loader)\n",
+            line=7,
+        ),
+        Invalid(
+            _SETUP
+            + "W = 2\nloader = DataLoader(ds, num_workers=W, persistent_workers=False)\n"
+            + "while True:\n    batch = next(iter(loader))\n",
+            line=4,
+            expected_fix=_SETUP
+            + "W = 2\nloader = DataLoader(ds, num_workers=W, persistent_workers=True)\n"
+            + "while True:\n    batch = next(iter(loader))\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.context.fact(loader_facts)
+        site = facts.sites.get(id(node))
+        if site is None or id(node) not in facts.reiterated:
+            return
+        args = site.args
+        workers = args.num_workers.value
+        if not (type(workers) is int and workers > 0):
+            return
+        persistent = args.persistent_workers
+        if not (persistent.missing or persistent.value is False):
+            return
+        if persistent.missing or persistent.node is not None:
+            replacement = with_keyword(node, "persistent_workers", cst.Name("True"))
+            self.report(node, fix=self.fix([(node, replacement)], message="Add `persistent_workers=True`"))
+        else:
+            self.report(node)

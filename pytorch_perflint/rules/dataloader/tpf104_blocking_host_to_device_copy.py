@@ -1,0 +1,110 @@
+"""TPF104 blocking-host-to-device-copy."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ...analysis.call_edits import with_keyword
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .loader_facts import loader_facts
+
+_SETUP = (
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "device = torch.device('cuda')\nloader = DataLoader(ds, batch_size=32, pin_memory=True)\n"
+)
+
+
+class BlockingHostToDeviceCopy(Rule):
+    """## What it does
+    Flags `.to(device)` and `.cuda()` without `non_blocking=True` on a batch taken straight
+    from a `DataLoader` known to use `pin_memory=True`: the loop variables of
+    `for x, y in loader` (also through `enumerate` and `tqdm`), `next(iter(loader))`, and
+    what is unpacked or indexed out of them, until the name is rebound.
+
+    ## Why is this bad?
+    A copy from pinned memory can run asynchronously: with `non_blocking=True` the host
+    queues it and goes on (to the forward pass, to queueing the next copy) while the DMA
+    engine moves the data. Without it the host waits for every copy to finish, so the
+    loader's pinning buys only part of its benefit. The copy stays ordered before later
+    work on the same CUDA stream, so results are unchanged.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    The fix adds `non_blocking=True` and is safe: the batch comes from pinned memory and is
+    not written by the host while the copy runs, and kernels that use the copy are queued
+    after it on the same stream. Batches rebuilt after loading (`torch.cat`, a list
+    comprehension, `.float()`) are no longer pinned and are not flagged, nor are loaders
+    passed through wrappers such as `accelerator.prepare()`.
+    """
+
+    code = "TPF104"
+    name = "blocking-host-to-device-copy"
+    message = "Blocking host-to-device copy of a batch from a pinned `DataLoader`; pass `non_blocking=True`"
+    fix_applicability = Applicability.SAFE
+    triggers = ("pin_memory",)
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """A pinned DataLoader built here and a copy to the device."""
+        return "pin_memory" in source and "DataLoader" in source and (".to(" in source or ".cuda(" in source)
+
+    VALID = (
+        _SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
+        _SETUP + "for x, y in loader:\n    x = torch.cat([x, y])\n    x = x.to(device)\n",
+        _SETUP + "for x, y in loader:\n    x = x.float()\n    x = x.to(device)\n",
+        _SETUP + "for x, y in loader:\n    x = x.to(torch.float16)\n",
+        _SETUP + "loader = accelerator.prepare(loader)\nfor x, y in loader:\n    x = x.to(device)\n",
+        _SETUP + "for x, y in prefetcher(loader):\n    x = x.to(device)\n",
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, pin_memory=False)\nfor x, y in loader:\n    x = x.cuda()\n",
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, pin_memory=args.pin)\nfor x, y in loader:\n    x = x.cuda()\n",
+        _SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=args.nb)\n",
+        _SETUP + "for batch in loader:\n    batch = [t.float() for t in batch]\n    batch[0].cuda()\n",
+    )
+    INVALID = (
+        Invalid(
+            _SETUP + "for x, y in loader:\n    x = x.to(device)\n",
+            line=6,
+            expected_fix=_SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            _SETUP + "for i, batch in enumerate(loader):\n    out = model(batch['x'].cuda())\n",
+            line=6,
+            expected_fix=_SETUP
+            + "for i, batch in enumerate(loader):\n    out = model(batch['x'].cuda(non_blocking=True))\n",
+        ),
+        Invalid(
+            _SETUP + "batch = next(iter(loader))\nimages, labels = batch\nimages = images.to(device)\n",
+            line=7,
+        ),
+        Invalid(
+            _SETUP + "for batch in loader:\n    batch = {k: v.to(device) for k, v in batch.items()}\n",
+            line=6,
+        ),
+        Invalid(
+            _SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=False)\n",
+            line=6,
+            expected_fix=_SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.context.fact(loader_facts)
+        if id(node) not in facts.blocking_copies:
+            return
+        replacement = with_keyword(node, "non_blocking", cst.Name("True"))
+        self.report(node, fix=self.fix([(node, replacement)], message="Add `non_blocking=True`"))

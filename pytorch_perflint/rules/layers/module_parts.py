@@ -1,0 +1,234 @@
+"""Small syntax helpers of the nn.Module facts: scoped walks, names, blocks and self attributes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from ...analysis.calls import Argument, argument
+from ...analysis.scope import Scope, ScopeNode, dotted_name
+from ...analysis.walk import child_nodes, descendants
+
+_SCOPE_TYPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_SEQUENTIAL = "torch.nn.Sequential"
+_ORDERED_DICTS = ("collections.OrderedDict", "typing.OrderedDict")
+# Methods that return the module they are called on (moved or cast).
+_MOVES = frozenset(("to", "cuda", "float", "half", "double", "bfloat16", "requires_grad_", "train"))
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A layer built by a call to a ``torch.nn`` class (``torch.nn.Conv2d``)."""
+
+    qualname: str
+    call: cst.Call
+    scope: Scope
+    # The local name the layer was reached through (``conv`` in ``Sequential(conv, bn)``).
+    via_name: Optional[str] = None
+
+    def argument(self, keyword: str, position: Optional[int]) -> Argument:
+        """What the call passes for one parameter (known constants and ``**`` dicts read)."""
+        return argument(self.call, keyword, position, self.scope.lookup_value)
+
+
+@dataclass(frozen=True)
+class Feed:
+    """``source``'s output goes straight into ``target``, and (for ``forward``) nowhere else."""
+
+    source: Layer
+    target: Layer
+    how: str  # "sequential" or "forward"
+
+
+@dataclass(frozen=True)
+class ModuleClass:
+    """A class of the file, with the layers its ``self.<attr>`` hold."""
+
+    node: cst.ClassDef
+    scope: Scope
+    bases: Tuple[Optional[str], ...]
+    attributes: Tuple[Tuple[str, Layer], ...]
+
+    def attribute(self, name: str) -> Optional[Layer]:
+        for attr, layer in self.attributes:
+            if attr == name:
+                return layer
+        return None
+
+
+
+class Visited(NamedTuple):
+    """A node met by ``walk_scoped`` (a tuple: one is made per node of the module)."""
+
+    node: cst.CSTNode
+    chain: Tuple[ScopeNode, ...]
+    cls: Optional[cst.ClassDef]  # innermost enclosing class, if any
+    function: Optional[cst.FunctionDef]  # innermost enclosing def, if any
+
+
+def walk_scoped(module: cst.Module) -> Iterator[Visited]:
+    """Every node with its chain of scope nodes (outermost first), in source order."""
+    stack: List[Tuple[cst.CSTNode, Tuple[ScopeNode, ...], Optional[cst.ClassDef], Optional[cst.FunctionDef]]] = [
+        (module, (), None, None)
+    ]
+    while stack:
+        node, chain, cls, function = stack.pop()
+        yield Visited(node, chain or (module,), cls, function)
+        inner_chain, inner_cls, inner_function = chain, cls, function
+        if type(node) in _SCOPE_TYPES:
+            inner_chain = chain + (node,)
+            if type(node) is cst.ClassDef:
+                inner_cls = node
+            elif type(node) is cst.FunctionDef:
+                inner_function = node
+        children = child_nodes(node)
+        children.reverse()
+        stack.extend((child, inner_chain, inner_cls, inner_function) for child in children)
+
+
+def variables(node: cst.CSTNode) -> Iterator[cst.Name]:
+    """The names under ``node`` that are variables (not ``x.attr`` or ``f(key=...)`` labels)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is cst.Name:
+            yield current
+            continue
+        children = list(child_nodes(current))
+        if type(current) is cst.Attribute:
+            children = [c for c in children if c is not current.attr]
+        elif type(current) is cst.Arg and current.keyword is not None:
+            children = [c for c in children if c is not current.keyword]
+        stack.extend(reversed(children))
+
+
+def mentions(node: cst.CSTNode, name: str) -> bool:
+    return any(n.value == name for n in variables(node))
+
+
+def _name_count(node: cst.CSTNode, name: str) -> int:
+    return sum(1 for n in variables(node) if n.value == name)
+
+
+def _pairs(items: Sequence[Optional[Layer]]) -> List[Feed]:
+    """Feeds between neighbouring known layers of a sequence (None: anything else)."""
+    return [
+        Feed(first, second, "sequential")
+        for first, second in zip(items, items[1:])
+        if first is not None and second is not None
+    ]
+
+
+def _dotted(node: cst.CSTNode) -> Optional[str]:
+    return dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+
+
+def _mentions_target(node: cst.CSTNode, target: str) -> bool:
+    """Whether ``node`` uses the variable ``target`` (``layers``) or attribute (``self.body``)."""
+    if "." not in target:
+        return mentions(node, target)
+    return any(isinstance(n, cst.Attribute) and dotted_name(n) == target for n in descendants(node))
+
+
+def _only_read(statement: cst.CSTNode, name: str) -> bool:
+    """Whether every use of list ``name`` in ``statement`` only reads it whole.
+
+    ``Sequential(*layers)``, ``return layers``, ``self.body = layers`` and ``len(layers)`` read
+    it; anything else
+    (``layers.insert(...)``, ``layers[0] = ...``, ``helper(layers)``) may reorder it.
+    """
+    allowed: Set[int] = set()
+    for node in descendants(statement):
+        if isinstance(node, cst.Arg) and isinstance(node.value, cst.Name) and node.value.value == name:
+            if node.star == "*":
+                allowed.add(id(node.value))
+        elif isinstance(node, (cst.Return, cst.Assign)) and isinstance(node.value, cst.Name):
+            allowed.add(id(node.value))  # returned, or bound to an attribute as it is
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == "len"
+            and len(node.args) == 1
+            and isinstance(node.args[0].value, cst.Name)
+        ):
+            allowed.add(id(node.args[0].value))
+    return all(id(n) in allowed for n in variables(statement) if n.value == name)
+
+
+def _unique(feeds: Sequence[Feed]) -> List[Feed]:
+    seen: Set[Tuple[int, int]] = set()
+    out = []
+    for feed in feeds:
+        key = (id(feed.source.call), id(feed.target.call))
+        if key not in seen:
+            seen.add(key)
+            out.append(feed)
+    return out
+
+
+def _blocks(statement: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.BaseStatement]]:
+    """The statement blocks directly inside a compound statement (``if``/``else`` etc.)."""
+    for child in child_nodes(statement):
+        if isinstance(child, cst.IndentedBlock):
+            yield child.body
+        elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler)):
+            if isinstance(child.body, cst.IndentedBlock):
+                yield child.body.body
+        elif isinstance(child, cst.If):
+            yield from _blocks(child)
+
+
+def _methods(node: cst.ClassDef) -> Iterator[cst.FunctionDef]:
+    if isinstance(node.body, cst.IndentedBlock):
+        for statement in node.body.body:
+            if isinstance(statement, cst.FunctionDef):
+                yield statement
+
+
+def _self_name(method: cst.FunctionDef) -> Optional[str]:
+    """The name of a method's instance parameter (None for static methods)."""
+    for decorator in method.decorators:
+        if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value in ("staticmethod", "classmethod"):
+            return None
+    params = [*method.params.posonly_params, *method.params.params]
+    return params[0].name.value if params else None
+
+
+def _self_attrs(target: cst.CSTNode, own: str) -> Iterator[str]:
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == own:
+        yield target.attr.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _self_attrs(element.value, own)
+    elif isinstance(target, cst.StarredElement):
+        yield from _self_attrs(target.value, own)
+
+
+def _self_layer(func: cst.BaseExpression, module_class: ModuleClass, own: str) -> Optional[Layer]:
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == own:
+        return module_class.attribute(func.attr.value)
+    return None
+
+
+def _parents(root: cst.CSTNode) -> Dict[int, cst.CSTNode]:
+    parents: Dict[int, cst.CSTNode] = {}
+    for node in descendants(root):
+        for child in child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _chain_to(chain: Tuple[ScopeNode, ...], cls: cst.ClassDef) -> Tuple[ScopeNode, ...]:
+    index = next(i for i, n in enumerate(chain) if n is cls)
+    return chain[:index]
+
+
+def _returned(function: cst.FunctionDef) -> List[cst.BaseExpression]:
+    """What ``function`` returns that may be a list of layers: a name or a list literal."""
+    return [
+        node.value
+        for node in descendants(function.body)
+        if isinstance(node, cst.Return) and isinstance(node.value, (cst.Name, cst.List, cst.Tuple))
+    ]

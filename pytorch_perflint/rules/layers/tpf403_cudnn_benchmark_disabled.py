@@ -1,0 +1,358 @@
+"""TPF403 cudnn-benchmark-disabled."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from ...analysis.scope import dotted_name
+from ...analysis.values import literal_value
+from ...analysis.walk import child_nodes, descendants
+from ...context import FileContext
+from ...finding import NodeFix
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from ..training.loops import training_facts
+from ..training.screens import could_have_training_loop
+from .conv_models import ModelBuild, conv_model_builds, could_build_conv_model
+from .module_parts import walk_scoped
+
+_BENCHMARK = "torch.backends.cudnn.benchmark"
+# Settings that show the author chose reproducibility (or no cuDNN) over speed.
+_DETERMINISTIC = "torch.backends.cudnn.deterministic"
+_ENABLED = "torch.backends.cudnn.enabled"
+_USE_DETERMINISTIC = "torch.use_deterministic_algorithms"
+_TRAINED_BY = frozenset(("parameters", "named_parameters", "train"))
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """What TPF403 reports in a file: ``benchmark = False`` assignments, or the model build."""
+
+    false_values: Tuple[cst.BaseExpression, ...] = ()
+    build: Optional[ModelBuild] = None
+
+
+def _training_receivers(context: FileContext) -> Optional[Set[str]]:
+    """Names called inside training loops; None when the module has no training loop."""
+    facts = context.fact(training_facts)
+    if not facts.has_training_loop:
+        return None
+    called: Set[str] = set()
+    for loop in facts.training_loops:
+        for node in descendants(loop.node):
+            if isinstance(node, cst.Call):
+                name = dotted_name(node.func) if isinstance(node.func, (cst.Name, cst.Attribute)) else None
+                if name is not None:
+                    called.add(name)
+    return called
+
+
+def _decide(context: FileContext) -> _Decision:
+    called = _training_receivers(context)  # first: TPF202 and TPF601 share these facts
+    if called is None:
+        return _Decision()
+    builds = context.fact(conv_model_builds)
+    if not builds:
+        return _Decision()
+    false_values: List[cst.BaseExpression] = []
+    trained: Set[str] = set()
+    for visited in walk_scoped(context.module):
+        node = visited.node
+        if type(node) is cst.Assign:
+            scope = context.scope_of(visited.chain)
+            value = literal_value(node.value, scope.lookup_value)
+            for target in node.targets:
+                name = context.qualname(target.target, scope)
+                if name == _BENCHMARK:
+                    if value is not False:
+                        return _Decision()  # set True, or from a flag: the author decides
+                    false_values.append(node.value)
+                elif (name == _DETERMINISTIC and value is not False) or (name == _ENABLED and value is not True):
+                    return _Decision()
+        elif type(node) is cst.Call:
+            func = node.func
+            if type(func) is cst.Attribute and func.attr.value in _TRAINED_BY:
+                receiver = dotted_name(func.value)
+                if receiver is not None:
+                    trained.add(receiver)
+            if context.qualname(func, context.scope_of(visited.chain)) == _USE_DETERMINISTIC and not (
+                node.args and literal_value(node.args[0].value) is False
+            ):
+                return _Decision()
+            if any(
+                a.keyword is not None and a.keyword.value == "deterministic" and literal_value(a.value) is not False
+                for a in node.args
+            ):
+                return _Decision()  # e.g. set_random_seed(seed, deterministic=True)
+    linked = [b for b in builds if b.target in trained or b.target in called]
+    linked.sort(key=lambda b: b.inside_model)
+    if not linked:
+        return _Decision()
+    if false_values:
+        return _Decision(false_values=tuple(false_values))
+    return _Decision(build=linked[0])
+
+
+class CudnnBenchmarkDisabled(Rule):
+    """## What it does
+    Flags a script that trains a convolutional model on CUDA and never sets
+    `torch.backends.cudnn.benchmark = True`, or sets it to `False`.
+
+    ## Why is this bad?
+    With `benchmark` off, cuDNN picks a convolution algorithm by heuristics. With it on, the
+    first call for each input shape times the available algorithms and keeps the fastest,
+    which is often markedly faster for the fixed input sizes of a training run.
+
+    ## Example
+    ```python
+    model = torchvision.models.resnet50().cuda()
+    for images, labels in loader:
+        loss = criterion(model(images.cuda()), labels.cuda())
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    torch.backends.cudnn.benchmark = True
+    model = torchvision.models.resnet50().cuda()
+    ```
+
+    ## Fix safety
+    The fix inserts `torch.backends.cudnn.benchmark = True` at the top of the entry script,
+    after its imports (and after the statement that imports the `torch` name it uses), or
+    turns an existing `False` into `True`. It is unsafe: autotuned algorithms are not
+    deterministic from run to run, and inputs whose shape changes every step pay the tuning
+    again. An entry script has an `if __name__ == "__main__":` block, or builds the model,
+    trains or calls one of its own functions at module level. In any other module (a
+    library module, a trainer class whose constructor builds the model) the fix is
+    display-only: the setting is global and belongs to the script that runs the training,
+    never inside a constructor. Nothing is flagged in code that does not run on an
+    accelerator, when the script asks for determinism (`cudnn.deterministic = True`,
+    `torch.use_deterministic_algorithms`), when `benchmark` is set from a flag, or when the
+    model is not known to be convolutional.
+    """
+
+    code = "TPF403"
+    name = "cudnn-benchmark-disabled"
+    message = (
+        "Convolutional model trained on CUDA without `torch.backends.cudnn.benchmark = True`; "
+        "enable it so cuDNN autotunes the convolutions"
+    )
+    fix_applicability = Applicability.UNSAFE
+    fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
+    triggers = (".backward(",)  # a training loop
+    needs_cuda = True
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """Backward, and a word that building a convolutional model needs."""
+        return ".backward(" in source and could_build_conv_model(source)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """Some loop trains: it runs backward or a step, or calls a helper defined here."""
+        return could_have_training_loop(tree)
+
+    _PROLOGUE = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n"
+        "    def forward(self, x):\n        return self.conv(x).mean()\n"
+    )
+    _LOOP = (
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    model(x.cuda()).backward()\n    opt.step()\n"
+    )
+
+    VALID = (
+        _PROLOGUE + "torch.backends.cudnn.benchmark = True\nmodel = Net().cuda()\n" + _LOOP,
+        _PROLOGUE + "torch.backends.cudnn.benchmark = args.benchmark\nmodel = Net().cuda()\n" + _LOOP,
+        _PROLOGUE
+        + "torch.backends.cudnn.benchmark = False\ntorch.backends.cudnn.deterministic = True\n"
+        + "model = Net().cuda()\n"
+        + _LOOP,
+        # CPU only.
+        (_PROLOGUE + "model = Net()\n" + _LOOP).replace(".cuda()", ""),
+        # No convolution in the model.
+        _PROLOGUE.replace("nn.Conv2d(3, 8, 3)", "nn.Linear(3, 8)") + "model = Net().cuda()\n" + _LOOP,
+        # A model of unknown kind.
+        "import torch\nmodel = build_model(cfg).cuda()\n" + _LOOP,
+        # A factory of this module that may build a model without convolutions.
+        _PROLOGUE
+        + "def build(kind):\n    if kind == 'mlp':\n        return nn.Linear(3, 8)\n    return Net()\n"
+        + "model = build(cfg).cuda()\n"
+        + _LOOP,
+        # The factory's name is a parameter here, not the module's function.
+        _PROLOGUE
+        + "def build():\n    return Net()\ndef main(build):\n    model = build().cuda()\n"
+        + "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        + "    for x in loader:\n        model(x.cuda()).backward()\n        opt.step()\n",
+        # No training loop.
+        _PROLOGUE + "model = Net().cuda()\nwith torch.no_grad():\n    out = model(x.cuda())\n",
+    )
+    INVALID = (
+        # Convolutions built by a helper of this module; the model put in eval mode (to
+        # freeze BatchNorm) and still trained.
+        Invalid(
+            "import torch\nimport torch.nn as nn\n"
+            "def conv3x3(cin, cout):\n    return nn.Conv2d(cin, cout, 3, padding=1, bias=False)\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.conv = conv3x3(3, 16)\n"
+            "model = Net().eval().cuda()\n" + _LOOP,
+            line=9,
+        ),
+        # Built by a factory of this module, every return of which is convolutional.
+        Invalid(
+            _PROLOGUE + "def build_model(cfg):\n    net = Net()\n    return net\n"
+            "model = build_model(cfg).cuda()\n" + _LOOP,
+            line=12,
+        ),
+        Invalid(
+            _PROLOGUE + "model = Net().cuda()\n" + _LOOP,
+            line=9,
+            # At the top of the script, after the imports.
+            expected_fix=_PROLOGUE.replace("import torch.nn as nn\n", "import torch.nn as nn\n\ntorch.backends.cudnn.benchmark = True\n")
+            + "model = Net().cuda()\n"
+            + _LOOP,
+        ),
+        Invalid(
+            "import torch\nfrom torch.backends import cudnn\nimport torchvision\n"
+            "cudnn.benchmark = False\nmodel = torchvision.models.resnet18().cuda()\n" + _LOOP,
+            line=4,
+            expected_fix="import torch\nfrom torch.backends import cudnn\nimport torchvision\n"
+            "cudnn.benchmark = True\nmodel = torchvision.models.resnet18().cuda()\n" + _LOOP,
+        ),
+    )
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        decision = self.context.fact(_decide)
+        build = decision.build
+        if build is not None and build.line is node:
+            at_module_level = self.context.scope.node is self.context.module
+            self.report(build.assign, fix=self._insert(at_module_level))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        decision = self.context.fact(_decide)
+        if any(node.value is value for value in decision.false_values):
+            fix = self.fix([(node.value, cst.Name("True"))], message="Set `cudnn.benchmark = True`")
+            self.report(node, fix=fix)
+
+    def _insert(self, build_at_module_level: bool) -> NodeFix:
+        """The setting at the top of the entry script, after its imports; shown only (no
+        edit) in a module that is not one, or where ``torch`` cannot be named there."""
+        module = self.context.module
+        point = _insertion_point(self.context) if _is_entry_script(self.context, build_at_module_level) else None
+        if point is None:
+            return self.fix([], message=_ENTRY_SCRIPT_ONLY, applicability=Applicability.DISPLAY_ONLY)
+        index, torch, imports = point
+        statement = cst.parse_statement(f"{torch}.backends.cudnn.benchmark = True\n")
+        assert isinstance(statement, cst.SimpleStatementLine)
+        if index == 0:
+            first = module.body[0]
+            replacement = cst.FlattenSentinel([statement.with_changes(leading_lines=first.leading_lines), first.with_changes(leading_lines=(cst.EmptyLine(),))])
+            anchor = first
+        else:
+            anchor = module.body[index - 1]
+            replacement = cst.FlattenSentinel([anchor, statement.with_changes(leading_lines=(cst.EmptyLine(),))])
+        return self.fix(
+            [(anchor, replacement)],
+            message="Insert `torch.backends.cudnn.benchmark = True` after the imports",
+            imports=imports,
+        )
+
+
+_ENTRY_SCRIPT_ONLY = (
+    "Set `torch.backends.cudnn.benchmark = True` at the start of the script that runs this "
+    "training (the entry script, after its imports), not in a library module or a constructor"
+)
+
+
+def _is_entry_script(context: FileContext, build_at_module_level: bool) -> bool:
+    """A script, not a library module: it has an ``if __name__ == "__main__":`` block, or
+    builds the model, trains or calls one of its own functions at module level."""
+    if build_at_module_level:
+        return True
+    if any(loop.function is None for loop in context.fact(training_facts).training_loops):
+        return True
+    defined = {s.name.value for s in context.module.body if type(s) is cst.FunctionDef}
+    for statement in context.module.body:
+        if type(statement) is cst.If and _is_main_guard(statement.test):
+            return True
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                call = small.value if type(small) is cst.Expr else None
+                if type(call) is cst.Call and type(call.func) is cst.Name and call.func.value in defined:
+                    return True  # `main()` run bare at the bottom of a script
+    return False
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if type(target.operator) is not cst.Equal:
+        return False
+    sides = {type(test.left), type(target.comparator)}
+    values = {literal_value(test.left), literal_value(target.comparator)}
+    names = {n.value for n in (test.left, target.comparator) if type(n) is cst.Name}
+    return sides == {cst.Name, cst.SimpleString} and "__main__" in values and names == {"__name__"}
+
+
+def _insertion_point(context: FileContext) -> Optional[Tuple[int, str, Tuple[str, ...]]]:
+    """Where the setting goes (an index into the module body: after the docstring, the
+    leading imports and the statement that imports the ``torch`` name it uses), that name,
+    and the imports to add. None when ``torch`` cannot be named at module level."""
+    body = context.module.body
+    start = 1 if body and _is_docstring(body[0]) else 0
+    module_scope = context.module_scope
+    for name, target in module_scope.imports.items():
+        if target != "torch" or module_scope.lookup_import(name) != "torch":
+            continue
+        for position, statement in enumerate(body):
+            if _binds_import(statement, name):
+                return _after_imports(body, max(start, position + 1)), name, ()
+    if "torch" in module_scope.bindings or "torch" in module_scope.imports or "torch" in module_scope.declared_outer:
+        return None
+    return _after_imports(body, start), "torch", ("torch",)
+
+
+def _after_imports(body: Sequence[cst.BaseStatement], index: int) -> int:
+    while index < len(body) and _is_import_line(body[index]):
+        index += 1
+    return index
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        type(statement) is cst.SimpleStatementLine
+        and len(statement.body) == 1
+        and type(statement.body[0]) is cst.Expr
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _is_import_line(statement: cst.BaseStatement) -> bool:
+    return type(statement) is cst.SimpleStatementLine and all(
+        type(small) in (cst.Import, cst.ImportFrom) for small in statement.body
+    )
+
+
+def _binds_import(statement: cst.BaseStatement, name: str) -> bool:
+    """Whether a module-level statement (or a block in it that is not a def or class)
+    imports ``name`` (``import torch``, ``import torch as th``, inside ``try:`` too)."""
+    stack: List[cst.CSTNode] = [statement]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        stack.extend(child_nodes(node))
+        if type(node) is cst.Import:
+            for alias in node.names:
+                bound = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else dotted_name(alias.name)
+                if bound is not None and bound.split(".")[0] == name:
+                    return True
+    return False

@@ -1,0 +1,1 @@
+"""The parallel rule family: its rules (``tpfNNN_*.py``) and the facts only they use."""

@@ -1,0 +1,1 @@
+"""The tensors rule family: its rules (``tpfNNN_*.py``) and the facts only they use."""

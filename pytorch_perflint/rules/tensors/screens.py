@@ -1,0 +1,188 @@
+"""Second-stage ``ast`` screens of the tensor rules: TPF401 (copies from numpy) and TPF402 (created then moved)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from typing import List, Optional, Set, Tuple, Union
+
+from ...analysis.ast_index import TreeIndex, ast_dotted, tree_index, walk_ast
+from .device_targets import is_device_name, is_device_string
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
+
+
+_ARRAY_MODULES = ("numpy", "cv2", "pandas", "PIL", "imageio", "h5py", "scipy")
+# Methods and attributes that give an array when their receiver is one (or a pandas object).
+_ARRAY_PRESERVING = frozenset(
+    {"astype", "reshape", "copy", "flatten", "ravel", "transpose", "squeeze", "swapaxes", "view", "repeat"}
+    | {"T", "values", "to_numpy"}
+)
+# The tensor constructors TPF401 knows (``torch.tensor`` and the legacy typed ones).
+_CONSTRUCTORS = frozenset(
+    {"tensor", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor"}
+    | {"IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
+)
+
+
+def _array_roots(index: TreeIndex) -> Set[str]:
+    """Local names bound to array-producing modules (``np``, ``numpy``, ``cv2``, ``pd``...)
+    or to names imported from them."""
+    roots: Set[str] = set()
+    for node in index.imports:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _ARRAY_MODULES:
+                    roots.add((alias.asname or alias.name).split(".")[0])
+        elif node.module and node.module.split(".")[0] in _ARRAY_MODULES:
+            roots.update(alias.asname or alias.name for alias in node.names)
+    return roots
+
+
+def _root_name(node: ast.AST) -> str:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _could_be_array(node: ast.AST, roots: Set[str], names: Set[str]) -> bool:
+    """Over-approximates ``numpy_values``' known arrays: ``.numpy()``, an expression rooted
+    in an array module or in a name assigned one, array-preserving methods of those."""
+    if isinstance(node, ast.Starred):
+        node = node.value
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "numpy":
+            return True
+        if node.func.attr in _ARRAY_PRESERVING and _could_be_array(node.func.value, roots, names):
+            return True  # `(a / 255).copy()`; `np.copy(a)` is rooted in `np`, below
+    if isinstance(node, ast.Attribute) and node.attr in _ARRAY_PRESERVING:
+        if _could_be_array(node.value, roots, names):
+            return True
+    if isinstance(node, ast.BinOp):  # `np.array(b) / 255.0`
+        return _could_be_array(node.left, roots, names) or _could_be_array(node.right, roots, names)
+    root = _root_name(node)
+    return bool(root) and (root in roots or root in names)
+
+
+def _constructor_names(index: TreeIndex) -> Set[str]:
+    """The constructor names, and what ``from torch import tensor as t`` binds them to."""
+    names = set(_CONSTRUCTORS)
+    for node in index.imports:
+        if isinstance(node, ast.ImportFrom):
+            names.update(a.asname for a in node.names if a.asname and a.name in _CONSTRUCTORS)
+    return names
+
+
+def _is_constructor(func: ast.AST, names: Set[str]) -> bool:
+    """``tensor`` / ``LongTensor`` imported by name, or an attribute of a plain name
+    (``torch.tensor``, ``th.FloatTensor``); not ``aten.split.Tensor`` or ``torch.cuda.*``."""
+    if isinstance(func, ast.Name):
+        return func.id in names
+    return isinstance(func, ast.Attribute) and func.attr in _CONSTRUCTORS and isinstance(func.value, ast.Name)
+
+
+@functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
+def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
+    """The tensor constructor calls whose first argument could be a NumPy array: an
+    expression from numpy (or cv2, pandas...), ``.numpy()``, or a name assigned one anywhere
+    in the file."""
+    index = tree_index(tree)
+    constructors = _constructor_names(index)
+    candidates = [c for c in index.calls if c.args and _is_constructor(c.func, constructors)]
+    if not candidates:
+        return ()
+    roots = _array_roots(index)
+    names: Set[str] = set()
+    changed = True
+    while changed:  # a name assigned from another array name is an array name too
+        changed = False
+        for node in index.assignments:
+            value = node.value
+            if value is None or not _could_be_array(value, roots, names):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in walk_ast(target):
+                    if isinstance(name, ast.Name) and name.id not in names:
+                        names.add(name.id)
+                        changed = True
+    return tuple(call for call in candidates if _could_be_array(call.args[0], roots, names))
+
+
+_FACTORY_NAMES = frozenset(
+    {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "tensor"} | {"rand", "randn", "randint"}
+)
+# Factory keywords after which a move is not a plain "create on the host, then copy".
+FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
+_MOVE_KEYWORDS = {
+    "cuda": frozenset({"device", "non_blocking", "memory_format"}),
+    "to": frozenset({"device", "dtype", "memory_format", "non_blocking", "copy"}),
+}
+
+
+def _assigned_names(index: TreeIndex) -> Set[str]:
+    """Names assigned somewhere in the file: the analysis may look their value up."""
+    names: Set[str] = set()
+    for node in index.assignments:
+        if isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            names.add(node.target.id)
+    return names
+
+
+def _could_be_device(node: ast.AST, bound: Set[str]) -> bool:
+    """Over-approximates ``device_targets.device_target(...)`` being a non-host device."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, str):
+            return is_device_string(value, host=False)
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if isinstance(node, ast.Call):
+        return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device")
+    if isinstance(node, ast.Name):
+        return node.id in bound or is_device_name(node.id)
+    if isinstance(node, ast.Attribute):
+        return is_device_name(node.attr)
+    return False
+
+
+@functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
+def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
+    """The moves of a tensor factory call without ``device=`` (or another blocker): its
+    ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""
+    found: List[ast.Call] = []
+    bound: Optional[Set[str]] = None
+    index = tree_index(tree)
+    for node in index.calls:
+        if not isinstance(node.func, ast.Attribute):
+            continue
+        move = node.func.attr
+        factory = node.func.value
+        if move not in _MOVE_KEYWORDS or not isinstance(factory, ast.Call):
+            continue
+        if ast_dotted(factory.func).rsplit(".", 1)[-1] not in _FACTORY_NAMES:
+            continue
+        if any(k.arg is None or k.arg in FACTORY_BLOCKERS for k in factory.keywords):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None or k.arg not in _MOVE_KEYWORDS[move] for k in node.keywords
+        ):
+            continue
+        if move == "cuda":
+            found.append(node)
+            continue
+        device = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if device is not None:
+            if not node.args and not (isinstance(device, ast.Constant) and device.value is None):
+                found.append(node)
+            continue
+        if node.args:
+            if bound is None:
+                bound = _assigned_names(index)
+            if _could_be_device(node.args[0], bound):
+                found.append(node)
+    return tuple(found)

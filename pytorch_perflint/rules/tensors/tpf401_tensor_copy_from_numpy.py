@@ -1,0 +1,175 @@
+"""TPF401 tensor-copy-from-numpy."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Optional, Sequence
+
+import libcst as cst
+
+from ...analysis.call_edits import keyword_arg, with_keywords
+from ...finding import NodeFix
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .numpy_values import is_numpy_array
+from .screens import numpy_copy_candidates
+
+# The legacy constructors and the dtype each one casts to.
+_LEGACY: Dict[str, str] = {
+    "torch.Tensor": "float32",
+    "torch.FloatTensor": "float32",
+    "torch.DoubleTensor": "float64",
+    "torch.HalfTensor": "float16",
+    "torch.BFloat16Tensor": "bfloat16",
+    "torch.LongTensor": "int64",
+    "torch.IntTensor": "int32",
+    "torch.ShortTensor": "int16",
+    "torch.CharTensor": "int8",
+    "torch.ByteTensor": "uint8",
+    "torch.BoolTensor": "bool",
+}
+# Keywords of torch.tensor that torch.as_tensor takes as well.
+_KEPT = ("dtype", "device")
+
+
+# A call of (or an import alias for) ``tensor``, ``Tensor``, ``FloatTensor``...: any name
+# ending in "ensor" passes, as a pattern that starts with a literal is searched for fast.
+_CONSTRUCTOR_CALL = re.compile(r"ensor\s*\(")
+_CONSTRUCTOR_ALIAS = re.compile(r"ensor\s+as\s")
+# Where known arrays come from: NumPy, pandas' `.values` / `.to_numpy()`, OpenCV readers.
+_ARRAY_SOURCE = re.compile(r"numpy|np\.|pandas|\.values|to_numpy|cv2")
+
+
+class TensorCopyFromNumpy(Rule):
+    """## What it does
+    Flags `torch.tensor(x)`, `torch.Tensor(x)` and the legacy typed constructors
+    (`torch.FloatTensor(x)`, `torch.LongTensor(x)`, ...) when `x` is known to be a NumPy
+    array: the result of a NumPy function that returns an array, of `.numpy()`, or a name
+    bound once to one of these.
+
+    ## Why is this bad?
+    `torch.tensor` always copies its data. For a NumPy array the copy is wasted work and
+    doubles the memory: `torch.from_numpy` wraps the array's buffer without copying, and
+    `torch.as_tensor` copies only when a dtype or device conversion needs it. The legacy
+    constructors are deprecated and hide a cast to their fixed dtype.
+
+    ## Example
+    ```python
+    obs = np.stack(frames)
+    batch = torch.tensor(obs)
+    weights = torch.FloatTensor(np.ones(n))
+    ```
+
+    ## Use instead
+    ```python
+    obs = np.stack(frames)
+    batch = torch.from_numpy(obs)
+    weights = torch.as_tensor(np.ones(n), dtype=torch.float32)
+    ```
+
+    ## Fix safety
+    The fix is unsafe: the tensor now shares memory with the array, so writing to one
+    changes the other, and `torch.from_numpy` rejects arrays with negative strides
+    (`a[::-1]`) and warns on read-only ones. `torch.tensor(x)` becomes `torch.from_numpy(x)`
+    (same dtype); with `dtype=`/`device=` it becomes `torch.as_tensor(x, ...)`. A legacy
+    constructor becomes `torch.as_tensor(x, dtype=...)` with its dtype (`torch.Tensor` is
+    taken as `float32`, the default dtype). Calls with `requires_grad=` are reported without
+    a fix; calls with `pin_memory=True` need the copy and are not reported.
+    """
+
+    code = "TPF401"
+    name = "tensor-copy-from-numpy"
+    message = "`{call}` copies a NumPy array; use `torch.from_numpy` or `torch.as_tensor` to share its memory"
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("numpy",)
+    statement_local = True
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """An array library in the file and a tensor constructor call (or an alias of one)."""
+        constructor = _CONSTRUCTOR_CALL.search(source) or _CONSTRUCTOR_ALIAS.search(source)
+        return constructor is not None and _ARRAY_SOURCE.search(source) is not None
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """A tensor constructor is given something that could be an array."""
+        return bool(numpy_copy_candidates(tree))
+
+    @classmethod
+    def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:
+        """The calls the screen could not rule out: a finding depends on its statement and
+        on how the names it reads are bound, nothing else in the module."""
+        return numpy_copy_candidates(tree)
+
+    VALID = (
+        "import torch\nx = torch.tensor([1.0, 2.0])\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.float32(1.0))\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.sum(a))\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.random.rand())\n",
+        "import torch\nimport numpy as np\na = np.zeros(3)\nx = torch.tensor(a.tolist())\n",
+        "import torch\nimport numpy as np\na = np.zeros(3)\nx = torch.tensor(a.shape)\n",
+        "import torch\nimport numpy as np\ndef f(a):\n    return torch.tensor(a)\n",
+        "import torch\nimport numpy as np\na = np.zeros(3)\na = a + t\nx = torch.tensor(a)\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.load(path))\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.zeros(3), pin_memory=True)\n",
+        "import numpy as np\ndef f(torch):\n    return torch.tensor(np.zeros(3))\n",
+        "import torch\nimport numpy as np\nx = torch.from_numpy(np.zeros(3))\n",
+        "import torch\nimport numpy as np\nx = torch.Tensor(3, 4)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nimport numpy as np\nx = torch.tensor(np.zeros(3))\n",
+            line=3,
+            expected_fix="import torch\nimport numpy as np\nx = torch.from_numpy(np.zeros(3))\n",
+        ),
+        Invalid(
+            "import torch as th\nimport numpy\na = numpy.stack(xs)\nx = th.FloatTensor(a)\n",
+            line=4,
+            expected_fix="import torch as th\nimport numpy\na = numpy.stack(xs)\nx = th.as_tensor(a, dtype=th.float32)\n",
+        ),
+        Invalid(
+            "from torch import tensor\nx = tensor(t.cpu().numpy(), dtype=d)\n",
+            line=2,
+            expected_fix="from torch import tensor\nimport torch\n\nx = torch.as_tensor(t.cpu().numpy(), dtype=d)\n",
+        ),
+        Invalid("import torch\nimport numpy as np\nx = torch.tensor(np.ones(2), requires_grad=True)\n", line=3),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.context.qualname(node.func)
+        if name != "torch.tensor" and name not in _LEGACY:
+            return
+        if not node.args or any(arg.star for arg in node.args):
+            return
+        data = node.args[0]
+        if data.keyword is not None and data.keyword.value != "data":
+            return
+        keywords = {arg.keyword.value: arg for arg in node.args[1:] if arg.keyword is not None}
+        if len(keywords) != len(node.args) - 1:
+            return  # more than one positional argument: not a plain conversion
+        if name in _LEGACY and keywords:
+            return
+        if "pin_memory" in keywords or not set(keywords) <= {*_KEPT, "requires_grad"}:
+            return
+        if not is_numpy_array(data.value, self.context):
+            return
+        callee = self.context.code_for(node.func)
+        fix = None if "requires_grad" in keywords else self._fix(node, name, keywords)
+        self.report(node, self.message.format(call=f"{callee}(...)"), fix=fix)
+
+    def _fix(self, node: cst.Call, name: str, keywords: Dict[str, cst.Arg]) -> Optional[NodeFix]:
+        ref = self.context.torch_ref()
+        if ref is None:
+            return None
+        torch, imports = ref
+        first = node.args[0]
+        array = first.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
+        if name == "torch.tensor" and not keywords:
+            new = node.with_changes(func=cst.parse_expression(f"{torch}.from_numpy"), args=[array])
+            return self.fix([(node, new)], message=f"Use `{torch}.from_numpy(...)`", imports=imports)
+        new = node.with_changes(func=cst.parse_expression(f"{torch}.as_tensor"), args=[array, *node.args[1:]])
+        if name in _LEGACY:
+            dtype = keyword_arg("dtype", cst.parse_expression(f"{torch}.{_LEGACY[name]}"))
+            new = with_keywords(new, [dtype])
+        return self.fix([(node, new)], message=f"Use `{torch}.as_tensor(...)`", imports=imports)

@@ -1,0 +1,237 @@
+"""TPF402 tensor-created-then-moved."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from ...analysis.call_edits import keyword_arg, with_keywords
+from ...analysis.calls import argument
+from ...analysis.values import literal_value
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .device_targets import device_target
+from .screens import FACTORY_BLOCKERS, create_then_move_candidates
+
+_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in ("zeros", "ones", "empty", "full", "arange", "linspace", "eye", "tensor")
+)
+# On the GPU these draw from the GPU's generator: a seeded run gets other numbers.
+_RANDOM = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint"))
+# Factory keywords that make the host placement deliberate or the move impossible to fold.
+# Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
+_DROPPABLE = frozenset({"non_blocking", "copy"})
+# The cheap text pre-screen: a factory call and a move of a call's result somewhere (the ast
+# screen then checks that one follows the other).
+_FACTORY_CALL = re.compile(r"\b(?:zeros|ones|empty|full|rand|randn|randint|arange|linspace|eye|tensor)\s*\(")
+_MOVE_OF_CALL = re.compile(r"\)\s*\.\s*(?:cuda|to)\s*\(")
+
+
+@dataclass(frozen=True)
+class Move:
+    """Where a ``.to``/``.cuda`` call moves its tensor, and whether ``device=`` can say it all.
+
+    ``target`` is the expression for ``device=``; ``known`` means it is spelled out (a literal
+    or ``torch.device(...)``) rather than a variable; ``foldable`` is False when the move also
+    converts the dtype or memory format.
+    """
+
+    target: cst.BaseExpression
+    known: bool
+    foldable: bool
+
+
+class TensorCreatedThenMoved(Rule):
+    """## What it does
+    Flags a tensor factory (`torch.zeros`, `ones`, `empty`, `full`, `rand`, `randn`,
+    `randint`, `arange`, `linspace`, `eye`, `tensor`) whose result is immediately moved with
+    `.cuda()` or `.to(device)`. Other factories (`randperm`, `logspace`) are outside the
+    rule's catalogue entry and are not reported.
+
+    ## Why is this bad?
+    The tensor is first allocated and filled in host memory, then copied to the device and
+    the host copy thrown away: an extra allocation, a host-side fill and a host-to-device
+    transfer that blocks the CPU. Passing `device=` creates it on the device directly.
+
+    ## Example
+    ```python
+    mask = torch.ones(batch, seq_len).cuda()
+    noise = torch.randn(batch, dim).to(device)
+    ```
+
+    ## Use instead
+    ```python
+    mask = torch.ones(batch, seq_len, device="cuda")
+    noise = torch.randn(batch, dim, device=device)
+    ```
+
+    ## Fix safety
+    The fix moves the target into `device=` and drops the `.to()`/`.cuda()` call (and its
+    `non_blocking=`/`copy=`, which mean nothing for a fresh tensor). It is safe when the
+    target is a literal device or `torch.device(...)` and the factory is not random. It is
+    unsafe when the target is a variable (its value is only assumed to be a device), when the
+    factory draws random numbers (on the GPU they come from the GPU's generator, so a seeded
+    run gets other numbers), and with `requires_grad=True` (the result becomes a leaf tensor).
+    A move that also converts the dtype or memory format, and `.cuda(variable)` (where
+    `device=None` would mean the CPU but `.cuda(None)` the current GPU) are reported without
+    a fix; `.to()` of
+    a dtype or of another tensor, `*_like` factories, and factories that already pass
+    `device=`, `generator=` or `pin_memory=` are not reported.
+    """
+
+    code = "TPF402"
+    name = "tensor-created-then-moved"
+    message = "`{factory}(...)` is created on the host and then copied to the device; pass `device=` to create it there"
+    fix_applicability = Applicability.SAFE
+    fix_applicabilities = (Applicability.SAFE, Applicability.UNSAFE)
+    triggers = (".cuda(", ".to(")
+    statement_local = True
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """A factory call, and `.cuda(` or `.to(` on the result of some call."""
+        return _MOVE_OF_CALL.search(source) is not None and _FACTORY_CALL.search(source) is not None
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """A factory call without ``device=`` moved straight to what could be a device."""
+        return bool(create_then_move_candidates(tree))
+
+    @classmethod
+    def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:
+        """The calls the screen could not rule out: a finding depends on its statement and
+        on how the names it reads are bound, nothing else in the module."""
+        return create_then_move_candidates(tree)
+
+
+    VALID = (
+        "import torch\nx = torch.zeros(3).to(torch.float16)\n",
+        "import torch\nx = torch.zeros(3).to(y.dtype)\n",
+        "import torch\nx = torch.zeros(3).to(other)\n",
+        "import torch\nx = torch.zeros_like(y).cuda()\n",
+        "import torch\nx = torch.zeros(3, device='cpu').cuda()\n",
+        "import torch\nx = torch.zeros(3).to('cpu')\n",
+        "import torch\nx = torch.zeros(3).float().cuda()\n",
+        "import torch\nx = torch.randn(3, generator=g).cuda()\n",
+        "import torch\nx = torch.from_numpy(a).cuda()\n",
+        "def f(torch):\n    return torch.zeros(3).cuda()\n",
+        "import torch\nx = torch.zeros(3).to(**kw)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nx = torch.zeros(3).cuda()\n",
+            line=2,
+            expected_fix='import torch\nx = torch.zeros(3, device="cuda")\n',
+        ),
+        Invalid(
+            "import torch as th\nx = th.randn(2, 3).to(device)\n",
+            line=2,
+            expected_fix="import torch as th\nx = th.randn(2, 3, device=device)\n",
+        ),
+        Invalid(
+            "from torch import ones\nx = ones(4).cuda(1)\n",
+            line=2,
+            expected_fix='from torch import ones\nx = ones(4, device="cuda:1")\n',
+        ),
+        Invalid(
+            "import torch\nx = torch.tensor(data).to(torch.device('cuda'), non_blocking=True)\n",
+            line=2,
+            expected_fix="import torch\nx = torch.tensor(data, device=torch.device('cuda'))\n",
+        ),
+        Invalid("import torch\nx = torch.arange(5).to(device, torch.float16)\n", line=2),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+            return
+        factory = func.value
+        if not isinstance(factory, cst.Call):
+            return
+        factory_name = self.context.qualname(factory.func)
+        if factory_name not in _FACTORIES and factory_name not in _RANDOM:
+            return
+        if any(arg.star == "**" for arg in factory.args):
+            return
+        if any(arg.keyword is not None and arg.keyword.value in FACTORY_BLOCKERS for arg in factory.args):
+            return
+        move = self._cuda_move(node) if func.attr.value == "cuda" else self._to_move(node)
+        if move is None:
+            return
+        short = self.context.code_for(factory.func)
+        message = self.message.format(factory=short)
+        if not move.foldable:
+            self.report(node, message)
+            return
+        grad = argument(factory, "requires_grad", None, self.context.lookup)
+        leaf_unchanged = grad.missing or grad.value is False
+        safe = move.known and factory_name not in _RANDOM and leaf_unchanged
+        new = with_keywords(factory, [keyword_arg("device", move.target)]).with_changes(
+            lpar=[*node.lpar, *factory.lpar], rpar=[*factory.rpar, *node.rpar]
+        )
+        fix = self.fix(
+            [(node, new)],
+            message="Pass `device=` to the factory",
+            applicability=Applicability.SAFE if safe else Applicability.UNSAFE,
+        )
+        self.report(node, message, fix=fix)
+
+    def _cuda_move(self, call: cst.Call) -> Optional[Move]:
+        """``.cuda()``, ``.cuda(1)``, ``.cuda(device=d, non_blocking=True)``."""
+        if any(arg.star for arg in call.args):
+            return None
+        foldable = True
+        for index, arg in enumerate(call.args):
+            keyword = arg.keyword.value if arg.keyword is not None else ("device", "non_blocking")[min(index, 1)]
+            if keyword == "memory_format":
+                foldable = False
+            elif keyword not in ("device", "non_blocking"):
+                return None
+        device = argument(call, "device", 0, self.context.lookup)
+        if device.missing or device.value is None:
+            return Move(cst.SimpleString('"cuda"'), known=True, foldable=foldable)
+        if isinstance(device.value, int) and not isinstance(device.value, bool):
+            return Move(cst.SimpleString(f'"cuda:{device.value}"'), known=True, foldable=foldable)
+        if isinstance(device.value, str):
+            assert device.node is not None
+            return Move(device.node.value, known=True, foldable=foldable)
+        # `.cuda(args.gpu)`: `device=None` would mean the CPU where `.cuda(None)` means the
+        # current GPU, so a variable ordinal is reported without a fix.
+        return Move(cst.SimpleString('"cuda"'), known=False, foldable=False)
+
+    def _to_move(self, call: cst.Call) -> Optional[Move]:
+        """``.to(device)``, ``.to(device=d)``; not ``.to(dtype)`` or ``.to(tensor)``."""
+        if any(arg.star for arg in call.args):
+            return None
+        positional = [arg for arg in call.args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+        foldable = True
+        for keyword in keywords:
+            if keyword in ("dtype", "memory_format"):
+                foldable = False
+            elif keyword not in _DROPPABLE and keyword != "device":
+                return None
+        if "device" in keywords:
+            if positional:
+                return None
+            expr = keywords["device"].value
+            target = device_target(expr, self.context)
+            if target is not None and target.host:
+                return None
+            if literal_value(expr, self.context.lookup) is None:
+                return None
+        elif positional:
+            expr = positional[0].value
+            target = device_target(expr, self.context)
+            if target is None or target.host:
+                return None
+            if len(positional) > 1:
+                foldable = False  # .to(device, dtype[, non_blocking, copy])
+        else:
+            return None
+        return Move(expr, known=target is not None and target.known, foldable=foldable)

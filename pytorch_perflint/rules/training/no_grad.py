@@ -1,0 +1,396 @@
+"""No-grad regions and evaluation loops run outside them (TPF203)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import (
+    Callable,
+    Dict,
+    FrozenSet,
+    List,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+)
+
+import libcst as cst
+
+from ...analysis.scope import dotted_name
+from ...analysis.values import literal_value
+from ...context import FileContext
+from .classifiers import (
+    BACKWARD_ATTRS,
+    Loop,
+    call_receiver,
+    callee_key,
+    is_autograd_grad,
+    is_no_grad_expr,
+    is_optimizer_name,
+    is_optimizer_step,
+    last_name,
+    method_name,
+)
+from .loops import _is_main_guard, training_facts, walk
+
+
+# ---------------------------------------------------------------------------------------
+# No-grad regions (TPF203)
+# ---------------------------------------------------------------------------------------
+def under_no_grad(context: "FileContext", ancestors: Sequence[cst.CSTNode]) -> bool:
+    """Whether a node with these ancestors runs with autograd recording off: inside a
+    ``with`` of a no-grad context manager or a function decorated with one, or a decorator
+    that is a same-module function which itself enters no-grad."""
+    for index, node in enumerate(ancestors):
+        if isinstance(node, cst.With):
+            if index + 1 < len(ancestors) and ancestors[index + 1] is not node.body:
+                continue
+            scope = context.scope_for(node, ancestors[:index])
+            if any(is_no_grad_expr(item.item, lambda e: context.qualname(e, scope)) for item in node.items):
+                return True
+        elif isinstance(node, cst.FunctionDef) and decorated_no_grad(context, node, ancestors[:index]):
+            return True
+    return False
+
+
+def decorated_no_grad(context: "FileContext", node: cst.FunctionDef, ancestors: Sequence[cst.CSTNode]) -> bool:
+    if not node.decorators:
+        return False
+    scope = context.scope_for(node, ancestors)
+    wrappers = context.fact(no_grad_wrappers)
+    for decorator in node.decorators:
+        expr = decorator.decorator
+        if is_no_grad_expr(expr, lambda e: context.qualname(e, scope)):
+            return True
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        if isinstance(target, cst.Name) and target.value in wrappers:
+            return True
+    return False
+
+
+def no_grad_wrappers(context: "FileContext") -> FrozenSet[str]:
+    """Names of module-level functions whose body enters no-grad: decorators that wrap it."""
+    names: Set[str] = set()
+    for statement in context.module.body:
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        found: List[bool] = []
+        scope = context.scope_for(statement, [context.module])
+
+        def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+            if found:
+                return False
+            if type(node) is cst.With and any(
+                is_no_grad_expr(item.item, lambda e: context.qualname(e, scope)) for item in node.items
+            ):
+                found.append(True)
+            elif type(node) is cst.Call and is_no_grad_expr(node, lambda e: context.qualname(e, scope)):
+                found.append(True)
+            return True
+
+        walk(statement.body, enter)
+        if found:
+            names.add(statement.name.value)
+    return frozenset(names)
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluation loops (TPF203)
+# ---------------------------------------------------------------------------------------
+# Functions that look like evaluation by name: evaluate, validate_epoch, run_eval, test (but
+# not test_*: those are pytest tests).
+_EVAL_FUNCTION = re.compile(
+    r"^(?:eval|evaluate|evaluation|valid|validate|validation|val|test|infer|inference|predict)"
+    r"(?:_\w*)?$|_(?:eval|evaluate|evaluation|valid|validate|validation|val|test|inference|predict)$"
+)
+
+
+def is_eval_function_name(name: str) -> bool:
+    lowered = name.lower().lstrip("_")
+    if lowered.startswith("test_") or lowered.endswith("_step"):
+        return False
+    return bool(_EVAL_FUNCTION.search(lowered))
+
+
+# Hooks that frameworks (Lightning, HF) already run under no_grad.
+FRAMEWORK_HOOKS = frozenset(
+    {
+        "validation_step",
+        "test_step",
+        "predict_step",
+        "validation_epoch_end",
+        "test_epoch_end",
+        "on_validation_epoch_end",
+        "on_test_epoch_end",
+        "prediction_step",
+        "evaluation_loop",
+        "prediction_loop",
+    }
+)
+# The last name of a callee that is a model: model, net, self.model, netG, base_model.
+MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
+GRAD_ATTRS = frozenset(
+    {
+        "grad",
+        "requires_grad",
+        "requires_grad_",
+        "enable_grad",
+        "retain_grad",
+        "zero_grad",
+        "register_hook",
+        "backward",
+        "jacobian",
+        "hessian",
+        "vjp",
+        "jvp",
+    }
+)
+
+
+def needs_grad_name(name: str) -> bool:
+    """Names that mean a loop trains: an optimizer, a loss scaler (timm's NativeScaler
+    runs backward and step when called), a gradient."""
+    lowered = name.lower()
+    return is_optimizer_name(name) or "scaler" in lowered or lowered in GRAD_ATTRS
+
+
+@dataclass(frozen=True)
+class EvalLoop:
+    """A loop that runs a model forward for evaluation with autograd recording on."""
+
+    node: Loop
+    function: Optional[cst.FunctionDef]
+    has_yield: bool  # wrapping a generator's loop in no_grad would leak into its consumer
+
+
+@dataclass
+class _EFrame:
+    node: Optional[cst.FunctionDef]
+    class_name: Optional[str]
+    eval_named: bool  # named like evaluation and never runs .backward()
+    loops: List["_ELoop"] = field(default_factory=list)
+    mode: Dict[str, str] = field(default_factory=dict)
+    # The conditional branch the last mode call of each model stood in (None: unconditional).
+    branch: Dict[str, Optional[cst.CSTNode]] = field(default_factory=dict)
+
+
+@dataclass
+class _ELoop:
+    node: Loop
+    frame: _EFrame
+    parent: Optional["_ELoop"]
+    end: int = 0  # walk order at which the loop ends
+    forward: bool = False
+    needs_grad: bool = False
+    has_yield: bool = False
+
+
+def could_evaluate(source: str) -> bool:
+    return ".eval(" in source or ".train(" in source or bool(
+        re.search(r"def _*(eval|valid|val|test|infer|predict)", source)
+    )
+
+
+def evaluation_loops(context: "FileContext") -> Tuple[EvalLoop, ...]:
+    """The loops TPF203 reports (use ``context.fact(evaluation_loops)``).
+
+    A loop qualifies when it calls a model that is in eval mode at that point of the same
+    function (``model.eval()`` / ``model.train(False)`` seen before, in source order), or,
+    in a function named like evaluation that never runs ``.backward()``, a callee named like
+    a model (``model``, ``net``), outside any no-grad region; and nothing in the loop needs
+    gradients (``.backward()``, an optimizer step, ``torch.autograd.grad``, ``.grad``,
+    ``requires_grad``, ``enable_grad``, a same-module helper that does). Only the outermost
+    such loop is reported. Silent for a function that same-module code calls inside
+    no-grad (by name, whatever the receiver), for framework hooks, and for modules that
+    switch grad off globally (a bare ``torch.set_grad_enabled(False)``).
+    """
+    if not could_evaluate(context.source):
+        return ()
+    return _EvalWalk(context).run()
+
+
+class _EvalWalk:
+    def __init__(self, context: "FileContext") -> None:
+        self.context = context
+        self.grad_fns = context.fact(training_facts).grad_functions
+        self.frames: List[_EFrame] = [_EFrame(None, None, False)]
+        self.loops: List[_ELoop] = []
+        self.no_grad_called: Set[str] = set()
+        self.globally_off = False
+        self.classes: List[Optional[str]] = [None]
+        self.no_grad_regions: Set[int] = set()  # ids of With/FunctionDef nodes that disable grad
+        self.no_grad_depth = 0
+        self.entered: List[int] = []  # ids of bodies that raised no_grad_depth
+        self.order = 0
+        # (walk order, frame, enclosing loops) of each call that needs gradients.
+        self.grad_events: List[Tuple[int, _EFrame, Tuple[_ELoop, ...]]] = []
+
+    def qualname_at(self, stack: List[cst.CSTNode]) -> Callable[[cst.CSTNode], Optional[str]]:
+        scope = self.context.scope_for(self.context.module, stack)
+        return lambda expr: self.context.qualname(expr, scope)
+
+    def mark(self, attr: str) -> None:
+        frame = self.frames[-1]
+        for loop in frame.loops:
+            setattr(loop, attr, True)
+        if attr == "needs_grad":
+            self.grad_events.append((self.order, frame, tuple(frame.loops)))
+
+    def run(self) -> Tuple[EvalLoop, ...]:
+        walk(self.context.module, self.enter, self.leave)
+        return () if self.globally_off else self.results()
+
+    def enter(self, node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+        self.order += 1
+        if stack and id(stack[-1]) in self.no_grad_regions and node is getattr(stack[-1], "body", None):
+            self.no_grad_depth += 1
+            self.entered.append(id(node))
+        frame = self.frames[-1]
+        if type(node) is cst.ClassDef:
+            self.classes.append(node.name.value)
+        elif type(node) is cst.FunctionDef:
+            name = node.name.value
+            eval_named = is_eval_function_name(name) and not _runs_backward(node)
+            owner = self.classes[-1] if len(stack) >= 2 and type(stack[-2]) is cst.ClassDef else frame.class_name
+            self.frames.append(_EFrame(node, owner, eval_named))
+            if decorated_no_grad(self.context, node, stack):
+                self.no_grad_regions.add(id(node))
+        elif type(node) is cst.Lambda:
+            return False
+        elif type(node) is cst.With:
+            qualname = self.qualname_at(stack)
+            if any(is_no_grad_expr(item.item, qualname) for item in node.items):
+                self.no_grad_regions.add(id(node))
+        elif type(node) in (cst.For, cst.While):
+            loop = _ELoop(node, frame, frame.loops[-1] if frame.loops else None)
+            self.loops.append(loop)
+            frame.loops.append(loop)
+        elif type(node) is cst.Yield:
+            self.mark("has_yield")
+        elif type(node) is cst.Attribute and needs_grad_name(node.attr.value):
+            self.mark("needs_grad")
+        elif type(node) is cst.Name and needs_grad_name(node.value):
+            self.mark("needs_grad")
+        elif type(node) is cst.Expr and type(node.value) is cst.Call:
+            call = node.value
+            if last_name(call.func) == "set_grad_enabled" and is_no_grad_expr(call, self.qualname_at(stack)):
+                self.globally_off = True
+        elif type(node) is cst.Call:
+            self.on_call(node, stack, frame)
+        return True
+
+    def leave(self, node: cst.CSTNode, stack: List[cst.CSTNode]) -> None:
+        if self.entered and self.entered[-1] == id(node):
+            self.entered.pop()
+            self.no_grad_depth -= 1
+        if type(node) is cst.ClassDef:
+            self.classes.pop()
+        elif type(node) is cst.FunctionDef:
+            self.frames.pop()
+        elif type(node) in (cst.For, cst.While):
+            self.frames[-1].loops.pop().end = self.order
+
+    def on_call(self, call: cst.Call, stack: List[cst.CSTNode], frame: _EFrame) -> None:
+        name = method_name(call)
+        receiver = call_receiver(call)
+        owner = dotted_name(receiver) if receiver is not None else None
+        if name in ("eval", "train") and owner:
+            if name == "eval":
+                mode = "eval" if not call.args else "unknown"
+            else:
+                value = literal_value(call.args[0].value) if call.args else True
+                mode = "eval" if value is False else ("train" if value is True else "unknown")
+            frame.mode[owner] = mode
+            frame.branch[owner] = _innermost_branch(stack, frame.node)
+            return
+        called = last_name(call.func)
+        if called is not None and self.no_grad_depth:
+            self.no_grad_called.add(called)
+        key = callee_key(call, frame.class_name)
+        if (
+            name in BACKWARD_ATTRS
+            or (name == "step" and is_optimizer_step(call))
+            or (called == "grad" and is_autograd_grad(call, self.qualname_at(stack)))
+            or (key is not None and key in self.grad_fns)
+        ):
+            self.mark("needs_grad")
+            return
+        if not frame.loops or self.no_grad_depth:
+            return
+        target = receiver if name == "forward" else call.func
+        dotted = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
+        if dotted is None:
+            return
+        mode = frame.mode.get(dotted)
+        branch = frame.branch.get(dotted)
+        if mode == "eval" and branch is not None and not any(node is branch for node in stack):
+            mode = "unknown"  # `if training: model.train() else: model.eval()`: not known here
+        model_like = frame.eval_named and mode is None and bool(MODEL_NAME.match(dotted.rsplit(".", 1)[-1]))
+        if mode == "eval" or model_like:
+            self.mark("forward")
+
+    def _backward_after(self, loop: _ELoop) -> bool:
+        """Whether the function needs gradients after the loop at the loop's own level (not
+        in a separate training loop): outputs collected in the loop may be differentiated."""
+        around: List[_ELoop] = []
+        parent = loop.parent
+        while parent is not None:
+            around.append(parent)
+            parent = parent.parent
+        for order, frame, loops in self.grad_events:
+            if frame is loop.frame and order > loop.end and all(any(l is a for a in around) for l in loops):
+                return True
+        return False
+
+    def results(self) -> Tuple[EvalLoop, ...]:
+        candidates = {id(loop) for loop in self.loops if loop.forward and not loop.needs_grad}
+        result = []
+        for loop in self.loops:
+            if id(loop) not in candidates:
+                continue
+            parent = loop.parent
+            while parent is not None and id(parent) not in candidates:
+                parent = parent.parent
+            if parent is not None:
+                continue
+            function = loop.frame.node
+            if function is not None:
+                name = function.name.value
+                if name in FRAMEWORK_HOOKS or name in self.no_grad_called:
+                    continue
+            if self._backward_after(loop):
+                continue
+            result.append(EvalLoop(loop.node, function, loop.has_yield))
+        return tuple(result)
+
+
+def _innermost_branch(stack: Sequence[cst.CSTNode], function: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """The innermost conditional branch (an ``if``'s body or ``else``, an ``except``) that
+    the node on top of ``stack`` stands in, within its function; None when unconditional."""
+    for index in range(len(stack) - 1, 0, -1):
+        parent, child = stack[index - 1], stack[index]
+        if parent is function:
+            return None
+        if isinstance(parent, cst.If) and child is not parent.test and not _is_main_guard(parent):
+            return child
+        if isinstance(parent, cst.ExceptHandler):
+            return parent
+    return None
+
+
+def _runs_backward(function: cst.FunctionDef) -> bool:
+    """Whether a function runs ``.backward()`` or touches ``.grad`` anywhere."""
+    found: List[bool] = []
+
+    def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+        if found:
+            return False
+        if type(node) is cst.Call and method_name(node) in BACKWARD_ATTRS:
+            found.append(True)
+        elif type(node) is cst.Attribute and node.attr.value in GRAD_ATTRS:
+            found.append(True)
+        return True
+
+    walk(function.body, enter)
+    return bool(found)

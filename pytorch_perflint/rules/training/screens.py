@@ -1,0 +1,232 @@
+"""Second-stage pre-screens on Python's ``ast``, for rules whose trigger words are common.
+
+``ast.parse`` is about 13 times cheaper than the LibCST parse, so a file that passed a
+rule's text pre-screen is checked here for the rough shape of a finding before LibCST sees
+it. Every screen over-approximates what its rule reports: the LibCST visitors stay the
+detectors, these only spare them files that cannot hold a finding.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import functools
+import re
+from typing import FrozenSet, Iterator, Set, Union
+
+from ...analysis.ast_index import (
+    LOOP_TYPES,
+    ast_children,
+    ast_dotted,
+    tree_index,
+    walk_ast,
+)
+from .classifiers import BACKWARD_ATTRS, is_optimizer_name
+from .no_grad import (
+    FRAMEWORK_HOOKS,
+    GRAD_ATTRS,
+    MODEL_NAME,
+    is_eval_function_name,
+    needs_grad_name,
+)
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
+
+
+_NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
+
+
+def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """The nodes under ``root`` that belong to its own frame: not those of nested functions
+    or lambdas (class bodies belong to the enclosing frame, as in the LibCST analysis)."""
+    stack = list(ast_children(root))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack.extend(ast_children(node))
+
+
+def _is_no_grad(expr: ast.AST) -> bool:
+    """Mirrors ``training.is_no_grad_expr`` by spelling: ``no_grad``/``inference_mode``
+    names (not ``inference_mode(False)``), ``set_grad_enabled`` with a value not ``True``."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    name = ast_dotted(target)
+    first = expr.args[0] if isinstance(expr, ast.Call) and expr.args else None
+    if name.rsplit(".", 1)[-1] == "set_grad_enabled":
+        return first is not None and not (isinstance(first, ast.Constant) and first.value is True)
+    if name.rsplit(".", 1)[-1] == "inference_mode" and isinstance(first, ast.Constant) and first.value is False:
+        return False
+    return bool(_NO_GRAD_WORDS.search(name))
+
+
+def _eval_owner(node: ast.AST) -> str:
+    """``m`` for ``m.eval()`` or ``m.train(False)``; else an empty string."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return ""
+    values = [*node.args, *(k.value for k in node.keywords)]
+    if node.func.attr == "eval" and not values:
+        return ast_dotted(node.func.value)
+    if node.func.attr == "train" and values and isinstance(values[0], ast.Constant) and values[0].value is False:
+        return ast_dotted(node.func.value)
+    return ""
+
+
+def _runs_backward(function: Function) -> bool:
+    """Mirrors ``training._runs_backward``: the body calls ``.backward()`` or touches a
+    gradient attribute anywhere (nested functions included)."""
+    for statement in function.body:
+        for node in walk_ast(statement):
+            if isinstance(node, ast.Attribute) and node.attr in GRAD_ATTRS:
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in BACKWARD_ATTRS:
+                return True
+    return False
+
+
+def _forward_target(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        return ast_dotted(func.value)
+    return ast_dotted(func)
+
+
+def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool) -> bool:
+    """The loop calls a model in eval mode (or, in a function named like evaluation, a callee
+    named like a model) outside a no-grad block, and no name in it says it needs gradients."""
+    forward = False
+    stack = [(child, False) for child in ast_children(loop)]
+    while stack:
+        node, no_grad = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Attribute) and needs_grad_name(node.attr):
+            return False
+        if isinstance(node, ast.Name) and needs_grad_name(node.id):
+            return False
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_no_grad(i.context_expr) for i in node.items):
+            no_grad = True
+        elif isinstance(node, ast.Call) and not no_grad and not forward:
+            target = _forward_target(node)
+            forward = bool(target) and (
+                target in owners or eval_named and MODEL_NAME.match(target.rsplit(".", 1)[-1]) is not None
+            )
+        stack.extend((child, no_grad) for child in ast_children(node))
+    return forward
+
+
+def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
+    """Some loop of this frame (the module or one function) outside a no-grad ``with``
+    qualifies."""
+    owners = {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner}
+    if not owners and not eval_named:
+        return False
+    stack = list(ast_children(frame))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_no_grad(i.context_expr) for i in node.items):
+            continue
+        if isinstance(node, LOOP_TYPES) and _loop_qualifies(node, owners, eval_named):
+            return True
+        stack.extend(ast_children(node))
+    return False
+
+
+def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
+    """What TPF203's LibCST analysis reports, over-approximated: outside framework hooks, a
+    frame (the module or a function not decorated no-grad) whose loop
+    calls a model it put in eval mode (or, when the function is named like evaluation and
+    never runs backward, a callee named like a model) outside a no-grad ``with``, and nothing
+    in that loop needs gradients."""
+    index = tree_index(tree)
+    eval_lines = sorted(call.lineno for call in index.calls if _eval_owner(call))
+    if not eval_lines and not any(is_eval_function_name(f.name) for f in index.functions):
+        return False  # nothing is put in eval mode and nothing is named like evaluation
+
+    def sets_eval_mode(node: ast.AST) -> bool:
+        """Some ``m.eval()`` lies within the node's lines (cheaper than walking it)."""
+        at = bisect.bisect_left(eval_lines, node.lineno)  # type: ignore[attr-defined]
+        return at < len(eval_lines) and eval_lines[at] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
+
+    if eval_lines and _frame_could_evaluate(tree, eval_named=False):
+        return True
+    for function in index.functions:
+        if function.name in FRAMEWORK_HOOKS or any(_is_no_grad(d) for d in function.decorator_list):
+            continue
+        eval_named = is_eval_function_name(function.name) and not _runs_backward(function)
+        if (eval_named or sets_eval_mode(function)) and _frame_could_evaluate(function, eval_named):
+            return True
+    return False
+
+
+def _last_name(node: ast.AST) -> str:
+    """``c`` for ``a.b.c``, ``a[0].c`` or ``c``; else an empty string (``training.last_name``)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+@functools.lru_cache(maxsize=1)
+def _optimizer_targets(tree: ast.Module) -> FrozenSet[str]:
+    """Over-approximates ``training``'s optimizer names (targets bound to a ``torch.optim``
+    constructor): every dotted target assigned a call of a capitalised name."""
+    targets: Set[str] = set()
+    for node in tree_index(tree).assignments:
+        value = node.value
+        if isinstance(value, ast.Call) and _last_name(value.func)[:1].isupper():
+            found = node.targets if isinstance(node, ast.Assign) else [node.target]
+            targets.update(filter(None, map(ast_dotted, found)))
+    return frozenset(targets)
+
+
+def _is_training_call(node: ast.AST, tree: ast.Module) -> bool:
+    """``x.backward(...)``, ``backward(...)``, ``x.manual_backward(...)``, or a ``.step()``
+    that ``training.is_optimizer_step`` could take for an optimizer step (its receiver named
+    like an optimizer, a scaler given an optimizer, or a name bound to a constructor)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id == "backward"
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in BACKWARD_ATTRS:
+        return True
+    if func.attr != "step":
+        return False
+    name = _last_name(func.value)
+    if not name:
+        return False
+    if ast_dotted(func.value) in _optimizer_targets(tree):
+        return True
+    if "scaler" in name.lower():
+        return bool(node.args or node.keywords)
+    return is_optimizer_name(name)
+
+
+def could_have_training_loop(tree: ast.Module) -> bool:
+    """The rough shape of ``training.training_facts``' training loops: the file calls
+    backward or an optimizer's ``.step()`` somewhere, and some loop calls one itself or calls a function
+    (or method) defined in this file, which may be a training-step helper."""
+    if not calls_training_step(tree):
+        return False
+    index = tree_index(tree)
+    defined = {function.name for function in index.functions}
+    for call in index.calls_in_loops:
+        if _is_training_call(call, tree):
+            return True
+        func = call.func
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if called in defined:
+            return True
+    return False
+
+
+def calls_training_step(tree: ast.Module) -> bool:
+    """Some call to backward, or a ``.step()`` that could be an optimizer's, in the code."""
+    return any(_is_training_call(call, tree) for call in tree_index(tree).calls)

@@ -1,0 +1,308 @@
+"""TPF202 host-sync-in-training-loop."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
+
+import libcst as cst
+
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .classifiers import callee_key, last_name, method_name
+from .host_syncs import is_sync_call
+from .loops import (
+    guarded_between,
+    loop_bound_names,
+    step_loop_around,
+    training_facts,
+    walk,
+)
+from .screens import could_have_training_loop
+from .test_code import in_test_code
+
+_CONVERSIONS = frozenset({"float", "int", "bool"})
+# torch functions whose result is a tensor that float()/int() would sync on.
+_TORCH_REDUCTIONS = frozenset(
+    f"torch.{n}" for n in ("sum", "mean", "max", "min", "norm", "argmax", "count_nonzero", "any", "all", "isnan", "isfinite")
+)
+_PREAMBLE = "import torch\nmodel.cuda()\n"
+
+
+# Methods whose result is already on the host: printing or converting it syncs nothing more.
+_HOST_RESULTS = frozenset({"item", "tolist", "numpy", "cpu"})
+
+
+class HostSyncInTrainingLoop(Rule):
+    """## What it does
+    Flags device-to-host synchronisations that run on every iteration of a training loop (a
+    loop whose body runs `.backward()` or an optimizer `.step()`): `.item()`, `.cpu()`,
+    `.tolist()`, `.to("cpu")`, `float(loss)`/`int(t)`/`bool(t)` on a tensor, `print(loss)`,
+    `torch.cuda.synchronize()`, and calls of same-module helpers that do one of these.
+    Silent for syncs under a guard (`if step % log_every == 0:`), after the loop, and in
+    modules that never use CUDA.
+
+    ## Why is this bad?
+    CUDA kernels run asynchronously: the Python loop normally queues the next step while
+    the GPU still works on the current one. Reading a value on the host makes the CPU wait
+    until every queued kernel has finished, so the GPU idles while Python prepares the
+    next step. One `.item()` per step can cost a large share of step time on small models.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        running_loss += loss.item()
+    ```
+
+    ## Use instead
+    ```python
+    running_loss = torch.zeros((), device="cuda")
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+        running_loss += loss.detach()
+        if step % log_every == 0:
+            print(running_loss.item() / (step + 1))
+    ```
+
+    ## Fix safety
+    There is no automatic fix: where to accumulate and how often to sync depends on what
+    the value is for. The message says what to do.
+    """
+
+    code = "TPF202"
+    name = "host-sync-in-training-loop"
+    message = (
+        "`{what}` waits for the GPU on every training step; accumulate on the device "
+        "(`total += loss.detach()`) and sync every N steps"
+    )
+    fix_applicability = Applicability.DISPLAY_ONLY
+    triggers = (".backward(", ".step(")  # a training loop
+    needs_cuda = True
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """Some loop trains: it runs backward or a step, or calls a helper defined here."""
+        return could_have_training_loop(tree)
+
+    VALID = (
+        # Text formatted from host values only.
+        _PREAMBLE + "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n"
+        "    print('batch %d of %s' % (len(x), name))\n    print('{} {}'.format(step, name))\n",
+        # CPU-only module
+        "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n    print(loss.item())\n",
+        # guarded
+        _PREAMBLE + "for i, (x, y) in enumerate(loader):\n    loss = f(x)\n    loss.backward()\n"
+        "    opt.step()\n    if i % 100 == 0:\n        print(loss.item())\n",
+        # after the loop
+        _PREAMBLE + "for x in loader:\n    loss = f(x)\n    loss.backward()\nprint(loss.item())\n",
+        # not a training loop
+        _PREAMBLE + "for x in loader:\n    acc += (model(x) == y).sum().item()\n",
+        # scheduler step is not an optimizer step
+        _PREAMBLE + "for epoch in range(10):\n    scheduler.step()\n    print(lr.item())\n",
+        # an epoch loop around a training helper
+        _PREAMBLE + "def train(loader):\n    for x in loader:\n        f(x).backward()\n        opt.step()\n"
+        "for epoch in range(3):\n    train(loader)\n    print(acc.item())\n",
+        # int() of a non-tensor
+        _PREAMBLE + "for x in loader:\n    f(x).backward()\n    opt.step()\n    n = int(args.steps)\n",
+    )
+    INVALID = (
+        Invalid(
+            _PREAMBLE + "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n"
+            "    total += loss.item()\n",
+            line=7,
+        ),
+        # The loss formatted into the printed text: `%` and `str.format` convert it too.
+        Invalid(
+            _PREAMBLE + "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n"
+            "    print('step %d loss %.4f' % (step, loss))\n",
+            line=7,
+        ),
+        Invalid(
+            _PREAMBLE + "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n"
+            "    print('loss {:.4f}'.format(loss))\n",
+            line=7,
+        ),
+        Invalid(
+            _PREAMBLE + "for x, y in loader:\n    d_loss = f(x, y)\n    d_loss.backward()\n    opt.step()\n"
+            "    print('[D loss: %f]' % (d_loss.data[0],))\n",
+            line=7,
+        ),
+        Invalid(
+            _PREAMBLE + "def step(x):\n    loss = f(x)\n    loss.backward()\n    optimizer.step()\n"
+            "    return loss.item()\nfor x in loader:\n    step(x)\n",
+            line=9,
+        ),
+        Invalid(
+            _PREAMBLE + "for x in loader:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n"
+            "    torch.cuda.synchronize()\n",
+            line=7,
+        ),
+        Invalid(
+            _PREAMBLE + "for x in loader:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n    losses.append(float(loss))\n",
+            line=7,
+        ),
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._tensor_names: Dict[int, Set[str]] = {}
+        self._loop_names: Dict[int, FrozenSet[str]] = {}
+        self._rollouts: Dict[int, bool] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        what = self._sync_kind(node)
+        if what is None:
+            return
+        ancestors = self.context.ancestors
+        if ancestors and ancestors[-1] is node:
+            ancestors = ancestors[:-1]
+        around = step_loop_around(self.context, ancestors)
+        if around is None:
+            return
+        index, loop = around
+        if in_test_code(ancestors, self.context.path) or any(isinstance(a, cst.Assert) for a in ancestors[index:]):
+            return
+        if guarded_between([*ancestors[index:], node], self._bound_names(loop.node)):
+            return
+        if any(isinstance(a, (cst.For, cst.While)) and self._rollout(a) for a in ancestors[index:]):
+            return
+        if what == "tensor" and not self._on_tensor(node, loop.node):
+            return
+        label = self.context.code_for(node.func) + "(...)" if what in ("tensor", "helper") else what
+        self.report(node, message=self.message.format(what=label))
+
+    def _rollout(self, loop: cst.CSTNode) -> bool:
+        """A reinforcement-learning rollout (``env.step(action.item())``): the environment
+        needs the action on the host every step, so the sync cannot be deferred."""
+        cached = self._rollouts.get(id(loop))
+        if cached is None:
+            found: List[bool] = []
+
+            def enter(child: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> bool:
+                if found or isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                    return False
+                if isinstance(child, cst.Call) and method_name(child) == "step" and child.args:
+                    receiver = last_name(child.func.value)  # type: ignore[union-attr]
+                    if receiver is not None and "env" in receiver.lower():
+                        found.append(True)
+                return True
+
+            walk(loop, enter)
+            cached = self._rollouts[id(loop)] = bool(found)
+        return cached
+
+    def _bound_names(self, loop: cst.CSTNode) -> FrozenSet[str]:
+        cached = self._loop_names.get(id(loop))
+        if cached is None:
+            cached = self._loop_names[id(loop)] = loop_bound_names(loop)  # type: ignore[arg-type]
+        return cached
+
+    def _sync_kind(self, node: cst.Call) -> Optional[str]:
+        name = method_name(node)
+        if name is not None:
+            if name in ("item", "cpu", "tolist", "numpy", "to", "synchronize"):
+                if is_sync_call(node, self.context.qualname):
+                    return "torch.cuda.synchronize()" if name == "synchronize" else f".{name}()"
+                return None
+        func = node.func
+        if isinstance(func, cst.Name):
+            if func.value == "synchronize" and self.context.qualname(func) == "torch.cuda.synchronize":
+                return "torch.cuda.synchronize()"
+            if func.value in _CONVERSIONS or func.value == "print":
+                return "tensor" if node.args and self.context.lookup(func.value) is None else None
+        facts = self.context.fact(training_facts)
+        if facts.sync_helpers:
+            key = callee_key(node, self._class_name())
+            if key is not None and key in facts.sync_helpers:
+                return "helper"
+        return None
+
+    def _class_name(self) -> Optional[str]:
+        for ancestor in reversed(self.context.ancestors):
+            if type(ancestor) is cst.ClassDef:
+                return ancestor.name.value
+        return None
+
+    # -- is the argument of float()/int()/bool()/print() a tensor? -----------------------------
+    def _on_tensor(self, node: cst.Call, loop: cst.CSTNode) -> bool:
+        names = self._loss_names(loop)
+        func = node.func
+        assert isinstance(func, cst.Name)
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if func.value != "print":
+            return len(args) == 1 and self._is_tensor(args[0], names)
+        return any(self._is_tensor(value, names) for arg in args for value in _formatted_values(arg))
+
+    def _is_tensor(self, expr: cst.BaseExpression, names: Set[str]) -> bool:
+        if isinstance(expr, cst.Name):
+            return expr.value in names
+        if isinstance(expr, cst.Subscript):  # `loss[0]`, old code's `loss.data[0]`
+            return self._is_tensor(expr.value, names)
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            return self._is_tensor(expr.value, names)
+        if isinstance(expr, cst.Call):
+            if self.context.qualname(expr.func) in _TORCH_REDUCTIONS:
+                return True
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _HOST_RESULTS:
+                # `print(loss.item())`: the `.item()` is the sync (reported on its own);
+                # what print gets is already on the host.
+                return False
+            root = expr.func
+            while isinstance(root, (cst.Attribute, cst.Call)):
+                root = root.value if isinstance(root, cst.Attribute) else root.func
+            return isinstance(root, cst.Name) and root.value in names and isinstance(expr.func, cst.Attribute)
+        return False
+
+    def _loss_names(self, loop: cst.CSTNode) -> Set[str]:
+        """Names whose ``.backward()`` the loop runs: the losses, known to be tensors."""
+        cached = self._tensor_names.get(id(loop))
+        if cached is not None:
+            return cached
+        names: Set[str] = set()
+
+        def enter(child: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> bool:
+            if isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(child, cst.Call) and method_name(child) == "backward":
+                receiver = child.func.value  # type: ignore[union-attr]
+                positional = [a.value for a in child.args if a.keyword is None and isinstance(a.value, cst.Name)]
+                if positional:  # accelerator.backward(loss), y.backward(grad)
+                    names.update(a.value for a in positional)
+                if isinstance(receiver, cst.Name):
+                    names.add(receiver.value)
+                elif isinstance(receiver, cst.Call):
+                    names.update(a.value.value for a in receiver.args if isinstance(a.value, cst.Name))
+            return True
+
+        walk(loop, enter)
+        self._tensor_names[id(loop)] = names
+        return names
+
+
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+def _formatted_values(arg: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """What a ``print`` argument shows: the argument itself, the expressions of an
+    f-string, the values of ``"..." % (a, b)`` and of ``"...".format(a, b)`` (each turns a
+    tensor into text, which copies it to the host)."""
+    yield arg
+    if isinstance(arg, cst.FormattedString):
+        for part in arg.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                yield part.expression
+    elif isinstance(arg, cst.BinaryOperation) and isinstance(arg.operator, cst.Modulo):
+        if isinstance(arg.left, _STRINGS):
+            right = arg.right
+            if isinstance(right, cst.Tuple):
+                yield from (e.value for e in right.elements if not isinstance(e, cst.StarredElement))
+            else:
+                yield right
+    elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "format":
+        if isinstance(arg.func.value, _STRINGS):
+            yield from (a.value for a in arg.args if not a.star)

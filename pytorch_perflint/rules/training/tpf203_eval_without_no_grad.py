@@ -1,0 +1,144 @@
+"""TPF203 eval-without-no-grad."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Union
+
+import libcst as cst
+
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .no_grad import evaluation_loops, is_eval_function_name
+from .screens import could_evaluate_without_no_grad
+from .test_code import in_test_code
+
+_LOOP = "model.eval()\nfor x, y in loader:\n    out = model(x)\n"
+
+
+_EVAL_MODE = re.compile(r"\.eval\(\s*\)|\.train\(\s*(?:mode\s*=\s*)?False")
+# No leading \b: a pattern that starts with a literal is searched for many times faster,
+# and a stray "undef x" only adds a name to check.
+_DEF_NAME = re.compile(r"def\s+(\w+)")
+
+
+class EvalWithoutNoGrad(Rule):
+    """## What it does
+    Flags an evaluation loop that runs a model forward with autograd recording on: a loop
+    calling a model that was put in eval mode (`model.eval()`) earlier in the same function,
+    or one in a function named like evaluation (`evaluate`, `validate`, `test`, `predict`)
+    that never calls `.backward()`, outside `torch.no_grad()`, `torch.inference_mode()` and
+    `torch.set_grad_enabled(False)`. Silent for functions decorated with `@torch.no_grad()` /
+    `@torch.inference_mode()` (or a decorator that wraps them), for functions that
+    same-module code calls inside no-grad, and for loops that need gradients (`.backward()`,
+    `torch.autograd.grad`, an optimizer step: adversarial evaluation, a linear probe on a
+    frozen backbone). `Variable(x, volatile=True)` does nothing since torch 0.4.
+
+    ## Why is this bad?
+    With autograd on, every forward records the graph and keeps every intermediate
+    activation alive until the output is freed: evaluation then uses several times the
+    memory (so smaller batches) and spends time building a graph nobody differentiates.
+    `model.eval()` only switches dropout and batch norm to inference behaviour; it does not
+    turn autograd off.
+
+    ## Example
+    ```python
+    model.eval()
+    for x, y in val_loader:
+        correct += (model(x).argmax(1) == y).sum()
+    ```
+
+    ## Use instead
+    ```python
+    model.eval()
+    with torch.no_grad():
+        for x, y in val_loader:
+            correct += (model(x).argmax(1) == y).sum()
+    ```
+
+    ## Fix safety
+    The fix wraps the loop in `with torch.no_grad():`. It is unsafe: code that needs the
+    outputs to carry gradients (a backward after the loop through tensors collected in it)
+    changes meaning. Loops that `yield` get no fix: the no-grad mode would leak into the
+    generator's consumer.
+    """
+
+    code = "TPF203"
+    name = "eval-without-no-grad"
+    message = "Evaluation loop runs the model with autograd on; wrap it in `with torch.no_grad():`"
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("eval", "valid", "test", "infer", "predict", ".train(")
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """A loop, and eval mode switched on or a function named like evaluation."""
+        if "for " not in source and "while " not in source:
+            return False
+        if _EVAL_MODE.search(source):
+            return True
+        return any(is_eval_function_name(name) for name in _DEF_NAME.findall(source))
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """An evaluating function runs a loop outside a no-grad block."""
+        return could_evaluate_without_no_grad(tree)
+
+
+    VALID = (
+        "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        out = model(x)\n",
+        "import torch\n@torch.no_grad()\ndef evaluate(model, loader):\n    model.eval()\n    for x in loader:\n"
+        "        out = model(x)\n",
+        "import torch\ndef evaluate(model, loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n"
+        "with torch.no_grad():\n    evaluate(model, loader)\n",
+        "model.eval()\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n",
+        "model.train()\nfor x in loader:\n    out = model(x)\n",
+        "import torch\nmodel.eval()\nfor x in loader:\n    with torch.inference_mode():\n        out = model(x)\n",
+        "import torch\nmodel.eval()\nfor x in loader:\n    with torch.set_grad_enabled(phase == 'train'):\n"
+        "        out = model(x)\n",
+        "def test_forward():\n    for x in inputs:\n        model(x)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n" + _LOOP,
+            line=3,
+            expected_fix="import torch\nmodel.eval()\nwith torch.no_grad():\n    for x, y in loader:\n"
+            "        out = model(x)\n",
+        ),
+        Invalid(
+            "import torch as th\ndef validate(net, loader):\n    # score\n    for x, y in loader:\n        acc = net(x)\n",
+            line=4,
+            expected_fix="import torch as th\ndef validate(net, loader):\n    # score\n    with th.no_grad():\n"
+            "        for x, y in loader:\n            acc = net(x)\n",
+        ),
+        Invalid(_LOOP, line=2, expected_fix="import torch\n\nmodel.eval()\nwith torch.no_grad():\n    for x, y in loader:\n        out = model(x)\n"),
+        Invalid(
+            "import torch\nfor epoch in range(3):\n    model.train()\n    for x in train:\n        model(x).sum().backward()\n"
+            "    model.eval()\n    for x in val:\n        model(x)\n",
+            line=7,
+        ),
+    )
+
+    def visit_For(self, node: cst.For) -> None:
+        self._check(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node)
+
+    def _check(self, node: Union[cst.For, cst.While]) -> None:
+        for loop in self.context.fact(evaluation_loops):
+            if loop.node is node and not in_test_code(self.context.ancestors, self.context.path):
+                self.report(node, fix=None if loop.has_yield else self._wrap(node))
+                return
+
+    def _wrap(self, node: Union[cst.For, cst.While]):
+        ref = self.context.torch_ref()
+        if ref is None:
+            return None
+        name, imports = ref
+        wrapped = cst.With(
+            items=[cst.WithItem(cst.parse_expression(f"{name}.no_grad()"))],
+            body=cst.IndentedBlock(body=[node.with_changes(leading_lines=())]),
+            leading_lines=node.leading_lines,
+        )
+        return self.fix([(node, wrapped)], "Wrap the loop in `with torch.no_grad():`", imports=imports)

@@ -1,0 +1,101 @@
+"""TPF601 training-without-autocast."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Union
+
+import libcst as cst
+
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .loops import training_facts
+from .screens import could_have_training_loop
+
+# Anything that says the script already chose its precision: autocast/AMP, half or bf16
+# models, TF32, or a framework (Accelerate, Lightning, DeepSpeed, HF Trainer, apex) that
+# sets it.
+_PRECISION = re.compile(
+    r"autocast|GradScaler|\bamp\b|\.half\(|float16|bfloat16|\bbf16\b|\bfp16\b|mixed_precision|precision\s*=\s*[\"'\d]"
+    r"|tf32|set_float32_matmul_precision|Accelerator|deepspeed|\bapex\b|lightning|Trainer\(|\.to\(\s*dtype"
+)
+_LOOP = (
+    "import torch\nmodel = Net().cuda()\nfor x, y in loader:\n    loss = crit(model(x.cuda()), y.cuda())\n"
+    "    loss.backward()\n    opt.step()\n"
+)
+
+
+class TrainingWithoutAutocast(Rule):
+    """## What it does
+    Flags a CUDA training loop (a loop that runs `.backward()` and an optimizer step, itself
+    or through same-module helpers) in a module with no `torch.autocast` /
+    `torch.amp.autocast`, no `GradScaler`, no half or bfloat16 model, no TF32 setting and
+    no framework that sets the precision (Accelerate, Lightning, DeepSpeed, a `Trainer`).
+    The loop header is reported.
+
+    ## Why is this bad?
+    In float32 the GPU's tensor cores sit mostly idle: matrix multiplies and convolutions in
+    float16/bfloat16 under autocast run several times faster and halve activation memory,
+    while autocast keeps numerically sensitive ops in float32.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    There is no automatic fix: float16 needs a `GradScaler`, bfloat16 needs hardware
+    support, and the accuracy impact must be checked on the user's model.
+    """
+
+    code = "TPF601"
+    name = "training-without-autocast"
+    message = (
+        "CUDA training loop runs in float32; use `torch.autocast('cuda', dtype=torch.bfloat16)` "
+        "(or float16 with a GradScaler) for the forward pass"
+    )
+    fix_applicability = Applicability.DISPLAY_ONLY
+    triggers = (".backward(",)  # a training loop
+    needs_cuda = True
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """Some loop trains: it runs backward or a step, or calls a helper defined here."""
+        return could_have_training_loop(tree)
+    preview = True
+
+    VALID = (
+        "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    opt.step()\n",
+        _LOOP.replace("    loss = crit", "    with torch.autocast('cuda'):\n        loss = crit"),
+        _LOOP.replace("Net().cuda()", "Net().cuda().half()"),
+        "from accelerate import Accelerator\n" + _LOOP,
+        _LOOP.replace("    opt.step()\n", ""),
+    )
+    INVALID = (Invalid(_LOOP, line=3),)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._check(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node)
+
+    def _check(self, node: Union[cst.For, cst.While]) -> None:
+        loop = self.context.fact(training_facts).loop(node)
+        if loop is None or not (loop.is_step_loop and loop.backward and loop.step):
+            return
+        if _PRECISION.search(self.context.source):
+            return
+        self.report(node)

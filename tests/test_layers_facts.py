@@ -1,0 +1,129 @@
+"""The module-structure facts: which layer feeds which, and which models are convolutional."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Tuple
+
+import libcst as cst
+
+from pytorch_perflint.context import FileContext
+from pytorch_perflint.rules.layers.conv_models import conv_model_builds
+from pytorch_perflint.rules.layers.module_facts import module_facts
+from pytorch_perflint.testing import settings_with
+
+
+def _context(source: str) -> FileContext:
+    return FileContext(Path("example.py"), source, cst.parse_module(source), settings_with({}))
+
+
+def _feeds(source: str) -> List[Tuple[str, str, str]]:
+    context = _context(source)
+    facts = context.fact(module_facts)
+    short = lambda name: name.rsplit(".", 1)[-1]  # noqa: E731
+    return [(short(f.source.qualname), short(f.target.qualname), f.how) for f in facts.feeds]
+
+
+def test_sequential_arguments_and_star_lists() -> None:
+    source = (
+        "import torch.nn as nn\n"
+        "def f(c):\n"
+        "    layers = [nn.Conv2d(3, c, 3)]\n"
+        "    layers.append(nn.BatchNorm2d(c))\n"
+        "    layers += [nn.ReLU(), nn.Linear(c, c), nn.BatchNorm1d(c)]\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _feeds(source) == [
+        ("Conv2d", "BatchNorm2d", "sequential"),
+        ("BatchNorm2d", "ReLU", "sequential"),
+        ("ReLU", "Linear", "sequential"),
+        ("Linear", "BatchNorm1d", "sequential"),
+    ]
+
+
+def test_conditional_append_breaks_adjacency() -> None:
+    source = (
+        "from torch import nn\n"
+        "def f(c, bn):\n"
+        "    layers = [nn.Conv2d(3, c, 3)]\n"
+        "    if bn:\n"
+        "        layers.append(nn.BatchNorm2d(c))\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _feeds(source) == []
+
+
+def test_list_changed_otherwise_is_not_trusted() -> None:
+    source = (
+        "from torch import nn\n"
+        "def f(c):\n"
+        "    layers = [nn.Conv2d(3, c, 3), nn.BatchNorm2d(c)]\n"
+        "    layers.reverse()\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _feeds(source) == []
+
+
+def test_forward_flow_through_attributes() -> None:
+    source = (
+        "from torch import nn\n"
+        "class B(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n"
+        "        self.bn = nn.BatchNorm2d(8)\n"
+        "        self.act = nn.ReLU()\n"
+        "    def forward(self, x):\n"
+        "        x = self.conv(x)\n"
+        "        x = self.bn(x)\n"
+        "        return self.act(x)\n"
+    )
+    assert _feeds(source) == [("Conv2d", "BatchNorm2d", "forward"), ("BatchNorm2d", "ReLU", "forward")]
+
+
+def test_attribute_assigned_twice_is_unknown() -> None:
+    source = (
+        "from torch import nn\n"
+        "class B(nn.Module):\n"
+        "    def __init__(self, bn):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n"
+        "        self.bn = nn.BatchNorm2d(8) if bn else nn.Identity()\n"
+        "    def forward(self, x):\n"
+        "        return self.bn(self.conv(x))\n"
+    )
+    context = _context(source)
+    facts = context.fact(module_facts)
+    assert [a for a, _ in facts.classes[0].attributes] == ["conv"]
+    assert facts.feeds == ()
+
+
+def test_conv_model_builds() -> None:
+    source = (
+        "import torch\n"
+        "import torchvision\n"
+        "import timm\n"
+        "from torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.c = nn.Conv2d(1, 8, 3)\n"
+        "class Wrapper(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.net = Net()\n"
+        "class MLP(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(8, 8)\n"
+        "a = Wrapper().cuda()\n"
+        "b = torchvision.models.resnet18()\n"
+        "c = timm.create_model('convnext_tiny')\n"
+        "d = timm.create_model('vit_base_patch16_224')\n"
+        "e = MLP().cuda()\n"
+        "f = nn.DataParallel(Net())\n"
+        "g = build(cfg)\n"
+    )
+    context = _context(source)
+    targets = [(b.target, b.inside_model) for b in context.fact(conv_model_builds)]
+    assert targets == [("self.c", True), ("self.net", True), ("a", False), ("b", False), ("c", False), ("f", False)]
