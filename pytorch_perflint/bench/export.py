@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional, Sequence
 from .. import __version__ as tool_version
 from .harness import Options, ScenarioResult
 from .machine import Machine
-from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR
+from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, as_dict
 
 SCHEMA_VERSION = 1
 
@@ -54,15 +54,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
         "device": result.device,
         "needs": str(scenario.needs),
         "size": result.size,
-        "verdict": {
-            "kind": str(verdict.kind),
-            "reason": verdict.reason,
-            "ratio_median": verdict.ratio_median,
-            "ratio_min": verdict.ratio_min,
-            "ratio_max": verdict.ratio_max,
-            "noise_threshold": verdict.threshold,
-            "rounds": verdict.rounds,
-        },
+        "verdict": as_dict(verdict),
         "checks": {
             "ok": result.ok,
             "problems": list(result.problems),

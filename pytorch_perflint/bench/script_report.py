@@ -17,7 +17,7 @@ from .machine import Machine
 from .report import _STYLES, format_seconds
 from .script_fingerprints import Agreement, reasons
 from .script_session import Outcome, Session
-from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, Kind, Verdict
+from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, Kind, Verdict, as_dict
 
 SCHEMA_VERSION = 1
 
@@ -226,18 +226,6 @@ def _threads(request: Any, machine: Machine) -> str:
 # JSON
 
 
-def _verdict_dict(verdict: Verdict) -> Dict[str, Any]:
-    return {
-        "kind": str(verdict.kind),
-        "reason": verdict.reason,
-        "ratio_median": verdict.ratio_median,
-        "ratio_min": verdict.ratio_min,
-        "ratio_max": verdict.ratio_max,
-        "noise_threshold": verdict.threshold,
-        "rounds": verdict.rounds,
-    }
-
-
 def _agreement_dict(agreement: Optional[Agreement]) -> Optional[Dict[str, Any]]:
     if agreement is None:
         return None
@@ -295,7 +283,7 @@ def run_dict(session: Session, machine: Machine, started: datetime.datetime, fin
                 "label": _label(o),
                 "fix": dataclasses.asdict(o.program.fix) if o.program.fix else None,
                 "skip": o.program.skip,
-                "verdict": _verdict_dict(o.verdict),
+                "verdict": as_dict(o.verdict),
                 "ratios": list(o.ratios),
                 "fingerprint": _agreement_dict(o.agreement),
                 "failure": o.failure,

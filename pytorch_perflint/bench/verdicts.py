@@ -28,7 +28,7 @@ import enum
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 NOISE_FLOOR = 1.01
 MEANINGFUL = 1.05
@@ -62,6 +62,19 @@ class Verdict:
     @property
     def label(self) -> str:
         return f"{self.kind}: {self.reason}" if self.kind is Kind.SKIPPED and self.reason else str(self.kind)
+
+
+def as_dict(verdict: Verdict) -> Dict[str, Any]:
+    """A verdict as the JSON reports write it (scenario runs and ``bench SCRIPT``)."""
+    return {
+        "kind": str(verdict.kind),
+        "reason": verdict.reason,
+        "ratio_median": verdict.ratio_median,
+        "ratio_min": verdict.ratio_min,
+        "ratio_max": verdict.ratio_max,
+        "noise_threshold": verdict.threshold,
+        "rounds": verdict.rounds,
+    }
 
 
 def skipped(reason: str) -> Verdict:
