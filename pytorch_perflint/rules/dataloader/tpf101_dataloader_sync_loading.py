@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Sequence, Tuple
+from typing import Sequence
 
 import libcst as cst
 
 from ...analysis.call_edits import with_argument_value, with_keyword
-from ...analysis.walk import child_nodes
+from ...analysis.walk import name_uses
 from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
@@ -202,7 +202,7 @@ def _read_once(context: FileContext, call: cst.Call) -> bool:
     if scope.is_class or scope.lookup_value(target.value) is not call:
         return False
     uses = 0
-    for name, path in _names_with_parents(scope.node, target.value):
+    for name, path in name_uses(scope.node, target.value):
         if name is target:
             continue
         if not _in_next_iter(context, path, name):
@@ -234,18 +234,3 @@ def _builtin_call(context: FileContext, node: cst.CSTNode, name: str) -> bool:
     if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != name:
         return False
     return not context.scope.binds_in_chain(name)
-
-
-def _names_with_parents(root: cst.CSTNode, name: str) -> Iterator[Tuple[cst.Name, Tuple[cst.CSTNode, ...]]]:
-    """Every ``Name`` node spelling ``name`` under ``root``, with its ancestors (attribute
-    names and keywords, which are not references, are left out)."""
-    stack: List[Tuple[cst.CSTNode, Tuple[cst.CSTNode, ...]]] = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if type(node) is cst.Name:
-            if node.value == name:
-                yield node, path
-            continue
-        below = path + (node,)
-        skip = node.attr if type(node) is cst.Attribute else node.keyword if type(node) is cst.Arg else None
-        stack.extend((child, below) for child in child_nodes(node) if child is not skip)
