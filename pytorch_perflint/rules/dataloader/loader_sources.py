@@ -185,8 +185,8 @@ class LoaderSourceResolver:
             return self._with_caller_loops(self.union(branches, depth), path, loops)
         unpacked = self.unpacked(expr.value, scope)
         if unpacked is not None:
-            call, index, call_path = unpacked
-            inner = self.returned(call, call_path, (), depth + 1, index)
+            parts = [self.returned(call, call_path, (), depth + 1, index) for call, index, call_path in unpacked]
+            inner = Resolution(tuple(s for part in parts for s in part.sources), all(part.complete for part in parts))
             return self._with_caller_loops(inner, path, loops)
         function = _enclosing_function(path)
         if function is None or scope.node is not function:
@@ -195,9 +195,11 @@ class LoaderSourceResolver:
             return _NOTHING  # rebound somewhere in the function, or not a parameter
         return self.parameter(function, expr.value, loops, depth)
 
-    def unpacked(self, name: str, scope: Scope) -> Optional[Tuple[cst.Call, int, Path]]:
+    def unpacked(self, name: str, scope: Scope) -> Optional[List[Tuple[cst.Call, int, Path]]]:
         """``train_loader, val_loader = make_loaders()``: the call and the position, when
-        that statement is the name's only binding in the scope that binds it."""
+        such statements are the name's only bindings in the scope that binds it, and when
+        there are several, each stands on its own branch of one ``if``/``elif`` (``if
+        cifar: a, b = cifar_loaders() elif stl: a, b = stl_loaders()``)."""
         current: Optional[Scope] = scope
         first = True
         while current is not None:
@@ -206,9 +208,18 @@ class LoaderSourceResolver:
                 continue
             first = False
             if name in current.bindings or name in current.imports or name in current.declared_outer:
-                if current.bindings.get(name) != [None] or name in current.imports:
+                values = current.bindings.get(name)
+                if not values or any(v is not None for v in values) or name in current.imports:
                     return None
-                return self.recorded.unpacked.get((id(current.node), name))
+                if name in current.declared_outer or name in current.mutated:
+                    return None
+                found = self.recorded.unpacked.get((id(current.node), name), [])
+                if len(found) != len(values):
+                    return None  # bound some other way too (a loop target, a with)
+                for index, (_, _, first_path) in enumerate(found):
+                    if not all(_exclusive(first_path, other) for _, _, other in found[index + 1:]):
+                        return None
+                return found
             current = current.parent
         return None
 
