@@ -155,3 +155,122 @@ def test_tpf101_in_memory_dataset_of_the_same_module_beyond_one_return(tmp_path)
     lines = source.lstrip("\n").splitlines()
     expected = {("datasets.py", i + 1) for i, text in enumerate(lines) if "Augmented(x, y)" in text and "DataLoader" in text}
     assert _findings(root, "TPF101") == expected
+
+
+LOADERS = {
+    "pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF104"]\n',
+    "data.py": '''
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def pinned(ds):
+            loader = DataLoader(ds, batch_size=8, num_workers=2, pin_memory=True)
+            return loader
+
+
+        def pinned_on_cuda(ds, device):
+            kwargs = {"batch_size": 8, "num_workers": 2}
+            if device.type == "cuda":
+                kwargs.update({"pin_memory": True})
+            return DataLoader(ds, **kwargs)
+
+
+        def pinned_by_item(ds, use_cuda):
+            kwargs = {"batch_size": 8}
+            if use_cuda:
+                kwargs["pin_memory"] = True
+            return DataLoader(ds, **kwargs)
+
+
+        def pair(train, val):
+            return DataLoader(train, pin_memory=True), DataLoader(val)
+
+
+        def unpinned(ds):
+            return DataLoader(ds, batch_size=8)
+
+
+        def pinned_if_fast(ds, fast):
+            kwargs = {"batch_size": 8}
+            if fast:
+                kwargs.update({"pin_memory": True})
+            return DataLoader(ds, **kwargs)
+
+
+        def unpinned_on_cuda(ds, device):
+            kwargs = {"pin_memory": True}
+            if device.type == "cuda":
+                kwargs.update(pin_memory=False)
+            return DataLoader(ds, **kwargs)
+
+
+        def handed_on(ds, device):
+            kwargs = {"pin_memory": True}
+            tune(kwargs)
+            return DataLoader(ds, **kwargs)
+
+
+        def from_caller(ds, **kwargs):
+            return DataLoader(ds, **kwargs)
+
+
+        def maybe(ds, pin):
+            if pin:
+                return DataLoader(ds, pin_memory=True)
+            return DataLoader(ds)
+
+
+        def tune(kwargs):
+            kwargs["pin_memory"] = False
+    ''',
+    "train.py": '''
+        import torch
+
+        import data
+        from data import handed_on, maybe, pair, pinned, pinned_by_item, pinned_on_cuda, pinned_if_fast, unpinned, unpinned_on_cuda
+
+
+        def main(ds, model, device, accelerator):
+            for x, y in pinned(ds):
+                x = x.to(device)
+                y = y.to(device, non_blocking=True)
+            for x, y in data.pinned_on_cuda(ds, device):
+                x = x.cuda()
+            loader = pinned_by_item(ds, True)
+            for batch in loader:
+                images = [t.to(device) for t in batch[0]]
+                stacked = torch.stack(batch[1]).to(device)
+            train, val = pair(ds, ds)
+            for x, y in train:
+                x = x.to(device)
+            for x, y in val:
+                x = x.to(device)
+            for x, y in unpinned(ds):
+                x = x.to(device)
+            for x, y in pinned_if_fast(ds, True):
+                x = x.to(device)
+            for x, y in unpinned_on_cuda(ds, device):
+                x = x.to(device)
+            for x, y in handed_on(ds, device):
+                x = x.to(device)
+            for x, y in data.from_caller(ds, pin_memory=True):
+                x = x.to(device)
+            for x, y in maybe(ds, True):
+                x = x.to(device)
+            for x, y in accelerator.prepare(pinned(ds)):
+                x = x.to(device)
+
+
+        def shadowed(pinned, ds, device):
+            for x, y in pinned(ds):
+                x = x.to(device)
+    ''',
+}
+
+
+def test_tpf104_follows_loaders_that_project_helpers_build(tmp_path):
+    root = write_project(tmp_path / "p", LOADERS)
+    flagged = {("train.py", line) for line in (9, 12, 15, 19)}
+    assert _findings(root, "TPF104") == flagged
+    assert _findings(root, "TPF104", "train.py") == flagged

@@ -28,7 +28,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from ...analysis.calls import argument
-from ...analysis.scope import Scope, dotted_name
+from ...analysis.scope import Scope, binds_below_module, dotted_name
 from ...analysis.walk import child_nodes
 from ...context import FileContext
 from .dataset_classes import TENSOR_DATASETS, TENSOR_METHODS, serves_from_memory
@@ -97,24 +97,10 @@ def _project_in_memory(context: FileContext, func: cst.BaseExpression, scope: Sc
     """The dataset class is a project class (this module or another: ``from data import
     Pairs``, ``gail.ExpertDataset``) that serves its items from memory."""
     name = dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
-    if context.project is None or name is None or not _module_level(scope, name.partition(".")[0]):
+    if context.project is None or name is None or binds_below_module(scope, name.partition(".")[0]):
         return False
     return serves_from_memory(context.project, str(context.path), name)
 
-
-def _module_level(scope: Scope, name: str) -> bool:
-    """No function or class scope around ``scope`` binds ``name``: it means what it means
-    at module level, which is what the project index resolves."""
-    current: Optional[Scope] = scope
-    first = True
-    while current is not None and current.parent is not None:
-        if not (current.is_class and not first) and (
-            name in current.bindings or name in current.imports or name in current.declared_outer
-        ):
-            return False
-        first = False
-        current = current.parent
-    return True
 
 
 def module_class(context: FileContext, name: str, scope: Scope) -> Optional[cst.ClassDef]:

@@ -6,12 +6,13 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import Scope, dotted_name, target_names
+from ...analysis.scope import Scope, binds_below_module, dotted_name, target_names
 from ...analysis.walk import child_nodes
 from ...context import FileContext
 from .loader_args import _TQDM, Path
 from .loader_sites import (
     _NOTHING,
+    LoaderSite,
     LoaderSiteRecorder,
     Resolution,
     Source,
@@ -21,6 +22,7 @@ from .loader_sites import (
     _method_class,
     enclosing_loops,
 )
+from .project_loaders import helper_loaders
 
 
 class LoaderSourceResolver:
@@ -287,7 +289,7 @@ class LoaderSourceResolver:
         of the tuple it returns, when the caller unpacks it)."""
         func = call.func
         if not isinstance(func, cst.Name) or not self._calls_module_def(call, path):
-            return _NOTHING
+            return self.project_returned(call, path, loops, index)
         defs = [d for d, p in self.recorded.functions.get(func.value, []) if len(p) == 1]
         if len(defs) != 1:
             return _NOTHING
@@ -306,6 +308,23 @@ class LoaderSourceResolver:
             complete = complete and inner.complete
             sources.extend(s.through(loops, creator=path) for s in inner.sources)
         return Resolution(tuple(sources), complete)
+
+    def project_returned(self, call: cst.Call, path: Path, loops: Tuple[cst.CSTNode, ...], index: Optional[int]) -> Resolution:
+        """``make_loader(...)`` or ``data.make_loader(...)`` of a helper in another module
+        of the project (``project_loaders``): its loaders stand at the helper call, which
+        creates them, and are not sites of this module (TPF103 reports nothing here)."""
+        project = self.context.project
+        func = call.func
+        name = dotted_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if project is None or name is None:
+            return _NOTHING
+        if binds_below_module(self.context.scope_for(call, path), name.partition(".")[0]):
+            return _NOTHING
+        loaders = helper_loaders(project, str(self.context.path), name, index)
+        if not loaders:
+            return _NOTHING
+        sources = tuple(Source(LoaderSite(call, path, args), loops, (path,)) for args in loaders)
+        return Resolution(sources, True)
 
     def self_attribute(self, expr: cst.Attribute, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
         """``self.loader`` assigned exactly once in the class, to a loader."""
@@ -408,3 +427,4 @@ def argument_for(call: cst.Call, name: str, index: Optional[int]) -> Optional[cs
             return arg
         position += 1
     return None
+
