@@ -4,7 +4,7 @@ datasets defined elsewhere, loaders built by helpers in other files."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Set, Tuple
+from typing import Set, Tuple
 
 from pytorch_perflint import runner
 from pytorch_perflint.config import load_settings
@@ -19,7 +19,7 @@ def _findings(root: Path, code: str, *names: str) -> Set[Tuple[str, int]]:
     found = set()
     for result in results:
         assert not result.errors, result.errors
-        found |= {(Path(d.path).name, d.location.row) for d in result.diagnostics if d.code == code}
+        found |= {(Path(d.path).resolve().relative_to(root.resolve()).as_posix(), d.location.row) for d in result.diagnostics if d.code == code}
     return found
 
 
@@ -274,3 +274,44 @@ def test_tpf104_follows_loaders_that_project_helpers_build(tmp_path):
     flagged = {("train.py", line) for line in (9, 12, 15, 19)}
     assert _findings(root, "TPF104") == flagged
     assert _findings(root, "TPF104", "train.py") == flagged
+
+
+def test_tpf102_on_a_helper_beside_a_cuda_script_in_a_subfolder(tmp_path):
+    """yunjey's image captioning tutorial: ``train.py`` selects CUDA and does ``from
+    data_loader import get_loader`` from its own folder, two levels below the root."""
+    root = write_project(
+        tmp_path / "p",
+        {
+            "pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF102"]\n',
+            "tutorials/captioning/data_loader.py": '''
+                from torch.utils.data import DataLoader
+
+
+                def get_loader(dataset, batch_size):
+                    return DataLoader(dataset, batch_size=batch_size, num_workers=2)
+            ''',
+            "tutorials/captioning/train.py": '''
+                import torch
+                from data_loader import get_loader
+
+                device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                loader = get_loader(None, 8)
+            ''',
+            "tutorials/basics/data_loader.py": '''
+                from torch.utils.data import DataLoader
+
+
+                def get_loader(dataset, batch_size):
+                    return DataLoader(dataset, batch_size=batch_size, num_workers=2)
+            ''',
+            "tutorials/basics/cpu_only.py": '''
+                from data_loader import get_loader
+
+                loader = get_loader(None, 8)
+            ''',
+        },
+    )
+    flagged = {("tutorials/captioning/data_loader.py", 5)}
+    assert _findings(root, "TPF102") == flagged
+    assert _findings(root, "TPF102", "tutorials/captioning/data_loader.py") == flagged
+    assert _findings(root, "TPF102", "tutorials/basics/data_loader.py") == set()

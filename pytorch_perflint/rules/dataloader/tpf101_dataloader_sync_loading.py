@@ -24,9 +24,12 @@ class DataloaderSyncLoading(Rule):
     positional argument, or a literal dict unpacked with `**`).
 
     Not flagged where workers would only cost: a dataset whose items come straight from
-    memory (`TensorDataset`, or a class of the module whose `__getitem__` only indexes
-    tensors that `__init__` builds, `return self.x[i], self.y[i]`), and a loader that is only
-    ever read once, as `next(iter(loader))`, where workers would start up to load one batch.
+    memory (`TensorDataset`, or a project class, in this module or imported from another
+    one, whose `__getitem__` only indexes tensors that `__init__` builds: `return self.x[i],
+    self.y[i]`, or straight-line lookups with no call such as `traj, j = self.index[i];
+    return self.data["states"][traj][j]` over a dict or list `__init__` fills), and a loader
+    that is only ever read once, as `next(iter(loader))`, where workers would start up to
+    load one batch.
 
     ## Why is this bad?
     With `num_workers=0` every sample is read, decoded and augmented by the training process

@@ -20,7 +20,12 @@ class BlockingHostToDeviceCopy(Rule):
     Flags `.to(device)` and `.cuda()` without `non_blocking=True` on a batch taken straight
     from a `DataLoader` known to use `pin_memory=True`: the loop variables of
     `for x, y in loader` (also through `enumerate` and `tqdm`), `next(iter(loader))`, and
-    what is unpacked or indexed out of them, until the name is rebound.
+    what is unpacked or indexed out of them (the tensors of a list or dict batch too:
+    `[t.cuda() for t in targets]`), until the name is rebound. The loader may be built by a
+    helper in this module or in another module of the project (`from data import
+    make_train_loader`), pinned by `pin_memory=True` or by a `**kwargs` dict that a literal
+    `kwargs.update({"pin_memory": True})` pins on the accelerator path (under `if
+    device.type == "cuda":`).
 
     ## Why is this bad?
     A copy from pinned memory can run asynchronously: with `non_blocking=True` the host

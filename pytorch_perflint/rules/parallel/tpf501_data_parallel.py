@@ -22,6 +22,10 @@ class DataParallel(Rule):
     """## What it does
     Flags every construction of `torch.nn.DataParallel`.
 
+    Not flagged: a wrapper built only to rename checkpoint keys, which never runs a step
+    (`nn.DataParallel(net).state_dict()`, or a name bound once to the wrapper whose every
+    use is `.state_dict()`, `.load_state_dict(...)` or `.module`).
+
     ## Why is this bad?
     `DataParallel` drives all GPUs from one Python process with one thread per device. Every
     step it scatters the inputs from GPU 0, replicates the whole model onto each device,
