@@ -315,3 +315,66 @@ def test_tpf102_on_a_helper_beside_a_cuda_script_in_a_subfolder(tmp_path):
     assert _findings(root, "TPF102") == flagged
     assert _findings(root, "TPF102", "tutorials/captioning/data_loader.py") == flagged
     assert _findings(root, "TPF102", "tutorials/basics/data_loader.py") == set()
+
+
+EPOCHS = {
+    "pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF103"]\n',
+    "data.py": '''
+        from torch.utils.data import DataLoader
+
+
+        def get_loaders(train_set, val_set):
+            train_loader = DataLoader(train_set, batch_size=64, num_workers=4)
+            val_loader = DataLoader(val_set, batch_size=64, num_workers=4)
+            return train_loader, val_loader
+
+
+        def get_test_loader(test_set):
+            return DataLoader(test_set, batch_size=64, num_workers=4)
+
+
+        def get_fresh_loader(ds):
+            return DataLoader(ds, batch_size=64, num_workers=4)
+
+
+        def get_persistent(ds):
+            return DataLoader(ds, batch_size=64, num_workers=4, persistent_workers=True)
+
+
+        def get_main_process(ds):
+            return DataLoader(ds, batch_size=64)
+    ''',
+    "train.py": '''
+        from data import get_fresh_loader, get_loaders, get_main_process, get_persistent, get_test_loader
+
+
+        def main(train_set, val_set, test_set, model, epochs=10):
+            train_loader, val_loader = get_loaders(train_set, val_set)
+            test_loader = get_test_loader(test_set)
+            persistent = get_persistent(train_set)
+            single = get_main_process(train_set)
+            for epoch in range(epochs):
+                for step, (x, y) in enumerate(train_loader):
+                    model(x)
+                fresh = get_fresh_loader(train_set)
+                for x, y in fresh:
+                    model(x)
+                for x in persistent:
+                    model(x)
+                for x in single:
+                    model(x)
+            for x, y in val_loader:
+                model(x)
+            for x, y in test_loader:
+                model(x)
+    ''',
+}
+
+
+def test_tpf103_loaders_returned_to_an_epoch_loop_in_another_module(tmp_path, monkeypatch):
+    root = write_project(tmp_path / "p", EPOCHS)
+    flagged = {("data.py", 5)}  # val_loader and test_loader are walked once, after the epochs
+    assert _findings(root, "TPF103") == flagged
+    assert _findings(root, "TPF103", "data.py") == flagged
+    monkeypatch.chdir(root)  # paths as a command line gives them: relative
+    assert _findings(Path("."), "TPF103", "data.py") == flagged

@@ -41,6 +41,8 @@ def loader_facts(context: FileContext) -> LoaderFacts:
         return facts
     resolver = LoaderSourceResolver(context, collector)
     _find_reiterated(resolver, facts)
+    if context.project is not None:
+        _find_reiterated_elsewhere(context, resolver, facts)
     if elsewhere or any(site.args.pinned for site in collector.sites.values()):
         from .pinned_batches import find_blocking_copies
 
@@ -79,3 +81,37 @@ def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None
         for source in resolver.resolve(expr, path).sources:
             if source.reiterated:
                 facts.reiterated.add(id(source.site.call))
+
+
+def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
+    """Loaders with workers that a module-level helper here returns, walked every epoch by
+    a caller in another module (``project_iterations``)."""
+    candidates = {
+        id(site.call)
+        for site in facts.sites.values()
+        if id(site.call) not in facts.reiterated and type(site.args.num_workers.value) is int and site.args.num_workers.value > 0
+    }
+    if not candidates:
+        return
+    from .project_iterations import iterated_every_epoch
+
+    for name, definitions in resolver.recorded.functions.items():
+        if len(definitions) != 1 or len(definitions[0][1]) != 1:
+            continue  # not one module-level def
+        function, _ = definitions[0]
+        for value, path in resolver.recorded.returns.get(id(function), []):
+            for element, (expr, expr_path) in _returned_parts(value, path):
+                sites = [s.site for s in resolver.resolve(expr, expr_path).sources if id(s.site.call) in candidates]
+                if sites and iterated_every_epoch(context.project, str(context.path), name, element):  # type: ignore[arg-type]
+                    facts.reiterated.update(id(site.call) for site in sites)
+
+
+def _returned_parts(value, path: Path):
+    """(tuple position or None, expression, its ancestors) for what ``return value`` gives."""
+    if value is None:
+        return
+    if isinstance(value, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        for index, element in enumerate(value.elements):
+            yield index, (element.value, path + (value, element))
+    else:
+        yield None, (value, path)
