@@ -378,3 +378,33 @@ def test_tpf103_loaders_returned_to_an_epoch_loop_in_another_module(tmp_path, mo
     assert _findings(root, "TPF103", "data.py") == flagged
     monkeypatch.chdir(root)  # paths as a command line gives them: relative
     assert _findings(Path("."), "TPF103", "data.py") == flagged
+
+
+def test_tpf104_a_same_module_helper_pinned_through_kwargs_update(tmp_path):
+    source = """
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def make_loader(ds, device):
+            kwargs = {"batch_size": 8, "num_workers": 2}
+            if device.type == "cuda":
+                kwargs.update({"pin_memory": True})
+            return DataLoader(ds, **kwargs)
+
+
+        def make_fast_loader(ds, fast):
+            kwargs = {"batch_size": 8}
+            if fast:
+                kwargs.update({"pin_memory": True})
+            return DataLoader(ds, **kwargs)
+
+
+        def main(ds, device):
+            for x, y in make_loader(ds, device):
+                x = x.to(device)
+            for x, y in make_fast_loader(ds, True):
+                x = x.to(device)
+    """
+    root = write_project(tmp_path / "p", {"pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF104"]\n', "train.py": source})
+    assert _findings(root, "TPF104") == {("train.py", 21)}

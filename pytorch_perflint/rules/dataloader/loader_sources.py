@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -307,7 +308,26 @@ class LoaderSourceResolver:
             inner = self.resolve(value, value_path, depth + 1)
             complete = complete and inner.complete
             sources.extend(s.through(loops, creator=path) for s in inner.sources)
-        return Resolution(tuple(sources), complete)
+        return self._pinned_by_writes(Resolution(tuple(sources), complete), func.value, index)
+
+    def _pinned_by_writes(self, found: Resolution, helper: str, index: Optional[int]) -> Resolution:
+        """A same-module helper's one loader whose ``**kwargs`` dict the helper changes in
+        place (so its ``pin_memory`` reads as unknown here): read the dict's writes as for a
+        helper of another module (``project_loaders``), which sees a literal
+        ``kwargs.update({"pin_memory": True})`` on the accelerator path. Only the pinning is
+        taken; the site stays this module's (TPF102/TPF103 read its own arguments)."""
+        project = self.context.project
+        if project is None or not found.known or len(found.sources) != 1:
+            return found
+        source = found.sources[0]
+        if not source.site.args.pin_memory.unknown:
+            return found
+        loaders = helper_loaders(project, str(self.context.path), helper, index)
+        if loaders is None or len(loaders) != 1 or not loaders[0].pinned:
+            return found
+        args = dataclasses.replace(source.site.args, pin_memory=loaders[0].pin_memory, collate_fn=loaders[0].collate_fn)
+        site = dataclasses.replace(source.site, args=args)
+        return Resolution((dataclasses.replace(source, site=site),), True)
 
     def project_returned(self, call: cst.Call, path: Path, loops: Tuple[cst.CSTNode, ...], index: Optional[int]) -> Resolution:
         """``make_loader(...)`` or ``data.make_loader(...)`` of a helper in another module
