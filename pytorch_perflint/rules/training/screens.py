@@ -230,3 +230,31 @@ def could_have_training_loop(tree: ast.Module) -> bool:
 def calls_training_step(tree: ast.Module) -> bool:
     """Some call to backward, or a ``.step()`` that could be an optimizer's, in the code."""
     return any(_is_training_call(call, tree) for call in tree_index(tree).calls)
+
+
+_STEP_WORDS = re.compile(r"train|step|update|learn|optimi[sz]e|fit", re.IGNORECASE)
+
+
+def loop_calls_step_by_name(tree: ast.Module) -> bool:
+    """Some loop calls a function or method named like a training step (``train_step``,
+    ``update``, ``learn``, ``optimize_parameters``): it may be one from another module,
+    which only the project index can tell (not on ``self``: those are this module's)."""
+    for call in tree_index(tree).calls_in_loops:
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            continue
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if called and called != "step" and _STEP_WORDS.search(called):  # `.step()`: see above
+            return True
+    return False
+
+
+_SYNC_ATTRS = frozenset({"item", "cpu", "tolist", "synchronize", "to"})
+
+
+def step_function_syncs(tree: ast.Module) -> bool:
+    """The module runs backward or an optimizer step and calls a method that may sync
+    (``.item()``, ``.cpu()``, ``.tolist()``, ``.to(...)``, ``synchronize()``)."""
+    if not calls_training_step(tree):
+        return False
+    return any(isinstance(c.func, ast.Attribute) and c.func.attr in _SYNC_ATTRS for c in tree_index(tree).calls)
