@@ -110,16 +110,19 @@ def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool) -> bool:
         elif isinstance(node, ast.Call) and not no_grad and not forward:
             target = _forward_target(node)
             forward = bool(target) and (
-                target in owners or eval_named and MODEL_NAME.match(target.rsplit(".", 1)[-1]) is not None
+                target in owners
+                or eval_named
+                and (MODEL_NAME.match(target.rsplit(".", 1)[-1]) is not None or target.startswith("self."))
             )
         stack.extend((child, no_grad) for child in ast_children(node))
     return forward
 
 
-def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
+def _frame_could_evaluate(frame: ast.AST, eval_named: bool, models: FrozenSet[str] = frozenset()) -> bool:
     """Some loop of this frame (the module or one function) outside a no-grad ``with``
-    qualifies."""
-    owners = {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner}
+    qualifies (``models``: parameters named like a model, which callers in other modules
+    may have put in eval mode)."""
+    owners = {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner} | models
     if not owners and not eval_named:
         return False
     stack = list(ast_children(frame))
@@ -157,7 +160,8 @@ def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
         if function.name in FRAMEWORK_HOOKS or any(_is_no_grad(d) for d in function.decorator_list):
             continue
         eval_named = is_eval_function_name(function.name) and not _runs_backward(function)
-        if (eval_named or sets_eval_mode(function)) and _frame_could_evaluate(function, eval_named):
+        models = frozenset(a.arg for a in function.args.args if MODEL_NAME.match(a.arg))
+        if (eval_named or models or sets_eval_mode(function)) and _frame_could_evaluate(function, eval_named, models):
             return True
     return False
 
