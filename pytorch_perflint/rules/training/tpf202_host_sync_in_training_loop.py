@@ -39,9 +39,19 @@ class HostSyncInTrainingLoop(Rule):
     Flags device-to-host synchronisations that run on every iteration of a training loop (a
     loop whose body runs `.backward()` or an optimizer `.step()`): `.item()`, `.cpu()`,
     `.tolist()`, `.to("cpu")`, `float(loss)`/`int(t)`/`bool(t)` on a tensor, `print(loss)`,
-    `torch.cuda.synchronize()`, and calls of same-module helpers that do one of these.
-    Silent for syncs under a guard (`if step % log_every == 0:`), after the loop, and in
-    modules that never use CUDA.
+    `torch.cuda.synchronize()`, and calls of helpers that do one of these on every call:
+    same-module functions, and project functions and methods of other modules
+    (`calculate_accuracy(out, y)` from `utils.py` ending in `.item()`, `meter.add(loss)` with
+    `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
+    functions they call unconditionally). A loop also trains when it calls a step function
+    of another module (`trainer.train_step(x, y)` with `trainer = Trainer(...)`). A step
+    function (it runs backward or an optimizer step, with no loop of its own) that the
+    project calls from a loop is a loop body: when no call of it is itself reported (it is
+    called under a condition, `if T % 4 == 0: agent.learn(mem)`, or after a rollout), its
+    own unconditional syncs are reported inside it (`return loss.item()`).
+    Silent for syncs under a guard (`if step % log_every == 0:`), helpers that sync only
+    under a condition or after an early `return`, after the loop, and in code that does not
+    run on an accelerator.
 
     ## Why is this bad?
     CUDA kernels run asynchronously: the Python loop normally queues the next step while
