@@ -265,7 +265,7 @@ def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bo
 
 
 # Names of step functions that may live in another module (``trainer.train_step(x)``).
-_STEP_WORDS = re.compile(r"(?:train|step|update|learn|optimi[sz]e|fit)\w*\(", re.IGNORECASE)
+_STEP_WORDS = re.compile(r"step\(|\.update\(|\.learn\(|optimi[sz]e\w*\(|_batch\(")
 _SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist)\(|synchronize")
 
 

@@ -236,7 +236,7 @@ def calls_training_step(tree: ast.Module) -> bool:
     return any(_is_training_call(call, tree) for call in tree_index(tree).calls)
 
 
-_STEP_WORDS = re.compile(r"train|step|update|learn|optimi[sz]e|fit", re.IGNORECASE)
+_STEP_WORDS = re.compile(r"step|^update$|^learn$|optimi[sz]e|_batch$", re.IGNORECASE)
 
 
 def loop_calls_step_by_name(tree: ast.Module) -> bool:

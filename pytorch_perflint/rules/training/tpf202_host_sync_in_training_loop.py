@@ -93,8 +93,8 @@ class HostSyncInTrainingLoop(Rule):
     )
     fix_applicability = Applicability.DISPLAY_ONLY
     # A training loop, or a loop calling a step function of another module (``.train_step(``,
-    # ``.update(``, ``.learn(``, ``.optimize_parameters(``).
-    triggers = ("backward(", "step(", "update(", "learn(", "optimi", "train", "fit(")
+    # ``.update(``, ``.learn(``, ``.optimize_parameters(``, ``.train_batch(``).
+    triggers = ("backward(", "step(", ".update(", ".learn(", "optimize_", "optimise_", ".optimize(", "_batch(")
     needs_cuda = True
 
     @classmethod
@@ -172,7 +172,11 @@ class HostSyncInTrainingLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         what = self._sync_kind(node)
-        if what is None and self.context.project is None:
+        if what is None and (
+            self.context.project is None
+            or not isinstance(node.func, (cst.Name, cst.Attribute))
+            or not self.context.fact(training_facts).has_training_loop
+        ):
             return
         ancestors = self.context.ancestors
         if ancestors and ancestors[-1] is node:
