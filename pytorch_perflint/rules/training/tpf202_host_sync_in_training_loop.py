@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
 
 import libcst as cst
@@ -28,6 +29,8 @@ _TORCH_REDUCTIONS = frozenset(
     f"torch.{n}" for n in ("sum", "mean", "max", "min", "norm", "argmax", "count_nonzero", "any", "all", "isnan", "isfinite")
 )
 _PREAMBLE = "import torch\nmodel.cuda()\n"
+_STEP_CALL = re.compile(r"\w_step\(|\.learn\(|\.optimi[sz]e(?:_\w*)?\(|\w_batch\(")
+_UPDATE_CALL = re.compile(r"(\b[A-Za-z_]\w*)\.update\(")
 
 
 # Methods whose result is already on the host: printing or converting it syncs nothing more.
@@ -92,9 +95,21 @@ class HostSyncInTrainingLoop(Rule):
         "(`total += loss.detach()`) and sync every N steps"
     )
     fix_applicability = Applicability.DISPLAY_ONLY
-    # A training loop, or a loop calling a step function of another module (``.train_step(``,
-    # ``.update(``, ``.learn(``, ``.optimize_parameters(``, ``.train_batch(``).
-    triggers = ("backward(", "step(", ".update(", ".learn(", "optimize_", "optimise_", ".optimize(", "_batch(")
+    triggers = (".backward(", ".step(")  # a training loop (see could_fire for step functions)
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """A training loop, or a call of what may be a step function of another module:
+        ``train_step(``, ``.learn(``, ``.optimize_parameters(``, ``.train_batch(``, or
+        ``x.update(`` where ``x = SomeClass(...)`` (not ``dict.update``)."""
+        if ".backward(" in source or ".step(" in source or _STEP_CALL.search(source):
+            return True
+        if ".update(" not in source:
+            return False
+        for receiver in set(_UPDATE_CALL.findall(source)):
+            if re.search(rf"^[ \t]*{re.escape(receiver)}[ \t]*=[ \t]*(?:\w+\.)*[A-Z]", source, re.MULTILINE):
+                return True
+        return False
     needs_cuda = True
 
     @classmethod
