@@ -64,6 +64,9 @@ from .classifiers import (
     method_name,
 )
 from .host_syncs import is_sync_call
+from .project_calls import BodyFacts, body_facts, own_path, project_callees, trains
+
+_UNREAD = BodyFacts(True, (), ())  # a body that cannot be read may loop
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,6 +237,7 @@ class _Loop:
     step: bool = False
     callees: Set[FuncKey] = field(default_factory=set)
     children: List["_Loop"] = field(default_factory=list)
+    epoch_call: bool = False  # calls a project function in another module that loops over steps
 
 
 def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bool], leave=None) -> None:
@@ -260,6 +264,8 @@ def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bo
         todo.extend(children)
 
 
+# Names of step functions that may live in another module (``trainer.train_step(x)``).
+_STEP_WORDS = re.compile(r"step\(|\.update\(|\.learn\(|optimi[sz]e\w*\(|_batch\(")
 _SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist)\(|synchronize")
 
 
@@ -270,7 +276,7 @@ def could_train(source: str) -> bool:
 
 def training_facts(context: "FileContext") -> TrainingFacts:
     """Compute the training facts of the module (use ``context.fact(training_facts)``)."""
-    if not could_train(context.source):
+    if not could_train(context.source) and (context.project is None or not _STEP_WORDS.search(context.source)):
         return TrainingFacts({}, frozenset(), frozenset(), frozenset(), frozenset(), frozenset())
     return TrainingFactsBuilder(context).build()
 
@@ -369,6 +375,8 @@ class TrainingFactsBuilder:
             for loop in loops:
                 loop.backward |= backward
                 loop.step |= step
+        elif loops and self.context.project is not None:
+            self.on_project_call(call, stack, loops)
         key = callee_key(call, func.class_name)
         if key is not None:
             func.callees.add(key)
@@ -378,6 +386,24 @@ class TrainingFactsBuilder:
             start = _index_of(stack, func.node)
             if start is not None and not guarded_between([*stack[start:], call]):
                 func.sync = True
+
+    def on_project_call(self, call: cst.Call, stack: List[cst.CSTNode], loops: List["_Loop"]) -> None:
+        """A call in a loop of a project function or method of another module that runs
+        a training step (``trainer.train_step(x)``, ``agent.update(rollouts)``): the loop
+        trains; when that function loops itself, the loop is an epoch loop."""
+        if type(call.func) not in (cst.Name, cst.Attribute):
+            return
+        scope = self.context.scope_for(stack[-1] if stack else self.context.module, stack)
+        callees = project_callees(self.context, call, scope)
+        if not callees or any(d.path == own_path(self.context) for d in callees):
+            return  # unknown, or this module's own (the walk sees those)
+        if not all(d.function is not None and trains(d.function) for d in callees):
+            return
+        index = self.context.project
+        epoch = any((body_facts(index, d) or _UNREAD).has_loop for d in callees)
+        for loop in loops:
+            loop.backward = loop.step = True
+            loop.epoch_call |= epoch
 
     # -- closing: helpers through the call graph, then frozen facts ----------------------
     def _closure(self, seed: Callable[[_Func], bool]) -> Set[FuncKey]:
@@ -420,7 +446,7 @@ class TrainingFactsBuilder:
         facts: Dict[int, LoopFacts] = {}
         for loop in self.loops:
             backward, step = training[id(loop)]
-            is_step = (backward or step) and not nested_steps(loop, step) and not (loop.callees & loop_fns)
+            is_step = (backward or step) and not nested_steps(loop, step) and not (loop.callees & loop_fns) and not loop.epoch_call
             facts[id(loop.node)] = LoopFacts(loop.node, loop.func.node, backward, step, is_step)
         sync = {f.key for f in self.all_funcs if f.key is not None and f.sync}
         sync -= loop_fns

@@ -32,6 +32,7 @@ from .classifiers import (
     last_name,
     method_name,
 )
+from .eval_callers import callers_all_no_grad, callers_evaluate
 from .loops import _is_main_guard, training_facts, walk
 
 
@@ -101,8 +102,8 @@ def no_grad_wrappers(context: "FileContext") -> FrozenSet[str]:
 # Functions that look like evaluation by name: evaluate, validate_epoch, run_eval, test (but
 # not test_*: those are pytest tests).
 _EVAL_FUNCTION = re.compile(
-    r"^(?:eval|evaluate|evaluation|valid|validate|validation|val|test|infer|inference|predict)"
-    r"(?:_\w*)?$|_(?:eval|evaluate|evaluation|valid|validate|validation|val|test|inference|predict)$"
+    r"^(?:eval|evaluate|evaluation|valid|validate|validation|val|test|infer|inference|predict|sample|sampling)"
+    r"(?:_\w*)?$|_(?:eval|evaluate|evaluation|valid|validate|validation|val|test|inference|predict|sample|sampling)$"
 )
 
 
@@ -170,6 +171,9 @@ class _EFrame:
     class_name: Optional[str]
     eval_named: bool  # named like evaluation and never runs .backward()
     loops: List["_ELoop"] = field(default_factory=list)
+    models: FrozenSet[str] = frozenset()  # parameters named like a model (``model``, ``net``)
+    layers: FrozenSet[str] = frozenset()  # ``self.lstm``...: layers its class builds in __init__
+    owner: object = False  # the class of a method of a module-level class, None: a module-level function
     mode: Dict[str, str] = field(default_factory=dict)
     # The conditional branch the last mode call of each model stood in (None: unconditional).
     branch: Dict[str, Optional[cst.CSTNode]] = field(default_factory=dict)
@@ -184,11 +188,12 @@ class _ELoop:
     forward: bool = False
     needs_grad: bool = False
     has_yield: bool = False
+    param_forward: Set[str] = field(default_factory=set)  # model parameters it calls
 
 
 def could_evaluate(source: str) -> bool:
     return ".eval(" in source or ".train(" in source or bool(
-        re.search(r"def _*(eval|valid|val|test|infer|predict)", source)
+        re.search(r"def _*(eval|valid|val|test|infer|predict|sampl)", source)
     )
 
 
@@ -219,6 +224,7 @@ class _EvalWalk:
         self.no_grad_called: Set[str] = set()
         self.globally_off = False
         self.classes: List[Optional[str]] = [None]
+        self.layers: Dict[str, FrozenSet[str]] = {}
         self.no_grad_regions: Set[int] = set()  # ids of With/FunctionDef nodes that disable grad
         self.no_grad_depth = 0
         self.entered: List[int] = []  # ids of bodies that raised no_grad_depth
@@ -249,11 +255,19 @@ class _EvalWalk:
         frame = self.frames[-1]
         if type(node) is cst.ClassDef:
             self.classes.append(node.name.value)
+            self.layers[node.name.value] = _layers(node, self.qualname_at(stack))
         elif type(node) is cst.FunctionDef:
             name = node.name.value
             eval_named = is_eval_function_name(name) and not _runs_backward(node)
             owner = self.classes[-1] if len(stack) >= 2 and type(stack[-2]) is cst.ClassDef else frame.class_name
-            self.frames.append(_EFrame(node, owner, eval_named))
+            address: object = False
+            if len(stack) == 1:
+                address = None
+            elif len(stack) == 3 and type(stack[1]) is cst.ClassDef:
+                address = stack[1].name.value
+            models = frozenset(p.name.value for p in node.params.params if MODEL_NAME.match(p.name.value))
+            layers = self.layers.get(owner or "", frozenset()) if eval_named and owner == address else frozenset()
+            self.frames.append(_EFrame(node, owner, eval_named, models=models, layers=layers, owner=address))
             if decorated_no_grad(self.context, node, stack):
                 self.no_grad_regions.add(id(node))
         elif type(node) is cst.Lambda:
@@ -326,9 +340,14 @@ class _EvalWalk:
         branch = frame.branch.get(dotted)
         if mode == "eval" and branch is not None and not any(node is branch for node in stack):
             mode = "unknown"  # `if training: model.train() else: model.eval()`: not known here
-        model_like = frame.eval_named and mode is None and bool(MODEL_NAME.match(dotted.rsplit(".", 1)[-1]))
+        model_like = frame.eval_named and mode is None and (
+            bool(MODEL_NAME.match(dotted.rsplit(".", 1)[-1])) or dotted in frame.layers
+        )
         if mode == "eval" or model_like:
             self.mark("forward")
+        elif mode is None and dotted in frame.models and self.context.project is not None:
+            for loop in frame.loops:
+                loop.param_forward.add(dotted)
 
     def _backward_after(self, loop: _ELoop) -> bool:
         """Whether the function needs gradients after the loop at the loop's own level (not
@@ -343,8 +362,33 @@ class _EvalWalk:
                 return True
         return False
 
+    def _evaluated_by_callers(self, loop: _ELoop) -> bool:
+        """A model parameter the loop calls is in eval mode at every project call."""
+        frame = loop.frame
+        if not loop.param_forward or frame.node is None or frame.owner is not None or frame.eval_named:
+            return False
+        key = id(frame.node)
+        if key not in self.by_callers:
+            self.by_callers[key] = callers_evaluate(self.context, frame.node, None, sorted(loop.param_forward))
+        return self.by_callers[key]
+
+    def _no_grad_callers(self, frame: _EFrame) -> bool:
+        """Every project caller runs the function under no-grad (callers in other modules)."""
+        if frame.node is None or frame.owner is False or self.context.project is None:
+            return False
+        key = id(frame.node)
+        if key not in self.all_no_grad:
+            self.all_no_grad[key] = callers_all_no_grad(self.context, frame.node, frame.owner)  # type: ignore[arg-type]
+        return self.all_no_grad[key]
+
     def results(self) -> Tuple[EvalLoop, ...]:
-        candidates = {id(loop) for loop in self.loops if loop.forward and not loop.needs_grad}
+        self.by_callers: Dict[int, bool] = {}
+        self.all_no_grad: Dict[int, bool] = {}
+        candidates = {
+            id(loop)
+            for loop in self.loops
+            if not loop.needs_grad and (loop.forward or self._evaluated_by_callers(loop))
+        }
         result = []
         for loop in self.loops:
             if id(loop) not in candidates:
@@ -359,10 +403,41 @@ class _EvalWalk:
                 name = function.name.value
                 if name in FRAMEWORK_HOOKS or name in self.no_grad_called:
                     continue
+                if self._no_grad_callers(loop.frame):
+                    continue
             if self._backward_after(loop):
                 continue
             result.append(EvalLoop(loop.node, function, loop.has_yield))
         return tuple(result)
+
+
+def _layers(node: cst.ClassDef, qualname: Callable[[cst.CSTNode], Optional[str]]) -> FrozenSet[str]:
+    """``self.lstm``... for each ``self.x = nn.Layer(...)`` in the class's ``__init__``:
+    calling one runs a part of the model (``DecoderRNN.sample`` decoding step by step)."""
+    out: Set[str] = set()
+    body = node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return frozenset()
+    for statement in body.body:
+        if not (isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__"):
+            continue
+        inner = statement.body
+        if not isinstance(inner, cst.IndentedBlock):
+            continue
+        for line in inner.body:
+            if not isinstance(line, cst.SimpleStatementLine):
+                continue
+            for small in line.body:
+                if not (isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)):
+                    continue
+                name = qualname(small.value.func) if isinstance(small.value.func, (cst.Name, cst.Attribute)) else None
+                if name is None or not name.startswith("torch.nn.") or not name.rsplit(".", 1)[-1][:1].isupper():
+                    continue
+                for target in small.targets:
+                    dotted = dotted_name(target.target)
+                    if dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1:
+                        out.add(dotted)
+    return frozenset(out)
 
 
 def _innermost_branch(stack: Sequence[cst.CSTNode], function: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:

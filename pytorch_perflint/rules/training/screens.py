@@ -92,7 +92,7 @@ def _forward_target(call: ast.Call) -> str:
     return ast_dotted(func)
 
 
-def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool) -> bool:
+def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool, layers: FrozenSet[str] = frozenset()) -> bool:
     """The loop calls a model in eval mode (or, in a function named like evaluation, a callee
     named like a model) outside a no-grad block, and no name in it says it needs gradients."""
     forward = False
@@ -110,16 +110,21 @@ def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool) -> bool:
         elif isinstance(node, ast.Call) and not no_grad and not forward:
             target = _forward_target(node)
             forward = bool(target) and (
-                target in owners or eval_named and MODEL_NAME.match(target.rsplit(".", 1)[-1]) is not None
+                target in owners
+                or eval_named
+                and (MODEL_NAME.match(target.rsplit(".", 1)[-1]) is not None or target in layers)
             )
         stack.extend((child, no_grad) for child in ast_children(node))
     return forward
 
 
-def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
+def _frame_could_evaluate(
+    frame: ast.AST, eval_named: bool, models: FrozenSet[str] = frozenset(), layers: FrozenSet[str] = frozenset()
+) -> bool:
     """Some loop of this frame (the module or one function) outside a no-grad ``with``
-    qualifies."""
-    owners = {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner}
+    qualifies (``models``: parameters named like a model, which callers in other modules
+    may have put in eval mode)."""
+    owners = {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner} | models
     if not owners and not eval_named:
         return False
     stack = list(ast_children(frame))
@@ -129,7 +134,7 @@ def _frame_could_evaluate(frame: ast.AST, eval_named: bool) -> bool:
             continue
         if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_no_grad(i.context_expr) for i in node.items):
             continue
-        if isinstance(node, LOOP_TYPES) and _loop_qualifies(node, owners, eval_named):
+        if isinstance(node, LOOP_TYPES) and _loop_qualifies(node, owners, eval_named, layers):
             return True
         stack.extend(ast_children(node))
     return False
@@ -157,9 +162,26 @@ def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
         if function.name in FRAMEWORK_HOOKS or any(_is_no_grad(d) for d in function.decorator_list):
             continue
         eval_named = is_eval_function_name(function.name) and not _runs_backward(function)
-        if (eval_named or sets_eval_mode(function)) and _frame_could_evaluate(function, eval_named):
+        models = frozenset(a.arg for a in function.args.args if MODEL_NAME.match(a.arg))
+        if (eval_named or models or sets_eval_mode(function)) and _frame_could_evaluate(
+            function, eval_named, models, _layer_attributes(tree) if eval_named else frozenset()
+        ):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=1)
+def _layer_attributes(tree: ast.Module) -> FrozenSet[str]:
+    """``self.x`` targets assigned a call of a capitalised name anywhere in the module (the
+    LibCST analysis asks for a ``torch.nn`` layer in the class's ``__init__``; this
+    over-approximates it)."""
+    out: Set[str] = set()
+    for node in tree_index(tree).assignments:
+        value = node.value
+        if isinstance(value, ast.Call) and _last_name(value.func)[:1].isupper():
+            found = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out.update(t for t in map(ast_dotted, found) if t.startswith("self."))
+    return frozenset(out)
 
 
 def _last_name(node: ast.AST) -> str:
@@ -230,3 +252,72 @@ def could_have_training_loop(tree: ast.Module) -> bool:
 def calls_training_step(tree: ast.Module) -> bool:
     """Some call to backward, or a ``.step()`` that could be an optimizer's, in the code."""
     return any(_is_training_call(call, tree) for call in tree_index(tree).calls)
+
+
+_STEP_WORDS = re.compile(r"(?:^|_)step(?:$|_)|^update$|^learn$|^optimi[sz]e(?:$|_)|_batch$", re.IGNORECASE)
+# Classes whose ``.update()`` fills a container, not a model (``OrderedSet()``, ``Counter()``).
+_CONTAINERS = re.compile(r"(?:Set|Dict|Counter|Map|List|Cache|Queue|Stack|Tuple)$")
+
+
+def loop_calls_step_by_name(tree: ast.Module) -> bool:
+    """Some loop calls a function named like a training step (``train_step(...)``), or such
+    a method of an object built here from a class (``agent.update(...)`` with ``agent =
+    Agent(...)``; not ``self``'s, those are this module's): it may be a step function of
+    another module, which only the project index can tell."""
+    built = None
+    for call in tree_index(tree).calls_in_loops:
+        func = call.func
+        if isinstance(func, ast.Name):
+            if func.id not in ("update", "step") and _STEP_WORDS.search(func.id):
+                return True
+        elif isinstance(func, ast.Attribute) and func.attr != "step" and _STEP_WORDS.search(func.attr):
+            if built is None:
+                built = _built_objects(tree)
+            if ast_dotted(func.value) in built:
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=1)
+def _built_objects(tree: ast.Module) -> FrozenSet[str]:
+    """Dotted targets assigned a call of a capitalised name that is not a container."""
+    targets: Set[str] = set()
+    for node in tree_index(tree).assignments:
+        value = node.value
+        if isinstance(value, ast.Call):
+            name = _last_name(value.func)
+            if name[:1].isupper() and not _CONTAINERS.search(name):
+                found = node.targets if isinstance(node, ast.Assign) else [node.target]
+                targets.update(filter(None, map(ast_dotted, found)))
+    return frozenset(targets)
+
+
+_SYNC_ATTRS = frozenset({"item", "cpu", "tolist", "synchronize"})
+
+
+def step_function_syncs(tree: ast.Module) -> bool:
+    """Some function runs backward or an optimizer step and, within its own lines, calls
+    a method that may sync (``.item()``, ``.cpu()``, ``.tolist()``, ``synchronize()``,
+    ``.to("cpu")``): a step function that another module may call from its loop."""
+    index = tree_index(tree)
+    training = sorted(c.lineno for c in index.calls if _is_training_call(c, tree))
+    if not training:
+        return False
+    syncs = sorted(
+        c.lineno
+        for c in index.calls
+        if isinstance(c.func, ast.Attribute)
+        and (c.func.attr in _SYNC_ATTRS or (c.func.attr == "to" and c.args and isinstance(c.args[0], ast.Constant) and c.args[0].value == "cpu"))
+    )
+    if not syncs:
+        return False
+    for function in index.functions:
+        first, last = function.lineno, function.end_lineno or function.lineno
+        if _any_within(training, first, last) and _any_within(syncs, first, last):
+            return True
+    return False
+
+
+def _any_within(lines: "list[int]", first: int, last: int) -> bool:
+    at = bisect.bisect_left(lines, first)
+    return at < len(lines) and lines[at] <= last

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
 
 import libcst as cst
@@ -11,6 +12,7 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from .classifiers import callee_key, last_name, method_name
 from .host_syncs import is_sync_call
+from .project_calls import loop_call_sites, own_path, plain_loop_call, project_callees, syncs_every_call
 from .loops import (
     guarded_between,
     loop_bound_names,
@@ -18,7 +20,7 @@ from .loops import (
     training_facts,
     walk,
 )
-from .screens import could_have_training_loop
+from .screens import could_have_training_loop, loop_calls_step_by_name, step_function_syncs
 from .test_code import in_test_code
 
 _CONVERSIONS = frozenset({"float", "int", "bool"})
@@ -27,6 +29,8 @@ _TORCH_REDUCTIONS = frozenset(
     f"torch.{n}" for n in ("sum", "mean", "max", "min", "norm", "argmax", "count_nonzero", "any", "all", "isnan", "isfinite")
 )
 _PREAMBLE = "import torch\nmodel.cuda()\n"
+_STEP_CALL = re.compile(r"\w_step\(|\.learn\(|\.optimi[sz]e(?:_\w*)?\(|\w_batch\(")
+_UPDATE_CALL = re.compile(r"(\b[A-Za-z_]\w*)\.update\(")
 
 
 # Methods whose result is already on the host: printing or converting it syncs nothing more.
@@ -38,9 +42,19 @@ class HostSyncInTrainingLoop(Rule):
     Flags device-to-host synchronisations that run on every iteration of a training loop (a
     loop whose body runs `.backward()` or an optimizer `.step()`): `.item()`, `.cpu()`,
     `.tolist()`, `.to("cpu")`, `float(loss)`/`int(t)`/`bool(t)` on a tensor, `print(loss)`,
-    `torch.cuda.synchronize()`, and calls of same-module helpers that do one of these.
-    Silent for syncs under a guard (`if step % log_every == 0:`), after the loop, and in
-    modules that never use CUDA.
+    `torch.cuda.synchronize()`, and calls of helpers that do one of these on every call:
+    same-module functions, and project functions and methods of other modules
+    (`calculate_accuracy(out, y)` from `utils.py` ending in `.item()`, `meter.add(loss)` with
+    `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
+    functions they call unconditionally). A loop also trains when it calls a step function
+    of another module (`trainer.train_step(x, y)` with `trainer = Trainer(...)`). A step
+    function (it runs backward or an optimizer step, with no loop of its own) that the
+    project calls from a loop is a loop body: when no call of it is itself reported (it is
+    called under a condition, `if T % 4 == 0: agent.learn(mem)`, or after a rollout), its
+    own unconditional syncs are reported inside it (`return loss.item()`).
+    Silent for syncs under a guard (`if step % log_every == 0:`), helpers that sync only
+    under a condition or after an early `return`, after the loop, and in code that does not
+    run on an accelerator.
 
     ## Why is this bad?
     CUDA kernels run asynchronously: the Python loop normally queues the next step while
@@ -81,13 +95,29 @@ class HostSyncInTrainingLoop(Rule):
         "(`total += loss.detach()`) and sync every N steps"
     )
     fix_applicability = Applicability.DISPLAY_ONLY
-    triggers = (".backward(", ".step(")  # a training loop
+    triggers = (".backward(", ".step(")  # a training loop (see could_fire for step functions)
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """A training loop, or a call of what may be a step function of another module:
+        ``train_step(``, ``.learn(``, ``.optimize_parameters(``, ``.train_batch(``, or
+        ``x.update(`` where ``x = SomeClass(...)`` (not ``dict.update``)."""
+        if ".backward(" in source or ".step(" in source or _STEP_CALL.search(source):
+            return True
+        if ".update(" not in source:
+            return False
+        for receiver in set(_UPDATE_CALL.findall(source)):
+            if re.search(rf"^[ \t]*{re.escape(receiver)}[ \t]*=[ \t]*(?:\w+\.)*[A-Z]", source, re.MULTILINE):
+                return True
+        return False
     needs_cuda = True
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """Some loop trains: it runs backward or a step, or calls a helper defined here."""
-        return could_have_training_loop(tree)
+        """Some loop trains: it runs backward or a step, or calls a helper defined here or
+        a function named like a step of another module; or a function here runs a training
+        step and syncs (a step function that another module may call from its loop)."""
+        return could_have_training_loop(tree) or loop_calls_step_by_name(tree) or step_function_syncs(tree)
 
     VALID = (
         # Text formatted from host values only.
@@ -153,16 +183,23 @@ class HostSyncInTrainingLoop(Rule):
         self._tensor_names: Dict[int, Set[str]] = {}
         self._loop_names: Dict[int, FrozenSet[str]] = {}
         self._rollouts: Dict[int, bool] = {}
+        self._loop_bodies: Dict[int, bool] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         what = self._sync_kind(node)
-        if what is None:
+        if what is None and (
+            self.context.project is None
+            or not isinstance(node.func, (cst.Name, cst.Attribute))
+            or not self.context.fact(training_facts).has_training_loop
+        ):
             return
         ancestors = self.context.ancestors
         if ancestors and ancestors[-1] is node:
             ancestors = ancestors[:-1]
         around = step_loop_around(self.context, ancestors)
         if around is None:
+            if what is not None:
+                self._check_step_body(node, what, ancestors)
             return
         index, loop = around
         if in_test_code(ancestors, self.context.path) or any(isinstance(a, cst.Assert) for a in ancestors[index:]):
@@ -171,10 +208,73 @@ class HostSyncInTrainingLoop(Rule):
             return
         if any(isinstance(a, (cst.For, cst.While)) and self._rollout(a) for a in ancestors[index:]):
             return
+        if what is None:
+            what = self._project_helper(node)
+            if what is None:
+                return
         if what == "tensor" and not self._on_tensor(node, loop.node):
             return
-        label = self.context.code_for(node.func) + "(...)" if what in ("tensor", "helper") else what
-        self.report(node, message=self.message.format(what=label))
+        self.report(node, message=self.message.format(what=self._label(node, what)))
+
+    def _label(self, node: cst.Call, what: str) -> str:
+        return self.context.code_for(node.func) + "(...)" if what in ("tensor", "helper") else what
+
+    def _project_helper(self, node: cst.Call) -> Optional[str]:
+        """A call of a project function or method of another module that syncs on every
+        call (``calculate_accuracy(out, y)`` ending in ``.item()``, ``meter.add(loss)``)."""
+        if not isinstance(node.func, (cst.Name, cst.Attribute)):
+            return None
+        callees = project_callees(self.context, node, self.context.scope)
+        index = self.context.project
+        if not callees or index is None:
+            return None
+        if all(syncs_every_call(index, d) for d in callees):
+            return "helper"
+        return None
+
+    # -- a step function called from a loop is a loop body ----------------------------------
+    def _check_step_body(self, node: cst.Call, what: str, ancestors: Sequence[cst.CSTNode]) -> None:
+        """A sync on every call of a function that runs one training step (backward or an
+        optimizer step, no loop of its own) and that the project calls from a loop where
+        the call itself is not reported: under a condition (``if T % 4 == 0: dqn.learn()``)
+        or in a rollout (``agent.update()`` after ``envs.step(action)``)."""
+        index = self.context.project
+        if index is None:
+            return
+        at = next((i for i in range(len(ancestors) - 1, -1, -1) if isinstance(ancestors[i], cst.FunctionDef)), None)
+        if at is None or any(isinstance(a, (cst.For, cst.While, cst.Lambda, cst.ClassDef)) for a in ancestors[at + 1 :]):
+            return
+        function = ancestors[at]
+        assert isinstance(function, cst.FunctionDef)
+        owner = _owner(ancestors, at)
+        if owner is False:
+            return
+        key = (owner, function.name.value)
+        facts = self.context.fact(training_facts)
+        if key not in facts.step_functions or key in facts.loop_functions:
+            return
+        if in_test_code(ancestors, self.context.path) or guarded_between([*ancestors[at:], node]):
+            return
+        if _exits_early(function, ancestors[at + 1 :]):
+            return
+        if what == "tensor" and not self._on_tensor(node, function):
+            return
+        if not self._loop_body(function, owner):
+            return
+        self.report(node, message=self.message.format(what=self._label(node, what)))
+
+    def _loop_body(self, function: cst.FunctionDef, owner: Optional[str]) -> bool:
+        cached = self._loop_bodies.get(id(function))
+        if cached is None:
+            cached = False
+            index = self.context.project
+            name = function.name.value if owner is None else f"{owner}.{function.name.value}"
+            definition = None if index is None else index.resolve(own_path(self.context), name)
+            if index is not None and definition is not None and definition.kind in ("function", "method"):
+                sites = loop_call_sites(index, definition)
+                cached = bool(sites) and not any(plain_loop_call(index, *site) for site in sites)  # type: ignore[union-attr]
+            self._loop_bodies[id(function)] = cached
+        return cached
 
     def _rollout(self, loop: cst.CSTNode) -> bool:
         """A reinforcement-learning rollout (``env.step(action.item())``): the environment
@@ -282,6 +382,42 @@ class HostSyncInTrainingLoop(Rule):
         walk(loop, enter)
         self._tensor_names[id(loop)] = names
         return names
+
+
+def _owner(ancestors: Sequence[cst.CSTNode], at: int):
+    """The class a function at ``ancestors[at]`` is a method of (None: a module-level
+    function; False: nested somewhere the index does not name)."""
+    if at == 1:
+        return None
+    if at == 3 and isinstance(ancestors[1], cst.ClassDef):
+        return ancestors[1].name.value
+    return False
+
+
+def _exits_early(function: cst.FunctionDef, path: Sequence[cst.CSTNode]) -> bool:
+    """A statement before the one holding the node may leave the function under a
+    condition (``if not self.enabled: return``)."""
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock) or not path:
+        return False
+    holder = path[1] if len(path) > 1 and path[0] is body else None
+    for statement in body.body:
+        if statement is holder:
+            return False
+        if isinstance(statement, cst.BaseCompoundStatement):
+            found: List[bool] = []
+
+            def enter(child: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> bool:
+                if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or found:
+                    return False
+                if isinstance(child, (cst.Return, cst.Raise)):
+                    found.append(True)
+                return True
+
+            walk(statement, enter)
+            if found:
+                return True
+    return False
 
 
 _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)

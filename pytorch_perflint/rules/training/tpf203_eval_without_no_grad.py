@@ -27,11 +27,16 @@ class EvalWithoutNoGrad(Rule):
     """## What it does
     Flags an evaluation loop that runs a model forward with autograd recording on: a loop
     calling a model that was put in eval mode (`model.eval()`) earlier in the same function,
-    or one in a function named like evaluation (`evaluate`, `validate`, `test`, `predict`)
-    that never calls `.backward()`, outside `torch.no_grad()`, `torch.inference_mode()` and
-    `torch.set_grad_enabled(False)`. Silent for functions decorated with `@torch.no_grad()` /
-    `@torch.inference_mode()` (or a decorator that wraps them), for functions that
-    same-module code calls inside no-grad, and for loops that need gradients (`.backward()`,
+    (module level and `if __name__ == "__main__":` included), or one in a function named
+    like evaluation (`evaluate`, `validate`, `test`, `predict`, `sample`) that never calls
+    `.backward()` and calls a model (a name like `model`/`net`, or in a method, a layer its
+    class builds in `__init__`: `self.lstm`), or a helper that calls a model parameter which
+    every project caller put in eval mode before the call (`model.eval()` then
+    `run_batches(model, loader)` in another module), outside `torch.no_grad()`,
+    `torch.inference_mode()` and `torch.set_grad_enabled(False)`. Silent for functions
+    decorated with `@torch.no_grad()` / `@torch.inference_mode()` (or a decorator that wraps
+    them), for functions whose callers in the project all run them inside no-grad (a `with`
+    or a no-grad decorator on the caller), and for loops that need gradients (`.backward()`,
     `torch.autograd.grad`, an optimizer step: adversarial evaluation, a linear probe on a
     frozen backbone). `Variable(x, volatile=True)` does nothing since torch 0.4.
 

@@ -1,0 +1,170 @@
+"""What the project's callers of a function say about its evaluation loops (TPF203).
+
+Two facts need the callers in other modules (``ctx.project``): a function that every
+project caller runs under no-grad needs no ``no_grad`` of its own (``evaluate(model,
+loader)`` called inside ``with torch.no_grad():`` in ``train.py``); and a helper that does
+not look like evaluation is one when every caller put the model it passes in eval mode
+first (``model.eval()`` then ``run_batches(model, loader)`` in ``infer.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ...context import FileContext
+from ...project import ProjectIndex
+from ...project.forms import Call, Ref
+from ...project.resolution import Definition
+from ...project.summary import CallSite
+from .project_calls import own_path
+
+_NO_GRAD = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _definition(context: FileContext, function: cst.FunctionDef, owner: Optional[str]) -> Optional[Definition]:
+    index = context.project
+    if index is None:
+        return None
+    name = function.name.value if owner is None else f"{owner}.{function.name.value}"
+    found = index.resolve(own_path(context), name)
+    return found if found is not None and found.kind in ("function", "method") else None
+
+
+def _sites(index: ProjectIndex, definition: Definition) -> Optional[List[Tuple[str, CallSite]]]:
+    sites = index.callers(definition)
+    if sites is not None:
+        return list(sites)
+    if definition.kind == "method":
+        # Every ``<anything>.name(...)`` call: more than the real callers, so "all of them
+        # under no_grad" holds for the real ones too.
+        return list(index.method_calls(definition.name.rsplit(".", 1)[-1]))
+    return None
+
+
+def _decorated_no_grad(index: ProjectIndex, path: str, caller: str) -> bool:
+    if not caller:
+        return False
+    found = index.resolve(path, caller)
+    function = None if found is None else found.function
+    if function is None:
+        return False
+    for decorator in function.decorators:
+        target = decorator.func if isinstance(decorator, Call) else decorator
+        if isinstance(target, Ref) and _NO_GRAD.search(target.qualname or target.name):
+            return True
+    return False
+
+
+def _under_no_grad(index: ProjectIndex, path: str, site: CallSite) -> bool:
+    return any(_NO_GRAD.search(context) for context in site.contexts) or _decorated_no_grad(index, path, site.caller)
+
+
+def callers_all_no_grad(context: FileContext, function: cst.FunctionDef, owner: Optional[str]) -> bool:
+    """Every call of the function in the project runs under no-grad (a ``with`` around it
+    or a no-grad decorator on the calling function), and there is at least one."""
+    index = context.project
+    definition = _definition(context, function, owner)
+    if index is None or definition is None:
+        return False
+    sites = _sites(index, definition)
+    return bool(sites) and all(site.called and _under_no_grad(index, path, site) for path, site in sites)
+
+
+def callers_evaluate(context: FileContext, function: cst.FunctionDef, owner: Optional[str], models: Sequence[str]) -> bool:
+    """Every project call of a module-level function passes, for one of the parameters
+    ``models`` its loop calls, a name that the caller put in eval mode before the call,
+    outside no-grad; and there is at least one such call."""
+    index = context.project
+    definition = _definition(context, function, owner)
+    if index is None or definition is None or definition.kind != "function" or definition.function is None:
+        return False
+    sites = index.callers(definition)
+    if not sites:
+        return False
+    params = [p for p in definition.function.params if p.kind == "positional"]
+    for path, site in sites:
+        if not site.called or site.arguments is None or site.star or site.dstar or _under_no_grad(index, path, site):
+            return False
+        names = []
+        for model in models:
+            position = next((i for i, p in enumerate(params) if p.name == model), None)
+            value = site.arguments.keyword(model)
+            if value is None and position is not None and position < len(site.arguments.args):
+                value = site.arguments.args[position]
+            if isinstance(value, Ref) and "." not in value.name:
+                names.append(value.name)
+        if not names or not any(_eval_before(index, path, site, name) for name in names):
+            return False
+    return True
+
+
+def _eval_before(index: ProjectIndex, path: str, site: CallSite, name: str) -> bool:
+    """The last mode call on ``name`` before the call site, in the calling function (or at
+    module level, ``if __name__ == "__main__":`` included), is an unconditional
+    ``name.eval()`` / ``name.train(False)``."""
+    text = index.text(path)
+    if text is None:
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    frame: Optional[ast.AST] = tree
+    if site.caller:
+        last = site.caller.rsplit(".", 1)[-1]
+        frame = next(
+            (
+                node
+                for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name == last
+                and node.lineno <= site.line <= (node.end_lineno or node.lineno)
+            ),
+            None,
+        )
+    if frame is None:
+        return False
+    modes: List[Tuple[int, int, Optional[str]]] = []  # (line, column, "eval" | "train" | None: conditional)
+
+    def visit(node: ast.AST, conditional: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _SCOPES):
+                continue
+            inner = conditional
+            if isinstance(child, (ast.If, ast.IfExp, ast.ExceptHandler, ast.For, ast.While, ast.BoolOp)) and not _main_guard(child):
+                inner = True
+            mode = _mode(child, name)
+            if mode is not None and child.lineno < site.line:  # type: ignore[attr-defined]
+                modes.append((child.lineno, child.col_offset, None if conditional else mode))  # type: ignore[attr-defined]
+            visit(child, inner)
+
+    visit(frame, False)
+    if not modes:
+        return False
+    return max(modes)[2] == "eval"
+
+
+def _main_guard(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+
+
+def _mode(node: ast.AST, name: str) -> Optional[str]:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    receiver = node.func.value
+    if not (isinstance(receiver, ast.Name) and receiver.id == name):
+        return None
+    if node.func.attr == "eval":
+        return "eval" if not node.args and not node.keywords else "unknown"
+    if node.func.attr == "train":
+        values = [*node.args, *(k.value for k in node.keywords)]
+        if values and isinstance(values[0], ast.Constant) and values[0].value is False:
+            return "eval"
+        return "train"
+    return None

@@ -1,0 +1,114 @@
+"""The training family's facts from other modules (``rules/training/project_calls.py`` and
+``eval_callers.py``): what a project helper's body does, where a step function is called,
+and that a cached run sees a changed helper."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pytorch_perflint.project import ProjectIndex
+from pytorch_perflint.rules.training.project_calls import (
+    _read_body,
+    body_facts,
+    loop_call_sites,
+    plain_loop_call,
+    syncs_every_call,
+)
+from pytorch_perflint.testing import FIXTURES
+
+
+def _facts(source: str):
+    return _read_body(ast.parse(textwrap.dedent(source)).body[0], {"torch": "torch", "np": "numpy"})
+
+
+def test_a_sync_counts_only_when_it_runs_on_every_call():
+    assert _facts("def f(x):\n    with torch.no_grad():\n        return x.sum().item()\n").syncs == (3,)
+    assert _facts("def f(x):\n    torch.cuda.synchronize()\n").syncs == (2,)
+    assert _facts("def f(x, n):\n    if n % 10 == 0:\n        print(x.item())\n").syncs == ()
+    assert _facts("def f(x, v):\n    if not v:\n        return\n    print(x.item())\n").syncs == ()
+    assert _facts("def f(xs):\n    for x in xs:\n        x.item()\n").syncs == ()
+    assert _facts("def f(x):\n    return x.item() if x.numel() == 1 else 0\n").syncs == ()
+    assert _facts("def f(x):\n    return np.asarray(x).tolist()\n").syncs == ()  # a host value already
+    assert _facts("def f(x):\n    return x.cpu().numpy().tolist()\n").syncs == (2,)  # one sync, not three
+
+
+def _project(tmp_path: Path, files: dict) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_syncs_reach_through_the_project_functions_a_helper_calls(tmp_path):
+    root = _project(
+        tmp_path,
+        {
+            "low.py": "def read(x):\n    return x.item()\n",
+            "mid.py": "from low import read\n\ndef log(x):\n    print(read(x))\n\ndef maybe(x, on):\n    if on:\n        read(x)\n",
+        },
+    )
+    index = ProjectIndex(root)
+    assert syncs_every_call(index, index.resolve(str(root / "mid.py"), "log"))
+    assert not syncs_every_call(index, index.resolve(str(root / "mid.py"), "maybe"))
+
+
+def test_where_a_step_method_is_called_from_a_loop(tmp_path):
+    root = _project(
+        tmp_path,
+        {
+            "agent.py": "class Agent:\n    def learn(self, b):\n        b.loss().backward()\n        return 1\n",
+            "main.py": """\
+                from agent import Agent
+                agent = Agent()
+                other = {}
+                for t in range(10):
+                    if t % 4 == 0:
+                        agent.learn(t)
+                    agent.learn(t)
+                    other.learn(t)
+                for t in range(10):
+                    state = env.step(agent.act())
+                    agent.learn(t)
+            """,
+        },
+    )
+    index = ProjectIndex(root)
+    sites = loop_call_sites(index, index.resolve(str(root / "agent.py"), "Agent.learn"))
+    main = str(root / "main.py")
+    assert sorted(line for _, line, _ in sites) == [6, 7, 11]  # not `other.learn`: `other` is not an Agent
+    assert [plain_loop_call(index, main, line, "learn") for line in (6, 7, 11)] == [False, True, False]
+
+
+def test_a_helper_read_again_when_its_file_changes(tmp_path):
+    root = _project(tmp_path, {"h.py": "def f(x):\n    return x.item()\n"})
+    index = ProjectIndex(root)
+    definition = index.resolve(str(root / "h.py"), "f")
+    assert body_facts(index, definition).syncs == (2,)
+    (root / "h.py").write_text("def f(x):\n    return x.detach()  # no sync any more\n")
+    definition = index.resolve(str(root / "h.py"), "f")
+    assert body_facts(index, definition).syncs == ()
+
+
+def _check(root: Path) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "pytorch_perflint", "check", "--select", "TPF202", "--output-format", "concise", str(root)],
+        capture_output=True, text=True, cwd=root,
+    ).stdout
+
+
+def test_a_cached_run_sees_that_a_helper_in_another_module_stopped_syncing(tmp_path):
+    root = tmp_path / "trainer_class"
+    shutil.copytree(FIXTURES / "projects" / "trainer_class", root)
+    first = _check(root)
+    assert "train_metered.py:23:" in first  # meter.add(...) calls .cpu() in metrics.py
+    assert (root / ".pytorch_perflint_cache").exists()  # the second run goes through the cache
+    metrics = root / "metrics.py"
+    metrics.write_text(metrics.read_text().replace("float(value.detach().cpu().numpy())", "value.detach()"))
+    second = _check(root)
+    assert "train_metered.py:23:" not in second
+    assert "train_metered.py:28:" in second  # the rest of the file's findings are still there
