@@ -40,6 +40,23 @@ def _array_roots(index: TreeIndex) -> Set[str]:
     return roots
 
 
+# Imports that never name a project module: a call rooted in one is not a project helper.
+_LIBRARIES = frozenset({"torch", "torchvision", "typing", "os", "sys", "math", "random", "collections"})
+
+
+def _project_roots(index: TreeIndex) -> Set[str]:
+    """Names whose calls or attributes may be read from the project index (TPF401 asks it):
+    the module's functions and classes, ``self``, and names imported from modules that may
+    be the project's own."""
+    roots = {"self"} | {node.name for node in index.functions}
+    for node in index.imports:
+        if isinstance(node, ast.Import):
+            roots.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] not in _LIBRARIES)
+        elif node.level or (node.module and node.module.split(".")[0] not in _LIBRARIES):
+            roots.update(alias.asname or alias.name for alias in node.names)
+    return roots
+
+
 def _root_name(node: ast.AST) -> str:
     while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
@@ -94,7 +111,7 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     candidates = [c for c in index.calls if c.args and _is_constructor(c.func, constructors)]
     if not candidates:
         return ()
-    roots = _array_roots(index)
+    roots = _array_roots(index) | _project_roots(index)
     names: Set[str] = set()
     changed = True
     while changed:  # a name assigned from another array name is an array name too

@@ -37,8 +37,9 @@ _KEPT = ("dtype", "device")
 # ending in "ensor" passes, as a pattern that starts with a literal is searched for fast.
 _CONSTRUCTOR_CALL = re.compile(r"ensor\s*\(")
 _CONSTRUCTOR_ALIAS = re.compile(r"ensor\s+as\s")
-# Where known arrays come from: NumPy, pandas' `.values` / `.to_numpy()`, OpenCV readers.
-_ARRAY_SOURCE = re.compile(r"numpy|np\.|pandas|\.values|to_numpy|cv2")
+# Where known arrays come from: NumPy, pandas' `.values` / `.to_numpy()`, OpenCV, h5py and
+# SciPy readers, and what the project index can say (imported helpers, `self.` attributes).
+_ARRAY_SOURCE = re.compile(r"numpy|np\.|pandas|\.values|to_numpy|cv2|h5py|scipy|\bimport\b|\bself\.")
 
 
 class TensorCopyFromNumpy(Rule):
@@ -82,7 +83,6 @@ class TensorCopyFromNumpy(Rule):
     name = "tensor-copy-from-numpy"
     message = "`{call}` copies a NumPy array; use `torch.from_numpy` or `torch.as_tensor` to share its memory"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("numpy",)
     statement_local = True
 
     @classmethod
