@@ -130,7 +130,17 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
 
 
 _FACTORY_NAMES = frozenset(
-    {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "tensor"} | {"rand", "randn", "randint"}
+    {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
+    | {"rand", "randn", "randint", "randperm", "normal"}
+    | {"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor"}
+    | {"ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
+)
+# Steps a move's receiver is followed through to its factory (``host_tensors.KEEP_DEVICE``
+# and the random fills), and ``Variable(...)``.
+_STEPS = frozenset(
+    "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
+    "squeeze expand expand_as contiguous repeat t transpose permute normal_ uniform_ random_ "
+    "bernoulli_ exponential_".split()
 )
 # Factory keywords after which a move is not a plain "create on the host, then copy".
 FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
@@ -171,15 +181,22 @@ def _could_be_device(node: ast.AST, bound: Set[str]) -> bool:
 def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     """The moves of a tensor factory call without ``device=`` (or another blocker): its
     ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""
-    found: List[ast.Call] = []
+    found: List[ast.AST] = []
+    separate: List[Tuple[ast.Call, str]] = []
     bound: Optional[Set[str]] = None
     index = tree_index(tree)
     for node in index.calls:
         if not isinstance(node.func, ast.Attribute):
             continue
         move = node.func.attr
-        factory = node.func.value
-        if move not in _MOVE_KEYWORDS or not isinstance(factory, ast.Call):
+        if move not in _MOVE_KEYWORDS:
+            continue
+        factory = _strip(node.func.value)
+        if isinstance(factory, ast.Name):
+            if _passes_move(node, bound, index):
+                separate.append((node, factory.id))
+            continue
+        if not isinstance(factory, ast.Call):
             continue
         if ast_dotted(factory.func).rsplit(".", 1)[-1] not in _FACTORY_NAMES:
             continue
@@ -202,4 +219,58 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
                 bound = _assigned_names(index)
             if _could_be_device(node.args[0], bound):
                 found.append(node)
+    if separate:
+        found.extend(_separate_statements(tree, separate))
     return tuple(found)
+
+
+def _strip(node: ast.AST) -> ast.AST:
+    """The root of a receiver under device-keeping steps and ``Variable(...)``."""
+    for _ in range(16):
+        if not isinstance(node, ast.Call):
+            break
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _STEPS:
+            node = node.func.value
+        elif ast_dotted(node.func).rsplit(".", 1)[-1] == "Variable" and node.args:
+            node = node.args[0]
+        else:
+            break
+    return node
+
+
+def _passes_move(node: ast.Call, bound: Optional[Set[str]], index: TreeIndex) -> bool:
+    """A move of a name whose target could be a device (``.cuda()`` always could)."""
+    if node.func.attr == "cuda":  # type: ignore[attr-defined]
+        return True
+    if any(k.arg == "device" for k in node.keywords):
+        return True
+    return bool(node.args) and _could_be_device(node.args[0], bound if bound is not None else _assigned_names(index))
+
+
+def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) -> List[ast.AST]:
+    """For ``z = z.cuda()`` after ``z = torch.randn(n)`` in one block: the move, the
+    creating statement and every statement between (so narrowing keeps any use of ``z``
+    that makes the finding go away)."""
+    wanted = {id(call): name for call, name in moves}
+    out: List[ast.AST] = []
+    for node in walk_ast(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for position, statement in enumerate(block):
+                if not isinstance(statement, ast.Assign) or id(statement.value) not in wanted:
+                    continue
+                name = wanted[id(statement.value)]
+                start = position
+                while start > 0 and not _binds_name(block[start - 1], name):
+                    start -= 1
+                if start > 0:
+                    out.extend(block[start - 1 : position + 1])
+    return out
+
+
+def _binds_name(statement: ast.stmt, name: str) -> bool:
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Name) and target.id == name for target in statement.targets
+    )
