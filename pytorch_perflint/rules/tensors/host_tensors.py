@@ -107,10 +107,23 @@ def _factory(call: cst.Call, context: FileContext) -> Optional[str]:
             return None  # `torch.FloatTensor()` is empty; keywords: `device=`...
         if name == "torch.Tensor" and _default_changed(context):
             return None
+        if len(positional) == 1 and _wraps_storage(positional[0].value, context):
+            return None  # `torch.ByteTensor(storage)` wraps bytes already on the host
         return name
     if name in FACTORIES or name in RANDOM:
         return None if _default_changed(context) else name
     return None
+
+
+def _wraps_storage(expr: cst.BaseExpression, context: FileContext) -> bool:
+    """A storage (``torch.ByteStorage.from_buffer(b)``, or a name bound once to one): the
+    constructor shares it, and no factory could make those bytes on the device."""
+    if isinstance(expr, cst.Name):
+        bound = context.lookup(expr.value)
+        if bound is None:
+            return False
+        expr = bound
+    return "Storage" in context.code_for(expr)
 
 
 def _default_changed(context: FileContext) -> bool:

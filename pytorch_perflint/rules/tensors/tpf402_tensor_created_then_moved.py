@@ -127,6 +127,7 @@ class TensorCreatedThenMoved(Rule):
         "import torch\nz = torch.randn(3)\nz = z.cuda() + z\n",
         "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\nx = torch.zeros(3).cuda()\n",
         "import torch\nx = torch.rand(3).clone().cuda()\n",
+        "import torch\ns = torch.ByteStorage.from_buffer(b)\nx = torch.ByteTensor(s).to('cuda')\n",
         "import torch\nx = torch.randn(3, generator=g).cuda()\n",
         "import torch\nx = torch.from_numpy(a).cuda()\n",
         "def f(torch):\n    return torch.zeros(3).cuda()\n",
