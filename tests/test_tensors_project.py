@@ -192,3 +192,12 @@ def test_a_separate_statement_fix_creates_on_the_device_and_keeps_the_chain():
     fixed = "import torch\na = torch.rand(2, 1, device='cuda')\nb = 1\na = a.expand(2, 3)\n"
     assert fix_example(rule, code, unsafe=False) == code  # random: the fix is unsafe
     assert fix_example(rule, code) == fixed
+
+
+def test_a_separate_statement_whose_device_is_named_later_has_no_fix():
+    """`mixed` is bound between the creation and the move: `device=mixed.device` in the
+    creating line would read it before it exists."""
+    rule = rule_by_code("TPF402")
+    code = "import torch\na = torch.rand(2, 1)\nmixed = make()\na = a.expand_as(mixed).to(mixed.device)\n"
+    assert lint_example(rule, code) == [(4, "TPF402")]
+    assert fix_example(rule, code) == code

@@ -59,6 +59,13 @@ class HostTensor:
     random: bool
     statement: Optional[cst.SimpleStatementLine] = None
     move_statement: Optional[cst.SimpleStatementLine] = None
+    between: Tuple[cst.BaseStatement, ...] = ()
+
+    def device_readable_at_creation(self, target: cst.BaseExpression) -> bool:
+        """Whether the move's target means the same at the creating statement: no name it
+        reads is bound there or between (``mixed = ...`` before ``.to(mixed.device)``)."""
+        read = {node.value for node in _names(target)}
+        return not any(_binds_any(statement, read) for statement in (self.statement, *self.between) if statement)
 
     @property
     def legacy(self) -> bool:
@@ -159,7 +166,8 @@ def _earlier(name: cst.Name, context: FileContext, move: cst.Call, random: bool)
         if found is None:
             return None
         assert isinstance(earlier, cst.SimpleStatementLine) and isinstance(statement, cst.SimpleStatementLine)
-        return HostTensor(root, found, random or fill_random or found in RANDOM, earlier, statement)
+        between = tuple(block[position + 1 : index])
+        return HostTensor(root, found, random or fill_random or found in RANDOM, earlier, statement, between)
     return None
 
 
@@ -205,3 +213,24 @@ def _mentions(node: cst.CSTNode, name: str) -> int:
         stack.extend(current.children)
     return count
 
+
+
+def _names(node: cst.CSTNode) -> List[cst.Name]:
+    """The plain names ``node`` reads (attribute names left out)."""
+    out: List[cst.Name] = []
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            out.append(current)
+        elif isinstance(current, cst.Attribute):
+            stack.append(current.value)
+        else:
+            stack.extend(current.children)
+    return out
+
+
+def _binds_any(statement: cst.CSTNode, names: set) -> bool:
+    """Whether the statement may bind one of ``names`` (any occurrence counts: a name that
+    appears in a line between could be assigned there)."""
+    return any(node.value in names for node in _names(statement))

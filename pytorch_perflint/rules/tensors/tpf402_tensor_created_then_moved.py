@@ -202,6 +202,9 @@ class TensorCreatedThenMoved(Rule):
         grad = argument(factory, "requires_grad", None, self.context.lookup)
         leaf_unchanged = grad.missing or grad.value is False
         safe = move.known and not host.random and leaf_unchanged
+        if host.statement is not None and not host.device_readable_at_creation(move.target):
+            self.report(node, message)  # the device is named only after the tensor is made
+            return
         placed = with_keywords(factory, [keyword_arg("device", move.target)])
         self.report(node, message, fix=self._fold(node, host, placed, safe))
 
