@@ -84,6 +84,26 @@ def _could_be_array(node: ast.AST, roots: Set[str], names: Set[str]) -> bool:
     return bool(root) and (root in roots or root in names)
 
 
+def _imports_h5py(index: TreeIndex) -> bool:
+    for node in index.imports:
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        if any(module.split(".")[0] == "h5py" for module in modules):
+            return True
+    return False
+
+
+def _opened_files(tree: ast.Module) -> Set[str]:
+    """Names bound by ``with <call> as f`` (``h5py.File(...)`` under any alias: their
+    datasets read as arrays)."""
+    return {
+        item.optional_vars.id
+        for node in walk_ast(tree)
+        if isinstance(node, (ast.With, ast.AsyncWith))
+        for item in node.items
+        if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
+    }
+
+
 def _constructor_names(index: TreeIndex) -> Set[str]:
     """The constructor names, and what ``from torch import tensor as t`` binds them to."""
     names = set(_CONSTRUCTORS)
@@ -112,7 +132,7 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     if not candidates:
         return ()
     roots = _array_roots(index) | _project_roots(index)
-    names: Set[str] = set()
+    names: Set[str] = _opened_files(tree) if _imports_h5py(index) else set()
     changed = True
     while changed:  # a name assigned from another array name is an array name too
         changed = False
