@@ -51,10 +51,16 @@ class Move:
 
 class TensorCreatedThenMoved(Rule):
     """## What it does
-    Flags a tensor factory (`torch.zeros`, `ones`, `empty`, `full`, `rand`, `randn`,
-    `randint`, `arange`, `linspace`, `eye`, `tensor`) whose result is immediately moved with
-    `.cuda()` or `.to(device)`. Other factories (`randperm`, `logspace`) are outside the
-    rule's catalogue entry and are not reported.
+    Flags a tensor made on the host and then moved with `.cuda()` or `.to(device)`: the
+    factories `torch.zeros`, `ones`, `empty`, `full`, `arange`, `linspace`, `logspace`,
+    `eye`, `tensor`, the random `rand`, `randn`, `randint`, `randperm`, `normal`, and the
+    legacy typed constructors called with sizes or data (`torch.FloatTensor(b, n)`,
+    `torch.IntTensor(lengths)`). The move may come after steps that keep the tensor where it
+    is (`.zero_()`, `.fill_(0)`, `.uniform_()`, `.float()`, `.view(...)`, `.unsqueeze(...)`,
+    `.expand_as(x)`) or a `Variable(...)` wrapper, or in a later statement of the same block
+    that rebinds the name (`z = torch.randn(n)` ... `z = z.cuda()`) when no statement in
+    between mentions it. A one-time buffer built in `__init__` is reported too: it costs
+    little once, but the fix is free.
 
     ## Why is this bad?
     The tensor is first allocated and filled in host memory, then copied to the device and
@@ -80,11 +86,19 @@ class TensorCreatedThenMoved(Rule):
     unsafe when the target is a variable (its value is only assumed to be a device), when the
     factory draws random numbers (on the GPU they come from the GPU's generator, so a seeded
     run gets other numbers), and with `requires_grad=True` (the result becomes a leaf tensor).
-    A move that also converts the dtype or memory format, and `.cuda(variable)` (where
-    `device=None` would mean the CPU but `.cuda(None)` the current GPU) are reported without
-    a fix; `.to()` of
-    a dtype or of another tensor, `*_like` factories, and factories that already pass
-    `device=`, `generator=` or `pin_memory=` are not reported.
+    In-place random fills (`.uniform_()`) count as random too. For separate statements the
+    fix adds `device=` to the creating line and drops the move (the whole `z = z.cuda()`
+    line when nothing else is left of it); when the device names something bound only after
+    the creating line, the finding has no fix. A legacy constructor takes no GPU `device=`,
+    so its findings carry no fix (rewrite it as `torch.zeros`/`torch.full`/`torch.tensor(...,
+    dtype=...)` with `device=`). A move that also converts the dtype or memory format, and
+    `.cuda(variable)` (where `device=None` would mean the CPU but `.cuda(None)` the current
+    GPU) are reported without a fix. Not reported: `.to()` of a dtype or of another tensor
+    (`.to(other)` may be either), `*_like` factories, factories that already pass `device=`,
+    `generator=` or `pin_memory=`, a legacy constructor that wraps a storage, a name read
+    between its creation and its move or kept after it (`w = z.cuda()`), and the factories
+    other than the legacy typed ones in a file that calls `torch.set_default_tensor_type` or
+    `torch.set_default_device` (they may already make GPU tensors).
     """
 
     code = "TPF402"
