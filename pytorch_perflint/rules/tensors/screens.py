@@ -170,14 +170,27 @@ _MOVE_KEYWORDS = {
 }
 
 
+# Values a name can be bound to that ``device_target`` never reads as a device.
+_NEVER_DEVICES = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Lambda)
+
+
 def _assigned_names(index: TreeIndex) -> Set[str]:
-    """Names assigned somewhere in the file: the analysis may look their value up."""
+    """Names assigned somewhere in the file to what could be a device: the analysis may
+    look their value up (a call counts only when it could be ``torch.device(...)``)."""
     names: Set[str] = set()
     for node in index.assignments:
         if isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            names.add(node.target.id)
+            targets = [node.target.id]
+        else:
+            continue
+        value = node.value
+        if isinstance(value, _NEVER_DEVICES):
+            continue
+        if isinstance(value, ast.Call) and ast_dotted(value.func).rsplit(".", 1)[-1] not in ("device", "current_device"):
+            continue
+        names.update(targets)
     return names
 
 
@@ -282,12 +295,22 @@ def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) ->
                 if not isinstance(statement, ast.Assign) or id(statement.value) not in wanted:
                     continue
                 name = wanted[id(statement.value)]
+                if not _binds_name(statement, name):
+                    continue  # `w = z.cuda()` keeps `z`: never reported
                 start = position
                 while start > 0 and not _binds_name(block[start - 1], name):
                     start -= 1
-                if start > 0:
+                if start > 0 and _creates(block[start - 1]):
                     out.extend(block[start - 1 : position + 1])
     return out
+
+
+def _creates(statement: ast.stmt) -> bool:
+    """``name = <factory>(...)``, possibly under steps and ``Variable(...)``."""
+    if not isinstance(statement, ast.Assign):
+        return False
+    root = _strip(statement.value)
+    return isinstance(root, ast.Call) and ast_dotted(root.func).rsplit(".", 1)[-1] in _FACTORY_NAMES
 
 
 def _binds_name(statement: ast.stmt, name: str) -> bool:

@@ -32,7 +32,7 @@ _FACTORY_CALL = re.compile(
     r"\b(?:zeros|ones|empty|full|rand|randn|randint|randperm|normal|arange|linspace|logspace|eye|tensor|[A-Za-z0-9]*Tensor)\s*\("
 )
 # A move of a call's result (`torch.zeros(3).cuda()`) or of a name (`z = z.cuda()`).
-_MOVE_OF_CALL = re.compile(r"[)\w]\s*\.\s*(?:cuda|to)\s*\(")
+_MOVE_OF_CALL = re.compile(r"\.\s*(?:cuda|to)\s*\(")
 
 
 @dataclass(frozen=True)
