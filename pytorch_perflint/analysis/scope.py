@@ -122,6 +122,22 @@ class Scope:
         return None
 
 
+def binds_below_module(scope: Scope, name: str) -> bool:
+    """A function or class scope from ``scope`` up (class bodies only as the innermost
+    scope, as Python looks names up) binds ``name``: it is not the module-level name, the
+    one the project index resolves."""
+    current: Optional[Scope] = scope
+    first = True
+    while current is not None and current.parent is not None:
+        if not (current.is_class and not first) and (
+            name in current.bindings or name in current.imports or name in current.declared_outer
+        ):
+            return True
+        first = False
+        current = current.parent
+    return False
+
+
 def _is_mutated(scope: Scope, name: str) -> bool:
     """Whether any statement in the file changes ``name`` in place (by name: conservative)."""
     if name in scope.mutated:

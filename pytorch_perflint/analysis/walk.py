@@ -87,3 +87,18 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(reversed(child_nodes(current)))
+
+
+def name_uses(root: cst.CSTNode, name: str) -> Iterator[Tuple[cst.Name, Tuple[cst.CSTNode, ...]]]:
+    """Every ``Name`` node spelling ``name`` under ``root``, with its ancestors (attribute
+    names and keywords, which are not references, are left out)."""
+    stack: List[Tuple[cst.CSTNode, Tuple[cst.CSTNode, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if type(node) is cst.Name:
+            if node.value == name:  # type: ignore[attr-defined]
+                yield node, path  # type: ignore[misc]
+            continue
+        below = path + (node,)
+        skip = node.attr if type(node) is cst.Attribute else node.keyword if type(node) is cst.Arg else None  # type: ignore[attr-defined]
+        stack.extend((child, below) for child in child_nodes(node) if child is not skip)

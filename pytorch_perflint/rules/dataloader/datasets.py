@@ -11,9 +11,11 @@ TPF101 asks two questions of it:
   they share its file offset, and HDF5/LMDB/SQLite handles are not fork-safe, so items come
   back silently corrupted. Such a dataset must open its handle in each worker first.
 
-The dataset is followed one name deep (``ds = MyDataset(...)``); a class is resolved only
-when this module defines it at top level and nothing else binds its name. Anything else
-is unknown, and unknown answers "no" to both questions (the rule then behaves as before).
+The dataset is followed one name deep (``ds = MyDataset(...)``); a class is resolved
+in this module when it defines it at top level and nothing else binds its name, and
+through the project index otherwise (``dataset_classes``: a class imported from another
+module, or one of this module whose ``__getitem__`` is more than one ``return``). Anything
+else is unknown, and unknown answers "no" to both questions (the rule then behaves as before).
 Memory-mapped arrays (``np.memmap``, ``np.load(mmap_mode=...)``) are not handles: workers
 read them through their own page mappings, with no shared offset.
 """
@@ -26,11 +28,11 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from ...analysis.calls import argument
-from ...analysis.scope import Scope
+from ...analysis.scope import Scope, binds_below_module, dotted_name
 from ...analysis.walk import child_nodes
 from ...context import FileContext
+from .dataset_classes import TENSOR_DATASETS, TENSOR_METHODS, serves_from_memory
 
-TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 # Calls that return an open file handle or connection, and what to call it in a message.
 HANDLE_OPENERS = {
     "io.open": "an open file",
@@ -81,16 +83,24 @@ def dataset_facts(context: FileContext, call: cst.Call, scope: Scope) -> Dataset
         return _UNKNOWN
     if context.qualname(value.func, scope) in TENSOR_DATASETS:
         return DatasetFacts(in_memory=True)
-    if type(value.func) is not cst.Name:
-        return _UNKNOWN
-    cls = module_class(context, value.func.value, scope)
+    cls = module_class(context, value.func.value, scope) if type(value.func) is cst.Name else None
     if cls is None:
-        return _UNKNOWN
+        return DatasetFacts(in_memory=_project_in_memory(context, value.func, scope))
     classes = list(_class_chain(context, cls))
     handle = _held_handle(context, classes)
     if handle is not None:
         return DatasetFacts(handle=handle)
-    return DatasetFacts(in_memory=_indexes_only(context, classes))
+    return DatasetFacts(in_memory=_indexes_only(context, classes) or _project_in_memory(context, value.func, scope))
+
+
+def _project_in_memory(context: FileContext, func: cst.BaseExpression, scope: Scope) -> bool:
+    """The dataset class is a project class (this module or another: ``from data import
+    Pairs``, ``gail.ExpertDataset``) that serves its items from memory."""
+    name = dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+    if context.project is None or name is None or binds_below_module(scope, name.partition(".")[0]):
+        return False
+    return serves_from_memory(context.project, str(context.path), name)
+
 
 
 def module_class(context: FileContext, name: str, scope: Scope) -> Optional[cst.ClassDef]:
@@ -341,13 +351,6 @@ def _pairs(target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> I
         yield target, value
 
 
-# Tensor methods that return a tensor.
-_TENSOR_METHODS = frozenset(
-    "float double half bfloat16 long int short bool byte to cuda cpu contiguous clone detach view reshape "
-    "unsqueeze squeeze permute transpose t flatten type pin_memory share_memory_".split()
-)
-
-
 def _tensor(context: FileContext, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:
     """Whether ``expr`` is known to build a tensor: a call of a ``torch`` function
     (``torch.tensor``, ``torch.from_numpy``, ``torch.load``, ``torch.randn``...) or a tensor
@@ -364,6 +367,6 @@ def _tensor(context: FileContext, expr: cst.BaseExpression, scope: Scope, depth:
     if name is not None:
         parts = name.split(".")
         return len(parts) == 2 and parts[0] == "torch" and (parts[1].islower() or parts[1].endswith("Tensor"))
-    if type(func) is cst.Attribute and func.attr.value in _TENSOR_METHODS:
+    if type(func) is cst.Attribute and func.attr.value in TENSOR_METHODS:
         return _tensor(context, func.value, scope, depth + 1)
     return False

@@ -7,6 +7,8 @@
   bound once, ``self.attr`` set once in a class, parameters of same-module functions whose
   every call passes a loader, helpers that return one (or a tuple the caller unpacks),
   dicts and lists of loaders (``loaders[phase]``), and ``enumerate``/``tqdm``/``iter``.
+  Helpers in other modules of the project that return a loader are read through the
+  project index (``project_loaders``).
   From that it knows which loaders are iterated again and again (inside an outer loop that
   did not create them: TPF103) and which ``.to(device)``/``.cuda()`` calls copy a batch taken
   straight from a loader known to pin memory (TPF104).
@@ -29,20 +31,35 @@ from .loader_sources import LoaderSourceResolver
 
 def loader_facts(context: FileContext) -> LoaderFacts:
     """Walk the module once and derive the TPF103/TPF104 facts."""
-    if "DataLoader" not in context.source:
+    elsewhere = _loaders_from_helpers(context)
+    if "DataLoader" not in context.source and not elsewhere:
         return LoaderFacts()
     collector = LoaderSiteRecorder(context)
     collector.walk(context.module)
     facts = LoaderFacts(sites=collector.sites)
-    if not collector.sites:
+    if not collector.sites and not elsewhere:
         return facts
     resolver = LoaderSourceResolver(context, collector)
     _find_reiterated(resolver, facts)
-    if any(site.args.pinned for site in collector.sites.values()):
+    if context.project is not None:
+        _find_reiterated_elsewhere(context, resolver, facts)
+    if elsewhere or any(site.args.pinned for site in collector.sites.values()):
         from .pinned_batches import find_blocking_copies
 
         find_blocking_copies(context, resolver, collector, facts)
     return facts
+
+
+def _loaders_from_helpers(context: FileContext) -> bool:
+    """The module may iterate loaders that project helpers in other modules build: it has
+    a project, and copies to a device what it iterates (the screen TPF104 uses)."""
+    return context.project is not None and could_iterate_helper_loaders(context.source)
+
+
+def could_iterate_helper_loaders(source: str) -> bool:
+    """A cheap over-approximation for loaders built elsewhere: a copy to the device and a
+    name that says loader (``train_loader``, ``make_loader(...)``, ``get_loader``)."""
+    return (".to(" in source or ".cuda(" in source) and "loader" in source.lower()
 
 
 def _iteration_sites(collector: LoaderSiteRecorder) -> Iterable[Tuple[cst.BaseExpression, Path]]:
@@ -64,3 +81,37 @@ def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None
         for source in resolver.resolve(expr, path).sources:
             if source.reiterated:
                 facts.reiterated.add(id(source.site.call))
+
+
+def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
+    """Loaders with workers that a module-level helper here returns, walked every epoch by
+    a caller in another module (``project_iterations``)."""
+    candidates = {
+        id(site.call)
+        for site in facts.sites.values()
+        if id(site.call) not in facts.reiterated and type(site.args.num_workers.value) is int and site.args.num_workers.value > 0
+    }
+    if not candidates:
+        return
+    from .project_iterations import iterated_every_epoch
+
+    for name, definitions in resolver.recorded.functions.items():
+        if len(definitions) != 1 or len(definitions[0][1]) != 1:
+            continue  # not one module-level def
+        function, _ = definitions[0]
+        for value, path in resolver.recorded.returns.get(id(function), []):
+            for element, (expr, expr_path) in _returned_parts(value, path):
+                sites = [s.site for s in resolver.resolve(expr, expr_path).sources if id(s.site.call) in candidates]
+                if sites and iterated_every_epoch(context.project, str(context.path), name, element):  # type: ignore[arg-type]
+                    facts.reiterated.update(id(site.call) for site in sites)
+
+
+def _returned_parts(value, path: Path):
+    """(tuple position or None, expression, its ancestors) for what ``return value`` gives."""
+    if value is None:
+        return
+    if isinstance(value, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        for index, element in enumerate(value.elements):
+            yield index, (element.value, path + (value, element))
+    else:
+        yield None, (value, path)

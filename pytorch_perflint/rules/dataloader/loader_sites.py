@@ -91,8 +91,9 @@ class LoaderSiteRecorder:
         self.self_assigns: Dict[Tuple[int, str], List[Tuple[Optional[cst.BaseExpression], Path]]] = {}
         self.value_paths: Dict[int, Path] = {}
         self.returns: Dict[int, List[Tuple[Optional[cst.BaseExpression], Path]]] = {}
-        # (id(scope node), name) -> the call a tuple assignment unpacks, the name's position
-        self.unpacked: Dict[Tuple[int, str], Tuple[cst.Call, int, Path]] = {}
+        # (id(scope node), name) -> each call a tuple assignment unpacks into the name, the
+        # name's position and the assignment's ancestors
+        self.unpacked: Dict[Tuple[int, str], List[Tuple[cst.Call, int, Path]]] = {}
 
     def walk(self, node: cst.CSTNode) -> None:
         """Depth-first over the nodes that can matter, keeping the ancestor stack; faster
@@ -170,7 +171,7 @@ class LoaderSiteRecorder:
         scope_node = next((n for n in reversed(path) if isinstance(n, _SCOPES)), path[0])
         for index, element in enumerate(elements):
             if isinstance(element.value, cst.Name):
-                self.unpacked[(id(scope_node), element.value.value)] = (value, index, path)
+                self.unpacked.setdefault((id(scope_node), element.value.value), []).append((value, index, path))
 
 
 def _may_name_dataloader(func: cst.BaseExpression) -> bool:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import Scope, dotted_name, target_names
+from ...analysis.scope import Scope, binds_below_module, dotted_name, target_names
 from ...analysis.walk import child_nodes
 from ...context import FileContext
 from .loader_args import _TQDM, Path
 from .loader_sites import (
     _NOTHING,
+    LoaderSite,
     LoaderSiteRecorder,
     Resolution,
     Source,
@@ -21,6 +23,7 @@ from .loader_sites import (
     _method_class,
     enclosing_loops,
 )
+from .project_loaders import helper_loaders
 
 
 class LoaderSourceResolver:
@@ -185,8 +188,8 @@ class LoaderSourceResolver:
             return self._with_caller_loops(self.union(branches, depth), path, loops)
         unpacked = self.unpacked(expr.value, scope)
         if unpacked is not None:
-            call, index, call_path = unpacked
-            inner = self.returned(call, call_path, (), depth + 1, index)
+            parts = [self.returned(call, call_path, (), depth + 1, index) for call, index, call_path in unpacked]
+            inner = Resolution(tuple(s for part in parts for s in part.sources), all(part.complete for part in parts))
             return self._with_caller_loops(inner, path, loops)
         function = _enclosing_function(path)
         if function is None or scope.node is not function:
@@ -195,9 +198,11 @@ class LoaderSourceResolver:
             return _NOTHING  # rebound somewhere in the function, or not a parameter
         return self.parameter(function, expr.value, loops, depth)
 
-    def unpacked(self, name: str, scope: Scope) -> Optional[Tuple[cst.Call, int, Path]]:
+    def unpacked(self, name: str, scope: Scope) -> Optional[List[Tuple[cst.Call, int, Path]]]:
         """``train_loader, val_loader = make_loaders()``: the call and the position, when
-        that statement is the name's only binding in the scope that binds it."""
+        such statements are the name's only bindings in the scope that binds it, and when
+        there are several, each stands on its own branch of one ``if``/``elif`` (``if
+        cifar: a, b = cifar_loaders() elif stl: a, b = stl_loaders()``)."""
         current: Optional[Scope] = scope
         first = True
         while current is not None:
@@ -206,9 +211,18 @@ class LoaderSourceResolver:
                 continue
             first = False
             if name in current.bindings or name in current.imports or name in current.declared_outer:
-                if current.bindings.get(name) != [None] or name in current.imports:
+                values = current.bindings.get(name)
+                if not values or any(v is not None for v in values) or name in current.imports:
                     return None
-                return self.recorded.unpacked.get((id(current.node), name))
+                if name in current.declared_outer or name in current.mutated:
+                    return None
+                found = self.recorded.unpacked.get((id(current.node), name), [])
+                if len(found) != len(values):
+                    return None  # bound some other way too (a loop target, a with)
+                for index, (_, _, first_path) in enumerate(found):
+                    if not all(_exclusive(first_path, other) for _, _, other in found[index + 1:]):
+                        return None
+                return found
             current = current.parent
         return None
 
@@ -276,7 +290,7 @@ class LoaderSourceResolver:
         of the tuple it returns, when the caller unpacks it)."""
         func = call.func
         if not isinstance(func, cst.Name) or not self._calls_module_def(call, path):
-            return _NOTHING
+            return self.project_returned(call, path, loops, index)
         defs = [d for d, p in self.recorded.functions.get(func.value, []) if len(p) == 1]
         if len(defs) != 1:
             return _NOTHING
@@ -294,7 +308,43 @@ class LoaderSourceResolver:
             inner = self.resolve(value, value_path, depth + 1)
             complete = complete and inner.complete
             sources.extend(s.through(loops, creator=path) for s in inner.sources)
-        return Resolution(tuple(sources), complete)
+        return self._pinned_by_writes(Resolution(tuple(sources), complete), func.value, index)
+
+    def _pinned_by_writes(self, found: Resolution, helper: str, index: Optional[int]) -> Resolution:
+        """A same-module helper's one loader whose ``**kwargs`` dict the helper changes in
+        place (so its ``pin_memory`` reads as unknown here): read the dict's writes as for a
+        helper of another module (``project_loaders``), which sees a literal
+        ``kwargs.update({"pin_memory": True})`` on the accelerator path. Only the pinning is
+        taken; the site stays this module's (TPF102/TPF103 read its own arguments)."""
+        project = self.context.project
+        if project is None or not found.known or len(found.sources) != 1:
+            return found
+        source = found.sources[0]
+        if not source.site.args.pin_memory.unknown:
+            return found
+        loaders = helper_loaders(project, str(self.context.path), helper, index)
+        if loaders is None or len(loaders) != 1 or not loaders[0].pinned:
+            return found
+        args = dataclasses.replace(source.site.args, pin_memory=loaders[0].pin_memory, collate_fn=loaders[0].collate_fn)
+        site = dataclasses.replace(source.site, args=args)
+        return Resolution((dataclasses.replace(source, site=site),), True)
+
+    def project_returned(self, call: cst.Call, path: Path, loops: Tuple[cst.CSTNode, ...], index: Optional[int]) -> Resolution:
+        """``make_loader(...)`` or ``data.make_loader(...)`` of a helper in another module
+        of the project (``project_loaders``): its loaders stand at the helper call, which
+        creates them, and are not sites of this module (TPF103 reports nothing here)."""
+        project = self.context.project
+        func = call.func
+        name = dotted_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if project is None or name is None:
+            return _NOTHING
+        if binds_below_module(self.context.scope_for(call, path), name.partition(".")[0]):
+            return _NOTHING
+        loaders = helper_loaders(project, str(self.context.path), name, index)
+        if not loaders:
+            return _NOTHING
+        sources = tuple(Source(LoaderSite(call, path, args), loops, (path,)) for args in loaders)
+        return Resolution(sources, True)
 
     def self_attribute(self, expr: cst.Attribute, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
         """``self.loader`` assigned exactly once in the class, to a loader."""
@@ -397,3 +447,4 @@ def argument_for(call: cst.Call, name: str, index: Optional[int]) -> Optional[cs
             return arg
         position += 1
     return None
+

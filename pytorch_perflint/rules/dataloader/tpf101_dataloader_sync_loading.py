@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Sequence, Tuple
+from typing import Sequence
 
 import libcst as cst
 
 from ...analysis.call_edits import with_argument_value, with_keyword
-from ...analysis.walk import child_nodes
+from ...analysis.walk import name_uses
 from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
@@ -24,9 +24,12 @@ class DataloaderSyncLoading(Rule):
     positional argument, or a literal dict unpacked with `**`).
 
     Not flagged where workers would only cost: a dataset whose items come straight from
-    memory (`TensorDataset`, or a class of the module whose `__getitem__` only indexes
-    tensors that `__init__` builds, `return self.x[i], self.y[i]`), and a loader that is only
-    ever read once, as `next(iter(loader))`, where workers would start up to load one batch.
+    memory (`TensorDataset`, or a project class, in this module or imported from another
+    one, whose `__getitem__` only indexes tensors that `__init__` builds: `return self.x[i],
+    self.y[i]`, or straight-line lookups with no call such as `traj, j = self.index[i];
+    return self.data["states"][traj][j]` over a dict or list `__init__` fills), and a loader
+    that is only ever read once, as `next(iter(loader))`, where workers would start up to
+    load one batch.
 
     ## Why is this bad?
     With `num_workers=0` every sample is read, decoded and augmented by the training process
@@ -202,7 +205,7 @@ def _read_once(context: FileContext, call: cst.Call) -> bool:
     if scope.is_class or scope.lookup_value(target.value) is not call:
         return False
     uses = 0
-    for name, path in _names_with_parents(scope.node, target.value):
+    for name, path in name_uses(scope.node, target.value):
         if name is target:
             continue
         if not _in_next_iter(context, path, name):
@@ -234,18 +237,3 @@ def _builtin_call(context: FileContext, node: cst.CSTNode, name: str) -> bool:
     if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != name:
         return False
     return not context.scope.binds_in_chain(name)
-
-
-def _names_with_parents(root: cst.CSTNode, name: str) -> Iterator[Tuple[cst.Name, Tuple[cst.CSTNode, ...]]]:
-    """Every ``Name`` node spelling ``name`` under ``root``, with its ancestors (attribute
-    names and keywords, which are not references, are left out)."""
-    stack: List[Tuple[cst.CSTNode, Tuple[cst.CSTNode, ...]]] = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if type(node) is cst.Name:
-            if node.value == name:
-                yield node, path
-            continue
-        below = path + (node,)
-        skip = node.attr if type(node) is cst.Attribute else node.keyword if type(node) is cst.Arg else None
-        stack.extend((child, below) for child in child_nodes(node) if child is not skip)

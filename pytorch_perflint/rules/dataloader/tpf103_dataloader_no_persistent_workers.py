@@ -17,8 +17,12 @@ class DataloaderNoPersistentWorkers(Rule):
     Flags a `torch.utils.data.DataLoader` with worker processes (`num_workers` known to be
     more than 0) and without `persistent_workers=True` that is iterated inside an outer loop
     (an epoch loop) which does not build the loader anew each time round. The loader is
-    followed through names, `self` attributes, helper functions that return it and
-    functions it is passed to (`train(train_loader)` called once per epoch).
+    followed through names, `self` attributes, helper functions that return it (also
+    unpacked on the branches of an `if`/`elif` that picks a dataset: `if cifar: train, test =
+    cifar_loaders() elif stl: train, test = stl_loaders()`) and functions it is passed to
+    (`train(train_loader)` called once per epoch). A loader that a helper returns is also
+    flagged when a caller in another module of the project binds it once and walks it in
+    an epoch loop (`train_loader, val_loader = get_loaders()` in `train.py`).
 
     ## Why is this bad?
     Every `iter(loader)` (every `for batch in loader`) starts `num_workers` fresh processes,

@@ -7,7 +7,7 @@ import libcst as cst
 from ...analysis.call_edits import with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_facts import loader_facts
+from .loader_facts import could_iterate_helper_loaders, loader_facts
 
 _SETUP = (
     "import torch\nfrom torch.utils.data import DataLoader\n"
@@ -20,7 +20,12 @@ class BlockingHostToDeviceCopy(Rule):
     Flags `.to(device)` and `.cuda()` without `non_blocking=True` on a batch taken straight
     from a `DataLoader` known to use `pin_memory=True`: the loop variables of
     `for x, y in loader` (also through `enumerate` and `tqdm`), `next(iter(loader))`, and
-    what is unpacked or indexed out of them, until the name is rebound.
+    what is unpacked or indexed out of them (the tensors of a list or dict batch too:
+    `[t.cuda() for t in targets]`), until the name is rebound. The loader may be built by a
+    helper in this module or in another module of the project (`from data import
+    make_train_loader`), pinned by `pin_memory=True` or by a `**kwargs` dict that a literal
+    `kwargs.update({"pin_memory": True})` pins on the accelerator path (under `if
+    device.type == "cuda":`).
 
     ## Why is this bad?
     A copy from pinned memory can run asynchronously: with `non_blocking=True` the host
@@ -54,12 +59,14 @@ class BlockingHostToDeviceCopy(Rule):
     name = "blocking-host-to-device-copy"
     message = "Blocking host-to-device copy of a batch from a pinned `DataLoader`; pass `non_blocking=True`"
     fix_applicability = Applicability.SAFE
-    triggers = ("pin_memory",)
+    triggers = ("pin_memory", "loader", "Loader")
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A pinned DataLoader built here and a copy to the device."""
-        return "pin_memory" in source and "DataLoader" in source and (".to(" in source or ".cuda(" in source)
+        """A pinned DataLoader built here and a copy to the device, or a copy of what a
+        loader built by a project helper elsewhere yields."""
+        here = "pin_memory" in source and "DataLoader" in source and (".to(" in source or ".cuda(" in source)
+        return here or could_iterate_helper_loaders(source)
 
     VALID = (
         _SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",

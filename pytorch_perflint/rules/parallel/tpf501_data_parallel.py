@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 import libcst as cst
 
+from ...analysis.walk import name_uses
+from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 
 _DATA_PARALLEL = re.compile(r"(?<!Distributed)DataParallel")
+# What a wrapper built only to rename checkpoint keys is used for: its state dict (the keys
+# gain or lose the ``module.`` prefix) and the model inside it. Never its forward.
+_CHECKPOINT_METHODS = frozenset({"state_dict", "load_state_dict"})
 
 
 class DataParallel(Rule):
     """## What it does
     Flags every construction of `torch.nn.DataParallel`.
+
+    Not flagged: a wrapper built only to rename checkpoint keys, which never runs a step
+    (`nn.DataParallel(net).state_dict()`, or a name bound once to the wrapper whose every
+    use is `.state_dict()`, `.load_state_dict(...)` or `.module`).
 
     ## Why is this bad?
     `DataParallel` drives all GPUs from one Python process with one thread per device. Every
@@ -61,14 +71,53 @@ class DataParallel(Rule):
         "class DataParallel:\n    pass\nm = DataParallel()\n",
         "import torch.nn as nn\ndef wrap(nn):\n    return nn.DataParallel(model)\n",
         "from torch import nn\nclass Wrapped(nn.DataParallel):\n    pass\n",
+        # Built only to add or strip the `module.` prefix of checkpoint keys.
+        "import torch\nfrom torch import nn\ntorch.save(nn.DataParallel(net).state_dict(), 'x.pt')\n",
+        "import torch\nfrom torch import nn\ndef strip(net, sd):\n    w = nn.DataParallel(net)\n"
+        "    w.load_state_dict(sd)\n    return w.module.state_dict()\n",
     )
     INVALID = (
         Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", line=2),
         Invalid("import torch.nn as nn\nmodel = nn.DataParallel(model, device_ids=[0, 1])\n", line=2),
         Invalid("from torch.nn.parallel import DataParallel as DP\nm = DP(net)\n", line=2),
         Invalid("import torch as th\nm = th.nn.parallel.data_parallel.DataParallel(net)\n", line=2),
+        # Loaded from a checkpoint, then called: a real wrapper.
+        Invalid(
+            "from torch import nn\ndef run(net, sd, x):\n    w = nn.DataParallel(net)\n"
+            "    w.load_state_dict(sd)\n    return w(x)\n",
+            line=3,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.qualname(node.func) == "torch.nn.DataParallel":
+        if self.context.qualname(node.func) == "torch.nn.DataParallel" and not _checkpoint_only(self.context, node):
             self.report(node)
+
+
+def _checkpoint_only(context: FileContext, call: cst.Call) -> bool:
+    """The wrapper is only read for its state dict or its inner module: used as the
+    receiver of one of those directly, or bound once to a name whose every use is."""
+    parents = context.ancestors[:-1]  # the pass keeps the current node last
+    if _checkpoint_use(parents, call):
+        return True
+    if not parents or type(parents[-1]) is not cst.Assign:
+        return False
+    assign = parents[-1]
+    if len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
+        return False
+    target = assign.targets[0].target
+    scope = context.scope
+    if scope.is_class or target.value in scope.declared_outer or scope.lookup_value(target.value) is not call:
+        return False
+    uses = [(name, path) for name, path in name_uses(scope.node, target.value) if name is not target]
+    return bool(uses) and all(_checkpoint_use(path, name) for name, path in uses)
+
+
+def _checkpoint_use(parents: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
+    """``node.module``, ``node.state_dict(...)`` or ``node.load_state_dict(...)``."""
+    if not parents or type(parents[-1]) is not cst.Attribute or parents[-1].value is not node:
+        return False
+    attr = parents[-1].attr.value
+    if attr == "module":
+        return True
+    return attr in _CHECKPOINT_METHODS and len(parents) > 1 and type(parents[-2]) is cst.Call and parents[-2].func is parents[-1]
