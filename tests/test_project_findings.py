@@ -30,6 +30,8 @@ CODES = [rule.code for rule in all_rules()]
 MET = {
     "cpu_script_beside_gpu",
     "checkpoint_conversion",
+    "host_tensors_moved",
+    "numpy_from_helpers",
     "trainer_class/TPF104",
     "src_layout_package/TPF101",
     "evaluation_helpers",

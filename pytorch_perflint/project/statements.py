@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
+from . import forms
 from .forms import Form, FormBuilder, Unknown
 from .summary import Binding, ImportRecord
 
@@ -143,6 +144,9 @@ class ScopeNames:
             kind, line, value = entries[0]
             if kind == "assign":
                 form: Form = builder.form(value)
+            elif kind == "with" and isinstance(value, ast.Call):
+                entered = builder.form(value)  # the value bound is the manager's __enter__()
+                form = forms.Call(forms.Attr(entered, "__enter__")) if type(entered) is forms.Call else Unknown(kind)
             elif kind in ("for", "with", "except", "unpack", "walrus"):
                 form = Unknown(kind)
             else:
@@ -286,7 +290,14 @@ def _compound(stmt: ast.stmt, kind: type, names: ScopeNames, own: Optional[str])
         targets = [stmt.target]  # type: ignore[attr-defined]
         binding = "for"
     elif kind is ast.With or kind is ast.AsyncWith:
-        targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]  # type: ignore[attr-defined]
+        for item in stmt.items:  # type: ignore[attr-defined]
+            if isinstance(item.optional_vars, ast.Name):  # `with h5py.File(p) as f`: f is its __enter__()
+                names.add(item.optional_vars.id, "with", stmt.lineno, item.context_expr)
+        targets = [
+            i.optional_vars
+            for i in stmt.items  # type: ignore[attr-defined]
+            if i.optional_vars is not None and not isinstance(i.optional_vars, ast.Name)
+        ]
         binding = "with"
     else:
         for handler in getattr(stmt, "handlers", ()):

@@ -18,6 +18,7 @@ from typing import (
     Sequence,
     Set,
     Tuple,
+    Union,
 )
 
 import libcst as cst
@@ -26,6 +27,18 @@ from ...analysis.calls import argument
 from ...analysis.scope import target_names
 from ...analysis.walk import child_nodes
 from ...context import FileContext
+from .array_forms import project_attribute_is_array, project_call_returns_array
+from .numpy_api import (
+    ALWAYS_ARRAY_DRAWS as _ALWAYS_ARRAY_DRAWS,
+    ARRAY_FUNCTIONS as _ARRAY_FUNCTIONS,
+    ARRAY_METHODS as _ARRAY_METHODS,
+    ELEMENTWISE as _ELEMENTWISE,
+    GENERATORS as _GENERATORS,
+    OTHER_ARRAY_FUNCTIONS as _OTHER_ARRAY_FUNCTIONS,
+    SHAPE_AS_ARGS as _SHAPE_AS_ARGS,
+    SIZED_RANDOM as _SIZED_RANDOM,
+    TO_NUMPY_METHODS as _TO_NUMPY_METHODS,
+)
 
 
 class Names(Protocol):
@@ -36,68 +49,9 @@ class Names(Protocol):
     def qualname(self, expr: cst.CSTNode) -> Optional[str]: ...
 
 
-# numpy functions that return an ndarray whatever they are given (a 0-d array at worst).
-_ARRAY_FUNCTIONS: FrozenSet[str] = frozenset(
-    f"numpy.{name}"
-    for name in (
-        "array asarray asanyarray ascontiguousarray asfortranarray copy require "
-        "zeros ones empty full zeros_like ones_like empty_like full_like eye identity "
-        "arange logspace geomspace indices tri tril triu diag diagflat "
-        "stack vstack hstack dstack column_stack row_stack concatenate block "
-        "expand_dims reshape ravel transpose moveaxis rollaxis swapaxes squeeze flip fliplr "
-        "flipud roll rot90 tile repeat pad broadcast_to atleast_1d "
-        "frombuffer fromfile fromstring fromiter fromfunction loadtxt genfromtxt "
-        "cumsum cumprod diff sort argsort outer kron bincount "
-        "random.permutation random.multivariate_normal random.dirichlet"
-    ).split()
-)
-
-# Elementwise numpy functions (and scalar-type casts): an array when given one, a scalar when
-# given a scalar, so they count only with a known array among their first two operands.
-_ELEMENTWISE: FrozenSet[str] = frozenset(
-    f"numpy.{name}"
-    for name in (
-        "clip abs absolute fabs exp expm1 log log1p log2 log10 sqrt square power sin cos tan tanh "
-        "sign floor ceil round around rint trunc negative reciprocal maximum minimum fmax fmin "
-        "add subtract multiply divide true_divide floor_divide mod "
-        "float16 float32 float64 uint8 int8 int16 int32 int64 bool_"
-    ).split()
-)
-
-# Random draws return an array only when given a size (``np.random.rand()`` is a float).
-# name -> position of the ``size`` parameter (``rand``/``randn`` take the shape as *args).
-_SIZED_RANDOM: Dict[str, int] = {
-    "random": 0,
-    "random_sample": 0,
-    "ranf": 0,
-    "sample": 0,
-    "standard_normal": 0,
-    "uniform": 2,
-    "normal": 2,
-    "randint": 2,
-    "integers": 2,
-    "choice": 1,
-    "binomial": 2,
-    "poisson": 1,
-    "exponential": 1,
-    "beta": 2,
-    "gamma": 2,
-    "laplace": 2,
-    "lognormal": 2,
-}
-_SHAPE_AS_ARGS: FrozenSet[str] = frozenset({"rand", "randn"})
-_ALWAYS_ARRAY_DRAWS: FrozenSet[str] = frozenset({"permutation", "multivariate_normal", "dirichlet"})
-_GENERATORS: FrozenSet[str] = frozenset({"numpy.random.default_rng", "numpy.random.RandomState"})
-
-# ndarray methods that return an ndarray when called on one.
-_ARRAY_METHODS: FrozenSet[str] = frozenset(
-    {"astype", "reshape", "copy", "flatten", "ravel", "transpose", "squeeze", "swapaxes", "view", "repeat"}
-)
-# Methods that return an ndarray whatever the receiver is (tensors, pandas objects).
-_TO_NUMPY_METHODS: FrozenSet[str] = frozenset({"numpy"})
-# Image libraries whose readers and transforms return ndarrays.
-_OTHER_ARRAY_FUNCTIONS: FrozenSet[str] = frozenset({"cv2.imread", "cv2.resize", "cv2.cvtColor", "cv2.imdecode"})
-
+# Calls that return a list or tuple of arrays, which code unpacks (``xs, ys = np.meshgrid(...)``).
+_UNPACKED_ARRAYS: FrozenSet[str] = frozenset({"numpy.meshgrid", "numpy.broadcast_arrays"})
+_H5PY_FILES: FrozenSet[str] = frozenset({"h5py.File"})
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.Modulo)
 _MAX_DEPTH = 6
 _PATH_JOINERS: FrozenSet[str] = frozenset({"os.path.join", "posixpath.join", "pathlib.Path"})
@@ -176,10 +130,22 @@ def _assigned_value(statement: cst.BaseStatement, name: str) -> Optional[cst.Bas
         target = small.targets[0].target
         if isinstance(target, cst.Name) and target.value == name:
             return small.value
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(small.value, cst.Call):
+            return _unpacked(target, small.value, name)
     if isinstance(small, cst.AnnAssign) and small.value is not None:
         if isinstance(small.target, cst.Name) and small.target.value == name:
             return small.value
     return None
+
+
+def _unpacked(target: Union[cst.Tuple, cst.List], value: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    """``xs`` in ``xs, ys = np.meshgrid(...)``: the call subscripted by the name's position
+    (``_subscript_is_array`` knows that item of an unpacked array list is an array)."""
+    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+    if any(isinstance(e, cst.StarredElement) for e in target.elements) or names.count(name) != 1:
+        return None
+    position = names.index(name)
+    return cst.Subscript(value=value, slice=[cst.SubscriptElement(cst.Index(cst.Integer(str(position))))])
 
 
 def _binds(statement: cst.CSTNode, name: str) -> bool:
@@ -238,7 +204,10 @@ def _is_array(expr: cst.BaseExpression, context: "Names", depth: int) -> bool:
     if isinstance(expr, cst.Attribute):
         if expr.attr.value == "values":
             return _from_pandas(expr.value, context, depth + 1)
-        return expr.attr.value == "T" and _is_array(expr.value, context, depth + 1)
+        if expr.attr.value == "T":
+            return _is_array(expr.value, context, depth + 1)
+        file, hidden = _file_of(context)
+        return project_attribute_is_array(expr, file, hidden)
     if isinstance(expr, cst.Subscript):
         return _subscript_is_array(expr, context, depth)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC):
@@ -253,7 +222,7 @@ def _call_returns_array(call: cst.Call, context: "Names", depth: int) -> bool:
     if name in _OTHER_ARRAY_FUNCTIONS:
         return True
     if not isinstance(call.func, cst.Attribute):
-        return False
+        return _project_call(call, context)
     method = call.func.attr.value
     receiver = call.func.value
     if method in _TO_NUMPY_METHODS:
@@ -264,7 +233,20 @@ def _call_returns_array(call: cst.Call, context: "Names", depth: int) -> bool:
         return _is_array(receiver, context, depth + 1)
     if isinstance(receiver, cst.Name) and _is_generator(receiver, context):
         return _draw_returns_array(method, call, context)
-    return False
+    return _project_call(call, context)
+
+
+def _project_call(call: cst.Call, context: "Names") -> bool:
+    file, hidden = _file_of(context)
+    return project_call_returns_array(call, file, hidden)
+
+
+def _file_of(context: "Names") -> Tuple["FileContext", FrozenSet[str]]:
+    """The file being linted, and the comprehension names that hide the scope's here."""
+    if isinstance(context, _Here):
+        return context.context, context.hidden
+    assert isinstance(context, FileContext)
+    return context, frozenset()
 
 
 def _numpy_function_returns_array(name: str, call: cst.Call, context: "Names", depth: int) -> bool:
@@ -338,9 +320,53 @@ def _subscript_is_array(expr: cst.Subscript, context: "Names", depth: int) -> bo
         # A key into an .npz archive (or a field of a structured array) is an array.
         keys = [e.slice for e in expr.slice]
         return len(keys) == 1 and isinstance(keys[0], cst.Index) and isinstance(keys[0].value, cst.SimpleString)
+    if isinstance(value, cst.Call) and context.qualname(value.func) in _UNPACKED_ARRAYS:
+        # `xs` of `xs, ys = np.meshgrid(...)` (see `_assigned_value`), or `np.meshgrid(...)[0]`
+        index = expr.slice[0].slice if len(expr.slice) == 1 else None
+        return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer)
+    if _is_h5py_dataset(value, context) and all(_reads_whole(element.slice) for element in expr.slice):
+        return True
     if not _is_array(value, context, depth + 1):
         return False
+    if len(expr.slice) == 1 and _is_field_name(expr.slice[0].slice):
+        return True  # a field of a structured array is an array
     return any(_index_keeps_array(element.slice, context, depth) for element in expr.slice)
+
+
+def _is_field_name(index: cst.BaseSlice) -> bool:
+    return isinstance(index, cst.Index) and index.star is None and isinstance(index.value, cst.SimpleString)
+
+
+def _reads_whole(index: cst.BaseSlice) -> bool:
+    """``[:]``, ``[a:b]`` or ``[...]``: a dataset read as an array (``[0]`` may be a scalar)."""
+    if isinstance(index, cst.Slice):
+        return True
+    return isinstance(index, cst.Index) and isinstance(index.value, cst.Ellipsis)
+
+
+def _is_h5py_dataset(expr: cst.BaseExpression, context: "Names") -> bool:
+    """``f["images"]`` where ``f`` is bound once to ``h5py.File(...)``, by ``=`` or by an
+    enclosing ``with h5py.File(...) as f``."""
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1 or not _is_field_name(expr.slice[0].slice):
+        return False
+    if not isinstance(expr.value, cst.Name):
+        return False
+    name = expr.value.value
+    bound, where = _resolve(context, name)
+    if isinstance(bound, cst.Call):
+        return where.qualname(bound.func) in _H5PY_FILES
+    file, hidden = _file_of(context)
+    if bound is not None or name in hidden or len(file.scope.bindings.get(name, ())) != 1:
+        return False
+    for node in reversed(file.ancestors):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(node, cst.With):
+            for item in node.items:
+                asname = item.asname.name if item.asname is not None else None
+                if isinstance(asname, cst.Name) and asname.value == name and isinstance(item.item, cst.Call):
+                    return file.qualname(item.item.func) in _H5PY_FILES
+    return False
 
 
 def _index_keeps_array(index: cst.BaseSlice, context: "Names", depth: int) -> bool:

@@ -40,6 +40,23 @@ def _array_roots(index: TreeIndex) -> Set[str]:
     return roots
 
 
+# Imports that never name a project module: a call rooted in one is not a project helper.
+_LIBRARIES = frozenset({"torch", "torchvision", "typing", "os", "sys", "math", "random", "collections"})
+
+
+def _project_roots(index: TreeIndex) -> Set[str]:
+    """Names whose calls or attributes may be read from the project index (TPF401 asks it):
+    the module's functions and classes, ``self``, and names imported from modules that may
+    be the project's own."""
+    roots = {"self"} | {node.name for node in index.functions}
+    for node in index.imports:
+        if isinstance(node, ast.Import):
+            roots.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] not in _LIBRARIES)
+        elif node.level or (node.module and node.module.split(".")[0] not in _LIBRARIES):
+            roots.update(alias.asname or alias.name for alias in node.names)
+    return roots
+
+
 def _root_name(node: ast.AST) -> str:
     while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
@@ -65,6 +82,26 @@ def _could_be_array(node: ast.AST, roots: Set[str], names: Set[str]) -> bool:
         return _could_be_array(node.left, roots, names) or _could_be_array(node.right, roots, names)
     root = _root_name(node)
     return bool(root) and (root in roots or root in names)
+
+
+def _imports_h5py(index: TreeIndex) -> bool:
+    for node in index.imports:
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        if any(module.split(".")[0] == "h5py" for module in modules):
+            return True
+    return False
+
+
+def _opened_files(tree: ast.Module) -> Set[str]:
+    """Names bound by ``with <call> as f`` (``h5py.File(...)`` under any alias: their
+    datasets read as arrays)."""
+    return {
+        item.optional_vars.id
+        for node in walk_ast(tree)
+        if isinstance(node, (ast.With, ast.AsyncWith))
+        for item in node.items
+        if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
+    }
 
 
 def _constructor_names(index: TreeIndex) -> Set[str]:
@@ -94,8 +131,8 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     candidates = [c for c in index.calls if c.args and _is_constructor(c.func, constructors)]
     if not candidates:
         return ()
-    roots = _array_roots(index)
-    names: Set[str] = set()
+    roots = _array_roots(index) | _project_roots(index)
+    names: Set[str] = _opened_files(tree) if _imports_h5py(index) else set()
     changed = True
     while changed:  # a name assigned from another array name is an array name too
         changed = False
@@ -113,7 +150,17 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
 
 
 _FACTORY_NAMES = frozenset(
-    {"zeros", "ones", "empty", "full", "arange", "linspace", "eye", "tensor"} | {"rand", "randn", "randint"}
+    {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
+    | {"rand", "randn", "randint", "randperm", "normal"}
+    | {"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor"}
+    | {"ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
+)
+# Steps a move's receiver is followed through to its factory (``host_tensors.KEEP_DEVICE``
+# and the random fills), and ``Variable(...)``.
+_STEPS = frozenset(
+    "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
+    "squeeze expand expand_as contiguous repeat t transpose permute normal_ uniform_ random_ "
+    "bernoulli_ exponential_".split()
 )
 # Factory keywords after which a move is not a plain "create on the host, then copy".
 FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
@@ -123,14 +170,27 @@ _MOVE_KEYWORDS = {
 }
 
 
+# Values a name can be bound to that ``device_target`` never reads as a device.
+_NEVER_DEVICES = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Lambda)
+
+
 def _assigned_names(index: TreeIndex) -> Set[str]:
-    """Names assigned somewhere in the file: the analysis may look their value up."""
+    """Names assigned somewhere in the file to what could be a device: the analysis may
+    look their value up (a call counts only when it could be ``torch.device(...)``)."""
     names: Set[str] = set()
     for node in index.assignments:
         if isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            names.add(node.target.id)
+            targets = [node.target.id]
+        else:
+            continue
+        value = node.value
+        if isinstance(value, _NEVER_DEVICES):
+            continue
+        if isinstance(value, ast.Call) and ast_dotted(value.func).rsplit(".", 1)[-1] not in ("device", "current_device"):
+            continue
+        names.update(targets)
     return names
 
 
@@ -154,15 +214,22 @@ def _could_be_device(node: ast.AST, bound: Set[str]) -> bool:
 def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     """The moves of a tensor factory call without ``device=`` (or another blocker): its
     ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""
-    found: List[ast.Call] = []
+    found: List[ast.AST] = []
+    separate: List[Tuple[ast.Call, str]] = []
     bound: Optional[Set[str]] = None
     index = tree_index(tree)
     for node in index.calls:
         if not isinstance(node.func, ast.Attribute):
             continue
         move = node.func.attr
-        factory = node.func.value
-        if move not in _MOVE_KEYWORDS or not isinstance(factory, ast.Call):
+        if move not in _MOVE_KEYWORDS:
+            continue
+        factory = _strip(node.func.value)
+        if isinstance(factory, ast.Name):
+            if _passes_move(node, bound, index):
+                separate.append((node, factory.id))
+            continue
+        if not isinstance(factory, ast.Call):
             continue
         if ast_dotted(factory.func).rsplit(".", 1)[-1] not in _FACTORY_NAMES:
             continue
@@ -185,4 +252,68 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
                 bound = _assigned_names(index)
             if _could_be_device(node.args[0], bound):
                 found.append(node)
+    if separate:
+        found.extend(_separate_statements(tree, separate))
     return tuple(found)
+
+
+def _strip(node: ast.AST) -> ast.AST:
+    """The root of a receiver under device-keeping steps and ``Variable(...)``."""
+    for _ in range(16):
+        if not isinstance(node, ast.Call):
+            break
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _STEPS:
+            node = node.func.value
+        elif ast_dotted(node.func).rsplit(".", 1)[-1] == "Variable" and node.args:
+            node = node.args[0]
+        else:
+            break
+    return node
+
+
+def _passes_move(node: ast.Call, bound: Optional[Set[str]], index: TreeIndex) -> bool:
+    """A move of a name whose target could be a device (``.cuda()`` always could)."""
+    if node.func.attr == "cuda":  # type: ignore[attr-defined]
+        return True
+    if any(k.arg == "device" for k in node.keywords):
+        return True
+    return bool(node.args) and _could_be_device(node.args[0], bound if bound is not None else _assigned_names(index))
+
+
+def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) -> List[ast.AST]:
+    """For ``z = z.cuda()`` after ``z = torch.randn(n)`` in one block: the move, the
+    creating statement and every statement between (so narrowing keeps any use of ``z``
+    that makes the finding go away)."""
+    wanted = {id(call): name for call, name in moves}
+    out: List[ast.AST] = []
+    for node in walk_ast(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for position, statement in enumerate(block):
+                if not isinstance(statement, ast.Assign) or id(statement.value) not in wanted:
+                    continue
+                name = wanted[id(statement.value)]
+                if not _binds_name(statement, name):
+                    continue  # `w = z.cuda()` keeps `z`: never reported
+                start = position
+                while start > 0 and not _binds_name(block[start - 1], name):
+                    start -= 1
+                if start > 0 and _creates(block[start - 1]):
+                    out.extend(block[start - 1 : position + 1])
+    return out
+
+
+def _creates(statement: ast.stmt) -> bool:
+    """``name = <factory>(...)``, possibly under steps and ``Variable(...)``."""
+    if not isinstance(statement, ast.Assign):
+        return False
+    root = _strip(statement.value)
+    return isinstance(root, ast.Call) and ast_dotted(root.func).rsplit(".", 1)[-1] in _FACTORY_NAMES
+
+
+def _binds_name(statement: ast.stmt, name: str) -> bool:
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Name) and target.id == name for target in statement.targets
+    )

@@ -37,16 +37,25 @@ _KEPT = ("dtype", "device")
 # ending in "ensor" passes, as a pattern that starts with a literal is searched for fast.
 _CONSTRUCTOR_CALL = re.compile(r"ensor\s*\(")
 _CONSTRUCTOR_ALIAS = re.compile(r"ensor\s+as\s")
-# Where known arrays come from: NumPy, pandas' `.values` / `.to_numpy()`, OpenCV readers.
-_ARRAY_SOURCE = re.compile(r"numpy|np\.|pandas|\.values|to_numpy|cv2")
+# Where known arrays come from: NumPy, pandas' `.values` / `.to_numpy()`, OpenCV, h5py and
+# SciPy readers, and what the project index can say (imported helpers, `self.` attributes).
+_ARRAY_SOURCE = re.compile(r"numpy|np\.|pandas|\.values|to_numpy|cv2|h5py|scipy|\bimport\b|\bself\.")
 
 
 class TensorCopyFromNumpy(Rule):
     """## What it does
     Flags `torch.tensor(x)`, `torch.Tensor(x)` and the legacy typed constructors
     (`torch.FloatTensor(x)`, `torch.LongTensor(x)`, ...) when `x` is known to be a NumPy
-    array: the result of a NumPy function that returns an array, of `.numpy()`, or a name
-    bound once to one of these.
+    array: the result of a NumPy function that returns an array (also unpacked from
+    `np.meshgrid`), of `.numpy()`, an OpenCV/imageio read, an `h5py` dataset read whole or
+    sliced (`f["x"][:]`), a SciPy filter or matrix routine, a field of a known structured
+    array (`table["state"]`), or a name bound to one of these. With the project index it also
+    knows a project function (in this module or imported) or a method of the enclosing class
+    whose every `return` is such an array, and an attribute set once in `__init__` to one
+    and never assigned again in its class (`self.mean`, `self.buffer.data`). A function
+    that may return something else (a list on one path, a generator, `np.load` of a path
+    that may be an `.npz`) is not known, and nothing is known of other definitions in a
+    file linted outside any project.
 
     ## Why is this bad?
     `torch.tensor` always copies its data. For a NumPy array the copy is wasted work and
@@ -71,7 +80,8 @@ class TensorCopyFromNumpy(Rule):
     ## Fix safety
     The fix is unsafe: the tensor now shares memory with the array, so writing to one
     changes the other, and `torch.from_numpy` rejects arrays with negative strides
-    (`a[::-1]`) and warns on read-only ones. `torch.tensor(x)` becomes `torch.from_numpy(x)`
+    (`a[::-1]`) and arrays whose strides are not a multiple of the element size (a field
+    of a packed structured array), and warns on read-only ones. `torch.tensor(x)` becomes `torch.from_numpy(x)`
     (same dtype); with `dtype=`/`device=` it becomes `torch.as_tensor(x, ...)`. A legacy
     constructor becomes `torch.as_tensor(x, dtype=...)` with its dtype (`torch.Tensor` is
     taken as `float32`, the default dtype). Calls with `requires_grad=` are reported without
@@ -82,7 +92,6 @@ class TensorCopyFromNumpy(Rule):
     name = "tensor-copy-from-numpy"
     message = "`{call}` copies a NumPy array; use `torch.from_numpy` or `torch.as_tensor` to share its memory"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("numpy",)
     statement_local = True
 
     @classmethod

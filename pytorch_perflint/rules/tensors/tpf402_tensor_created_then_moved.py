@@ -14,22 +14,25 @@ from ...analysis.calls import argument
 from ...analysis.values import literal_value
 from ...rule import Invalid, Rule
 from ...types import Applicability
+from ...finding import NodeFix, Replacement
 from .device_targets import device_target
+from .host_tensors import HostTensor, host_tensor
 from .screens import FACTORY_BLOCKERS, create_then_move_candidates
 
-_FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in ("zeros", "ones", "empty", "full", "arange", "linspace", "eye", "tensor")
-)
-# On the GPU these draw from the GPU's generator: a seeded run gets other numbers.
-_RANDOM = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint"))
 # Factory keywords that make the host placement deliberate or the move impossible to fold.
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})
+_LEGACY_MESSAGE = (
+    "`{factory}(...)` is created on the host and then copied to the device; create it there with a "
+    "factory that takes `device=` (`torch.zeros`, `torch.full`, `torch.tensor(..., dtype=...)`)"
+)
 # The cheap text pre-screen: a factory call and a move of a call's result somewhere (the ast
 # screen then checks that one follows the other).
-_FACTORY_CALL = re.compile(r"\b(?:zeros|ones|empty|full|rand|randn|randint|arange|linspace|eye|tensor)\s*\(")
-_MOVE_OF_CALL = re.compile(r"\)\s*\.\s*(?:cuda|to)\s*\(")
+_FACTORY_CALL = re.compile(
+    r"\b(?:zeros|ones|empty|full|rand|randn|randint|randperm|normal|arange|linspace|logspace|eye|tensor|[A-Za-z0-9]*Tensor)\s*\("
+)
+# A move of a call's result (`torch.zeros(3).cuda()`) or of a name (`z = z.cuda()`).
+_MOVE_OF_CALL = re.compile(r"\.\s*(?:cuda|to)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,16 @@ class Move:
 
 class TensorCreatedThenMoved(Rule):
     """## What it does
-    Flags a tensor factory (`torch.zeros`, `ones`, `empty`, `full`, `rand`, `randn`,
-    `randint`, `arange`, `linspace`, `eye`, `tensor`) whose result is immediately moved with
-    `.cuda()` or `.to(device)`. Other factories (`randperm`, `logspace`) are outside the
-    rule's catalogue entry and are not reported.
+    Flags a tensor made on the host and then moved with `.cuda()` or `.to(device)`: the
+    factories `torch.zeros`, `ones`, `empty`, `full`, `arange`, `linspace`, `logspace`,
+    `eye`, `tensor`, the random `rand`, `randn`, `randint`, `randperm`, `normal`, and the
+    legacy typed constructors called with sizes or data (`torch.FloatTensor(b, n)`,
+    `torch.IntTensor(lengths)`). The move may come after steps that keep the tensor where it
+    is (`.zero_()`, `.fill_(0)`, `.uniform_()`, `.float()`, `.view(...)`, `.unsqueeze(...)`,
+    `.expand_as(x)`) or a `Variable(...)` wrapper, or in a later statement of the same block
+    that rebinds the name (`z = torch.randn(n)` ... `z = z.cuda()`) when no statement in
+    between mentions it. A one-time buffer built in `__init__` is reported too: it costs
+    little once, but the fix is free.
 
     ## Why is this bad?
     The tensor is first allocated and filled in host memory, then copied to the device and
@@ -77,11 +86,19 @@ class TensorCreatedThenMoved(Rule):
     unsafe when the target is a variable (its value is only assumed to be a device), when the
     factory draws random numbers (on the GPU they come from the GPU's generator, so a seeded
     run gets other numbers), and with `requires_grad=True` (the result becomes a leaf tensor).
-    A move that also converts the dtype or memory format, and `.cuda(variable)` (where
-    `device=None` would mean the CPU but `.cuda(None)` the current GPU) are reported without
-    a fix; `.to()` of
-    a dtype or of another tensor, `*_like` factories, and factories that already pass
-    `device=`, `generator=` or `pin_memory=` are not reported.
+    In-place random fills (`.uniform_()`) count as random too. For separate statements the
+    fix adds `device=` to the creating line and drops the move (the whole `z = z.cuda()`
+    line when nothing else is left of it); when the device names something bound only after
+    the creating line, the finding has no fix. A legacy constructor takes no GPU `device=`,
+    so its findings carry no fix (rewrite it as `torch.zeros`/`torch.full`/`torch.tensor(...,
+    dtype=...)` with `device=`). A move that also converts the dtype or memory format, and
+    `.cuda(variable)` (where `device=None` would mean the CPU but `.cuda(None)` the current
+    GPU) are reported without a fix. Not reported: `.to()` of a dtype or of another tensor
+    (`.to(other)` may be either), `*_like` factories, factories that already pass `device=`,
+    `generator=` or `pin_memory=`, a legacy constructor that wraps a storage, a name read
+    between its creation and its move or kept after it (`w = z.cuda()`), and the factories
+    other than the legacy typed ones in a file that calls `torch.set_default_tensor_type` or
+    `torch.set_default_device` (they may already make GPU tensors).
     """
 
     code = "TPF402"
@@ -116,7 +133,15 @@ class TensorCreatedThenMoved(Rule):
         "import torch\nx = torch.zeros_like(y).cuda()\n",
         "import torch\nx = torch.zeros(3, device='cpu').cuda()\n",
         "import torch\nx = torch.zeros(3).to('cpu')\n",
-        "import torch\nx = torch.zeros(3).float().cuda()\n",
+        "import torch\nx = torch.zeros_like(y).float().cuda()\n",
+        "import torch\nx = torch.FloatTensor().cuda()\n",
+        "import torch\nx = torch.FloatTensor(2, device='cpu').cuda()\n",
+        "import torch\nz = torch.randn(3)\nprint(z)\nz = z.cuda()\n",
+        "import torch\nz = torch.randn(3)\nw = z.cuda()\n",
+        "import torch\nz = torch.randn(3)\nz = z.cuda() + z\n",
+        "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\nx = torch.zeros(3).cuda()\n",
+        "import torch\nx = torch.rand(3).clone().cuda()\n",
+        "import torch\ns = torch.ByteStorage.from_buffer(b)\nx = torch.ByteTensor(s).to('cuda')\n",
         "import torch\nx = torch.randn(3, generator=g).cuda()\n",
         "import torch\nx = torch.from_numpy(a).cuda()\n",
         "def f(torch):\n    return torch.zeros(3).cuda()\n",
@@ -144,18 +169,35 @@ class TensorCreatedThenMoved(Rule):
             expected_fix="import torch\nx = torch.tensor(data, device=torch.device('cuda'))\n",
         ),
         Invalid("import torch\nx = torch.arange(5).to(device, torch.float16)\n", line=2),
+        Invalid(
+            "import torch\nx = torch.zeros(3).float().cuda()\n",
+            line=2,
+            expected_fix='import torch\nx = torch.zeros(3, device="cuda").float()\n',
+        ),
+        Invalid("import torch\nx = torch.FloatTensor(2, 3).zero_().to(device)\n", line=2),
+        Invalid("import torch\nx = torch.IntTensor([1, 2]).cuda()\n", line=2),
+        Invalid(
+            "import torch\nz = torch.randn(2, 3)\nn = 3\nz = z.cuda()\n",
+            line=4,
+            expected_fix='import torch\nz = torch.randn(2, 3, device="cuda")\nn = 3\n',
+        ),
+        Invalid(
+            "import torch\nfrom torch.autograd import Variable\nv = Variable(torch.ones(4)).cuda()\n",
+            line=3,
+            expected_fix='import torch\nfrom torch.autograd import Variable\nv = Variable(torch.ones(4, device="cuda"))\n',
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
             return
-        factory = func.value
-        if not isinstance(factory, cst.Call):
+        if not isinstance(func.value, (cst.Call, cst.Name)):
             return
-        factory_name = self.context.qualname(factory.func)
-        if factory_name not in _FACTORIES and factory_name not in _RANDOM:
+        host = host_tensor(func.value, self.context, node)
+        if host is None:
             return
+        factory = host.factory
         if any(arg.star == "**" for arg in factory.args):
             return
         if any(arg.keyword is not None and arg.keyword.value in FACTORY_BLOCKERS for arg in factory.args):
@@ -165,21 +207,44 @@ class TensorCreatedThenMoved(Rule):
             return
         short = self.context.code_for(factory.func)
         message = self.message.format(factory=short)
+        if host.legacy:  # legacy constructors take no device= for a GPU: no fix
+            self.report(node, _LEGACY_MESSAGE.format(factory=short))
+            return
         if not move.foldable:
             self.report(node, message)
             return
         grad = argument(factory, "requires_grad", None, self.context.lookup)
         leaf_unchanged = grad.missing or grad.value is False
-        safe = move.known and factory_name not in _RANDOM and leaf_unchanged
-        new = with_keywords(factory, [keyword_arg("device", move.target)]).with_changes(
-            lpar=[*node.lpar, *factory.lpar], rpar=[*factory.rpar, *node.rpar]
-        )
-        fix = self.fix(
-            [(node, new)],
+        safe = move.known and not host.random and leaf_unchanged
+        if host.statement is not None and not host.device_readable_at_creation(move.target):
+            self.report(node, message)  # the device is named only after the tensor is made
+            return
+        placed = with_keywords(factory, [keyword_arg("device", move.target)])
+        self.report(node, message, fix=self._fold(node, host, placed, safe))
+
+    def _fold(self, node: cst.Call, host: HostTensor, placed: cst.Call, safe: bool) -> NodeFix:
+        """``device=`` in the factory, and the move replaced by what it moved (a separate
+        ``z = z.cuda()`` line is removed)."""
+        receiver = cst.ensure_type(node.func, cst.Attribute).value
+        applicability = Applicability.SAFE if safe else Applicability.UNSAFE
+        if host.statement is None:
+            if receiver is host.factory:
+                new = placed.with_changes(lpar=[*node.lpar, *placed.lpar], rpar=[*placed.rpar, *node.rpar])
+            else:
+                new = receiver.deep_replace(host.factory, placed).with_changes(lpar=node.lpar, rpar=node.rpar)
+            return self.fix([(node, new)], message="Pass `device=` to the factory", applicability=applicability)
+        assert host.move_statement is not None
+        created = host.statement.deep_replace(host.factory, placed)
+        if isinstance(receiver, cst.Name):
+            moved: Replacement = cst.RemovalSentinel.REMOVE
+            target: cst.CSTNode = host.move_statement
+        else:
+            moved, target = receiver.with_changes(lpar=node.lpar, rpar=node.rpar), node
+        return self.fix(
+            [(host.statement, created), (target, moved)],
             message="Pass `device=` to the factory",
-            applicability=Applicability.SAFE if safe else Applicability.UNSAFE,
+            applicability=applicability,
         )
-        self.report(node, message, fix=fix)
 
     def _cuda_move(self, call: cst.Call) -> Optional[Move]:
         """``.cuda()``, ``.cuda(1)``, ``.cuda(device=d, non_blocking=True)``."""

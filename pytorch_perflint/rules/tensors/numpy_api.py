@@ -1,0 +1,87 @@
+"""Which NumPy, SciPy and image-library calls certainly return a ``numpy.ndarray``.
+
+Shared by the in-file analysis (``numpy_values``, on LibCST) and the one that reads other
+modules' return values (``array_forms``, on the project index's forms): both answer "known
+array" only from these allow-lists, so a scalar or a list never passes for an array.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, FrozenSet
+
+# numpy functions that return an ndarray whatever they are given (a 0-d array at worst).
+ARRAY_FUNCTIONS: FrozenSet[str] = frozenset(
+    f"numpy.{name}"
+    for name in (
+        "array asarray asanyarray ascontiguousarray asfortranarray copy require "
+        "zeros ones empty full zeros_like ones_like empty_like full_like eye identity "
+        "arange logspace geomspace indices tri tril triu diag diagflat "
+        "stack vstack hstack dstack column_stack row_stack concatenate block "
+        "expand_dims reshape ravel transpose moveaxis rollaxis swapaxes squeeze flip fliplr "
+        "flipud roll rot90 tile repeat pad broadcast_to atleast_1d "
+        "frombuffer fromfile fromstring fromiter fromfunction loadtxt genfromtxt "
+        "cumsum cumprod diff sort argsort outer kron bincount linalg.inv linalg.pinv linalg.cholesky "
+        "random.permutation random.multivariate_normal random.dirichlet"
+    ).split()
+)
+
+# Elementwise numpy functions (and scalar-type casts): an array when given one, a scalar when
+# given a scalar, so they count only with a known array among their first two operands.
+ELEMENTWISE: FrozenSet[str] = frozenset(
+    f"numpy.{name}"
+    for name in (
+        "clip abs absolute fabs exp expm1 log log1p log2 log10 sqrt square power sin cos tan tanh "
+        "sign floor ceil round around rint trunc negative reciprocal maximum minimum fmax fmin "
+        "add subtract multiply divide true_divide floor_divide mod "
+        "float16 float32 float64 uint8 int8 int16 int32 int64 bool_"
+    ).split()
+)
+
+# Random draws return an array only when given a size (``np.random.rand()`` is a float).
+# name -> position of the ``size`` parameter (``rand``/``randn`` take the shape as *args).
+SIZED_RANDOM: Dict[str, int] = {
+    "random": 0,
+    "random_sample": 0,
+    "ranf": 0,
+    "sample": 0,
+    "standard_normal": 0,
+    "uniform": 2,
+    "normal": 2,
+    "randint": 2,
+    "integers": 2,
+    "choice": 1,
+    "binomial": 2,
+    "poisson": 1,
+    "exponential": 1,
+    "beta": 2,
+    "gamma": 2,
+    "laplace": 2,
+    "lognormal": 2,
+}
+SHAPE_AS_ARGS: FrozenSet[str] = frozenset({"rand", "randn"})
+ALWAYS_ARRAY_DRAWS: FrozenSet[str] = frozenset({"permutation", "multivariate_normal", "dirichlet"})
+GENERATORS: FrozenSet[str] = frozenset({"numpy.random.default_rng", "numpy.random.RandomState"})
+
+# ndarray methods that return an ndarray when called on one.
+ARRAY_METHODS: FrozenSet[str] = frozenset(
+    {"astype", "reshape", "copy", "flatten", "ravel", "transpose", "squeeze", "swapaxes", "view", "repeat"}
+)
+# Methods that return an ndarray whatever the receiver is (tensors, pandas objects).
+TO_NUMPY_METHODS: FrozenSet[str] = frozenset({"numpy"})
+# Image readers and SciPy routines that return an ndarray for any array input (a 0-d one at
+# worst): OpenCV, imageio and scikit-image readers, ``scipy.ndimage`` filters and transforms,
+# distance matrices, dense linear algebra.
+OTHER_ARRAY_FUNCTIONS: FrozenSet[str] = frozenset(
+    {"cv2.imread", "cv2.resize", "cv2.cvtColor", "cv2.imdecode", "cv2.warpAffine", "cv2.GaussianBlur"}
+    | {"imageio.imread", "imageio.v2.imread", "imageio.v3.imread", "skimage.io.imread"}
+    | {
+        f"scipy.ndimage.{name}"
+        for name in (
+            "gaussian_filter gaussian_filter1d median_filter uniform_filter maximum_filter minimum_filter "
+            "zoom rotate shift affine_transform map_coordinates convolve correlate sobel laplace "
+            "distance_transform_edt binary_dilation binary_erosion binary_opening binary_closing binary_fill_holes"
+        ).split()
+    }
+    | {f"scipy.spatial.distance.{name}" for name in ("cdist", "pdist", "squareform")}
+    | {f"scipy.linalg.{name}" for name in ("inv", "pinv", "expm", "sqrtm", "block_diag", "cholesky")}
+)

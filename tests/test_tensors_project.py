@@ -1,0 +1,203 @@
+"""TPF401 reads arrays from other definitions through the project index, and TPF402 follows
+fresh host tensors through chains and earlier statements; each with look-alikes that must
+stay silent (a helper that may return something else, a name used before its move...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Mapping, Tuple
+
+import pytest
+
+from pytorch_perflint import runner
+from pytorch_perflint.config import load_settings
+from pytorch_perflint.project.index import ProjectIndex
+from pytorch_perflint.registry import rule_by_code
+from pytorch_perflint.testing import fix_example, lint_example
+
+from project_tree import write_project
+
+MARK = "#!"
+
+
+def _findings(root: Path, files: Mapping[str, str], code: str) -> List[Tuple[str, int]]:
+    write_project(root, {"pyproject.toml": f'[tool.pytorch-perflint]\nselect = ["{code}"]\n', **files})
+    settings = load_settings([root])
+    results, _ = runner.run(sorted(root.rglob("*.py")), settings, jobs=1)
+    return sorted(
+        (Path(d.path).name, d.location.row) for result in results for d in result.diagnostics if d.code == code
+    )
+
+
+def _marked(files: Mapping[str, str]) -> List[Tuple[str, int]]:
+    import textwrap
+
+    out = []
+    for name, source in files.items():
+        lines = textwrap.dedent(source).lstrip("\n").splitlines()
+        out += [(name, row) for row, line in enumerate(lines, start=1) if line.rstrip().endswith(MARK)]
+    return sorted(out)
+
+
+HELPERS = {
+    "helpers.py": """
+        import numpy as np
+        import h5py
+
+        def load(path):
+            return np.load(path + "x")
+
+        def grid(n):
+            points = np.linspace(0.0, 1.0, n)
+            return np.concatenate([points, points])
+
+        def maybe(n):
+            if n:
+                return np.zeros(n)
+            return []
+
+        def rows(n):
+            for i in range(n):
+                yield np.zeros(i)
+
+        def read(path):
+            with h5py.File(path, "r") as f:
+                return f["x"][:]
+
+        def read_one(path):
+            with h5py.File(path, "r") as f:
+                return f["x"][0]
+
+        def read_text(path):
+            with open(path) as f:
+                return f["x"][:]
+
+        def inverse(m):
+            return np.linalg.inv(m)
+    """,
+    "use.py": """
+        import torch
+        from helpers import grid, inverse, load, maybe, read, read_one, read_text, rows
+
+        a = torch.tensor(grid(3))  #!
+        b = torch.tensor(load("p"))
+        c = torch.tensor(maybe(3))
+        d = torch.tensor(rows(3))
+        e = torch.tensor(read("p"))  #!
+        f = torch.tensor(read_one("p"))
+        g = torch.tensor(read_text("p"))
+        h = torch.tensor(inverse(m))  #!
+
+        def shadow(grid):
+            return torch.tensor(grid(3))
+    """,
+}
+
+METHODS = {
+    "model.py": """
+        import numpy as np
+        import torch
+
+        class Base:
+            def __init__(self, n):
+                self.table = np.eye(n)
+                self.scale = 2.0
+                self.later = np.zeros(n)
+                self.parts = Parts(n)
+
+            def _build(self, n):
+                return np.stack([np.ones(n), np.zeros(n)])
+
+            def reset(self):
+                self.later = None
+
+            def tensors(self, n):
+                built = torch.tensor(self._build(n))  #!
+                table = torch.tensor(self.table)  #!
+                scale = torch.tensor(self.scale)
+                later = torch.tensor(self.later)
+                parts = torch.tensor(self.parts.data["field"])  #!
+                helper = torch.tensor(self.parts.size)
+                return built, table, scale, later, parts, helper
+
+            @staticmethod
+            def static(self):
+                return torch.tensor(self.table)
+
+        class Parts:
+            def __init__(self, n):
+                self.size = n
+                self.data = np.zeros(n, dtype=[("field", np.float32)])
+    """,
+}
+
+
+@pytest.mark.parametrize("files", [HELPERS, METHODS], ids=["helpers", "methods"])
+def test_arrays_from_other_definitions(tmp_path: Path, files):
+    assert _findings(tmp_path, files, "TPF401") == _marked(files)
+
+
+def test_the_with_binding_keeps_the_managers_form(tmp_path: Path):
+    write_project(tmp_path, HELPERS)
+    index = ProjectIndex(tmp_path)
+    body = index.function_body(index.resolve(tmp_path / "use.py", "read"))
+    assert body is not None
+    binding = body.binding("f")
+    assert binding is not None and type(binding.form).__name__ == "Call"
+    assert binding.form.func.attr == "__enter__"
+
+
+def test_a_lone_file_knows_nothing_of_other_definitions():
+    rule = rule_by_code("TPF401")
+    code = "import numpy as np\nimport torch\ndef grid():\n    return np.zeros(3)\nx = torch.tensor(grid())\n"
+    assert lint_example(rule, code) == []
+
+
+TPF402_CASES = [
+    ("import torch\nx = torch.FloatTensor(2, 3).fill_(0).to(device)\n", [2]),
+    ("import torch\nx = torch.LongTensor([1, 2]).to('cuda')\n", [2]),
+    ("import torch\nx = torch.randperm(5).cuda()\n", [2]),
+    ("import torch\nx = torch.zeros(2, 3).float().view(-1).to(device)\n", [2]),
+    ("import torch\nx = torch.rand(2, 1)\ny = 3\nx = x.expand_as(t).to(t.device)\n", [4]),
+    ("import torch\nfor i in range(3):\n    z = torch.randn(2)\n    z = z.cuda()\n", [4]),
+    # look-alikes
+    ("import torch\nx = torch.FloatTensor(2, 3).zero_()\n", []),
+    ("import torch\nx = torch.zeros(2).to(other)\n", []),
+    ("import torch\nx = torch.zeros(2).to(torch.float16)\n", []),
+    ("import torch\nx = torch.zeros(2).float().to('cpu')\n", []),
+    ("import torch\nz = torch.randn(2)\nif z.sum() > 0:\n    pass\nz = z.cuda()\n", []),
+    ("import torch\nz = torch.randn(2)\nz = torch.cat([z, z.cuda()])\n", []),
+    ("import torch\nz = make()\nz = z.cuda()\n", []),
+    ("import torch\nz = torch.randn(2)\ndef f():\n    z = z.cuda()\n", []),
+    ("import torch\ntorch.set_default_device('cuda')\nx = torch.randn(3).cuda()\n", []),
+    ("import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\nx = torch.Tensor(3).cuda()\n", []),
+]
+
+
+@pytest.mark.parametrize(("code", "lines"), TPF402_CASES)
+def test_tpf402_chains_legacy_and_separate_statements(code, lines):
+    assert [line for line, _ in lint_example(rule_by_code("TPF402"), code)] == lines
+
+
+def test_a_legacy_constructor_has_no_fix_but_still_reports_under_default_float_type():
+    rule = rule_by_code("TPF402")
+    code = "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\nx = torch.FloatTensor(3).cuda()\n"
+    assert lint_example(rule, code) == [(3, "TPF402")]
+    assert fix_example(rule, code) == code
+
+
+def test_a_separate_statement_fix_creates_on_the_device_and_keeps_the_chain():
+    rule = rule_by_code("TPF402")
+    code = "import torch\na = torch.rand(2, 1)\nb = 1\na = a.expand(2, 3).to('cuda')\n"
+    fixed = "import torch\na = torch.rand(2, 1, device='cuda')\nb = 1\na = a.expand(2, 3)\n"
+    assert fix_example(rule, code, unsafe=False) == code  # random: the fix is unsafe
+    assert fix_example(rule, code) == fixed
+
+
+def test_a_separate_statement_whose_device_is_named_later_has_no_fix():
+    """`mixed` is bound between the creation and the move: `device=mixed.device` in the
+    creating line would read it before it exists."""
+    rule = rule_by_code("TPF402")
+    code = "import torch\na = torch.rand(2, 1)\nmixed = make()\na = a.expand_as(mixed).to(mixed.device)\n"
+    assert lint_example(rule, code) == [(4, "TPF402")]
+    assert fix_example(rule, code) == code
