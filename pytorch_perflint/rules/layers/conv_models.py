@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -13,23 +13,26 @@ from ...analysis.walk import child_nodes, descendants
 from ...context import FileContext
 from .module_parts import _SEQUENTIAL, walk_scoped
 
+if TYPE_CHECKING:
+    from .project_models import ProjectModels
+
 # -- convolutional models built in the file (TPF403) -----------------------------------------
 
-_CONV_LAYERS = frozenset(
+CONV_LAYERS = frozenset(
     f"torch.nn.{prefix}{kind}{dims}d"
     for prefix in ("", "Lazy")
     for kind in ("Conv", "ConvTranspose")
     for dims in (1, 2, 3)
 )
 # torchvision.models builders and classes (lower-cased) that are convolutional networks.
-_TORCHVISION_CONV = (
+TORCHVISION_CONV = (
     "resnet", "resnext", "wide_resnet", "vgg", "alexnet", "densenet", "mobilenet",
     "efficientnet", "regnet", "shufflenet", "squeezenet", "mnasnet", "googlenet", "inception",
     "convnext", "maxvit", "fasterrcnn", "maskrcnn", "keypointrcnn", "retinanet", "ssd", "fcos",
     "fcn", "deeplabv3", "lraspp", "r3d", "mc3", "r2plus1d", "s3d", "videoresnet", "raft",
 )
 # timm (and torch.hub) model names that are convolutional networks.
-_NAMED_CONV = _TORCHVISION_CONV + (
+_NAMED_CONV = TORCHVISION_CONV + (
     "seresne", "senet", "ecaresnet", "skresnet", "res2ne", "resnest", "tf_efficientnet",
     "mixnet", "tf_mixnet", "fbnet", "ghostnet", "rexnet", "hrnet", "dla", "dpn", "xception",
     "cspdarknet", "cspresne", "darknet", "nfnet", "dm_nfnet", "eca_nfnet", "nf_resnet",
@@ -109,6 +112,7 @@ class ConvModelFinder:
         self.context = context
         self.classes: Set[str] = set()
         self._functions: Optional[Dict[str, List[cst.FunctionDef]]] = None
+        self._project: Optional["ProjectModels"] = None
 
     def core(self, call: cst.Call, scope: Scope) -> bool:
         """Whether a call by itself builds a convolutional network or layer."""
@@ -121,13 +125,13 @@ class ConvModelFinder:
                 and scope.lookup_import(func.value) is None
                 and func.value in self.context.module_scope.bindings
             )
-        if name in _CONV_LAYERS:
+        if name in CONV_LAYERS:
             return True
         last = name.rsplit(".", 1)[-1]
         if name.startswith("torchvision.models."):
             if last in ("get_model", "__dict__"):
                 return _conv_name(_literal_name(call, 0, self.context, scope))
-            return "_Weights" not in last and last.lower().startswith(_TORCHVISION_CONV)
+            return "_Weights" not in last and last.lower().startswith(TORCHVISION_CONV)
         if name == "timm.create_model":
             return _conv_name(_literal_name(call, 0, self.context, scope))
         if name == "torch.hub.load":
@@ -136,7 +140,19 @@ class ConvModelFinder:
             return True
         if name.startswith("efficientnet_pytorch.EfficientNet"):
             return True
-        return False
+        return self._from_project(call, name)
+
+    def _from_project(self, call: cst.Call, name: str) -> bool:
+        """A class or factory of another project module (``from model import Net``)."""
+        project = self.context.project
+        written = dotted_name(call.func)
+        if project is None or written is None or name.split(".", 1)[0] in _LIBRARIES:
+            return False
+        if self._project is None:
+            from .project_models import ProjectModels
+
+            self._project = ProjectModels(project)
+        return self._project.builds_conv(str(self.context.path), written)
 
     def model(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:
         """Whether ``expr`` is a convolutional model (possibly moved, wrapped or compiled)."""
@@ -203,6 +219,10 @@ def _own_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(c for c in child_nodes(node) if type(c) not in (cst.FunctionDef, cst.Lambda, cst.ClassDef))
 
 
+# Imports that are never the project's own model code.
+_LIBRARIES = frozenset(("torch", "torchvision", "timm", "numpy", "segmentation_models_pytorch", "efficientnet_pytorch"))
+
+
 def could_build_conv_model(source: str) -> bool:
     """Whether ``source`` has a word every convolutional model build needs (a text screen)."""
     return any(word in source for word in ("Conv", "torchvision", "timm", "hub.load", "segmentation_models", "EfficientNet"))
@@ -210,7 +230,7 @@ def could_build_conv_model(source: str) -> bool:
 
 def conv_model_builds(context: FileContext) -> Tuple[ModelBuild, ...]:
     """Statements that build a convolutional model (use with ``context.fact``)."""
-    if not could_build_conv_model(context.source):
+    if not could_build_conv_model(context.source) and context.project is None:
         return ()
     finder = ConvModelFinder(context)
     class_calls: List[Tuple[cst.ClassDef, cst.Call, Scope]] = []
@@ -243,7 +263,7 @@ def conv_model_builds(context: FileContext) -> Tuple[ModelBuild, ...]:
                 qualified = context.qualname(base.value, scope)
                 local = type(base.value) is cst.Name and base.value.value in finder.classes
                 tv = qualified is not None and qualified.startswith("torchvision.models.") and (
-                    qualified.rsplit(".", 1)[-1].lower().startswith(_TORCHVISION_CONV)
+                    qualified.rsplit(".", 1)[-1].lower().startswith(TORCHVISION_CONV)
                 )
                 if local or tv:
                     finder.classes.add(cls.name.value)

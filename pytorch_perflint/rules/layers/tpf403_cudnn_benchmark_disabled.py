@@ -102,6 +102,11 @@ class CudnnBenchmarkDisabled(Rule):
     Flags a script that trains a convolutional model on CUDA and never sets
     `torch.backends.cudnn.benchmark = True`, or sets it to `False`.
 
+    The model may be built here or come from another module of the project: a class
+    imported from `model.py` is convolutional when its layers include a convolution,
+    through its own submodules in further modules (`ConvBlock` from `layers.py`) or a
+    torchvision convolutional network; a factory when every `return` gives such a model.
+
     ## Why is this bad?
     With `benchmark` off, cuDNN picks a convolution algorithm by heuristics. With it on, the
     first call for each input shape times the available algorithms and keeps the fastest,
@@ -149,8 +154,9 @@ class CudnnBenchmarkDisabled(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """Backward, and a word that building a convolutional model needs."""
-        return ".backward(" in source and could_build_conv_model(source)
+        """Backward, and a word that building a convolutional model needs, or an import
+        (the model may come from another module of the project)."""
+        return ".backward(" in source and (could_build_conv_model(source) or "import " in source)
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
