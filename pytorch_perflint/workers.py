@@ -252,9 +252,12 @@ def _stop(workers: Sequence[_Worker]) -> None:
 
 @contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
-    """A second Ctrl-C must not cut the workers' shutdown short."""
+    """A Ctrl-C while the workers shut down must not cut that short, nor be lost: it is
+    held and delivered once they are down (unless one is already on its way out). Lost, a
+    Ctrl-C between two phases of a run (summarising, then linting) let the run finish."""
+    held: List[int] = []
     try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     except ValueError:  # not the main thread
         yield
         return
@@ -262,6 +265,8 @@ def _sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+    if held and callable(previous):
+        previous(signal.SIGINT, None)  # the CLI's handler: raises its KeyboardInterrupt
 
 
 def run_tasks(

@@ -93,3 +93,30 @@ def test_ctrl_c_during_fix_leaves_every_file_whole(tmp_path, attempt):
     assert all(text in (MODULE * 8, FIXED * 8) for text in texts)  # never half a file
     assert 0 < sum(text == FIXED * 8 for text in texts) < FILES  # it was stopped mid-way
     assert not [p for p in root.rglob("*") if p.name.endswith(".tpf-tmp")]
+
+
+def _square(value: int) -> int:
+    return value * value
+
+
+def test_a_ctrl_c_while_the_workers_shut_down_is_delivered_afterwards(monkeypatch):
+    """Between two phases of a run (summarising the project, then linting) the workers of
+    the first are stopped with Ctrl-C held back; one that arrives then must still stop the
+    run once they are down, not be dropped (the run then went on to the end and exited 1)."""
+    import os
+
+    from pytorch_perflint import workers
+
+    stop = workers._stop
+
+    def stop_and_get_interrupted(running):
+        os.kill(os.getpid(), signal.SIGINT)  # lands while the shutdown holds SIGINT back
+        stop(running)
+
+    monkeypatch.setattr(workers, "_stop", stop_and_get_interrupted)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            assert list(workers.run_tasks(_square, [1, 2, 3], jobs=2, time_limit=None)) == [1, 4, 9]
+    finally:
+        signal.signal(signal.SIGINT, previous)
