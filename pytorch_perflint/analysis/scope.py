@@ -96,15 +96,18 @@ class Scope:
             scope = scope.parent
         return None
 
+    def visible(self) -> Iterator["Scope"]:
+        """This scope and the ones around it whose names it sees, innermost first: a class
+        body does not enclose the functions defined in it."""
+        scope: Optional[Scope] = self
+        while scope is not None:
+            if scope is self or not scope.is_class:
+                yield scope
+            scope = scope.parent
+
     def lookup_value(self, name: str) -> Optional[cst.BaseExpression]:
         """The expression ``name`` is bound to, if it is bound exactly once to one."""
-        scope: Optional[Scope] = self
-        first = True
-        while scope is not None:
-            if scope.is_class and not first:
-                scope = scope.parent
-                continue
-            first = False
+        for scope in self.visible():
             if name in scope.declared_outer:
                 return None
             if name in scope.imports:
@@ -118,7 +121,6 @@ class Scope:
                         return None
                     return values[0]
                 return None
-            scope = scope.parent
         return None
 
 
@@ -126,15 +128,11 @@ def binds_below_module(scope: Scope, name: str) -> bool:
     """A function or class scope from ``scope`` up (class bodies only as the innermost
     scope, as Python looks names up) binds ``name``: it is not the module-level name, the
     one the project index resolves."""
-    current: Optional[Scope] = scope
-    first = True
-    while current is not None and current.parent is not None:
-        if not (current.is_class and not first) and (
-            name in current.bindings or name in current.imports or name in current.declared_outer
-        ):
+    for current in scope.visible():
+        if current.parent is None:
+            return False
+        if name in current.bindings or name in current.imports or name in current.declared_outer:
             return True
-        first = False
-        current = current.parent
     return False
 
 

@@ -203,13 +203,7 @@ class LoaderSourceResolver:
         such statements are the name's only bindings in the scope that binds it, and when
         there are several, each stands on its own branch of one ``if``/``elif`` (``if
         cifar: a, b = cifar_loaders() elif stl: a, b = stl_loaders()``)."""
-        current: Optional[Scope] = scope
-        first = True
-        while current is not None:
-            if current.is_class and not first:
-                current = current.parent
-                continue
-            first = False
+        for current in scope.visible():
             if name in current.bindings or name in current.imports or name in current.declared_outer:
                 values = current.bindings.get(name)
                 if not values or any(v is not None for v in values) or name in current.imports:
@@ -223,7 +217,6 @@ class LoaderSourceResolver:
                     if not all(_exclusive(first_path, other) for _, _, other in found[index + 1:]):
                         return None
                 return found
-            current = current.parent
         return None
 
     def _function_path(self, function: cst.FunctionDef) -> Optional[Path]:
