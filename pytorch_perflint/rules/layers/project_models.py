@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Dict, Iterator, Optional, Tuple
 
+from ...project.forms import dotted
 from .conv_models import CONV_LAYERS, TORCHVISION_CONV
 
 if TYPE_CHECKING:
@@ -55,11 +56,11 @@ class ProjectModels:
 
     def _conv_class(self, path: str, node: ast.ClassDef, depth: int) -> bool:
         for base in node.bases:
-            written = _dotted(base)
+            written = dotted(base)
             if written is not None and self.builds_conv(path, written, depth + 1):
                 return True
         for call in _calls(node):
-            written = _dotted(call.func)
+            written = dotted(call.func)
             if written is not None and self.builds_conv(path, written, depth + 1):
                 return True
         return False
@@ -82,7 +83,7 @@ class ProjectModels:
             if isinstance(value, ast.Name) and counts.get(value.id) == 1:
                 value = bound[value.id]
             call = _unmoved(value)
-            written = _dotted(call.func) if call is not None else None
+            written = dotted(call.func) if call is not None else None
             if written is None or not self.builds_conv(path, written, depth + 1):
                 return False
         return True
@@ -131,14 +132,3 @@ def _unmoved(value: Optional[ast.expr]) -> Optional[ast.Call]:
     ):
         value = value.func.value
     return value if isinstance(value, ast.Call) else None
-
-
-def _dotted(node: ast.expr) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
