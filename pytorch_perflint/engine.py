@@ -66,6 +66,9 @@ class FileLint:
     diagnostics: List[Diagnostic] = field(default_factory=list)
     candidates: List[FixCandidate] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
+    # ``screen_only``: a rule passed its screens, so the file must be linted again with
+    # the project index (nothing else here is filled in).
+    deferred: bool = False
 
 
 _LIBCST_ROW = re.compile(r"error at (\d+):\d+")
@@ -270,7 +273,7 @@ def _screen_with_ast(
             _NO_TREE_SCREEN.add(rule)
     screened = [r for r in screened if r not in _NO_TREE_SCREEN]
     if not screened:
-        return active, None
+        return active, parsed
     try:
         tree = parsed if parsed is not None else compile_python(source, Path("<unknown>"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -312,6 +315,7 @@ def lint_source(
     tree: Optional[ast.Module] = None,
     selection: Optional[Selection] = None,
     project: Optional[ProjectIndex] = None,
+    screen_only: bool = False,
 ) -> FileLint:
     """Lint one source text. ``selection`` is what the caller worked out for the file
     (the runner, once per file); without it, it is worked out here from ``settings``, and
@@ -323,10 +327,15 @@ def lint_source(
     caller has them (the fixer builds the next round's from the last one's), so that a large
     file is not parsed again. ``project``: the index of the project the file belongs to
     (``project.linted.index_for``); None lints the file as a project of its own.
+
+    ``screen_only``: the project index is not built yet (a run summarising the whole project
+    screens each file from the same ``ast`` tree). When any rule passes its screens the
+    result is ``deferred`` and nothing else; otherwise it is the file's whole result, since
+    no rule could have asked the project anything.
     """
     with _collector_paused():
         chosen = selection if selection is not None else for_file(path, settings, rules)
-        return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project)
+        return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project, screen_only)
 
 
 def _lint_source(
@@ -339,6 +348,7 @@ def _lint_source(
     parsed: Optional[cst.Module] = None,
     parsed_tree: Optional[ast.Module] = None,
     project: Optional[ProjectIndex] = None,
+    screen_only: bool = False,
 ) -> FileLint:
     result = FileLint(path=path, source=source)
     codes, rule_classes = chosen.codes, chosen.rules
@@ -350,6 +360,9 @@ def _lint_source(
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
     active = [r for r in rule_classes if r.could_fire(source)]
     active, tree = _screen_with_ast(active, source, parsed_tree)
+    if screen_only and active:
+        result.deferred = True
+        return result
     on_accelerator: Optional[bool] = None
     if any(r.needs_cuda for r in active):
         on_accelerator = runs_on_accelerator(path, source, tree, settings, project)

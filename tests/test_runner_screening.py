@@ -1,0 +1,106 @@
+"""A checking run screens each file from the tree it summarises the project from.
+
+With many files, the workers that summarise the project also run the rules' text and ast
+screens on each linted file; a file no rule can fire on gets its whole result there (it is
+parsed once), and only the others are linted again with the finished index. The findings
+must be exactly those of linting every file with the index, cross-file ones included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from pytorch_perflint import runner
+from pytorch_perflint.config import Settings
+from pytorch_perflint.engine import lint_source
+from pytorch_perflint.project import ProjectIndex
+from pytorch_perflint.workers import call_deep
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "conv_model_elsewhere"
+# Modules that no rule can fire on, though their text names what the rules look for.
+QUIET = '"""Helpers. Not a place for nn.DataParallel, .item() or zero_grad()."""\n\n\ndef helper_{n}(x):\n    return x + {n}\n'
+
+
+def _project(root: Path) -> List[Path]:
+    shutil.copytree(FIXTURE, root)
+    for n in range(runner.PARALLEL_MIN_FILES):
+        (root / f"helpers_{n}.py").write_text(QUIET.format(n=n))
+    return sorted(root.glob("*.py"))
+
+
+def _settings(root: Path) -> Settings:
+    return dataclasses.replace(Settings(), project_root=str(root), config_path=str(root / "pyproject.toml"))
+
+
+def _key(results) -> list:
+    return sorted((Path(r.path).name, d.code, d.location.row, d.location.column) for r in results for d in r.diagnostics)
+
+
+def _in_process(monkeypatch) -> List[Path]:
+    """Run the workers' tasks in this process, and note which files the lint phase got."""
+    linted: List[Path] = []
+    lint_task = runner._lint_task
+
+    def spy(path, **options):
+        linted.append(Path(path))
+        return lint_task(path, **options)
+
+    def tasks(work, items, *, jobs, time_limit):
+        for item in items:
+            yield call_deep(work, item)
+
+    monkeypatch.setattr(runner, "_lint_task", spy)
+    monkeypatch.setattr(runner, "run_tasks", tasks)
+    return linted
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_screening_while_summarising_finds_what_linting_every_file_with_the_index_finds(tmp_path, jobs):
+    root = tmp_path / "project"
+    files = _project(root)
+    settings = _settings(root)
+    results, _ = runner.run(files, settings, jobs=jobs)
+    index = ProjectIndex(str(root), settings)
+    expected = [lint_source(path.read_text(), path, settings, with_edits=False, keep_module=False, project=index) for path in files]
+    assert _key(results) == _key(expected)
+    # The cross-file findings (the conv model lives in model.py and layers.py) are there.
+    assert ("train.py", "TPF403") in {(name, code) for name, code, _, _ in _key(results)}
+    assert [r.path for r in results] == files
+
+
+def test_files_no_rule_can_fire_on_are_not_linted_again(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    files = _project(root)
+    linted = _in_process(monkeypatch)
+    results, _ = runner.run(files, _settings(root), jobs=2)
+    names = {p.name for p in linted}
+    assert "train.py" in names  # rules pass its screens: linted with the finished index
+    assert not any(name.startswith("helpers_") for name in names)
+    assert len(names) < len(files)
+    assert {Path(r.path).name for r in results} == {p.name for p in files}
+
+
+def test_a_screened_result_is_cached_and_a_warm_run_lints_nothing(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    files = _project(root)
+    linted = _in_process(monkeypatch)
+    cold, _ = runner.run(files, _settings(root), jobs=2, use_cache=True, roots=[str(root)])
+    linted.clear()
+    warm, _ = runner.run(files, _settings(root), jobs=2, use_cache=True, roots=[str(root)])
+    assert linted == []
+    assert _key(warm) == _key(cold)
+
+
+def test_a_fix_run_does_not_take_a_screened_result(tmp_path, monkeypatch):
+    """Fixing is never decided by the screens alone (a `noqa` removal, say): every file
+    goes through the fixer."""
+    root = tmp_path / "project"
+    files = _project(root)
+    linted = _in_process(monkeypatch)
+    runner.run(files, _settings(root), mode=runner.Mode.DIFF, jobs=2)
+    assert sorted(linted) == files
