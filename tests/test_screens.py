@@ -49,6 +49,10 @@ TRICKY = [
     ("TPF203", "import torch\ndef run(m, loader):\n    m.train(mode=False)\n    for x in loader:\n        m(x)\n"),
     ("TPF203", "import torch\nclass Trainer:\n    def validate(self):\n        for x in self.val:\n"
                "            self.model.forward(x)\n"),
+    ("TPF501", "from torch.nn.parallel import DataParallel as DP\nm = DP(net)\n"),
+    ("TPF501", "import torch.nn.parallel.data_parallel as dp\nm = dp.DataParallel(net)\n"),
+    ("TPF201", "NONE = False\nmodel.zero_grad(NONE)\n"),
+    ("TPF201", "for p in ps:\n    p.grad.data.fill_(0)\n"),
 ]
 
 
@@ -116,6 +120,11 @@ def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
         ("TPF301", "import torch.nn as nn\nMODULES = [nn.Conv2d, nn.BatchNorm2d, nn.Linear]\n"),
         ("TPF301", "import torch.nn as nn\nm = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.BatchNorm2d(8))\n"),
         ("TPF301", "import torch.nn as nn\nm = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 0, 1, 1, False), nn.BatchNorm2d(8))\n"),
+        # torch's own FSDP: `DataParallel` only in a longer name and in its docstrings.
+        ("TPF501", '"""Unlike nn.DataParallel, it shards."""\nclass FullyShardedDataParallel:\n    pass\n'),
+        # `zero_grad` defined, documented, or called with a literal `True`.
+        ("TPF201", 'class Opt:\n    def zero_grad(self, set_to_none=True):\n        """Call zero_grad() first."""\n'),
+        ("TPF201", "opt.zero_grad(set_to_none=True)\nfor p in ps:\n    if p.grad is not None:\n        p.grad.add_(1)\n"),
     ],
 )
 def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):

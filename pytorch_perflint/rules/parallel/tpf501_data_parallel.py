@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
-from typing import Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 
+from ...analysis.ast_index import code_identifiers
 from ...analysis.walk import name_uses
 from ...context import FileContext
 from ...rule import Invalid, Rule
@@ -63,6 +65,12 @@ class DataParallel(Rule):
     def could_fire(cls, source: str) -> bool:
         """`DataParallel` other than inside `DistributedDataParallel`."""
         return _DATA_PARALLEL.search(source) is not None
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
+        """`DataParallel` named in the code, not only in docstrings or comments (and not
+        as a part of `FullyShardedDataParallel`)."""
+        return "DataParallel" in code_identifiers(tree)
 
     VALID = (
         "import torch\nif isinstance(model, torch.nn.DataParallel):\n    model = model.module\n",
