@@ -195,6 +195,7 @@ class Cache:
         self.entries: Dict[str, Dict[str, Any]] = {}
         self.snapshots: Dict[str, Dict[str, Any]] = {}
         self._snapshot_ok: Dict[str, bool] = {}
+        self._digests: Dict[str, Tuple[Dict[str, Any], str]] = {}  # root -> (snapshot, its digest)
         self.dirty = False
         raw = read_regular(self.file, MAX_CACHE_BYTES) if self.folder is not None else None
         if raw is not None:
@@ -246,7 +247,10 @@ class Cache:
         snapshot = self.snapshots.get(root)
         if not snapshot:
             return None
-        return hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest()
+        kept = self._digests.get(root)
+        if kept is None or kept[0] is not snapshot:  # once per snapshot, not once per file
+            kept = self._digests[root] = (snapshot, hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest())
+        return kept[1]
 
     def _unchanged_project(self, root: str) -> bool:
         """Every project file and folder has the stat key recorded (a new, removed or

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,13 @@ class Discovery:
     warnings: Tuple[str, ...] = ()
 
 
+def _any_of(globs: Sequence[str]) -> Optional["re.Pattern[str]"]:
+    """A regex matching what any of ``globs`` matches with ``fnmatchcase``; None for none."""
+    if not globs:
+        return None
+    return re.compile("|".join(f"(?:{fnmatch.translate(glob)})" for glob in globs))
+
+
 class _Matcher:
     """Exclusion by glob: names anywhere, or paths relative to the project root."""
 
@@ -82,11 +90,12 @@ class _Matcher:
         self.root = os.path.abspath(settings.project_root or os.getcwd())
         self.name_patterns = [p.rstrip("/") for p in patterns if "/" not in p.rstrip("/")]
         self.path_patterns = [p.rstrip("/").removeprefix("./") for p in patterns if "/" in p.rstrip("/")]
+        # One regex for every name pattern: the walk asks about every file and folder.
+        self.names = _any_of(self.name_patterns)
 
     def excluded(self, path: str) -> bool:
         """``path`` is absolute."""
-        name = os.path.basename(path)
-        if any(fnmatch.fnmatchcase(name, p) for p in self.name_patterns):
+        if self.names is not None and self.names.match(os.path.basename(path)):
             return True
         if not self.path_patterns:
             return False
@@ -214,8 +223,11 @@ def display_path(path: Path, cwd: Optional[str] = None) -> Path:
     """A path as users see it: relative to the current folder when under it."""
     cwd = cwd or os.getcwd()
     absolute = os.path.abspath(path)
-    if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
-        return Path(os.path.relpath(absolute, cwd))
+    prefix = cwd.rstrip(os.sep) + os.sep
+    if absolute == cwd:
+        return Path(".")
+    if absolute.startswith(prefix):
+        return Path(absolute[len(prefix):])  # what relpath gives below cwd, without its work
     return Path(absolute)
 
 
