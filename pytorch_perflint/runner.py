@@ -29,10 +29,9 @@ from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp
 from .run_cache import Done as _Done, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
 from .run_cache import prepare_projects as _prepare_projects, save_summaries as _save_summaries
-from .project.index import ALL_FILES, MAX_BYTES, StatKey, collector_paused, stat_key
-from .project.linted import RunProjects, summarise_file
-from .project.summarizer import parse, summarize as summarize_module
-from .project.summary import ModuleSummary, failed
+from .project.index import ALL_FILES, stat_key
+from .project.linted import RunProjects
+from .run_summaries import Screen, checked, summarise_projects
 from .safe_write import NotWritten, real_roots, write_fixed
 from .workers import Failure, run_tasks
 
@@ -107,7 +106,7 @@ def process_bytes(
     text = decoded.text
     if mode is Mode.CHECK:
         lint = engine.lint_source(text, path, settings, with_edits=with_edits, selection=chosen, keep_module=False, project=project)
-        return Processed(_checked(path, lint), data)
+        return Processed(checked(path, lint), data)
 
     outcome = fixer.fix_source(text, path, settings, selection=chosen, with_edits=with_edits, project=project)
     diagnostics, fixed, source = outcome.diagnostics, outcome.fixed, outcome.source
@@ -148,12 +147,6 @@ def process_bytes(
         found_before_fix=outcome.found_before if fixed else None,
     )
     return Processed(result, output)
-
-
-def _checked(path: Path, lint) -> FileResult:
-    """A checked file's result from its lint (``engine.FileLint``)."""
-    diagnostics = tuple(lint.diagnostics)
-    return FileResult(path, diagnostics, errors=tuple(lint.errors), source=lint.source if diagnostics else None)
 
 
 def _process_notebook(
@@ -380,8 +373,8 @@ def run(
     workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
     screened: Dict[Path, _Done] = {}
     if len(todo) >= PARALLEL_MIN_FILES:
-        screen = _Screen(settings, with_edits, rules, cache is not None) if mode is Mode.CHECK else None
-        screened = _summarise_projects(projects, todo, workers, settings, screen)
+        screen = Screen(settings, with_edits, rules, cache is not None) if mode is Mode.CHECK else None
+        screened = summarise_projects(projects, todo, workers, _time_limit(settings), screen)
     projects.hand_over()
     # The indexes live for the whole run: out of the collector's sight (here and in the
     # workers forked now), or every full collection scans their millions of objects.
@@ -424,93 +417,6 @@ def run(
         if todo:
             _save_summaries(projects, cache)
     return results, summarize(results, settings, mode)
-
-
-@dataclass(frozen=True)
-class _Screen:
-    """How a checking run lints its files, for the workers that summarise the project."""
-
-    settings: Settings
-    with_edits: bool
-    rules: Optional[Sequence[Type]]
-    stamped: bool  # the run keeps a cache: stamp the results
-
-
-Summarised = Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, int]], Optional[_Done]]
-
-
-def _summarise_task(path: str, root: str, linted: Mapping[str, Path], screen: Optional[_Screen]) -> Summarised:
-    """One module's summary (as ``summarise_file``) and, for a file the run checks, its
-    result when no rule passes its screens: such a file (most of a large project) is then
-    parsed once, for both, and the lint phase skips it. None: lint it with the index."""
-    given = linted.get(path) if screen is not None else None
-    key = stat_key(path)
-    data: Optional[bytes] = None
-    if given is not None and key is not None and key[0] <= MAX_BYTES:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-            text = decode(data).text
-        except (OSError, Undecodable):
-            data = None
-    if data is None or screen is None or given is None:
-        return (*summarise_file(path), None)
-    tree, error = parse(text, path)
-    summary = summarize_module(tree, text) if tree is not None else failed(error or "cannot parse")
-    from . import engine
-    from .selection import for_file
-
-    try:
-        chosen = for_file(given, screen.settings, screen.rules)
-        lint = engine.lint_source(
-            text, given, screen.settings, with_edits=screen.with_edits, selection=chosen, keep_module=False, tree=tree, screen_only=True
-        )
-    except Exception:  # noqa: BLE001 - the lint phase reports it
-        return path, key, summary, (len(text), hash(text)), None
-    if lint.deferred:
-        return path, key, summary, (len(text), hash(text)), None
-    result = _checked(given, lint)
-    stamp = None
-    if screen.stamped and not result.errors and stat_key(path) == key:
-        # Its result depends on its text alone: no rule asked the project anything.
-        stamp = Stamp(key, hashlib.sha256(data).hexdigest(), {}, False, root)
-    return path, key, summary, (len(text), hash(text)), _Done(result, stamp)
-
-
-def _summarise_projects(
-    projects: RunProjects, todo: Sequence[Path], jobs: int, settings: Settings, screen: Optional[_Screen] = None
-) -> Dict[Path, _Done]:
-    """Summarise, in the workers, every module of the linted files' projects that the
-    indexes do not hold yet, and build the import graphs here: forked lint workers then
-    inherit them, instead of each reading the whole project again for the first file that
-    asks who runs on an accelerator.
-
-    With ``screen`` (a checking run), the same workers screen the files being linted from
-    the tree they summarised: the results of those no rule can fire on, by path."""
-    screened: Dict[Path, _Done] = {}
-    linted = {os.path.abspath(p): p for p in todo if p.suffix == ".py"}
-    for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
-        index = projects.for_file(Path(root) / "__init__.py")
-        if index is None:
-            continue
-        held = index.entries()
-        missing = sorted(p for p in index.files if p.endswith(".py") and (p not in held or held[p][0] != stat_key(p)))
-        if len(missing) >= PARALLEL_MIN_FILES:
-            task = functools.partial(_summarise_task, root=root, linted=linted, screen=screen)
-            values = run_tasks(task, missing, jobs=jobs, time_limit=_time_limit(settings))
-            try:
-                with collector_paused():  # thousands of summaries arrive: see collector_paused
-                    for value in values:
-                        if not isinstance(value, Failure):
-                            path, key, summary, text_hash, done = value
-                            if key is not None:
-                                index.add(path, key, summary, text_hash)
-                            if done is not None:
-                                screened[linted[path]] = done
-            finally:
-                values.close()
-        index.import_graph()
-    return screened
 
 
 def _in_order(todo: Sequence[Path], screened: Mapping[Path, _Done], fresh: Iterator[_Done]) -> Iterator[_Done]:

@@ -1,0 +1,124 @@
+"""The first phase of a run over a project: summarise its modules, screen its files.
+
+Before linting, the workers summarise every module of the linted files' projects that the
+indexes do not hold yet (one ``ast`` parse each), and the parent builds the import graphs
+from the summaries: the lint workers, forked afterwards, inherit them. In a checking run
+the same workers also run the rules' screens on each linted file from that same tree; a
+file no rule can fire on (most of a large project) gets its whole result there, parsed once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Mapping, Optional, Sequence, Tuple, Type
+
+from .cache import Stamp
+from .config import Settings
+from .decoding import Undecodable, decode
+from .project.index import MAX_BYTES, StatKey, collector_paused, stat_key
+from .project.linted import RunProjects, summarise_file
+from .project.summarizer import parse, summarize
+from .project.summary import ModuleSummary, failed
+from .run_cache import Done
+from .types import FileResult
+from .workers import Failure, run_tasks
+
+# Fewer modules than this to summarise: the index reads them when a rule asks.
+MIN_MODULES = 8
+
+
+def checked(path: Path, lint) -> FileResult:
+    """A checked file's result from its lint (``engine.FileLint``)."""
+    diagnostics = tuple(lint.diagnostics)
+    return FileResult(path, diagnostics, errors=tuple(lint.errors), source=lint.source if diagnostics else None)
+
+
+@dataclass(frozen=True)
+class Screen:
+    """How a checking run lints its files, for the workers that summarise the project."""
+
+    settings: Settings
+    with_edits: bool
+    rules: Optional[Sequence[Type]]
+    stamped: bool  # the run keeps a cache: stamp the results
+
+
+Summarised = Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, int]], Optional[Done]]
+
+
+def _summarise_task(path: str, root: str, linted: Mapping[str, Path], screen: Optional[Screen]) -> Summarised:
+    """One module's summary (as ``summarise_file``) and, for a file the run checks, its
+    result when no rule passes its screens: such a file (most of a large project) is then
+    parsed once, for both, and the lint phase skips it. None: lint it with the index."""
+    given = linted.get(path) if screen is not None else None
+    key = stat_key(path)
+    data: Optional[bytes] = None
+    if given is not None and key is not None and key[0] <= MAX_BYTES:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            text = decode(data).text
+        except (OSError, Undecodable):
+            data = None
+    if data is None or screen is None or given is None:
+        return (*summarise_file(path), None)
+    tree, error = parse(text, path)
+    summary = summarize(tree, text) if tree is not None else failed(error or "cannot parse")
+    from . import engine
+    from .selection import for_file
+
+    try:
+        chosen = for_file(given, screen.settings, screen.rules)
+        lint = engine.lint_source(
+            text, given, screen.settings, with_edits=screen.with_edits, selection=chosen, keep_module=False, tree=tree, screen_only=True
+        )
+    except Exception:  # noqa: BLE001 - the lint phase reports it
+        return path, key, summary, (len(text), hash(text)), None
+    if lint.deferred:
+        return path, key, summary, (len(text), hash(text)), None
+    result = checked(given, lint)
+    stamp = None
+    if screen.stamped and not result.errors and stat_key(path) == key:
+        # Its result depends on its text alone: no rule asked the project anything.
+        stamp = Stamp(key, hashlib.sha256(data).hexdigest(), {}, False, root)
+    return path, key, summary, (len(text), hash(text)), Done(result, stamp)
+
+
+def summarise_projects(
+    projects: RunProjects, todo: Sequence[Path], jobs: int, time_limit: Optional[float], screen: Optional[Screen] = None
+) -> Dict[Path, Done]:
+    """Summarise, in the workers, every module of the linted files' projects that the
+    indexes do not hold yet, and build the import graphs here: forked lint workers then
+    inherit them, instead of each reading the whole project again for the first file that
+    asks who runs on an accelerator.
+
+    With ``screen`` (a checking run), the same workers screen the files being linted from
+    the tree they summarised: the results of those no rule can fire on, by path."""
+    screened: Dict[Path, Done] = {}
+    linted = {os.path.abspath(p): p for p in todo if p.suffix == ".py"}
+    for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
+        index = projects.for_file(Path(root) / "__init__.py")
+        if index is None:
+            continue
+        held = index.entries()
+        missing = sorted(p for p in index.files if p.endswith(".py") and (p not in held or held[p][0] != stat_key(p)))
+        if len(missing) >= MIN_MODULES:
+            task = functools.partial(_summarise_task, root=root, linted=linted, screen=screen)
+            values = run_tasks(task, missing, jobs=jobs, time_limit=time_limit)
+            try:
+                with collector_paused():  # thousands of summaries arrive: see collector_paused
+                    for value in values:
+                        if not isinstance(value, Failure):
+                            path, key, summary, text_hash, done = value
+                            if key is not None:
+                                index.add(path, key, summary, text_hash)
+                            if done is not None:
+                                screened[linted[path]] = done
+            finally:
+                values.close()
+        index.import_graph()
+    return screened
