@@ -19,10 +19,12 @@ twice, a call with ``*args``) ends the trail, so the rules stay silent there.
 
 from __future__ import annotations
 
+import ast
 from typing import Iterable, Tuple
 
 import libcst as cst
 
+from ...analysis.ast_index import code_identifiers, tree_index
 from ...context import FileContext
 from .loader_args import Path
 from .loader_sites import LoaderFacts, LoaderSiteRecorder
@@ -60,6 +62,21 @@ def could_iterate_helper_loaders(source: str) -> bool:
     """A cheap over-approximation for loaders built elsewhere: a copy to the device and a
     name that says loader (``train_loader``, ``make_loader(...)``, ``get_loader``)."""
     return (".to(" in source or ".cuda(" in source) and "loader" in source.lower()
+
+
+def names_dataloader(tree: ast.Module) -> bool:
+    """``DataLoader`` named in the code, not only in docstrings and comments: what every
+    ``DataLoader(...)`` call (an alias's import included) needs (TPF101-103's ast screen)."""
+    return "DataLoader" in code_identifiers(tree)
+
+
+def could_copy_loader_batches(tree: ast.Module) -> bool:
+    """TPF104's ast screen: a ``.to(...)`` or ``.cuda(...)`` call, and a name in the code
+    that says loader (``DataLoader``, ``train_loader``, ``get_loader``)."""
+    index = tree_index(tree)
+    if not any("loader" in name.lower() for name in index.identifiers):
+        return False
+    return any(type(call.func) is ast.Attribute and call.func.attr in ("to", "cuda") for call in index.calls)
 
 
 def _iteration_sites(collector: LoaderSiteRecorder) -> Iterable[Tuple[cst.BaseExpression, Path]]:

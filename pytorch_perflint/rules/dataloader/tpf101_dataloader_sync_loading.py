@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+import ast
+from typing import Optional, Sequence
 
 import libcst as cst
 
@@ -13,6 +14,7 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from .datasets import dataset_facts
 from .loader_args import is_dataloader, loader_args
+from .loader_facts import names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 
@@ -73,6 +75,10 @@ class DataloaderSyncLoading(Rule):
     fix_applicability = Applicability.UNSAFE
     fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
     triggers = ("DataLoader",)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
+        return names_dataloader(tree)
 
     VALID = (
         _SETUP + "loader = DataLoader(ds, batch_size=32, num_workers=4)\n",

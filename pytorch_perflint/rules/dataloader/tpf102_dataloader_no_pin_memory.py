@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+from typing import Optional
+
 import libcst as cst
 
 from ...analysis.call_edits import with_argument_value, with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .loader_args import dataset_on_device, is_dataloader, loader_args
+from .loader_facts import names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
 
@@ -49,6 +53,10 @@ class DataloaderNoPinMemory(Rule):
     message = "`DataLoader` without `pin_memory=True` in a CUDA module; pinned batches copy to the GPU faster"
     fix_applicability = Applicability.SAFE
     triggers = ("DataLoader",)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
+        return names_dataloader(tree)
     needs_cuda = True
 
     VALID = (

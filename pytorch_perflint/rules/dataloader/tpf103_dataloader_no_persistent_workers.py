@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+from typing import Optional
+
 import libcst as cst
 
 from ...analysis.call_edits import with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_facts import loader_facts
+from .loader_facts import loader_facts, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 
@@ -59,6 +62,10 @@ class DataloaderNoPersistentWorkers(Rule):
     )
     fix_applicability = Applicability.UNSAFE
     triggers = ("DataLoader",)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
+        return names_dataloader(tree)
     min_torch = (1, 7)
 
     VALID = (

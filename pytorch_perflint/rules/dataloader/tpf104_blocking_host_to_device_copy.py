@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+from typing import Optional
+
 import libcst as cst
 
 from ...analysis.call_edits import with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_facts import could_iterate_helper_loaders, loader_facts
+from .loader_facts import could_copy_loader_batches, could_iterate_helper_loaders, loader_facts
 
 _SETUP = (
     "import torch\nfrom torch.utils.data import DataLoader\n"
@@ -67,6 +70,10 @@ class BlockingHostToDeviceCopy(Rule):
         loader built by a project helper elsewhere yields."""
         here = "pin_memory" in source and "DataLoader" in source and (".to(" in source or ".cuda(" in source)
         return here or could_iterate_helper_loaders(source)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
+        return could_copy_loader_batches(tree)
 
     VALID = (
         _SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
