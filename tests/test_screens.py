@@ -53,6 +53,9 @@ TRICKY = [
     ("TPF501", "import torch.nn.parallel.data_parallel as dp\nm = dp.DataParallel(net)\n"),
     ("TPF201", "NONE = False\nmodel.zero_grad(NONE)\n"),
     ("TPF201", "for p in ps:\n    p.grad.data.fill_(0)\n"),
+    ("TPF101", "from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=8)\n"),
+    ("TPF104", "import torch\nfrom torch.utils.data import DataLoader as DL\ndl = DL(ds, pin_memory=True)\n"
+               "for x, y in dl:\n    x = x.to('cuda')\n"),
 ]
 
 
@@ -125,6 +128,9 @@ def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
         # `zero_grad` defined, documented, or called with a literal `True`.
         ("TPF201", 'class Opt:\n    def zero_grad(self, set_to_none=True):\n        """Call zero_grad() first."""\n'),
         ("TPF201", "opt.zero_grad(set_to_none=True)\nfor p in ps:\n    if p.grad is not None:\n        p.grad.add_(1)\n"),
+        # `DataLoader` and `pin_memory` only in the docs (torch's own `_tensor_docs.py`).
+        ("TPF102", '"""Pin it: DataLoader(ds, pin_memory=True)."""\nimport torch\nx = torch.ones(1).cuda()\n'),
+        ("TPF104", '"""A DataLoader with pin_memory."""\nimport torch\nx = y.to("cuda")\n'),
     ],
 )
 def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):
