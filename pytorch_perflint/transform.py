@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from typing import AbstractSet, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 
 from .analysis.walk import child_nodes
 from .positions import statement_lines
@@ -50,6 +48,11 @@ def apply_fixes(module: cst.Module, fixes: Iterable[NodeFix]) -> cst.Module:
         imports.extend(name for name in fix.imports if name not in imports)
     updated = module.visit(_Replace(replacements)) if replacements else module
     if imports:
+        # Imported here: ``libcst.codemod`` pulls in ``libcst.matchers``, a third of a
+        # second of start-up for every run, and only a fix that adds an import needs it.
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor
+
         context = CodemodContext()
         for name in imports:
             AddImportsVisitor.add_needed_import(context, name)

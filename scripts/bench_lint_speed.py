@@ -19,6 +19,14 @@ with the project index (as one worker does) against ``ast.parse``; then through 
 time (the children's), and their ratio.
 
     python scripts/bench_lint_speed.py --project [TREE] [--jobs J] [--repeat R]
+
+``--torchfix EXE``: the CPU time of this tool and of TorchFix (the ``torchfix`` program
+EXE, installed apart: it is not a dependency) on ``torch/optim`` and ``torch/utils/data``
+copied under one project root, both cold and on one core: ``check --no-cache -j 1
+--select ALL --preview`` against ``torchfix --select ALL -j 1``, each as a subprocess
+(its CPU read from ``RUSAGE_CHILDREN``), the median of R runs, and their ratio.
+
+    python scripts/bench_lint_speed.py --torchfix /path/to/torchfix [--repeat R]
 """
 
 from __future__ import annotations
@@ -122,6 +130,34 @@ def timed_cli(root: Path, jobs: int) -> Tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def child_cpu(command: Sequence[str], cwd: Path) -> float:
+    """CPU seconds (user + system) of one subprocess run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_with_bytecode())
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def torchfix_main(torch: Path, torchfix: str, repeat: int) -> None:
+    parts = ("optim", "utils/data")
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+        for part in parts:
+            shutil.copytree(torch / part, root / "torch" / part, ignore=shutil.ignore_patterns("__pycache__"))
+        files = sorted(root.rglob("*.py"))
+        lines = sum(p.read_text(encoding="utf-8").count("\n") + 1 for p in files)
+        ours = [sys.executable, "-m", "pytorch_perflint", "check", "--exit-zero", "--no-cache", "-j", "1", "--select", "ALL", "--preview", "torch"]
+        theirs = [torchfix, "--select", "ALL", "-j", "1", "torch"]
+        child_cpu(ours, root)  # the first run writes the bytecode caches
+        print(f"torch/optim + torch/utils/data: {len(files)} files, {lines} lines")
+        mine = statistics.median(child_cpu(ours, root) for _ in range(repeat))
+        other = statistics.median(child_cpu(theirs, root) for _ in range(repeat))
+        print(f"pytorch-perflint check --no-cache -j 1 --select ALL --preview {mine:8.2f} CPU-s")
+        print(f"torchfix --select ALL -j 1                                  {other:8.2f} CPU-s")
+        print(f"TorchFix takes {other / mine:.1f}x the CPU time (target: 20x)")
+
+
 def project_main(tree: Path, files: Sequence[Tuple[Path, str]], jobs: int, repeat: int) -> None:
     from pytorch_perflint.cache import CACHE_DIR
     from pytorch_perflint.project import ProjectIndex
@@ -171,7 +207,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--project", action="store_true", help="cold and warm runs of the tree as one project")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes for --project's CLI runs")
+    parser.add_argument("--torchfix", metavar="EXE", help="compare with TorchFix (the torchfix program) on torch.optim + torch.utils.data")
     args = parser.parse_args()
+    if args.torchfix:
+        torchfix_main(args.tree or torch_tree(), args.torchfix, args.repeat)
+        return
     tree = args.tree or torch_tree()
     files = load(tree, args.limit)
     if args.project:
