@@ -467,3 +467,22 @@ def test_lazy_command_is_listed_without_import_and_imported_when_run(tmp_path, m
     ran = CliRunner().invoke(main, ["bench"])
     assert ran.exit_code == 0 and ran.stdout == "benched\n"
     main.commands.pop("bench", None)
+
+
+def test_a_check_does_not_load_the_codemod_machinery(tmp_path):
+    """``libcst.codemod`` pulls in ``libcst.matchers`` (a third of a second): only a fix that
+    adds an import loads it, never a check."""
+    (tmp_path / "train.py").write_text("import torch\nmodel = torch.nn.DataParallel(net)\n")
+    code = (
+        "import sys\n"
+        "from pytorch_perflint.cli import main\n"
+        "try:\n"
+        "    main(['check', '--no-cache', '--output-format', 'concise', 'train.py'])\n"
+        "except SystemExit as exit:\n"
+        "    print('exit', exit.code)\n"
+        "print('codemod loaded:', 'libcst.codemod' in sys.modules, 'libcst loaded:', 'libcst' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120).stdout
+    assert "exit 1" in out and "TPF501" in out
+    assert "codemod loaded: False libcst loaded: True" in out
