@@ -393,12 +393,18 @@ class ProjectIndex:
         out.discard(path)
         return frozenset(p for p in out if p.endswith(".py"))
 
+    def module_paths(self) -> FrozenSet[str]:
+        """Every project module and every module summarised from memory: the import graph's
+        nodes, without summarising any (a text test over them can spare a caller the graph)."""
+        self.note_read(ALL_FILES)
+        return frozenset(p for p in self.files if p.endswith(".py")) | frozenset(self._in_memory)
+
     def import_graph(self) -> Mapping[str, FrozenSet[str]]:
         """Every project module (and every module summarised from memory) -> the project
         modules it imports. Reads the whole project once."""
         self.note_read(ALL_FILES)
         if self._graph is None:
-            nodes = {p for p in self.files if p.endswith(".py")} | set(self._in_memory)
+            nodes = self.module_paths()
             with collector_paused():
                 self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}
         return self._graph
