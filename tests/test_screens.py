@@ -123,3 +123,26 @@ def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):
     rule = rule_by_code(code)
     assert rule.could_fire(source)
     assert not rule.could_fire_tree(ast.parse(source))
+
+
+@pytest.mark.parametrize(
+    ("code", "source", "passes"),
+    [
+        # TPF202: a step function of another module, found without a regex tried everywhere.
+        ("TPF202", "for b in data:\n    é_step(b)\n", True),
+        ("TPF202", "for b in data:\n    train_batch(b)\n", True),
+        ("TPF202", "for b in data:\n    _batch(b)\n", False),  # nothing before the word
+        ("TPF202", "for b in data:\n    agent.optimise_policy(b)\n", True),
+        ("TPF202", "agent = rl.Agent(env)\nfor b in data:\n    agent.update(b)\n", True),
+        ("TPF202", "def f():\n  agent\t=\tAgent()\n  agent.update(b)\n", True),
+        ("TPF202", "stats = dict()\nstats.update(b)\n", False),
+        ("TPF202", "agent = Agent()\nother.update(b)\n", False),
+        ("TPF202", "9agent = Agent()\n9agent.update(b)\n", False),
+        # TPF501: DataParallel, not inside DistributedDataParallel.
+        ("TPF501", "m = nn.DistributedDataParallel(m)\n", False),
+        ("TPF501", "m = nn.DistributedDataParallel(m)\nn = nn.DataParallel(n)\n", True),
+        ("TPF501", "DataParallel(m)\n", True),
+    ],
+)
+def test_text_screens_pass_exactly_what_their_patterns_describe(code, source, passes):
+    assert rule_by_code(code).could_fire(source) is passes

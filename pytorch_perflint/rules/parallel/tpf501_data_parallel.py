@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 import libcst as cst
@@ -12,7 +11,6 @@ from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 
-_DATA_PARALLEL = re.compile(r"(?<!Distributed)DataParallel")
 # What a wrapper built only to rename checkpoint keys is used for: its state dict (the keys
 # gain or lose the ``module.`` prefix) and the model inside it. Never its forward.
 _CHECKPOINT_METHODS = frozenset({"state_dict", "load_state_dict"})
@@ -62,7 +60,12 @@ class DataParallel(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """`DataParallel` other than inside `DistributedDataParallel`."""
-        return _DATA_PARALLEL.search(source) is not None
+        at = source.find("DataParallel")  # the regex (?<!Distributed)DataParallel, as finds
+        while at != -1:
+            if not source.endswith("Distributed", 0, at):
+                return True
+            at = source.find("DataParallel", at + 1)
+        return False
 
     VALID = (
         "import torch\nif isinstance(model, torch.nn.DataParallel):\n    model = model.module\n",
