@@ -33,6 +33,12 @@ TRICKY = [
     ("TPF402", "from torch import ones\nx = ones(4).cuda()\n"),
     ("TPF402", "import torch\nx = torch.zeros(len(f(g(h(1))))).cuda()\n"),
     ("TPF402", "import torch\nx = torch.randn(2).to(device=args.device)\n"),
+    # Created, then moved in a later statement of the same block, wherever the block is.
+    ("TPF402", "import torch\ntry:\n    pass\nexcept ValueError:\n    z = torch.randn(3)\n    z = z.cuda()\n"),
+    ("TPF402", "import torch\nmatch x:\n    case 1:\n        z = torch.zeros(3)\n        z = z.cuda()\n"),
+    ("TPF402", "import torch\nwhile x:\n    pass\nelse:\n    z = torch.zeros(3)\n    n = 1\n    z = z.to('cuda')\n"),
+    ("TPF402", "import torch\nclass A:\n    def f(self):\n        with g():\n            z = torch.ones(2)\n"
+               "            z = (\n                z.cuda())\n"),
     ("TPF401", "from torch import tensor as T\nimport numpy as np\nx = T(np.zeros(3))\n"),
     ("TPF401", "import torch\nimport numpy as np\nx = torch.tensor(np.copy(a))\n"),
     ("TPF401", "import torch\nimport pandas as pd\ndf = pd.read_csv('a')\nx = torch.tensor(df.values)\n"),

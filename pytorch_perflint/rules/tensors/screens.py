@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
-from typing import List, Optional, Set, Tuple, Union
+from typing import Iterator, List, Optional, Set, Tuple, Union
 
-from ...analysis.ast_index import TreeIndex, ast_dotted, tree_index, walk_ast
+from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, tree_index, walk_ast
 from .device_targets import is_device_name, is_device_string
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -285,8 +286,9 @@ def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) ->
     creating statement and every statement between (so narrowing keeps any use of ``z``
     that makes the finding go away)."""
     wanted = {id(call): name for call, name in moves}
+    lines = sorted(call.lineno for call, _ in moves)
     out: List[ast.AST] = []
-    for node in walk_ast(tree):
+    for node in _blocks_around(tree, lines):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
@@ -303,6 +305,23 @@ def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) ->
                 if start > 0 and _creates(block[start - 1]):
                     out.extend(block[start - 1 : position + 1])
     return out
+
+
+def _blocks_around(tree: ast.Module, lines: List[int]) -> Iterator[ast.AST]:
+    """The nodes that hold statements and span one of ``lines``, in ``walk_ast``'s order:
+    expressions hold no statement, and a statement that spans none of the lines holds none
+    of the assignments sought there (so the walk stays off most of the tree)."""
+    stack: List[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast_children(node):
+            if isinstance(child, ast.match_case):  # no position of its own
+                stack.append(child)
+            elif isinstance(child, (ast.stmt, ast.excepthandler)):
+                at = bisect.bisect_left(lines, child.lineno)
+                if at < len(lines) and lines[at] <= (child.end_lineno or child.lineno):
+                    stack.append(child)
 
 
 def _creates(statement: ast.stmt) -> bool:
