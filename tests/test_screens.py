@@ -55,6 +55,12 @@ TRICKY = [
     ("TPF203", "import torch\ndef run(m, loader):\n    m.train(mode=False)\n    for x in loader:\n        m(x)\n"),
     ("TPF203", "import torch\nclass Trainer:\n    def validate(self):\n        for x in self.val:\n"
                "            self.model.forward(x)\n"),
+    # The model's call found by its loop's lines: a call over two lines, a layer of self.
+    ("TPF203", "import torch\ndef run(net, loader):\n    net.train(False)\n    for x in loader:\n        y = (net\n"
+               "             .forward(x))\n"),
+    ("TPF203", "import torch\nclass Decoder(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+               "        self.rnn = torch.nn.GRU(4, 4)\n    def sample(self, xs):\n        for x in xs:\n            h = self.rnn(x)\n"),
+    ("TPF203", "import torch\nencoder.eval()\nwhile queue:\n    encoder(queue.pop())\n"),
 ]
 
 
