@@ -18,6 +18,7 @@ import test_contract_cases
 from pytorch_perflint import engine
 from pytorch_perflint.registry import all_rules, rule_by_code
 from pytorch_perflint.rule import Rule
+from pytorch_perflint.rules.tensors.screens import names_a_constructor
 from pytorch_perflint.testing import lint_example
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -43,6 +44,11 @@ TRICKY = [
     ("TPF401", "import torch\nimport numpy as np\nx = torch.tensor(np.copy(a))\n"),
     ("TPF401", "import torch\nimport pandas as pd\ndf = pd.read_csv('a')\nx = torch.tensor(df.values)\n"),
     ("TPF401", "import torch\nimport numpy as np\na = np.zeros((2, 3))\nx = torch.FloatTensor(a.T.copy())\n"),
+    # The constructor's name as the text screen reads it: in parentheses, spaced, imported
+    # under another name across a line continuation.
+    ("TPF401", "import torch\nimport numpy as np\nok = torch.is_tensor(x)\nx = (torch.tensor)(np.zeros(3))\n"),
+    ("TPF401", "import torch\nimport numpy as np\nx = torch . tensor (np.zeros(3))\n"),
+    ("TPF401", "import numpy as np\nfrom torch import tensor \\\n    as T\nok = is_tensor(y)\nx = T(np.zeros(3))\n"),
     ("TPF301", "from torch.nn import Conv2d as C, BatchNorm2d as B, Sequential\nm = Sequential(C(3, 8, 3), B(8))\n"),
     ("TPF301", "import torch.nn as nn\nm = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.Linear(4, 4),\n"
                "    nn.BatchNorm1d(4))\n"),
@@ -158,3 +164,23 @@ def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):
 )
 def test_text_screens_pass_exactly_what_their_patterns_describe(code, source, passes):
     assert rule_by_code(code).could_fire(source) is passes
+
+
+@pytest.mark.parametrize(
+    ("source", "names"),
+    [
+        ("x = torch.tensor(a)\n", True),
+        ("x = (torch.tensor)(a)\n", True),
+        ("x = torch.LongTensor \\\n    (a)\n", True),
+        ("x = torch.tensor(  # a comment\n    a)\n", True),
+        ("x = torch.ｔensor(a)\n", True),  # NFKC: Python reads torch.tensor
+        ("from torch import (tensor  # the constructor\n    as T)\n", True),
+        ("from torch import FloatTensor as F\n", True),
+        ("ok = torch.is_tensor(a) or torch.as_tensor(a)\n", False),
+        ("def f(x: Tensor) -> Tensor:\n    return x\n", False),
+        ("x = torch.xtensor(a)\n", False),
+        ("# ####### tensor ###### as\n", False),
+    ],
+)
+def test_tpf401_text_screen_sees_every_spelling_of_a_constructor(source, names):
+    assert names_a_constructor(source) is names

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import re
+import unicodedata
 from typing import Iterator, List, Optional, Set, Tuple, Union
 
 from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, tree_index, walk_ast
@@ -25,6 +27,31 @@ _CONSTRUCTORS = frozenset(
     {"tensor", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor"}
     | {"IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
 )
+
+
+# Text after a word ending in "ensor" up to a call's parenthesis, or an ``as``: what Python
+# allows there (spaces, newlines in brackets, line continuations, comments to the end of
+# their line, the ``)`` of ``(torch.tensor)(x)``). A literal first: searched for fast.
+_ENSOR_CALL = re.compile(r"ensor(?:[\s)\\]|#[^\r\n]*[\r\n])*\(")
+_ENSOR_ALIAS = re.compile(r"ensor(?:[\s\\]|#[^\r\n]*[\r\n])+as\b")
+
+
+def names_a_constructor(source: str) -> bool:
+    """Whether the text can hold what ``numpy_copy_candidates`` looks for: a call of a
+    constructor by its own name (``torch.tensor(``, ``FloatTensor (``; not ``is_tensor(``)
+    or an import of one under another name. A text that is not ASCII is read in NFKC
+    form, the form Python gives its identifiers."""
+    if not source.isascii():
+        source = unicodedata.normalize("NFKC", source)
+    for pattern in (_ENSOR_CALL, _ENSOR_ALIAS):
+        for match in pattern.finditer(source):
+            end = match.start() + len("ensor")
+            start = match.start()
+            while start > 0 and (source[start - 1].isalnum() or source[start - 1] == "_"):
+                start -= 1
+            if source[start:end] in _CONSTRUCTORS:
+                return True
+    return False
 
 
 def _array_roots(index: TreeIndex) -> Set[str]:
