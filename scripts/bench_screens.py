@@ -15,10 +15,11 @@ rule only its own work, the index is built first and shown on a line of its own.
 nothing built beforehand, and ``ast.parse`` of the files some rule asked is printed for
 scale.
 
-    python scripts/bench_screens.py [TREE] [--limit N] [--all]
+    python scripts/bench_screens.py [TREE] [--limit N] [--all] [--repeat R]
 
 ``--all``: every rule, preview and opt-in ones included (``--select ALL --preview``);
-by default the rules a default configuration runs.
+by default the rules a default configuration runs. ``--repeat``: the median of R runs of
+each measure (the files are read and parsed once).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import gc
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -112,27 +114,47 @@ def engine_order(rules: Sequence[Type[Rule]], passed: Dict[str, List[int]], tree
     return time.process_time() - start
 
 
+def _median(runs: Sequence[Dict[str, float]]) -> Dict[str, float]:
+    return {code: statistics.median(run[code] for run in runs) for code in runs[0]}
+
+
 def main(argv: Sequence[str] = ()) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tree", nargs="?", type=Path, help="default: the installed torch package")
     parser.add_argument("--limit", type=int, default=0, help="only the first N files (sorted)")
     parser.add_argument("--all", action="store_true", help="every rule, preview and opt-in ones included")
+    parser.add_argument("--repeat", type=int, default=1, help="the median of R runs of each measure")
     args = parser.parse_args(list(argv) or None)
     root = args.tree or torch_tree()
     files = load(root, args.limit)
     rules = chosen_rules(args.all)
     screened = [r for r in rules if r.could_fire_tree(_EMPTY) is not None]
     gc.disable()
+    runs = max(1, args.repeat)
     try:
-        passed, text_seconds = text_screens(rules, files)
+        texts = [text_screens(rules, files) for _ in range(runs)]
+        passed = texts[0][0]
+        text_seconds = _median([seconds for _, seconds in texts])
         wanted = sorted({i for r in screened for i in passed[r.code]})
-        trees, parse_seconds = parse(files, wanted)
-        kept, tree_seconds, index_seconds = tree_screens(screened, passed, trees)
-        tree_index.cache_clear()
-        engine_seconds = engine_order(screened, passed, trees)
+        parses = [parse(files, wanted) for _ in range(runs)]
+        trees, parse_seconds = parses[-1][0], statistics.median(seconds for _, seconds in parses)
+        del parses
+        asked = []
+        for _ in range(runs):
+            tree_index.cache_clear()
+            asked.append(tree_screens(screened, passed, trees))
+        kept = asked[0][0]
+        tree_seconds = _median([seconds for _, seconds, _ in asked])
+        index_seconds = statistics.median(seconds for _, _, seconds in asked)
+        engine_runs = []
+        for _ in range(runs):
+            tree_index.cache_clear()
+            engine_runs.append(engine_order(screened, passed, trees))
+        engine_seconds = statistics.median(engine_runs)
     finally:
         gc.enable()
-    print(f"{len(files)} files under {root}; {'every rule' if args.all else 'default rules'}")
+    median = f"; median of {runs} runs" if runs > 1 else ""
+    print(f"{len(files)} files under {root}; {'every rule' if args.all else 'default rules'}{median}")
     print(f"{'rule':8} {'text pass':>9} {'text CPU-s':>10} {'ast pass':>8} {'ast CPU-s':>9}")
     for rule in rules:
         if rule in screened:
