@@ -59,6 +59,11 @@ TRICKY = [
     ("TPF202", "import torch\nfor x in loader:\n    loss = model(x.cuda())\n    scaler.step(optimizers[0])\n"
                "    print(loss.item())\n"),
     ("TPF203", "import torch\ndef run(m, loader):\n    m.train(mode=False)\n    for x in loader:\n        m(x)\n"),
+    ("TPF201", "import torch\nfor p in params:\n    p.grad = (torch.zeros_like(p))\n"),
+    ("TPF201", "(opt.zero_grad)(set_to_none=False)\n"),
+    ("TPF201", "opt.zero_grad(\n    False)\n"),
+    ("TPF501", "from torch.nn.parallel import DataParallel as DP\nm = DP(net)\n"),
+    ("TPF501", "import torch as th\nm = th.nn.parallel.data_parallel.DataParallel(net)\n"),
     ("TPF203", "import torch\nclass Trainer:\n    def validate(self):\n        for x in self.val:\n"
                "            self.model.forward(x)\n"),
     # The model's call found by its loop's lines: a call over two lines, a layer of self.
@@ -126,6 +131,11 @@ def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
         ("TPF203", "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        model(x)\n"),
         ("TPF203", "import torch\nmodel.eval()\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"),
         ("TPF602", '"""Use torch.optim.Adam on CUDA."""\nimport torch\nx = torch.ones(1).cuda()\n'),
+        ("TPF201", '"""Call opt.zero_grad(set_to_none=False) to keep the buffers."""\nimport torch\n'),
+        ("TPF201", "class Opt:\n    def zero_grad(self, set_to_none=True):\n        self.grads = None\n"),
+        ("TPF201", "import torch\np.grad.add_(1)\nq.grad = None\n"),
+        ("TPF501", '"""Wrap the model with nn.DataParallel(model)."""\nimport torch\n'),
+        ("TPF501", "import torch\n# model = torch.nn.DataParallel(model)\nmodel = torch.nn.parallel.DistributedDataParallel(model)\n"),
         # An interpreter's own step loop, not an optimizer's (torch._dynamo).
         ("TPF202", "import torch\nclass Tracer:\n    def run(self):\n        while self.step():\n"
                    "            print(self.stack[-1].item())\n"),

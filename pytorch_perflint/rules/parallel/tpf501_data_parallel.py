@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Sequence
 
 import libcst as cst
 
+from ...analysis.ast_index import code_identifiers
 from ...analysis.walk import name_uses
 from ...context import FileContext
 from ...rule import Invalid, Rule
@@ -66,6 +68,12 @@ class DataParallel(Rule):
                 return True
             at = source.find("DataParallel", at + 1)
         return False
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code names ``DataParallel`` (an attribute, a name or an import): the
+        qualified name of the wrapped call ends with it, through the file's imports."""
+        return "DataParallel" in code_identifiers(tree)
 
     VALID = (
         "import torch\nif isinstance(model, torch.nn.DataParallel):\n    model = model.module\n",

@@ -347,3 +347,28 @@ def step_function_syncs(tree: ast.Module) -> bool:
 def _any_within(lines: "list[int]", first: int, last: int) -> bool:
     at = bisect.bisect_left(lines, first)
     return at < len(lines) and lines[at] <= last
+
+
+def _is_grad(node: ast.AST) -> bool:
+    """``X.grad`` or ``X.grad.data`` (``gradients.grad_attribute``)."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+def could_zero_grads(tree: ast.Module) -> bool:
+    """What TPF201's visitors look at, in the code: a ``.zero_grad(...)`` call, a
+    ``.zero_()`` / ``.fill_()`` of a gradient, or ``X.grad = <call>``."""
+    index = tree_index(tree)
+    for call in index.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and (
+            func.attr == "zero_grad" or func.attr in ("zero_", "fill_") and _is_grad(func.value)
+        ):
+            return True
+    return any(
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and any(isinstance(target, ast.Attribute) and target.attr == "grad" for target in node.targets)
+        for node in index.assignments
+    )

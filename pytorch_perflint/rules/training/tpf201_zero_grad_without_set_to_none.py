@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional, Sequence
 
@@ -14,6 +15,7 @@ from ...context import FileContext
 from ...rule import Invalid, Rule, Valid
 from ...types import Applicability
 from .gradients import grad_attribute, writes_into_grads
+from .screens import could_zero_grads
 from .test_code import in_test_code
 
 _OLD = {"target-torch-version": "1.13"}
@@ -82,6 +84,12 @@ class ZeroGradWithoutSetToNone(Rule):
     def could_fire(cls, source: str) -> bool:
         """A `zero_grad(` call, or a `.grad` that is zeroed or assigned."""
         return "zero_grad" in source or _GRAD_WRITE.search(source) is not None
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring or a ``def zero_grad``) calls ``.zero_grad(...)``,
+        zeroes or fills a ``.grad`` in place, or assigns a call to one."""
+        return could_zero_grads(tree)
 
 
     VALID = (
