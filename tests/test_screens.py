@@ -135,6 +135,9 @@ def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
         ("TPF201", "class Opt:\n    def zero_grad(self, set_to_none=True):\n        self.grads = None\n"),
         ("TPF201", "import torch\np.grad.add_(1)\nq.grad = None\n"),
         ("TPF501", '"""Wrap the model with nn.DataParallel(model)."""\nimport torch\n'),
+        ("TPF101", '"""Feed it a DataLoader(ds, num_workers=0)."""\nimport torch\nloader = make_loader(ds)\n'),
+        ("TPF102", "import torch  # not a DataLoader\nloader = torch.utils.data.dataloader_helpers.make(ds)\n"),
+        ("TPF103", "import torch\nNAME = 'DataLoader'\nfor epoch in range(3):\n    for x in loader:\n        pass\n"),
         ("TPF501", "import torch\n# model = torch.nn.DataParallel(model)\nmodel = torch.nn.parallel.DistributedDataParallel(model)\n"),
         # An interpreter's own step loop, not an optimizer's (torch._dynamo).
         ("TPF202", "import torch\nclass Tracer:\n    def run(self):\n        while self.step():\n"

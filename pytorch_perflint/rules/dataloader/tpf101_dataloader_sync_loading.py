@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Sequence
 
 import libcst as cst
@@ -12,7 +13,7 @@ from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .datasets import dataset_facts
-from .loader_args import is_dataloader, loader_args
+from .loader_args import is_dataloader, loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 
@@ -73,6 +74,11 @@ class DataloaderSyncLoading(Rule):
     fix_applicability = Applicability.UNSAFE
     fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
     triggers = ("DataLoader",)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring or a comment) names ``DataLoader``."""
+        return names_dataloader(tree)
 
     VALID = (
         _SETUP + "loader = DataLoader(ds, batch_size=32, num_workers=4)\n",

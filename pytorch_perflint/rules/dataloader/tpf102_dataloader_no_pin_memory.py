@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from ...analysis.call_edits import with_argument_value, with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_args import dataset_on_device, is_dataloader, loader_args
+from .loader_args import dataset_on_device, is_dataloader, loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
 
@@ -50,6 +52,11 @@ class DataloaderNoPinMemory(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("DataLoader",)
     needs_cuda = True
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring or a comment) names ``DataLoader``."""
+        return names_dataloader(tree)
 
     VALID = (
         _SETUP + "loader = DataLoader(ds, batch_size=32, pin_memory=True)\n",
