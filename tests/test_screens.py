@@ -18,6 +18,7 @@ import test_contract_cases
 from pytorch_perflint import engine
 from pytorch_perflint.registry import all_rules, rule_by_code
 from pytorch_perflint.rule import Rule
+from pytorch_perflint.rules.tensors.screens import names_a_constructor
 from pytorch_perflint.testing import lint_example
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -33,10 +34,21 @@ TRICKY = [
     ("TPF402", "from torch import ones\nx = ones(4).cuda()\n"),
     ("TPF402", "import torch\nx = torch.zeros(len(f(g(h(1))))).cuda()\n"),
     ("TPF402", "import torch\nx = torch.randn(2).to(device=args.device)\n"),
+    # Created, then moved in a later statement of the same block, wherever the block is.
+    ("TPF402", "import torch\ntry:\n    pass\nexcept ValueError:\n    z = torch.randn(3)\n    z = z.cuda()\n"),
+    ("TPF402", "import torch\nmatch x:\n    case 1:\n        z = torch.zeros(3)\n        z = z.cuda()\n"),
+    ("TPF402", "import torch\nwhile x:\n    pass\nelse:\n    z = torch.zeros(3)\n    n = 1\n    z = z.to('cuda')\n"),
+    ("TPF402", "import torch\nclass A:\n    def f(self):\n        with g():\n            z = torch.ones(2)\n"
+               "            z = (\n                z.cuda())\n"),
     ("TPF401", "from torch import tensor as T\nimport numpy as np\nx = T(np.zeros(3))\n"),
     ("TPF401", "import torch\nimport numpy as np\nx = torch.tensor(np.copy(a))\n"),
     ("TPF401", "import torch\nimport pandas as pd\ndf = pd.read_csv('a')\nx = torch.tensor(df.values)\n"),
     ("TPF401", "import torch\nimport numpy as np\na = np.zeros((2, 3))\nx = torch.FloatTensor(a.T.copy())\n"),
+    # The constructor's name as the text screen reads it: in parentheses, spaced, imported
+    # under another name across a line continuation.
+    ("TPF401", "import torch\nimport numpy as np\nok = torch.is_tensor(x)\nx = (torch.tensor)(np.zeros(3))\n"),
+    ("TPF401", "import torch\nimport numpy as np\nx = torch . tensor (np.zeros(3))\n"),
+    ("TPF401", "import numpy as np\nfrom torch import tensor \\\n    as T\nok = is_tensor(y)\nx = T(np.zeros(3))\n"),
     ("TPF301", "from torch.nn import Conv2d as C, BatchNorm2d as B, Sequential\nm = Sequential(C(3, 8, 3), B(8))\n"),
     ("TPF301", "import torch.nn as nn\nm = nn.Sequential(nn.Conv2d(3, 8, 3, bias=False), nn.Linear(4, 4),\n"
                "    nn.BatchNorm1d(4))\n"),
@@ -47,6 +59,10 @@ TRICKY = [
     ("TPF202", "import torch\nfor x in loader:\n    loss = model(x.cuda())\n    scaler.step(optimizers[0])\n"
                "    print(loss.item())\n"),
     ("TPF203", "import torch\ndef run(m, loader):\n    m.train(mode=False)\n    for x in loader:\n        m(x)\n"),
+    ("TPF201", "import torch\nfor p in params:\n    p.grad = (torch.zeros_like(p))\n"),
+    ("TPF201", "(opt.zero_grad)(set_to_none=False)\n"),
+    ("TPF201", "opt.zero_grad(\n    False)\n"),
+    ("TPF501", "import torch as th\nm = th.nn.parallel.data_parallel.DataParallel(net)\n"),
     ("TPF203", "import torch\nclass Trainer:\n    def validate(self):\n        for x in self.val:\n"
                "            self.model.forward(x)\n"),
     ("TPF501", "from torch.nn.parallel import DataParallel as DP\nm = DP(net)\n"),
@@ -56,6 +72,12 @@ TRICKY = [
     ("TPF101", "from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=8)\n"),
     ("TPF104", "import torch\nfrom torch.utils.data import DataLoader as DL\ndl = DL(ds, pin_memory=True)\n"
                "for x, y in dl:\n    x = x.to('cuda')\n"),
+    # The model's call found by its loop's lines: a call over two lines, a layer of self.
+    ("TPF203", "import torch\ndef run(net, loader):\n    net.train(False)\n    for x in loader:\n        y = (net\n"
+               "             .forward(x))\n"),
+    ("TPF203", "import torch\nclass Decoder(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+               "        self.rnn = torch.nn.GRU(4, 4)\n    def sample(self, xs):\n        for x in xs:\n            h = self.rnn(x)\n"),
+    ("TPF203", "import torch\nencoder.eval()\nwhile queue:\n    encoder(queue.pop())\n"),
 ]
 
 
@@ -115,6 +137,14 @@ def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
         ("TPF203", "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        model(x)\n"),
         ("TPF203", "import torch\nmodel.eval()\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"),
         ("TPF602", '"""Use torch.optim.Adam on CUDA."""\nimport torch\nx = torch.ones(1).cuda()\n'),
+        ("TPF201", '"""Call opt.zero_grad(set_to_none=False) to keep the buffers."""\nimport torch\n'),
+        ("TPF201", "class Opt:\n    def zero_grad(self, set_to_none=True):\n        self.grads = None\n"),
+        ("TPF201", "import torch\np.grad.add_(1)\nq.grad = None\n"),
+        ("TPF501", '"""Wrap the model with nn.DataParallel(model)."""\nimport torch\n'),
+        ("TPF101", '"""Feed it a DataLoader(ds, num_workers=0)."""\nimport torch\nloader = make_loader(ds)\n'),
+        ("TPF102", "import torch  # not a DataLoader\nloader = torch.utils.data.dataloader_helpers.make(ds)\n"),
+        ("TPF103", "import torch\nNAME = 'DataLoader'\nfor epoch in range(3):\n    for x in loader:\n        pass\n"),
+        ("TPF501", "import torch\n# model = torch.nn.DataParallel(model)\nmodel = torch.nn.parallel.DistributedDataParallel(model)\n"),
         # An interpreter's own step loop, not an optimizer's (torch._dynamo).
         ("TPF202", "import torch\nclass Tracer:\n    def run(self):\n        while self.step():\n"
                    "            print(self.stack[-1].item())\n"),
@@ -138,3 +168,46 @@ def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):
     rule = rule_by_code(code)
     assert rule.could_fire(source)
     assert not rule.could_fire_tree(ast.parse(source))
+
+
+@pytest.mark.parametrize(
+    ("code", "source", "passes"),
+    [
+        # TPF202: a step function of another module, found without a regex tried everywhere.
+        ("TPF202", "for b in data:\n    é_step(b)\n", True),
+        ("TPF202", "for b in data:\n    train_batch(b)\n", True),
+        ("TPF202", "for b in data:\n    _batch(b)\n", False),  # nothing before the word
+        ("TPF202", "for b in data:\n    agent.optimise_policy(b)\n", True),
+        ("TPF202", "agent = rl.Agent(env)\nfor b in data:\n    agent.update(b)\n", True),
+        ("TPF202", "def f():\n  agent\t=\tAgent()\n  agent.update(b)\n", True),
+        ("TPF202", "stats = dict()\nstats.update(b)\n", False),
+        ("TPF202", "agent = Agent()\nother.update(b)\n", False),
+        ("TPF202", "9agent = Agent()\n9agent.update(b)\n", False),
+        # TPF501: DataParallel, not inside DistributedDataParallel.
+        ("TPF501", "m = nn.DistributedDataParallel(m)\n", False),
+        ("TPF501", "m = nn.DistributedDataParallel(m)\nn = nn.DataParallel(n)\n", True),
+        ("TPF501", "DataParallel(m)\n", True),
+    ],
+)
+def test_text_screens_pass_exactly_what_their_patterns_describe(code, source, passes):
+    assert rule_by_code(code).could_fire(source) is passes
+
+
+@pytest.mark.parametrize(
+    ("source", "names"),
+    [
+        ("x = torch.tensor(a)\n", True),
+        ("x = (torch.tensor)(a)\n", True),
+        ("x = torch.LongTensor \\\n    (a)\n", True),
+        ("x = torch.tensor(  # a comment\n    a)\n", True),
+        ("x = torch.ｔensor(a)\n", True),  # NFKC: Python reads torch.tensor
+        ("from torch import (tensor  # the constructor\n    as T)\n", True),
+        ("from torch import FloatTensor as F\n", True),
+        ("ok = torch.is_tensor(a) or torch.as_tensor(a)\n", False),
+        ("def f(x: Tensor) -> Tensor:\n    return x\n", False),
+        ("x = torch.xtensor(a)\n", False),
+        ("# ####### tensor ###### as\n", False),
+    ],
+)
+def test_tpf401_text_screen_sees_every_spelling_of_a_constructor(source, names):
+    assert names_a_constructor(source) is names

@@ -5,12 +5,18 @@ and that a cached run sees a changed helper."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import List
 
+import pytest
+
+from pytorch_perflint import runner
+from pytorch_perflint.config import load_settings
 from pytorch_perflint.project import ProjectIndex
 from pytorch_perflint.rules.training.project_calls import (
     _read_body,
@@ -112,3 +118,49 @@ def test_a_cached_run_sees_that_a_helper_in_another_module_stopped_syncing(tmp_p
     second = _check(root)
     assert "train_metered.py:23:" not in second
     assert "train_metered.py:28:" in second  # the rest of the file's findings are still there
+
+
+def _tpf203_lines(root: Path, name: str) -> List[int]:
+    settings = dataclasses.replace(load_settings([root]), select=("TPF203",))
+    results, _ = runner.run([root / name], settings, jobs=1)
+    return sorted(d.location.row for r in results for d in r.diagnostics)
+
+
+# ``validate`` only gets the module past TPF203's text screen.
+_HELPER = (
+    "def run_batches(model, loader):\n    outs = []\n    for x in loader:\n        outs.append(model(x))\n    return outs\n"
+    "def validate(x):\n    return x\n"
+)
+
+
+@pytest.mark.parametrize(
+    "eval_mode",
+    [
+        "model.eval()",
+        "model.train(mode=False)",
+        "(model .  # back to inference\n    eval)( )",  # comments and spaces around the dot
+        "model.\\\n    train(False)",
+        "model.ｅval()",  # Python reads identifiers in NFKC form: this is model.eval()
+    ],
+    ids=["eval", "train-false", "spaced", "continued", "nfkc"],
+)
+def test_callers_text_test_keeps_every_spelling_of_eval_mode(tmp_path, eval_mode):
+    """``callers_evaluate`` asks the project-wide query only where some module's text could
+    hold a passing call: every way of writing ``.eval()`` must get through that test."""
+    caller = f"import torch\nfrom helpers import run_batches\nmodel = torch.nn.Linear(2, 2)\n{eval_mode}\nrun_batches(model, [])\n"
+    root = _project(tmp_path, {"helpers.py": _HELPER, "infer.py": caller})
+    assert _tpf203_lines(root, "helpers.py") == [3]
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        # The helper's name and an eval() in the text, but no call of it in the code.
+        "import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.eval()\n# run_batches(model, [])\n",
+        # Called with a model that was never put in eval mode.
+        "import torch\nfrom helpers import run_batches\nmodel = torch.nn.Linear(2, 2)\nrun_batches(model, [])\n",
+    ],
+)
+def test_callers_that_cannot_pass_leave_a_helper_unreported(tmp_path, caller):
+    root = _project(tmp_path, {"helpers.py": _HELPER, "infer.py": caller})
+    assert _tpf203_lines(root, "helpers.py") == []

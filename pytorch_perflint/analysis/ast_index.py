@@ -64,48 +64,61 @@ def walk_ast(root: ast.AST) -> Iterator[ast.AST]:
         stack.extend(ast_children(node))
 
 
+# Pushed under a loop's children: popping it means the walk left the loop.
+_LEAVE_LOOP = ast.AST()
+
+
 @functools.lru_cache(maxsize=1)
 def tree_index(tree: ast.Module) -> TreeIndex:
+    """One walk, in ``walk_ast``'s order (the order of ``calls`` is the order of every walk).
+    Names and constants are read where they are met, not pushed, and a marker under a
+    loop's children says when the walk leaves it: no tuple per node."""
     calls: List[ast.Call] = []
     in_loops: List[ast.Call] = []
     assignments: List[Assignment] = []
     imports: List[Union[ast.Import, ast.ImportFrom]] = []
     functions: List[Function] = []
     names: Set[str] = set()
-    stack: List[Tuple[ast.AST, bool]] = [(tree, False)]
-    pop, push = stack.pop, stack.append
+    stack: List[ast.AST] = [tree]
+    pop, push, add_name = stack.pop, stack.append, names.add
+    fields_of = _CHILD_FIELDS.get
+    Name, Constant, Attribute, Call = ast.Name, ast.Constant, ast.Attribute, ast.Call
+    loops = 0  # loops around the node
     while stack:
-        node, in_loop = pop()
+        node = pop()
+        if node is _LEAVE_LOOP:
+            loops -= 1
+            continue
         kind = type(node)
-        if kind is ast.Name:
-            names.add(node.id)  # type: ignore[attr-defined]
-            continue
-        if kind is ast.Constant:
-            continue
-        if kind is ast.Attribute:
-            names.add(node.attr)  # type: ignore[attr-defined]
-        elif kind is ast.Call:
+        if kind is Attribute:
+            add_name(node.attr)  # type: ignore[attr-defined]
+        elif kind is Call:
             calls.append(node)  # type: ignore[arg-type]
-            if in_loop:
+            if loops:
                 in_loops.append(node)  # type: ignore[arg-type]
         elif kind in _ASSIGN_TYPES:
             assignments.append(node)  # type: ignore[arg-type]
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             functions.append(node)  # type: ignore[arg-type]
         elif kind in LOOP_TYPES:
-            in_loop = True
+            loops += 1
+            push(_LEAVE_LOOP)
         elif kind is ast.Import or kind is ast.ImportFrom:
             imports.append(node)  # type: ignore[arg-type]
             for alias in node.names:  # type: ignore[attr-defined]
                 names.update(alias.name.split("."))
-        for name in _child_fields(kind):  # ast_children, inlined: this loop is 40% faster
+        for name in fields_of(kind) or _child_fields(kind):  # ast_children, inlined
             value = getattr(node, name, None)
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, _AST):
-                        push((item, in_loop))
-            elif isinstance(value, _AST):
-                push((value, in_loop))
+                    if type(item) is Name:
+                        add_name(item.id)
+                    elif type(item) is not Constant and isinstance(item, _AST):
+                        push(item)
+            elif type(value) is Name:
+                add_name(value.id)  # type: ignore[union-attr]
+            elif type(value) is not Constant and isinstance(value, _AST):
+                push(value)
     return TreeIndex(
         tuple(calls), tuple(in_loops), tuple(assignments), tuple(imports), tuple(functions), frozenset(names)
     )

@@ -292,10 +292,7 @@ class ProjectIndex:
         path = os.path.abspath(path)
         self.note_read(path)
         kept = self._in_memory.get(path)
-        if kept is not None:
-            return kept[0]
-        text, _ = read_source(path, self.max_bytes)
-        return text
+        return kept[0] if kept is not None else read_source(path, self.max_bytes)[0]
 
     def _detail(self, path: str, what: str, compute):
         summary = self.summary(path)
@@ -354,7 +351,7 @@ class ProjectIndex:
         """Every ``<anything>.method(...)`` call in the project, with the calling module: the
         calls a method of any class may get (``trainer.train_step(batch)`` in a loop)."""
         out = []
-        for path in sorted(self.import_graph()):
+        for path in sorted(self.module_paths()):  # the graph's nodes: its edges are not needed
             text = self.text(path)
             if text is None or f".{method}" not in text:
                 continue
@@ -393,14 +390,17 @@ class ProjectIndex:
         out.discard(path)
         return frozenset(p for p in out if p.endswith(".py"))
 
+    def module_paths(self) -> FrozenSet[str]:
+        """The import graph's nodes, none summarised: project modules, modules from memory."""
+        self.note_read(ALL_FILES)
+        return frozenset(p for p in self.files if p.endswith(".py")) | frozenset(self._in_memory)
+
     def import_graph(self) -> Mapping[str, FrozenSet[str]]:
-        """Every project module (and every module summarised from memory) -> the project
-        modules it imports. Reads the whole project once."""
+        """Each of ``module_paths`` -> the project modules it imports (reads the whole project once)."""
         self.note_read(ALL_FILES)
         if self._graph is None:
-            nodes = {p for p in self.files if p.endswith(".py")} | set(self._in_memory)
             with collector_paused():
-                self._graph = {path: self.imported_modules(path) for path in sorted(nodes)}
+                self._graph = {path: self.imported_modules(path) for path in sorted(self.module_paths())}
         return self._graph
 
     def importers(self, path: Union[str, Path]) -> FrozenSet[str]:

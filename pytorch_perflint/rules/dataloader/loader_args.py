@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import Argument, argument
 from ...analysis.values import UNKNOWN, Lookup
 from ...context import FileContext
@@ -85,6 +87,12 @@ def _changed_kwargs(call: cst.Call, source: str) -> bool:
 def is_dataloader(context: FileContext, call: cst.Call) -> bool:
     """Whether ``call`` constructs ``torch.utils.data.DataLoader`` (at the current point)."""
     return context.qualname(call.func) == DATALOADER
+
+
+def names_dataloader(tree: ast.Module) -> bool:
+    """The ast screen of the rules that read ``DataLoader(...)`` calls (``is_dataloader``):
+    every spelling of its qualified name puts ``DataLoader`` among the code's identifiers."""
+    return "DataLoader" in code_identifiers(tree)
 
 
 def dataset_on_device(call: cst.Call, lookup: Optional[Lookup], code_for) -> bool:

@@ -24,7 +24,7 @@ from typing import Iterable, Tuple
 
 import libcst as cst
 
-from ...analysis.ast_index import code_identifiers, tree_index
+from ...analysis.ast_index import tree_index
 from ...context import FileContext
 from .loader_args import Path
 from .loader_sites import LoaderFacts, LoaderSiteRecorder
@@ -62,12 +62,6 @@ def could_iterate_helper_loaders(source: str) -> bool:
     """A cheap over-approximation for loaders built elsewhere: a copy to the device and a
     name that says loader (``train_loader``, ``make_loader(...)``, ``get_loader``)."""
     return (".to(" in source or ".cuda(" in source) and "loader" in source.lower()
-
-
-def names_dataloader(tree: ast.Module) -> bool:
-    """``DataLoader`` named in the code, not only in docstrings and comments: what every
-    ``DataLoader(...)`` call (an alias's import included) needs (TPF101-103's ast screen)."""
-    return "DataLoader" in code_identifiers(tree)
 
 
 def could_copy_loader_batches(tree: ast.Module) -> bool:

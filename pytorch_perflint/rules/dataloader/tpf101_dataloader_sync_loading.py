@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence
+from typing import Sequence
 
 import libcst as cst
 
@@ -13,8 +13,7 @@ from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .datasets import dataset_facts
-from .loader_args import is_dataloader, loader_args
-from .loader_facts import names_dataloader
+from .loader_args import is_dataloader, loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 
@@ -77,7 +76,8 @@ class DataloaderSyncLoading(Rule):
     triggers = ("DataLoader",)
 
     @classmethod
-    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring or a comment) names ``DataLoader``."""
         return names_dataloader(tree)
 
     VALID = (

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 import libcst as cst
 
 from ...analysis.call_edits import with_argument_value, with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_args import dataset_on_device, is_dataloader, loader_args
-from .loader_facts import names_dataloader
+from .loader_args import dataset_on_device, is_dataloader, loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
 
@@ -53,11 +51,12 @@ class DataloaderNoPinMemory(Rule):
     message = "`DataLoader` without `pin_memory=True` in a CUDA module; pinned batches copy to the GPU faster"
     fix_applicability = Applicability.SAFE
     triggers = ("DataLoader",)
+    needs_cuda = True
 
     @classmethod
-    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring or a comment) names ``DataLoader``."""
         return names_dataloader(tree)
-    needs_cuda = True
 
     VALID = (
         _SETUP + "loader = DataLoader(ds, batch_size=32, pin_memory=True)\n",

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 import libcst as cst
 
 from ...analysis.call_edits import with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_facts import loader_facts, names_dataloader
+from .loader_args import names_dataloader
+from .loader_facts import loader_facts
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 
@@ -62,11 +62,12 @@ class DataloaderNoPersistentWorkers(Rule):
     )
     fix_applicability = Applicability.UNSAFE
     triggers = ("DataLoader",)
+    min_torch = (1, 7)
 
     @classmethod
-    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring or a comment) names ``DataLoader``."""
         return names_dataloader(tree)
-    min_torch = (1, 7)
 
     VALID = (
         _SETUP + "loader = DataLoader(ds, num_workers=4)\nfor x in loader:\n    pass\n",

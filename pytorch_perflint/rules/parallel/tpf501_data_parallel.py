@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import ast
-import re
-from typing import Optional, Sequence
+from typing import Sequence
 
 import libcst as cst
 
@@ -14,7 +13,6 @@ from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 
-_DATA_PARALLEL = re.compile(r"(?<!Distributed)DataParallel")
 # What a wrapper built only to rename checkpoint keys is used for: its state dict (the keys
 # gain or lose the ``module.`` prefix) and the model inside it. Never its forward.
 _CHECKPOINT_METHODS = frozenset({"state_dict", "load_state_dict"})
@@ -64,12 +62,17 @@ class DataParallel(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """`DataParallel` other than inside `DistributedDataParallel`."""
-        return _DATA_PARALLEL.search(source) is not None
+        at = source.find("DataParallel")  # the regex (?<!Distributed)DataParallel, as finds
+        while at != -1:
+            if not source.endswith("Distributed", 0, at):
+                return True
+            at = source.find("DataParallel", at + 1)
+        return False
 
     @classmethod
-    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
-        """`DataParallel` named in the code, not only in docstrings or comments (and not
-        as a part of `FullyShardedDataParallel`)."""
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code names ``DataParallel`` (an attribute, a name or an import): the
+        qualified name of the wrapped call ends with it, through the file's imports."""
         return "DataParallel" in code_identifiers(tree)
 
     VALID = (

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
-from typing import List, Optional, Set, Tuple, Union
+import re
+import unicodedata
+from typing import Callable, Container, Iterator, List, Set, Tuple, Union
 
-from ...analysis.ast_index import TreeIndex, ast_dotted, tree_index, walk_ast
+from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, tree_index, walk_ast
 from .device_targets import is_device_name, is_device_string
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -24,6 +27,31 @@ _CONSTRUCTORS = frozenset(
     {"tensor", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor"}
     | {"IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
 )
+
+
+# Text after a word ending in "ensor" up to a call's parenthesis, or an ``as``: what Python
+# allows there (spaces, newlines in brackets, line continuations, comments to the end of
+# their line, the ``)`` of ``(torch.tensor)(x)``). A literal first: searched for fast.
+_ENSOR_CALL = re.compile(r"ensor(?:[\s)\\]|#[^\r\n]*[\r\n])*\(")
+_ENSOR_ALIAS = re.compile(r"ensor(?:[\s\\]|#[^\r\n]*[\r\n])+as\b")
+
+
+def names_a_constructor(source: str) -> bool:
+    """Whether the text can hold what ``numpy_copy_candidates`` looks for: a call of a
+    constructor by its own name (``torch.tensor(``, ``FloatTensor (``; not ``is_tensor(``)
+    or an import of one under another name. A text that is not ASCII is read in NFKC
+    form, the form Python gives its identifiers."""
+    if not source.isascii():
+        source = unicodedata.normalize("NFKC", source)
+    for pattern in (_ENSOR_CALL, _ENSOR_ALIAS):
+        for match in pattern.finditer(source):
+            end = match.start() + len("ensor")
+            start = match.start()
+            while start > 0 and (source[start - 1].isalnum() or source[start - 1] == "_"):
+                start -= 1
+            if source[start:end] in _CONSTRUCTORS:
+                return True
+    return False
 
 
 def _array_roots(index: TreeIndex) -> Set[str]:
@@ -63,7 +91,17 @@ def _root_name(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _could_be_array(node: ast.AST, roots: Set[str], names: Set[str]) -> bool:
+class _EveryName:
+    """A set that holds every name."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+_EVERY_NAME = _EveryName()
+
+
+def _could_be_array(node: ast.AST, roots: Set[str], names: Container[str]) -> bool:
     """Over-approximates ``numpy_values``' known arrays: ``.numpy()``, an expression rooted
     in an array module or in a name assigned one, array-preserving methods of those."""
     if isinstance(node, ast.Starred):
@@ -132,13 +170,19 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     if not candidates:
         return ()
     roots = _array_roots(index) | _project_roots(index)
+    # ``_could_be_array`` only grows with ``names``: what fails with every name an array
+    # name fails with the ones the loop below finds (and most files stop here).
+    candidates = [call for call in candidates if _could_be_array(call.args[0], roots, _EVERY_NAME)]
+    if not candidates:
+        return ()
+    sources = [node for node in index.assignments if node.value is not None and _could_be_array(node.value, roots, _EVERY_NAME)]
     names: Set[str] = _opened_files(tree) if _imports_h5py(index) else set()
     changed = True
     while changed:  # a name assigned from another array name is an array name too
         changed = False
-        for node in index.assignments:
+        for node in sources:
             value = node.value
-            if value is None or not _could_be_array(value, roots, names):
+            if not _could_be_array(value, roots, names):  # type: ignore[arg-type]
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -194,8 +238,9 @@ def _assigned_names(index: TreeIndex) -> Set[str]:
     return names
 
 
-def _could_be_device(node: ast.AST, bound: Set[str]) -> bool:
-    """Over-approximates ``device_targets.device_target(...)`` being a non-host device."""
+def _could_be_device(node: ast.AST, bound: Callable[[], Set[str]]) -> bool:
+    """Over-approximates ``device_targets.device_target(...)`` being a non-host device
+    (``bound``: the names assigned what could be a device, worked out when first needed)."""
     if isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, str):
@@ -204,7 +249,7 @@ def _could_be_device(node: ast.AST, bound: Set[str]) -> bool:
     if isinstance(node, ast.Call):
         return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device")
     if isinstance(node, ast.Name):
-        return node.id in bound or is_device_name(node.id)
+        return node.id in bound() or is_device_name(node.id)
     if isinstance(node, ast.Attribute):
         return is_device_name(node.attr)
     return False
@@ -216,8 +261,14 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""
     found: List[ast.AST] = []
     separate: List[Tuple[ast.Call, str]] = []
-    bound: Optional[Set[str]] = None
     index = tree_index(tree)
+    bound: List[Set[str]] = []
+
+    def bound_names() -> Set[str]:
+        if not bound:
+            bound.append(_assigned_names(index))
+        return bound[0]
+
     for node in index.calls:
         if not isinstance(node.func, ast.Attribute):
             continue
@@ -226,7 +277,7 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
             continue
         factory = _strip(node.func.value)
         if isinstance(factory, ast.Name):
-            if _passes_move(node, bound, index):
+            if _passes_move(node, bound_names):
                 separate.append((node, factory.id))
             continue
         if not isinstance(factory, ast.Call):
@@ -247,11 +298,8 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
             if not node.args and not (isinstance(device, ast.Constant) and device.value is None):
                 found.append(node)
             continue
-        if node.args:
-            if bound is None:
-                bound = _assigned_names(index)
-            if _could_be_device(node.args[0], bound):
-                found.append(node)
+        if node.args and _could_be_device(node.args[0], bound_names):
+            found.append(node)
     if separate:
         found.extend(_separate_statements(tree, separate))
     return tuple(found)
@@ -271,13 +319,13 @@ def _strip(node: ast.AST) -> ast.AST:
     return node
 
 
-def _passes_move(node: ast.Call, bound: Optional[Set[str]], index: TreeIndex) -> bool:
+def _passes_move(node: ast.Call, bound: Callable[[], Set[str]]) -> bool:
     """A move of a name whose target could be a device (``.cuda()`` always could)."""
     if node.func.attr == "cuda":  # type: ignore[attr-defined]
         return True
     if any(k.arg == "device" for k in node.keywords):
         return True
-    return bool(node.args) and _could_be_device(node.args[0], bound if bound is not None else _assigned_names(index))
+    return bool(node.args) and _could_be_device(node.args[0], bound)
 
 
 def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) -> List[ast.AST]:
@@ -285,8 +333,9 @@ def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) ->
     creating statement and every statement between (so narrowing keeps any use of ``z``
     that makes the finding go away)."""
     wanted = {id(call): name for call, name in moves}
+    lines = sorted(call.lineno for call, _ in moves)
     out: List[ast.AST] = []
-    for node in walk_ast(tree):
+    for node in _blocks_around(tree, lines):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list):
@@ -303,6 +352,23 @@ def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) ->
                 if start > 0 and _creates(block[start - 1]):
                     out.extend(block[start - 1 : position + 1])
     return out
+
+
+def _blocks_around(tree: ast.Module, lines: List[int]) -> Iterator[ast.AST]:
+    """The nodes that hold statements and span one of ``lines``, in ``walk_ast``'s order:
+    expressions hold no statement, and a statement that spans none of the lines holds none
+    of the assignments sought there (so the walk stays off most of the tree)."""
+    stack: List[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast_children(node):
+            if isinstance(child, ast.match_case):  # no position of its own
+                stack.append(child)
+            elif isinstance(child, (ast.stmt, ast.excepthandler)):
+                at = bisect.bisect_left(lines, child.lineno)
+                if at < len(lines) and lines[at] <= (child.end_lineno or child.lineno):
+                    stack.append(child)
 
 
 def _creates(statement: ast.stmt) -> bool:

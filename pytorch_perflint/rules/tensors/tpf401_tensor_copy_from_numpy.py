@@ -13,7 +13,7 @@ from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .numpy_values import is_numpy_array
-from .screens import numpy_copy_candidates
+from .screens import names_a_constructor, numpy_copy_candidates
 
 # The legacy constructors and the dtype each one casts to.
 _LEGACY: Dict[str, str] = {
@@ -98,7 +98,7 @@ class TensorCopyFromNumpy(Rule):
     def could_fire(cls, source: str) -> bool:
         """An array library in the file and a tensor constructor call (or an alias of one)."""
         constructor = _CONSTRUCTOR_CALL.search(source) or _CONSTRUCTOR_ALIAS.search(source)
-        return constructor is not None and _ARRAY_SOURCE.search(source) is not None
+        return constructor is not None and _ARRAY_SOURCE.search(source) is not None and names_a_constructor(source)
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional, Sequence, Tuple
+import unicodedata
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -83,11 +84,9 @@ def callers_evaluate(context: FileContext, function: cst.FunctionDef, owner: Opt
     definition = _definition(context, function, owner)
     if index is None or definition is None or definition.kind != "function" or definition.function is None:
         return False
-    sites = index.callers(definition)
-    if not sites:
-        return False
     params = [p for p in definition.function.params if p.kind == "positional"]
-    for path, site in sites:
+
+    def evaluates(path: str, site: CallSite) -> bool:
         if not site.called or site.arguments is None or site.star or site.dstar or _under_no_grad(index, path, site):
             return False
         names = []
@@ -98,9 +97,38 @@ def callers_evaluate(context: FileContext, function: cst.FunctionDef, owner: Opt
                 value = site.arguments.args[position]
             if isinstance(value, Ref) and "." not in value.name:
                 names.append(value.name)
-        if not names or not any(_eval_before(index, path, site, name) for name in names):
-            return False
-    return True
+        return any(_eval_before(index, path, site, name) for name in names)
+
+    # ``callers`` reads the whole import graph: ask it only when some module holds a call
+    # that could pass (any call it gives is one of these, so none passing answers False).
+    if not any(evaluates(path, site) for path, site in _possible_sites(index, definition)):
+        return False
+    sites = index.callers(definition)
+    return bool(sites) and all(evaluates(path, site) for path, site in sites)
+
+
+# ``.eval`` / ``.train`` as an attribute, with what Python allows between the dot and the
+# name (a comment must end its line: no backtracking over runs of ``#``).
+_MODE_ATTRIBUTE = re.compile(r"\.(?:\s|\\|#[^\r\n]*[\r\n])*(?:eval|train)\b")
+
+
+def _possible_sites(index: ProjectIndex, definition: Definition) -> Iterator[Tuple[str, CallSite]]:
+    """The uses of the definition's name (what ``callers`` filters by resolving them) in the
+    modules whose text names it as a word and calls ``.eval`` or ``.train`` (where
+    ``_eval_before`` can hold), found without the import graph. A text that is not ASCII
+    is tested in NFKC form, the form Python gives its identifiers."""
+    name = definition.name.split(".")[-1]
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for path in sorted(index.module_paths()):
+        text = index.text(path)
+        if text is None or name not in text:
+            continue
+        code = text if text.isascii() else unicodedata.normalize("NFKC", text)
+        if word.search(code) is None or _MODE_ATTRIBUTE.search(code) is None:
+            continue
+        for site in index.uses(path):
+            if name in site.callee.split("."):
+                yield path, site
 
 
 def _eval_before(index: ProjectIndex, path: str, site: CallSite, name: str) -> bool:

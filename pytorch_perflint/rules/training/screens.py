@@ -147,22 +147,48 @@ def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
     never runs backward, a callee named like a model) outside a no-grad ``with``, and nothing
     in that loop needs gradients."""
     index = tree_index(tree)
-    eval_lines = sorted(call.lineno for call in index.calls if _eval_owner(call))
+    eval_calls = [
+        call
+        for call in index.calls
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("eval", "train") and _eval_owner(call)
+    ]
+    eval_lines = sorted(call.lineno for call in eval_calls)
     if not eval_lines and not any(is_eval_function_name(f.name) for f in index.functions):
         return False  # nothing is put in eval mode and nothing is named like evaluation
+    # What a frame's loops may call as its model: any frame's eval owners hold its own.
+    owners = frozenset(map(_eval_owner, eval_calls))
+    in_loops = sorted((call.lineno, target) for call in index.calls_in_loops if (target := _forward_target(call)))
+    loop_lines = [line for line, _ in in_loops]
+
+    def may_run_model(node: ast.AST, models: FrozenSet[str], eval_named: bool) -> bool:
+        """Some call in a loop within the node's lines has a target ``_loop_qualifies``
+        could take for the model (a frame with none cannot qualify: cheaper than its walk)."""
+        window = in_loops
+        if not isinstance(node, ast.Module):
+            first = bisect.bisect_left(loop_lines, node.lineno)  # type: ignore[attr-defined]
+            window = in_loops[first : bisect.bisect_right(loop_lines, node.end_lineno or node.lineno)]  # type: ignore[attr-defined]
+        for _, target in window:
+            if target in owners or target in models:
+                return True
+            if eval_named and (MODEL_NAME.match(target.rsplit(".", 1)[-1]) or target in _layer_attributes(tree)):
+                return True
+        return False
 
     def sets_eval_mode(node: ast.AST) -> bool:
         """Some ``m.eval()`` lies within the node's lines (cheaper than walking it)."""
         at = bisect.bisect_left(eval_lines, node.lineno)  # type: ignore[attr-defined]
         return at < len(eval_lines) and eval_lines[at] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
 
-    if eval_lines and _frame_could_evaluate(tree, eval_named=False):
+    if eval_lines and may_run_model(tree, frozenset(), False) and _frame_could_evaluate(tree, eval_named=False):
         return True
     for function in index.functions:
         if function.name in FRAMEWORK_HOOKS or any(_is_no_grad(d) for d in function.decorator_list):
             continue
-        eval_named = is_eval_function_name(function.name) and not _runs_backward(function)
+        named = is_eval_function_name(function.name)
         models = frozenset(a.arg for a in function.args.args if MODEL_NAME.match(a.arg))
+        if not (named or models or sets_eval_mode(function)) or not may_run_model(function, models, named):
+            continue
+        eval_named = named and not _runs_backward(function)
         if (eval_named or models or sets_eval_mode(function)) and _frame_could_evaluate(
             function, eval_named, models, _layer_attributes(tree) if eval_named else frozenset()
         ):
@@ -321,3 +347,35 @@ def step_function_syncs(tree: ast.Module) -> bool:
 def _any_within(lines: "list[int]", first: int, last: int) -> bool:
     at = bisect.bisect_left(lines, first)
     return at < len(lines) and lines[at] <= last
+
+
+def _is_grad(node: ast.AST) -> bool:
+    """``X.grad`` or ``X.grad.data`` (``gradients.grad_attribute``)."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+def _passes_true(call: ast.Call) -> bool:
+    """``zero_grad(True)`` / ``zero_grad(set_to_none=True)``."""
+    values = [k.value for k in call.keywords if k.arg == "set_to_none"] or call.args[:1]
+    return len(values) == 1 and not call.keywords[1:] and isinstance(values[0], ast.Constant) and values[0].value is True
+
+
+def could_zero_grads(tree: ast.Module) -> bool:
+    """What TPF201's visitors look at, in the code: a ``.zero_grad(...)`` call that does
+    not pass a literal ``True`` (never reported), a ``.zero_()`` / ``.fill_()`` of a
+    gradient, or ``X.grad = <call>``."""
+    index = tree_index(tree)
+    for call in index.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and (
+            func.attr == "zero_grad" and not _passes_true(call) or func.attr in ("zero_", "fill_") and _is_grad(func.value)
+        ):
+            return True
+    return any(
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and any(isinstance(target, ast.Attribute) and target.attr == "grad" for target in node.targets)
+        for node in index.assignments
+    )

@@ -8,7 +8,6 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from ...analysis.ast_index import tree_index
 from ...analysis.call_edits import keyword_arg, with_keywords
 from ...analysis.calls import argument
 from ...analysis.values import literal_value
@@ -16,6 +15,7 @@ from ...context import FileContext
 from ...rule import Invalid, Rule, Valid
 from ...types import Applicability
 from .gradients import grad_attribute, writes_into_grads
+from .screens import could_zero_grads
 from .test_code import in_test_code
 
 _OLD = {"target-torch-version": "1.13"}
@@ -30,19 +30,6 @@ _FIX_MESSAGE = "Set the gradients to `None` instead of zeroing them"
 
 # p.grad = ..., p.grad.zero_(), p.grad.data.zero_(), p.grad.fill_(...)
 _GRAD_WRITE = re.compile(r"\.grad(?:\.data)?(?:\s*=(?!=)|\.(?:zero_|fill_|detach_)\s*\()")
-
-
-def _passes_true(call: ast.Call) -> bool:
-    """``zero_grad(True)`` / ``zero_grad(set_to_none=True)``: never reported."""
-    values = [k.value for k in call.keywords if k.arg == "set_to_none"] or call.args[:1]
-    return len(values) == 1 and type(values[0]) is ast.Constant and values[0].value is True
-
-
-def _is_grad(expr: ast.expr, data: bool = True) -> bool:
-    """``X.grad`` (or, with ``data``, ``X.grad.data``): ``grad_attribute`` on the ``ast``."""
-    if data and type(expr) is ast.Attribute and expr.attr == "data":
-        expr = expr.value
-    return type(expr) is ast.Attribute and expr.attr == "grad"
 
 
 class ZeroGradWithoutSetToNone(Rule):
@@ -99,23 +86,10 @@ class ZeroGradWithoutSetToNone(Rule):
         return "zero_grad" in source or _GRAD_WRITE.search(source) is not None
 
     @classmethod
-    def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
-        """A `zero_grad(...)` call that does not pass a literal `True`, a `.zero_()` or
-        `.fill_()` on a `.grad`, or a call assigned to a `.grad` (`torch` mentions
-        `zero_grad` in docstrings and definitions far more often than it calls it)."""
-        index = tree_index(tree)
-        for call in index.calls:
-            func = call.func
-            if type(func) is not ast.Attribute:
-                continue
-            if func.attr == "zero_grad" and not _passes_true(call):
-                return True
-            if func.attr in ("zero_", "fill_") and _is_grad(func.value):
-                return True
-        for node in index.assignments:
-            if type(node) is ast.Assign and type(node.value) is ast.Call and any(_is_grad(t, data=False) for t in node.targets):
-                return True
-        return False
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a docstring or a ``def zero_grad``) calls ``.zero_grad(...)``,
+        zeroes or fills a ``.grad`` in place, or assigns a call to one."""
+        return could_zero_grads(tree)
 
 
     VALID = (
