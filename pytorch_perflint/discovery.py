@@ -118,9 +118,9 @@ class _Walker:
         self.found: Dict[str, Path] = {}  # real path -> path as shown
 
     # -- walking --------------------------------------------------------------------------
-    def add(self, shown: Path) -> None:
-        real = os.path.realpath(shown)
-        self.found.setdefault(real, shown)
+    def add(self, shown: Path, real: Optional[str] = None) -> None:
+        """``real``: the file's real path when the caller knows it (see ``walk``)."""
+        self.found.setdefault(real or os.path.realpath(shown), shown)
 
     def walk(self, top: Path, rules: Optional[gitignore.Rules]) -> None:
         """Walk ``top`` (a folder named on the command line or found below one); ``rules``:
@@ -128,6 +128,9 @@ class _Walker:
         stack: List[Tuple[Path, Optional[gitignore.Rules]]] = [(top, rules)]
         while stack:
             folder, rules = stack.pop()
+            # Symlinked folders are not followed, so a plain file's real path is its
+            # folder's plus its name: one realpath per folder, not one per file.
+            real_folder = os.path.realpath(folder)
             try:
                 with os.scandir(folder) as entries:
                     listed = sorted(entries, key=lambda e: e.name)
@@ -178,7 +181,7 @@ class _Walker:
                     continue
                 if rules is not None and rules.ignored(entry.name, is_dir=False):
                     continue
-                self.add(path)
+                self.add(path, None if is_link else os.path.join(real_folder, entry.name))
 
     def explicit(self, raw: str) -> None:
         path = Path(raw)
