@@ -177,6 +177,8 @@ def parameter_owner(context: FileContext, value: cst.BaseExpression, scope: Scop
     definition = index.resolve(os.path.abspath(str(context.path)), definition_name)
     if definition is None or definition.kind not in ("function", "method", "class"):
         return None
+    if definition.path not in index.files:
+        return None  # a module outside the project's files (excluded): its callers are not all seen
     values = index.argument_values(definition, name)
     if values is None or not all(type(v) is Lit and v.value is True for v in values):
         return None

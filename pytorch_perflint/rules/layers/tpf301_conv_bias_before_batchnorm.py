@@ -252,7 +252,7 @@ class ConvBiasBeforeBatchnorm(Rule):
         if layer.via_name is not None and self._shared(layer):
             return None
         if found.owner is not None:
-            message = _PARAMETER_BIAS.format(name=found.owner, parameter=code_of(self.context, layer, found))
+            message = _PARAMETER_BIAS.format(name=found.owner, parameter=_argument_code(self.context, layer, found))
             return self.fix([], message=message, applicability=Applicability.DISPLAY_ONLY)
         if found.keyword is None:
             message = _HELPER_BIAS.format(helper=found.helper, layer=found.qualname.replace("torch.nn.", "nn."))
@@ -277,7 +277,7 @@ class ConvBiasBeforeBatchnorm(Rule):
         return count > 2  # the binding and the one use
 
 
-def code_of(context: FileContext, layer: Layer, found: Flagged) -> str:
+def _argument_code(context: FileContext, layer: Layer, found: Flagged) -> str:
     """The source of the argument that passes the parameter (``bias``)."""
     passed = layer.argument(found.keyword or "bias", found.position).node
     return context.module.code_for_node(passed.value) if passed is not None else "bias"
@@ -304,9 +304,9 @@ def _flagged(context: FileContext) -> Dict[int, Flagged]:
 
 def _builds_layer_and_norm(tree: ast.Module) -> bool:
     """Some call names a BatchNorm class, and another a Conv/Linear class without a literal
-    ``bias=False`` (by its last name, or the alias ``from torch.nn import X as Y`` binds)
-    or a function that may be a project helper building one (``modules.module_facts``
-    only pairs layers it sees constructed)."""
+    ``bias=False`` (by its last name, or the alias ``from torch.nn import X as Y`` binds),
+    or a function that may be a project helper building one, where a layer stands
+    (``modules.module_facts`` only pairs layers it sees constructed)."""
     index = tree_index(tree)
     aliases = {
         alias.asname: alias.name
@@ -315,7 +315,6 @@ def _builds_layer_and_norm(tree: ast.Module) -> bool:
         for alias in node.names
         if alias.asname
     }
-    helpers: Optional[Set[str]] = None
     norm = layer = False
     for call in index.calls:
         func = call.func
@@ -323,17 +322,36 @@ def _builds_layer_and_norm(tree: ast.Module) -> bool:
         name = aliases.get(name, name)
         if name in _NORM_NAMES:
             norm = True
-        elif name in _SOURCE_NAMES:
-            layer = layer or not _bias_off(call, _SOURCE_NAMES[name])
-        elif not layer and name:
-            if helpers is None:
-                helpers = _helper_names(tree, index.imports)
-            head = func
-            while isinstance(head, ast.Attribute):
-                head = head.value
-            layer = isinstance(head, ast.Name) and head.id in helpers
+        elif name in _SOURCE_NAMES and not layer:
+            layer = not _bias_off(call, _SOURCE_NAMES[name])
         if norm and layer:
             return True
+    return norm and _builds_with_helper(tree, index)
+
+
+def _builds_with_helper(tree: ast.Module, index) -> bool:
+    """A call of a name that may reach a project function stands where a layer does: the
+    value of an assignment (``self.conv = conv3x3(a, b)``), an argument (``Sequential(
+    conv3x3(a, b), ...)``, ``layers.append(...)``), or an item of a list either holds."""
+    helpers: Optional[Set[str]] = None
+    values: List[ast.AST] = [node.value for node in index.assignments if node.value is not None]
+    values.extend(arg for call in index.calls for arg in call.args)
+    for value in values:
+        if isinstance(value, ast.Starred):
+            value = value.value
+        items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else (value,)
+        for item in items:
+            if not isinstance(item, ast.Call):
+                continue
+            head = item.func
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if not isinstance(head, ast.Name):
+                continue
+            if helpers is None:
+                helpers = _helper_names(tree, index.imports)
+            if head.id in helpers:
+                return True
     return False
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -19,6 +18,7 @@ from ...types import Applicability
 from ..training.loops import training_facts
 from ..training.project_calls import project_callees, trains
 from ..training.screens import could_have_training_loop, loop_calls_step_by_name
+from ..training.tpf202_host_sync_in_training_loop import HostSyncInTrainingLoop
 from .conv_models import ModelBuild, conv_model_builds, could_build_conv_model
 from .module_parts import walk_scoped
 
@@ -28,11 +28,6 @@ _DETERMINISTIC = "torch.backends.cudnn.deterministic"
 _ENABLED = "torch.backends.cudnn.enabled"
 _USE_DETERMINISTIC = "torch.use_deterministic_algorithms"
 _TRAINED_BY = frozenset(("parameters", "named_parameters", "train"))
-# Calls that may run a training step defined in another module (``training_facts`` follows
-# them through the project index).
-_STEP_TEXT = re.compile(r"step\(|\.update\(|\.learn\(|optimi[sz]e\w*\(|_batch\(")
-
-
 @dataclass(frozen=True)
 class _Decision:
     """What TPF403 reports in a file: ``benchmark = False`` assignments, or the model build."""
@@ -189,15 +184,16 @@ class CudnnBenchmarkDisabled(Rule):
     )
     fix_applicability = Applicability.UNSAFE
     fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
-    triggers = (".backward(",)  # a training loop
+    triggers = (".backward(",)  # a training loop (see could_fire for step functions of other modules)
     needs_cuda = True
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """Backward, or a call of what may be a step function of another module
-        (``agent.learn(...)``), and a word that building a convolutional model needs, or an
-        import (the model may come from another module of the project)."""
-        return (".backward(" in source or bool(_STEP_TEXT.search(source))) and (
+        """A training loop, or a call of what may be a step function of another module
+        (``agent.learn(...)``: TPF202's screen, which looks for the same loops), and a word
+        that building a convolutional model needs, or an import (the model may come from
+        another module of the project)."""
+        return HostSyncInTrainingLoop.could_fire(source) and (
             could_build_conv_model(source) or "import " in source
         )
 
