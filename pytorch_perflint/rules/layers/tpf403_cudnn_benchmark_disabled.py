@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from ...analysis.ast_index import tree_index
 from ...analysis.scope import Scope, ScopeNode, dotted_name
 from ...analysis.values import literal_value
 from ...analysis.walk import child_nodes, descendants
@@ -18,7 +20,6 @@ from ...types import Applicability
 from ..training.loops import training_facts
 from ..training.project_calls import project_callees, trains
 from ..training.screens import could_have_training_loop, loop_calls_step_by_name
-from ..training.tpf202_host_sync_in_training_loop import HostSyncInTrainingLoop
 from .conv_models import ModelBuild, conv_model_builds, could_build_conv_model
 from .module_parts import walk_scoped
 
@@ -28,6 +29,35 @@ _DETERMINISTIC = "torch.backends.cudnn.deterministic"
 _ENABLED = "torch.backends.cudnn.enabled"
 _USE_DETERMINISTIC = "torch.use_deterministic_algorithms"
 _TRAINED_BY = frozenset(("parameters", "named_parameters", "train"))
+# Methods named like a training step (``agent.learn(batch)``, ``trainer.train_step(x)``).
+_STEP_WORDS = (".learn(", ".update(", "_step(", ".optimi", "_batch(")
+_STEP_METHOD = re.compile(r"^(?:learn|update|optimi[sz]e\w*)$|_step$|^step_|_batch$")
+
+
+def _loop_steps_a_built_object(tree: ast.Module) -> bool:
+    """Some loop calls a method named like a training step on a name this module binds to
+    a call of a capitalised name (``agent = Agent(...)``): the step may be the project
+    class's, which only the project index can tell (``_trains_through``)."""
+    index = tree_index(tree)
+    receivers = {
+        call.func.value.id
+        for call in index.calls_in_loops
+        if isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and _STEP_METHOD.search(call.func.attr)
+    }
+    if not receivers:
+        return False
+    for node in index.assignments:
+        value = node.value
+        if isinstance(value, ast.Call) and isinstance(node, ast.Assign):
+            func = value.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name[:1].isupper() and any(isinstance(t, ast.Name) and t.id in receivers for t in node.targets):
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class _Decision:
     """What TPF403 reports in a file: ``benchmark = False`` assignments, or the model build."""
@@ -189,19 +219,21 @@ class CudnnBenchmarkDisabled(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A training loop, or a call of what may be a step function of another module
-        (``agent.learn(...)``: TPF202's screen, which looks for the same loops), and a word
-        that building a convolutional model needs, or an import (the model may come from
-        another module of the project)."""
-        return HostSyncInTrainingLoop.could_fire(source) and (
+        """A training loop, or a call of what may be a training step of a project object
+        (``agent.learn(...)``), and a word that building a convolutional model needs, or an
+        import (the model may come from another module of the project)."""
+        return (".backward(" in source or ".step(" in source or any(w in source for w in _STEP_WORDS)) and (
             could_build_conv_model(source) or "import " in source
         )
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """Some loop trains: it runs backward or a step, or calls a helper defined here, or
-        a function named like a step of another module (``agent.learn(...)``)."""
-        return could_have_training_loop(tree) or loop_calls_step_by_name(tree)
+        a method named like a training step of an object built here (``agent.learn(...)``
+        with ``agent = Agent(...)``): the training family's screen for step functions of
+        other modules (which leaves out containers: ``seen = OrderedSet(); seen.update(x)``),
+        less its bare function calls."""
+        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree))
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"
