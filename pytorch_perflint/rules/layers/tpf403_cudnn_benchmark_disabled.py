@@ -29,7 +29,8 @@ _DETERMINISTIC = "torch.backends.cudnn.deterministic"
 _ENABLED = "torch.backends.cudnn.enabled"
 _USE_DETERMINISTIC = "torch.use_deterministic_algorithms"
 _TRAINED_BY = frozenset(("parameters", "named_parameters", "train"))
-# Methods named like a training step (``agent.learn(batch)``, ``trainer.train_step(x)``).
+# Calls of methods named like a training step (``agent.learn(batch)``,
+# ``trainer.train_step(x)``): the text screen's words and the method names.
 _STEP_WORDS = (".learn(", ".update(", "_step(", ".optimi", "_batch(")
 _STEP_METHOD = re.compile(r"^(?:learn|update|optimi[sz]e\w*)$|_step$|^step_|_batch$")
 
@@ -92,8 +93,8 @@ def _loop_method_calls(context: FileContext) -> Dict[int, str]:
 
 
 def _trains_through(context: FileContext, call: cst.Call, scope: Scope) -> bool:
-    """``agent.learn(batch)``: a method of the project class ``agent`` is an object of
-    that runs a training step (backward or an optimizer step) in its own body."""
+    """``agent.learn(batch)``: the method of the project class that built ``agent`` runs
+    a training step (backward or an optimizer step) in its own body."""
     callees = project_callees(context, call, scope)
     return bool(callees) and all(d.function is not None and trains(d.function) for d in callees)
 
