@@ -51,3 +51,136 @@ def test_removing_the_convolution_from_the_imported_model_clears_the_cached_find
     assert _findings(root, ".") == []
     _rewrite(root / "model.py", MODEL_CONV)
     assert _findings(root, "train.py") == [("train.py", 4, "TPF403")]  # a pre-commit run of one file
+
+
+# -- TPF301: biases decided by project helpers and parameter defaults (issue 13) ------------
+
+LAYERS = (
+    "import torch.nn as nn\n\n\n"
+    "def conv3x3(cin, cout, stride=1, bias=True):\n"
+    "    return nn.Conv2d(cin, cout, 3, stride, 1, bias=bias)\n"
+)
+BLOCK = (
+    "import torch.nn as nn\nfrom layers import conv3x3\n\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c):\n"
+    "        super().__init__()\n"
+    "        self.conv = conv3x3(c, c)\n"
+    "        self.bn = nn.BatchNorm2d(c)\n\n"
+    "    def forward(self, x):\n"
+    "        return self.bn(self.conv(x))\n"
+)
+
+
+def _layers_project(root: Path, files: dict) -> Path:
+    (root / "pyproject.toml").write_text('[tool.pytorch-perflint]\nselect = ["TPF301", "TPF403"]\n')
+    for name, text in files.items():
+        (root / name).write_text(text)
+    return root
+
+
+def test_a_helper_whose_default_turns_false_clears_the_cached_finding(tmp_path):
+    root = _layers_project(tmp_path, {"layers.py": LAYERS, "block.py": BLOCK})
+    assert _findings(root, ".") == [("block.py", 8, "TPF301")]
+    _rewrite(root / "layers.py", LAYERS.replace("bias=True", "bias=False"))
+    assert _findings(root, ".") == []
+    _rewrite(root / "layers.py", LAYERS)
+    assert _findings(root, "block.py") == [("block.py", 8, "TPF301")]
+
+
+def test_a_helper_that_rebinds_its_bias_parameter_is_not_known(tmp_path):
+    rebinding = LAYERS.replace("    return", "    bias = bias and stride == 1\n    return")
+    assert _findings(_layers_project(tmp_path, {"layers.py": rebinding, "block.py": BLOCK}), ".") == []
+
+
+PARAMETER = (
+    "import torch.nn as nn\n\n\n"
+    "class ConvBN(nn.Sequential):\n"
+    "    def __init__(self, cin, cout, bias=True):\n"
+    "        super().__init__(nn.Conv2d(cin, cout, 3, bias=bias), nn.BatchNorm2d(cout))\n"
+)
+
+
+def test_a_constructor_default_counts_until_a_caller_in_another_module_says_false(tmp_path):
+    root = _layers_project(tmp_path, {"convbn.py": PARAMETER, "net.py": "from convbn import ConvBN\n\nstem = ConvBN(3, 8)\n"})
+    assert _findings(root, ".") == [("convbn.py", 6, "TPF301")]
+    _rewrite(root / "net.py", "from convbn import ConvBN\n\nstem = ConvBN(3, 8, bias=False)\n")
+    assert _findings(root, ".") == []
+
+
+def test_a_subclass_that_passes_false_to_the_constructor_keeps_it_silent(tmp_path):
+    sub = "from convbn import ConvBN\n\n\nclass Plain(ConvBN):\n    def __init__(self, c):\n        super().__init__(c, c, bias=False)\n"
+    assert _findings(_layers_project(tmp_path, {"convbn.py": PARAMETER, "plain.py": sub}), ".") == []
+
+
+# -- TPF403: the architecture from a command-line default (issue 13) ------------------------
+
+OPTS = (
+    "import argparse\n\n\n"
+    "def get_args():\n"
+    "    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('-a', '--arch', default='resnet50')\n"
+    "    return parser.parse_args()\n"
+)
+TRAIN_ARCH = (
+    "import torch\nimport torchvision.models as models\nfrom opts import get_args\n\n"
+    "args = get_args()\n"
+    "model = models.__dict__[args.arch]().cuda()\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "for x in loader:\n"
+    "    model(x.cuda()).sum().backward()\n"
+    "    opt.step()\n"
+)
+
+
+def test_an_arch_default_that_turns_into_a_transformer_clears_the_cached_finding(tmp_path):
+    root = _layers_project(tmp_path, {"opts.py": OPTS, "train.py": TRAIN_ARCH})
+    assert _findings(root, ".") == [("train.py", 6, "TPF403")]
+    _rewrite(root / "opts.py", OPTS.replace("resnet50", "vit_b_16"))
+    assert _findings(root, ".") == []
+
+
+def _each_silent(tmp_path: Path, projects) -> None:
+    """Every project (a dict of files) gives no finding, each in a folder of its own."""
+    for number, files in enumerate(projects):
+        (tmp_path / str(number)).mkdir()
+        assert _findings(_layers_project(tmp_path / str(number), files), ".") == [], files
+
+
+def test_an_arch_the_script_may_change_is_not_known(tmp_path):
+    after = "args = get_args()\n"
+    changes = ("args.arch = cfg['arch']\n", "vars(args).update(cfg)\n", "setattr(args, key, value)\n")
+    _each_silent(tmp_path, [{"opts.py": OPTS, "train.py": TRAIN_ARCH.replace(after, after + c)} for c in changes])
+
+
+def test_arch_defaults_the_parser_does_not_settle_are_not_known(tmp_path):
+    variants = (
+        OPTS.replace("    return", "    parser.add_argument('--arch2', dest='arch', default='vgg16')\n    return"),
+        OPTS.replace("    return", "    parser.set_defaults(arch='vit_b_16')\n    return"),
+        OPTS.replace("    return", "    parser.add_argument(*extra_options)\n    return"),
+        OPTS.replace("return parser.parse_args()", "return parser.parse_args(['--arch', 'vit_b_16'])"),
+        OPTS.replace("return parser.parse_args()", "return vars(parser.parse_args())"),
+    )
+    _each_silent(tmp_path, [{"opts.py": opts, "train.py": TRAIN_ARCH} for opts in variants])
+
+
+def test_the_argparse_summary_of_a_module():
+    import ast
+
+    from pytorch_perflint.rules.layers.arg_defaults import argparse_defaults
+
+    source = (
+        "import argparse\np = argparse.ArgumentParser()\n"
+        "p.add_argument('data')\n"
+        "p.add_argument('-m', '--model-name', default='resnet18')\n"
+        "p.add_argument('--backbone', dest='net', default='vgg16')\n"
+        "p.add_argument('-o', default='out/dir')\n"  # not a name: not kept
+        "p.add_argument('--lr', type=float, default=0.1)\n"
+        "g = p.add_argument_group('x')\n"
+        "g.add_argument('--arch', default='resnet50')\n"
+        "g.add_argument('--arch', default='vgg11')\n"
+    )
+    assert argparse_defaults(ast.parse(source), source) == (("arch", None), ("model_name", "resnet18"), ("net", "vgg16"))
+    assert argparse_defaults(ast.parse("x = 1\n"), "x = 1\n") is None
+    unknown = "p.add_argument(f'--{name}', default='resnet18')\n"
+    assert argparse_defaults(ast.parse(unknown), unknown) == (("*", None),)

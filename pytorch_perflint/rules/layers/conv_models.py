@@ -11,6 +11,7 @@ from ...analysis.scope import Scope, dotted_name
 from ...analysis.values import literal_value
 from ...analysis.walk import child_nodes, descendants
 from ...context import FileContext
+from .arg_defaults import argparse_default
 from .module_parts import _SEQUENTIAL, walk_scoped
 
 if TYPE_CHECKING:
@@ -69,13 +70,22 @@ class ModelBuild:
 
 
 def _literal_name(call: cst.Call, position: int, context: FileContext, scope: Scope) -> Optional[str]:
-    """A model name passed as a string: a literal, a constant, or ``CFG.model_name``."""
+    """A model name passed as a string (see ``_model_name``)."""
     args = [a for a in call.args if a.keyword is None and not a.star]
     keyword = next((a for a in call.args if a.keyword is not None and a.keyword.value == "model_name"), None)
     value = args[position].value if len(args) > position else keyword.value if keyword else None
+    return _model_name(value, context, scope) if value is not None else None
+
+
+def _model_name(value: cst.BaseExpression, context: FileContext, scope: Scope) -> Optional[str]:
+    """A model name given as a literal, a constant, ``CFG.model_name`` or the command-line
+    default of ``args.arch``."""
     if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
-        value = _class_constant(context, value.value.value, value.attr.value)
-    found = literal_value(value, scope.lookup_value) if value is not None else None
+        constant = _class_constant(context, value.value.value, value.attr.value)
+        if constant is None:
+            return argparse_default(context, value, scope)
+        value = constant
+    found = literal_value(value, scope.lookup_value)
     return found if isinstance(found, str) else None
 
 
@@ -117,14 +127,20 @@ class ConvModelFinder:
     def core(self, call: cst.Call, scope: Scope) -> bool:
         """Whether a call by itself builds a convolutional network or layer."""
         name = self.context.qualname(call.func, scope)
+        written: Optional[str] = None
         if name is None:
             func = call.func
-            return (
-                isinstance(func, cst.Name)
-                and func.value in self.classes
-                and scope.lookup_import(func.value) is None
-                and func.value in self.context.module_scope.bindings
-            )
+            if not isinstance(func, cst.Name):
+                member = self._named_member(func, scope)
+                if member is None:
+                    return False
+                written, name = member
+            else:
+                return (
+                    func.value in self.classes
+                    and scope.lookup_import(func.value) is None
+                    and func.value in self.context.module_scope.bindings
+                )
         if name in CONV_LAYERS:
             return True
         last = name.rsplit(".", 1)[-1]
@@ -140,12 +156,41 @@ class ConvModelFinder:
             return True
         if name.startswith("efficientnet_pytorch.EfficientNet"):
             return True
-        return self._from_project(call, name)
+        return self._from_project(written or dotted_name(call.func), name)
 
-    def _from_project(self, call: cst.Call, name: str) -> bool:
+    def _named_member(self, func: cst.BaseExpression, scope: Scope) -> Optional[Tuple[str, str]]:
+        """``models.__dict__[arch]`` / ``getattr(models, arch)`` with the name known (a
+        literal, a constant, a command-line default): the member as written and qualified
+        (``models.resnet18``, ``torchvision.models.resnet18``)."""
+        if (
+            type(func) is cst.Subscript
+            and type(func.value) is cst.Attribute
+            and func.value.attr.value == "__dict__"
+            and len(func.slice) == 1
+            and type(func.slice[0].slice) is cst.Index
+        ):
+            owner, key = func.value.value, func.slice[0].slice.value
+        elif (
+            type(func) is cst.Call
+            and type(func.func) is cst.Name
+            and func.func.value == "getattr"
+            and not scope.binds_in_chain("getattr")
+            and len(func.args) == 2
+            and all(a.keyword is None and not a.star for a in func.args)
+        ):
+            owner, key = func.args[0].value, func.args[1].value
+        else:
+            return None
+        module = self.context.qualname(owner, scope)
+        written = dotted_name(owner) if type(owner) in (cst.Name, cst.Attribute) else None
+        member = _model_name(key, self.context, scope)
+        if module is None or written is None or member is None or not member.isidentifier():
+            return None
+        return f"{written}.{member}", f"{module}.{member}"
+
+    def _from_project(self, written: Optional[str], name: str) -> bool:
         """A class or factory of another project module (``from model import Net``)."""
         project = self.context.project
-        written = dotted_name(call.func)
         if project is None or written is None or name.split(".", 1)[0] in _LIBRARIES:
             return False
         if self._project is None:

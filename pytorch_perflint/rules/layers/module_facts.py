@@ -14,8 +14,10 @@ finds, once per file:
 * the data flow in methods: ``self.bn(self.conv(x))`` and ``x = self.conv(x)`` followed by
   ``x = self.bn(x)``.
 
-Anything not known (a layer built by a helper, a conditional append, a layer used twice) is
-left out, so rules built on these facts stay silent rather than guess.
+Anything not known (a conditional append, a layer used twice) is left out, so rules built on
+these facts stay silent rather than guess. A call of a function that may be a project helper
+(``conv3x3(a, b)``; only with a project index) is kept as a ``HELPER`` layer: which class it
+builds is the rule's question to the index, asked only for the pairs it cares about.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ...analysis.scope import Scope, ScopeNode, dotted_name
 from ...analysis.walk import descendants
 from ...context import FileContext
 from .module_parts import (
+    HELPER,
     _MOVES,
     _ORDERED_DICTS,
     _SEQUENTIAL,
@@ -92,6 +95,8 @@ class ModuleFactsBuilder:
             name = self.context.qualname(func, scope)
             if name is not None and name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
                 return Layer(name, expr, scope)
+            if self.context.project is not None and _may_be_helper(func, name):
+                return Layer(HELPER, expr, scope)
             return None
         if isinstance(expr, cst.Name) and depth < 4:
             bound = scope.lookup_value(expr.value)
@@ -473,6 +478,15 @@ class ModuleFactsBuilder:
                     if isinstance(sub, cst.Attribute) and module_class.attribute(sub.attr.value) is not None:
                         touched.add(sub.attr.value)
         return touched
+
+
+def _may_be_helper(func: cst.BaseExpression, qualname: Optional[str]) -> bool:
+    """A call of a plain or dotted name that is not a method of ``self``/``cls`` and not
+    something of torch's: it may be a project function."""
+    name = _dotted(func)
+    if name is None or name.partition(".")[0] in ("self", "cls", "super"):
+        return False
+    return qualname is None or qualname.partition(".")[0] not in ("torch", "torchvision")
 
 
 def module_facts(context: FileContext) -> ModuleFacts:

@@ -16,11 +16,15 @@ _SEQUENTIAL = "torch.nn.Sequential"
 _ORDERED_DICTS = ("collections.OrderedDict", "typing.OrderedDict")
 # Methods that return the module they are called on (moved or cast).
 _MOVES = frozenset(("to", "cuda", "float", "half", "double", "bfloat16", "requires_grad_", "train"))
+# The qualname of a layer built by a call that may be a project helper (``conv3x3(a, b)``):
+# which class it builds is asked of the project index only where a rule needs it.
+HELPER = "<helper>"
 
 
 @dataclass(frozen=True)
 class Layer:
-    """A layer built by a call to a ``torch.nn`` class (``torch.nn.Conv2d``)."""
+    """A layer built by a call to a ``torch.nn`` class (``torch.nn.Conv2d``), or (``HELPER``)
+    by a call of a function that may be a project helper building one."""
 
     qualname: str
     call: cst.Call

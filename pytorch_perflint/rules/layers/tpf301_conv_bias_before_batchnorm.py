@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from ...analysis.ast_index import tree_index
 from ...analysis.call_edits import keyword_arg, with_keywords
 from ...analysis.calls import MISSING
+from ...analysis.values import UNKNOWN
 from ...context import FileContext
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
+from .bias_sources import HelperLayer, HelperLayers, parameter_owner
 from .module_facts import Feed, Layer, ModuleFacts, module_facts
-from .module_parts import variables
+from .module_parts import HELPER, variables
 
 # Layer -> (BatchNorm dimensions it matches, position of ``bias``).
 _SOURCES: Dict[str, Tuple[int, int]] = {
@@ -25,6 +28,12 @@ _SOURCES: Dict[str, Tuple[int, int]] = {
     "torch.nn.LazyConv1d": (1, 6),
     "torch.nn.LazyConv2d": (2, 6),
     "torch.nn.LazyConv3d": (3, 6),
+    "torch.nn.ConvTranspose1d": (1, 7),
+    "torch.nn.ConvTranspose2d": (2, 7),
+    "torch.nn.ConvTranspose3d": (3, 7),
+    "torch.nn.LazyConvTranspose1d": (1, 6),
+    "torch.nn.LazyConvTranspose2d": (2, 6),
+    "torch.nn.LazyConvTranspose3d": (3, 6),
     "torch.nn.Linear": (1, 2),
     "torch.nn.LazyLinear": (1, 1),
 }
@@ -38,48 +47,96 @@ _NORMS: Dict[str, Optional[int]] = {
     "torch.nn.LazyBatchNorm3d": 3,
     "torch.nn.SyncBatchNorm": None,
 }
+_BIAS_POSITIONS = {name: bias for name, (_, bias) in _SOURCES.items()}
 _SOURCE_NAMES = {name.rsplit(".", 1)[1]: bias for name, (_, bias) in _SOURCES.items()}
 _NORM_NAMES = frozenset(name.rsplit(".", 1)[1] for name in _NORMS)
+_TORCH_PACKAGES = frozenset(("torch", "torchvision"))
 
 
-def _matches(feed: Feed) -> bool:
-    source = _SOURCES.get(feed.source.qualname)
-    if source is None or feed.target.qualname not in _NORMS:
-        return False
-    dims = _NORMS[feed.target.qualname]
-    return dims is None or dims == source[0]
+@dataclass(frozen=True)
+class Flagged:
+    """A layer whose bias the BatchNorm after it cancels, and where that bias is decided:
+    ``keyword``/``position`` name the call's argument that sets it (a helper's parameter
+    for a layer built by project helper ``helper``; None when the helper fixes it), and
+    ``owner`` the function whose parameter default gives it (``bias=bias``)."""
+
+    layer: Layer
+    qualname: str
+    keyword: Optional[str]
+    position: Optional[int]
+    helper: Optional[str] = None
+    owner: Optional[str] = None
 
 
-def _redundant_bias(layer: Layer) -> bool:
-    """Bias absent (default True) or literally True; unknown values stay silent."""
-    value = layer.argument("bias", _SOURCES[layer.qualname][1]).value
-    return value is MISSING or value is True
+def _dims_match(source: str, norm: str) -> bool:
+    dims = _NORMS[norm]
+    return dims is None or dims == _SOURCES[source][0]
 
 
-def flagged(facts: ModuleFacts) -> Dict[int, Layer]:
-    """id(conv call) -> conv layer, for convs whose output only feeds a matching BatchNorm."""
+def _decide(layer: Layer, helpers: HelperLayers, context: FileContext) -> Optional[Flagged]:
+    """The layer, if its bias is known to be on: absent (the class default is True),
+    literally True, or a parameter whose default and every project caller say True.
+    Unknown values stay silent."""
+    helper: Optional[HelperLayer] = None
+    if layer.qualname == HELPER:
+        helper = helpers.of(layer.call, layer.scope)
+        if helper is None:
+            return None
+        if helper.parameter is None:
+            on = helper.fixed is MISSING or helper.fixed is True
+            return Flagged(layer, helper.qualname, None, None, helper.name) if on else None
+        qualname, keyword, position, default = helper.qualname, helper.parameter, helper.position, helper.default
+    else:
+        qualname, keyword, position, default = layer.qualname, "bias", _SOURCES[layer.qualname][1], True
+    name = None if helper is None else helper.name
+    passed = layer.argument(keyword, position)
+    value = default if passed.value is MISSING else passed.value
+    if value is True:
+        return Flagged(layer, qualname, keyword, position, name)
+    if value is UNKNOWN and passed.node is not None:
+        owner = parameter_owner(context, passed.node.value, layer.scope)
+        if owner is not None:
+            return Flagged(layer, qualname, keyword, position, name, owner)
+    return None
+
+
+def flagged(facts: ModuleFacts, context: FileContext) -> Dict[int, Flagged]:
+    """id(layer call) -> the layer, for layers whose output only feeds a matching BatchNorm."""
+    groups: List[List[Feed]] = []
     forward: Dict[int, List[Feed]] = {}
-    out: Dict[int, Layer] = {}
     for feed in facts.feeds:
-        if feed.source.qualname not in _SOURCES:
+        if feed.source.qualname not in _SOURCES and feed.source.qualname != HELPER:
             continue
         if feed.how == "forward":
             forward.setdefault(id(feed.source.call), []).append(feed)
-        elif _matches(feed) and _redundant_bias(feed.source):
-            out[id(feed.source.call)] = feed.source
-    for feeds in forward.values():
-        if all(_matches(f) for f in feeds) and _redundant_bias(feeds[0].source):
-            out[id(feeds[0].source.call)] = feeds[0].source
+        else:
+            groups.append([feed])
+    groups.extend(forward.values())
+    helpers = HelperLayers(context, _BIAS_POSITIONS)
+    out: Dict[int, Flagged] = {}
+    for feeds in groups:
+        source = feeds[0].source
+        if id(source.call) in out or not all(f.target.qualname in _NORMS for f in feeds):
+            continue
+        found = _decide(source, helpers, context)
+        if found is not None and all(_dims_match(found.qualname, f.target.qualname) for f in feeds):
+            out[id(source.call)] = found
     return out
 
 
 class ConvBiasBeforeBatchnorm(Rule):
     """## What it does
-    Flags a convolution (`nn.Conv1d/2d/3d` and their lazy forms) or an `nn.Linear` that
-    keeps its bias although its output goes straight into a matching `BatchNorm*d` (or
-    `SyncBatchNorm`): adjacent in an `nn.Sequential` (arguments, a list, an `OrderedDict`,
-    `layers.append(...)` sequences) or in `forward` (`self.bn(self.conv(x))`, or
-    `x = self.conv(x)` followed by `x = self.bn(x)`).
+    Flags a convolution (`nn.Conv1d/2d/3d`, `nn.ConvTranspose1d/2d/3d` and their lazy forms)
+    or an `nn.Linear` that keeps its bias although its output goes straight into a matching
+    `BatchNorm*d` (or `SyncBatchNorm`): adjacent in an `nn.Sequential` (arguments, a list,
+    an `OrderedDict`, `layers.append(...)` sequences) or in `forward`
+    (`self.bn(self.conv(x))`, or `x = self.conv(x)` followed by `x = self.bn(x)`).
+
+    The layer may be built by a helper of the project, in this module or another
+    (`conv3x3(a, b)` with `def conv3x3(in_planes, out_planes, stride=1, bias=True): return
+    nn.Conv2d(..., bias=bias)`): then the helper call is reported. `bias=bias` counts as
+    true when `bias` is a parameter of the enclosing function or constructor that defaults
+    to `True` and no caller in the project passes anything else.
 
     ## Why is this bad?
     BatchNorm subtracts the per-channel mean of its input, so a per-channel constant added
@@ -105,9 +162,13 @@ class ConvBiasBeforeBatchnorm(Rule):
     with `strict=True`, and code that reads `conv.bias` gets `None`. Where `bias=True` is
     written out (by keyword or position, or through a name bound to `True`) the finding is
     reported but its fix is display-only: a library that ships pretrained weights would
-    change its public `state_dict`. Nothing is flagged when an activation, dropout or any other op
-    sits between the layers, when the norm is a GroupNorm/LayerNorm/InstanceNorm, or when
-    the bias is not a literal.
+    change its public `state_dict`. For a helper call the fix passes `False` for the
+    helper's bias parameter; where the helper has none, or the bias is a parameter's
+    default, the fix only says what to change. Nothing is flagged when an activation,
+    dropout or any other op sits between the layers, when the norm is a
+    GroupNorm/LayerNorm/InstanceNorm, or when the bias is not known (a parameter without a
+    default, one that a caller sets otherwise, `bias=args.bias`, a helper that passes
+    `**kwargs` on).
     """
 
     code = "TPF301"
@@ -122,8 +183,8 @@ class ConvBiasBeforeBatchnorm(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A BatchNorm and a layer that could feed it."""
-        return "BatchNorm" in source and ("Conv" in source or "Linear" in source)
+        """A BatchNorm and a layer that could feed it (``Conv2d``, or a helper ``conv3x3``)."""
+        return "BatchNorm" in source and ("onv" in source or "inear" in source)
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
@@ -172,19 +233,32 @@ class ConvBiasBeforeBatchnorm(Rule):
             "import torch\nhead = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.BatchNorm1d(8))\n",
             line=2,
         ),
+        Invalid(
+            "import torch.nn as nn\nup = nn.Sequential(nn.ConvTranspose2d(16, 8, 2, stride=2), nn.BatchNorm2d(8))\n",
+            line=2,
+            expected_fix="import torch.nn as nn\n"
+            "up = nn.Sequential(nn.ConvTranspose2d(16, 8, 2, stride=2, bias=False), nn.BatchNorm2d(8))\n",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        layer = self.context.fact(_flagged).get(id(node))
-        if layer is not None:
-            self.report(node, fix=self._fix(layer))
+        found = self.context.fact(_flagged).get(id(node))
+        if found is not None:
+            self.report(node, fix=self._fix(found))
 
-    def _fix(self, layer: Layer) -> Optional[NodeFix]:
+    def _fix(self, found: Flagged) -> Optional[NodeFix]:
         """``bias=False`` on the call itself; none for a layer object shared by name."""
+        layer = found.layer
         if layer.via_name is not None and self._shared(layer):
             return None
+        if found.owner is not None:
+            message = _PARAMETER_BIAS.format(name=found.owner, parameter=_argument_code(self.context, layer, found))
+            return self.fix([], message=message, applicability=Applicability.DISPLAY_ONLY)
+        if found.keyword is None:
+            message = _HELPER_BIAS.format(helper=found.helper, layer=found.qualname.replace("torch.nn.", "nn."))
+            return self.fix([], message=message, applicability=Applicability.DISPLAY_ONLY)
         call = layer.call
-        passed = layer.argument("bias", _SOURCES[layer.qualname][1]).node
+        passed = layer.argument(found.keyword, found.position).node
         if passed is not None:  # `bias=True` written out: the author chose the parameter set
             new = call.with_changes(
                 args=[a.with_changes(value=cst.Name("False")) if a is passed else a for a in call.args]
@@ -193,8 +267,8 @@ class ConvBiasBeforeBatchnorm(Rule):
         elif any(a.star == "**" for a in call.args):
             return None  # bias comes from a known dict: adding it would pass it twice
         else:
-            new = with_keywords(call, [keyword_arg("bias", cst.Name("False"))])
-        return self.fix([(call, new)], message="Pass `bias=False`")
+            new = with_keywords(call, [keyword_arg(found.keyword, cst.Name("False"))])
+        return self.fix([(call, new)], message=f"Pass `{found.keyword}=False`")
 
     def _shared(self, layer: Layer) -> bool:
         """Whether the layer's name is read more than once (a sibling branch may use it)."""
@@ -203,21 +277,36 @@ class ConvBiasBeforeBatchnorm(Rule):
         return count > 2  # the binding and the one use
 
 
+def _argument_code(context: FileContext, layer: Layer, found: Flagged) -> str:
+    """The source of the argument that passes the parameter (``bias``)."""
+    passed = layer.argument(found.keyword or "bias", found.position).node
+    return context.module.code_for_node(passed.value) if passed is not None else "bias"
+
+
 _EXPLICIT_BIAS = (
     "`bias=True` is written out, so it is left as it is: `bias=False` removes the parameter "
     "from the module's `state_dict` (pretrained or saved checkpoints no longer load strictly); "
     "pass `bias=False` where no checkpoint holds this bias"
 )
+_PARAMETER_BIAS = (
+    "The bias is `{parameter}`, a parameter of `{name}` that defaults to True and that no "
+    "caller in the project sets to False: pass `bias=False` here, or make the default False"
+)
+_HELPER_BIAS = (
+    "`{helper}` builds `{layer}` with its bias: give it a `bias` parameter and pass "
+    "`bias=False` here"
+)
 
 
-def _flagged(context: FileContext) -> Dict[int, Layer]:
-    return flagged(context.fact(module_facts))
+def _flagged(context: FileContext) -> Dict[int, Flagged]:
+    return flagged(context.fact(module_facts), context)
 
 
 def _builds_layer_and_norm(tree: ast.Module) -> bool:
     """Some call names a BatchNorm class, and another a Conv/Linear class without a literal
-    ``bias=False`` (by its last name, or the alias ``from torch.nn import X as Y`` binds):
-    ``modules.module_facts`` only pairs layers it sees constructed."""
+    ``bias=False`` (by its last name, or the alias ``from torch.nn import X as Y`` binds),
+    or a function that may be a project helper building one, where a layer stands
+    (``modules.module_facts`` only pairs layers it sees constructed)."""
     index = tree_index(tree)
     aliases = {
         alias.asname: alias.name
@@ -237,7 +326,48 @@ def _builds_layer_and_norm(tree: ast.Module) -> bool:
             layer = not _bias_off(call, _SOURCE_NAMES[name])
         if norm and layer:
             return True
+    return norm and _builds_with_helper(tree, index)
+
+
+def _builds_with_helper(tree: ast.Module, index) -> bool:
+    """A call of a name that may reach a project function stands where a layer does: the
+    value of an assignment (``self.conv = conv3x3(a, b)``), an argument (``Sequential(
+    conv3x3(a, b), ...)``, ``layers.append(...)``), or an item of a list either holds."""
+    helpers: Optional[Set[str]] = None
+    values: List[ast.AST] = [node.value for node in index.assignments if node.value is not None]
+    values.extend(arg for call in index.calls for arg in call.args)
+    for value in values:
+        if isinstance(value, ast.Starred):
+            value = value.value
+        items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else (value,)
+        for item in items:
+            if not isinstance(item, ast.Call):
+                continue
+            head = item.func
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if not isinstance(head, ast.Name):
+                continue
+            if helpers is None:
+                helpers = _helper_names(tree, index.imports)
+            if head.id in helpers:
+                return True
     return False
+
+
+def _helper_names(tree: ast.Module, imports) -> Set[str]:
+    """Names that may reach a project function: the module's own defs and what it imports
+    from anything but torch (``conv3x3``, ``blocks`` in ``blocks.conv_bn(...)``)."""
+    names = {s.name for s in tree.body if isinstance(s, ast.FunctionDef)}
+    for node in imports:
+        if isinstance(node, ast.ImportFrom):
+            if node.level or (node.module or "").partition(".")[0] not in _TORCH_PACKAGES:
+                names.update(alias.asname or alias.name for alias in node.names)
+        else:
+            for alias in node.names:
+                if alias.name.partition(".")[0] not in _TORCH_PACKAGES:
+                    names.add(alias.asname or alias.name.partition(".")[0])
+    return names
 
 
 def _bias_off(call: ast.Call, position: int) -> bool:

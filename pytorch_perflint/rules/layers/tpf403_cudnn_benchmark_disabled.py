@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import dotted_name
+from ...analysis.ast_index import tree_index
+from ...analysis.scope import Scope, ScopeNode, dotted_name
 from ...analysis.values import literal_value
 from ...analysis.walk import child_nodes, descendants
 from ...context import FileContext
@@ -16,7 +18,8 @@ from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ..training.loops import training_facts
-from ..training.screens import could_have_training_loop
+from ..training.project_calls import project_callees, trains
+from ..training.screens import could_have_training_loop, loop_calls_step_by_name
 from .conv_models import ModelBuild, conv_model_builds, could_build_conv_model
 from .module_parts import walk_scoped
 
@@ -26,6 +29,34 @@ _DETERMINISTIC = "torch.backends.cudnn.deterministic"
 _ENABLED = "torch.backends.cudnn.enabled"
 _USE_DETERMINISTIC = "torch.use_deterministic_algorithms"
 _TRAINED_BY = frozenset(("parameters", "named_parameters", "train"))
+# Calls of methods named like a training step (``agent.learn(batch)``,
+# ``trainer.train_step(x)``): the text screen's words and the method names.
+_STEP_WORDS = (".learn(", ".update(", "_step(", ".optimi", "_batch(")
+_STEP_METHOD = re.compile(r"^(?:learn|update|optimi[sz]e\w*)$|_step$|^step_|_batch$")
+
+
+def _loop_steps_a_built_object(tree: ast.Module) -> bool:
+    """Some loop calls a method named like a training step on a name this module binds to
+    a call of a capitalised name (``agent = Agent(...)``): the step may be the project
+    class's, which only the project index can tell (``_trains_through``)."""
+    index = tree_index(tree)
+    receivers = {
+        call.func.value.id
+        for call in index.calls_in_loops
+        if isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and _STEP_METHOD.search(call.func.attr)
+    }
+    if not receivers:
+        return False
+    for node in index.assignments:
+        value = node.value
+        if isinstance(value, ast.Call) and isinstance(node, ast.Assign):
+            func = value.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name[:1].isupper() and any(isinstance(t, ast.Name) and t.id in receivers for t in node.targets):
+                return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -51,6 +82,23 @@ def _training_receivers(context: FileContext) -> Optional[Set[str]]:
     return called
 
 
+def _loop_method_calls(context: FileContext) -> Dict[int, str]:
+    """id -> receiver of the ``name.method(...)`` calls inside training loops."""
+    out: Dict[int, str] = {}
+    for loop in context.fact(training_facts).training_loops:
+        for node in descendants(loop.node):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name:
+                out[id(node)] = node.func.value.value
+    return out
+
+
+def _trains_through(context: FileContext, call: cst.Call, scope: Scope) -> bool:
+    """``agent.learn(batch)``: the method of the project class that built ``agent`` runs
+    a training step (backward or an optimizer step) in its own body."""
+    callees = project_callees(context, call, scope)
+    return bool(callees) and all(d.function is not None and trains(d.function) for d in callees)
+
+
 def _decide(context: FileContext) -> _Decision:
     called = _training_receivers(context)  # first: TPF202 and TPF601 share these facts
     if called is None:
@@ -60,6 +108,9 @@ def _decide(context: FileContext) -> _Decision:
         return _Decision()
     false_values: List[cst.BaseExpression] = []
     trained: Set[str] = set()
+    targets = {b.target for b in builds if b.target not in called}
+    in_loops = _loop_method_calls(context) if targets and context.project is not None else {}
+    through: List[Tuple[str, cst.Call, Tuple[ScopeNode, ...]]] = []
     for visited in walk_scoped(context.module):
         node = visited.node
         if type(node) is cst.Assign:
@@ -79,6 +130,8 @@ def _decide(context: FileContext) -> _Decision:
                 receiver = dotted_name(func.value)
                 if receiver is not None:
                     trained.add(receiver)
+            if in_loops.get(id(node)) in targets:
+                through.append((in_loops[id(node)], node, visited.chain))
             if context.qualname(func, context.scope_of(visited.chain)) == _USE_DETERMINISTIC and not (
                 node.args and literal_value(node.args[0].value) is False
             ):
@@ -89,6 +142,10 @@ def _decide(context: FileContext) -> _Decision:
             ):
                 return _Decision()  # e.g. set_random_seed(seed, deterministic=True)
     linked = [b for b in builds if b.target in trained or b.target in called]
+    if not linked and through:
+        # The model lives in a project object the loop trains through (``agent.learn(...)``).
+        stepped = {r for r, call, chain in through if _trains_through(context, call, context.scope_of(chain))}
+        linked = [b for b in builds if b.target in stepped]
     linked.sort(key=lambda b: b.inside_model)
     if not linked:
         return _Decision()
@@ -106,6 +163,14 @@ class CudnnBenchmarkDisabled(Rule):
     imported from `model.py` is convolutional when its layers include a convolution,
     through its own submodules in further modules (`ConvBlock` from `layers.py`) or a
     torchvision convolutional network; a factory when every `return` gives such a model.
+    `models.__dict__[args.arch]()` and `getattr(models, args.arch)()` (torchvision's or
+    the project's own model package), `timm.create_model(args.model)` and
+    `models.get_model(args.arch)` count when the name is known: a literal, or the
+    argparse default of the option (`parser.add_argument("--arch", default="resnet18")`
+    in this module, or in the project module whose parser gives `args`). A project object
+    that holds a convolutional model (`agent = Agent(...)` whose constructor builds one)
+    counts as trained when the loop calls one of its methods that runs a training step
+    (`agent.learn(batch)`).
 
     ## Why is this bad?
     With `benchmark` off, cuDNN picks a convolution algorithm by heuristics. With it on, the
@@ -138,7 +203,8 @@ class CudnnBenchmarkDisabled(Rule):
     never inside a constructor. Nothing is flagged in code that does not run on an
     accelerator, when the script asks for determinism (`cudnn.deterministic = True`,
     `torch.use_deterministic_algorithms`), when `benchmark` is set from a flag, or when the
-    model is not known to be convolutional.
+    model is not known to be convolutional (an option with no default, one the script
+    changes after parsing, a default that names a vision transformer).
     """
 
     code = "TPF403"
@@ -149,19 +215,26 @@ class CudnnBenchmarkDisabled(Rule):
     )
     fix_applicability = Applicability.UNSAFE
     fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
-    triggers = (".backward(",)  # a training loop
+    triggers = (".backward(",)  # a training loop (see could_fire for step functions of other modules)
     needs_cuda = True
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """Backward, and a word that building a convolutional model needs, or an import
-        (the model may come from another module of the project)."""
-        return ".backward(" in source and (could_build_conv_model(source) or "import " in source)
+        """A training loop, or a call of what may be a training step of a project object
+        (``agent.learn(...)``), and a word that building a convolutional model needs, or an
+        import (the model may come from another module of the project)."""
+        return (".backward(" in source or ".step(" in source or any(w in source for w in _STEP_WORDS)) and (
+            could_build_conv_model(source) or "import " in source
+        )
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """Some loop trains: it runs backward or a step, or calls a helper defined here."""
-        return could_have_training_loop(tree)
+        """Some loop trains: it runs backward or a step, or calls a helper defined here, or
+        a method named like a training step of an object built here (``agent.learn(...)``
+        with ``agent = Agent(...)``): the training family's screen for step functions of
+        other modules (which leaves out containers: ``seen = OrderedSet(); seen.update(x)``),
+        less its bare function calls."""
+        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree))
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"
