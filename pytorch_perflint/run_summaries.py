@@ -64,19 +64,20 @@ def _summarise_task(path: str, root: str, linted: Mapping[str, Path], screen: Op
 
 def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Optional[Screen]) -> Summarised:
     given = linted.get(path) if screen is not None else None
+    if screen is None or given is None:  # a module the run only reads
+        return (*summarise_file(path), None)
     key = stat_key(path)
-    data: Optional[bytes] = None
-    if given is not None and key is not None and key[0] <= MAX_BYTES:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-            text = decode(data).text
-        except (OSError, Undecodable):
-            data = None
-    if data is None or screen is None or given is None:
+    if key is None or key[0] > MAX_BYTES:  # summarise_file says why
+        return (*summarise_file(path), None)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        text = decode(data).text
+    except (OSError, Undecodable):  # the lint phase says why
         return (*summarise_file(path), None)
     tree, error = parse(text, path)
     summary = summarize(tree, text) if tree is not None else failed(error or "cannot parse")
+    text_hash = (len(text), hash(text))
     from . import engine
     from .selection import for_file
 
@@ -86,15 +87,15 @@ def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Option
             text, given, screen.settings, with_edits=screen.with_edits, selection=chosen, keep_module=False, tree=tree, screen_only=True
         )
     except Exception:  # noqa: BLE001 - the lint phase reports it
-        return path, key, summary, (len(text), hash(text)), None
+        return path, key, summary, text_hash, None
     if lint.deferred:
-        return path, key, summary, (len(text), hash(text)), None
+        return path, key, summary, text_hash, None
     result = checked(given, lint)
     stamp = None
     if screen.stamped and not result.errors and stat_key(path) == key:
         # Its result depends on its text alone: no rule asked the project anything.
         stamp = Stamp(key, hashlib.sha256(data).hexdigest(), {}, False, root)
-    return path, key, summary, (len(text), hash(text)), Done(result, stamp)
+    return path, key, summary, text_hash, Done(result, stamp)
 
 
 def summarise_projects(
