@@ -31,12 +31,13 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from . import __version__
 from .config import Settings
-from .tree_files import read_regular
+from .tree_files import StatKey, read_regular, stat_key as _stat_key
 from .types import Applicability, Diagnostic, Edit, Fix, Location
 
 CACHE_DIR = ".pytorch_perflint_cache"
 # A cache file larger than this is a miss (a large tree's cache is a few MB).
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
+_MISSING = object()
 
 
 def _code_fingerprint() -> str:
@@ -65,9 +66,9 @@ def _settings_key(settings: Settings, with_edits: bool) -> str:
 
 def project_root(settings: Settings, start: Path) -> Optional[Path]:
     """Where the cache of a run that starts at ``start`` (its first path) goes: the
-    project's root (``project.linted.project_root``); None without one (a cache is not
-    dropped into whatever folder was linted)."""
-    from .project.linted import project_root as root_of
+    project's root (``config.project_root``); None without one (a cache is not dropped
+    into whatever folder was linted)."""
+    from .config import project_root as root_of
 
     return root_of(settings, start)
 
@@ -145,7 +146,6 @@ def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
     return {key: entry for key, entry in files.items() if isinstance(entry, dict)}
 
 
-StatKey = Tuple[int, int, int]
 
 
 @dataclass(frozen=True)
@@ -160,12 +160,6 @@ class Stamp:
     deps: Mapping[str, Optional[StatKey]] = field(default_factory=dict)
     all_files: bool = False
     root: Optional[str] = None
-
-
-def _stat_key(path: str) -> Optional[StatKey]:
-    from .project.index import stat_key
-
-    return stat_key(path)
 
 
 def _as_key(value: Any) -> Optional[StatKey]:
@@ -196,6 +190,7 @@ class Cache:
         self.snapshots: Dict[str, Dict[str, Any]] = {}
         self._snapshot_ok: Dict[str, bool] = {}
         self._digests: Dict[str, Tuple[Dict[str, Any], str]] = {}  # root -> (snapshot, its digest)
+        self._dep_keys: Dict[str, Optional[StatKey]] = {}  # a dependency's stat key, once per run
         self.dirty = False
         raw = read_regular(self.file, MAX_CACHE_BYTES) if self.folder is not None else None
         if raw is not None:
@@ -227,7 +222,7 @@ class Cache:
         if not isinstance(deps, dict):
             return False
         try:
-            if any(_stat_key(path) != _as_key(key) for path, key in deps.items()):
+            if any(self._dep_key(path) != _as_key(key) for path, key in deps.items()):
                 return False
         except _Invalid:
             return False
@@ -240,6 +235,13 @@ class Cache:
                 and self._unchanged_project(root)
             )
         return True
+
+    def _dep_key(self, path: str) -> Optional[StatKey]:
+        """A dependency's stat key, taken once per run: many files depend on one module."""
+        key = self._dep_keys.get(path, _MISSING)
+        if key is _MISSING:
+            key = self._dep_keys[path] = _stat_key(path)
+        return key  # type: ignore[return-value]
 
     def _snapshot_digest(self, root: str) -> Optional[str]:
         """Which snapshot of the project a result was computed against: a result from

@@ -33,6 +33,8 @@ TABLE = "pytorch-perflint"
 OUTPUT_FORMAT_ENV = "PYTORCH_PERFLINT_OUTPUT_FORMAT"
 # Standalone config files, checked before pyproject.toml in each folder (ruff's order).
 STANDALONE_NAMES = (".pytorch-perflint.toml", "pytorch-perflint.toml")
+# What marks a project's root folder (its index and its cache live there).
+ROOT_MARKERS: Tuple[str, ...] = ("pyproject.toml", ".git", *STANDALONE_NAMES)
 
 
 @dataclass(frozen=True)
@@ -423,3 +425,17 @@ def as_table(settings: Settings) -> Dict[str, Any]:
             value = list(value)
         table[key] = value
     return table
+
+
+def project_root(settings: Settings, start: Path) -> Optional[Path]:
+    """The root of the project that holds ``start`` (a file or folder): the config file's
+    folder, else the nearest folder with a root marker; None without either."""
+    if settings.config_path:
+        return Path(settings.config_path).parent
+    folder = Path(os.path.abspath(start))
+    if not folder.is_dir():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        if any(os.path.lexists(candidate / marker) for marker in ROOT_MARKERS):
+            return candidate
+    return None

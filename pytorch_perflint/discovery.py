@@ -125,7 +125,8 @@ class _Walker:
     def walk(self, top: Path, rules: Optional[gitignore.Rules]) -> None:
         """Walk ``top`` (a folder named on the command line or found below one); ``rules``:
         the .gitignore rules in force in it (None: nothing is git-ignored)."""
-        stack: List[Tuple[Path, Optional[gitignore.Rules]]] = [(top, rules)]
+        # Plain strings until a file is found: a Path per entry costs more than the walk.
+        stack: List[Tuple[str, Optional[gitignore.Rules]]] = [(str(top), rules)]
         while stack:
             folder, rules = stack.pop()
             # Symlinked folders are not followed, so a plain file's real path is its
@@ -138,20 +139,26 @@ class _Walker:
                 self.errors.append(f"{folder}: cannot read folder: {error.strerror or error}")
                 continue
             names = {entry.name for entry in listed}
-            if "pyvenv.cfg" in names and folder != top:
+            if "pyvenv.cfg" in names and folder != str(top):
                 continue
-            if ".git" in names and folder != top and self.settings.respect_gitignore:
+            if ".git" in names and folder != str(top) and self.settings.respect_gitignore:
                 # A nested repository (submodule, or a checkout inside a plain folder) has
                 # its own ignore rules.
                 rules = gitignore.root_rules(os.path.abspath(folder)) or rules
+            absolute_folder = os.path.abspath(folder)
             for entry in listed:
-                path = folder / entry.name
-                absolute = os.path.abspath(path)
+                name = entry.name
                 try:
                     is_link = entry.is_symlink()
                     is_dir = entry.is_dir(follow_symlinks=False)
                 except OSError:
                     is_link, is_dir = False, False
+                # Most of a real tree is not Python (torch ships 12,000 headers): skip those
+                # before building any path for them.
+                if not is_dir and not name.endswith(PYTHON_SUFFIXES):
+                    continue
+                path = name if folder == os.curdir else os.path.join(folder, name)  # as Path joins
+                absolute = os.path.join(absolute_folder, name)
                 if is_dir:
                     if self.matcher.excluded(absolute):
                         continue
@@ -161,8 +168,6 @@ class _Walker:
                         stack.append((path, rules.enter(entry.name, absolute)))
                     else:
                         stack.append((path, None))
-                    continue
-                if not entry.name.endswith(PYTHON_SUFFIXES):
                     continue
                 if is_link:
                     try:
@@ -181,7 +186,7 @@ class _Walker:
                     continue
                 if rules is not None and rules.ignored(entry.name, is_dir=False):
                     continue
-                self.add(path, None if is_link else os.path.join(real_folder, entry.name))
+                self.add(Path(path), None if is_link else os.path.join(real_folder, entry.name))
 
     def explicit(self, raw: str) -> None:
         path = Path(raw)
@@ -224,6 +229,8 @@ class _Walker:
 
 def display_path(path: Path, cwd: Optional[str] = None) -> Path:
     """A path as users see it: relative to the current folder when under it."""
+    if not path.is_absolute() and os.pardir not in path.parts:
+        return path  # already relative to the current folder, and normalised by Path
     cwd = cwd or os.getcwd()
     absolute = os.path.abspath(path)
     prefix = cwd.rstrip(os.sep) + os.sep

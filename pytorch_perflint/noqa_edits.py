@@ -167,7 +167,8 @@ def _suppress_all(source: str, path: Path, settings: Settings, rows: Optional[Se
 
 def add_noqa_to_file(path: Path, settings: Settings) -> FileNoqa:
     """Add the ``noqa`` codes to one file, written atomically (as ``--fix`` writes)."""
-    from . import decoding, notebook, runner
+    from . import decoding, notebook
+    from .safe_write import write_fixed
 
     try:
         data = path.read_bytes()
@@ -192,7 +193,7 @@ def add_noqa_to_file(path: Path, settings: Settings) -> FileNoqa:
         return FileNoqa(path)  # not source text: TPF001, which no noqa silences
     except (SyntaxError, ValueError) as error:  # a rule crashed, or (never) a broken edit
         return FileNoqa(path, error=f"{path}: not changed: {error}")
-    problem = runner.write_fixed(path, data, encoded)
+    problem = write_fixed(path, data, encoded)
     if problem is not None:
         return FileNoqa(path, error=problem.message.replace("fix not written", "noqa not written"))
     return FileNoqa(path, added=added, skipped=skipped)

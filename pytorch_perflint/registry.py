@@ -186,8 +186,9 @@ def preview_codes() -> set:
 def ineffective_selectors(selectors: Iterable[str], preview: bool) -> List[str]:
     """The selectors (of select / extend-select) that enable nothing because every rule
     they name is a preview rule and preview is off: ruff warns about each of them."""
-    if preview:
-        return []
+    selectors = list(selectors)
+    if preview or not selectors:
+        return []  # and no catalogue read: a warm run must not parse the rules' sources
     previews = preview_codes()
     out: List[str] = []
     for selector in selectors:

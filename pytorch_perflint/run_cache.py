@@ -8,13 +8,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence, Tuple
 
 from .cache import Stamp
 from .config import Settings
-from .project.index import collector_paused, stat_key
-from .project.linted import RunProjects, snapshot
+from .tree_files import stat_key
 from .types import FileResult
+
+if TYPE_CHECKING:  # the project layer is imported only when some file is linted
+    from .project.linted import RunProjects
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ def open_cache(settings: Settings, with_edits: bool, start: Path):
 def prepare_projects(projects: RunProjects, todo: Sequence[Path], cache) -> None:
     """Before the workers start: the cache's project gets the summaries kept from earlier
     runs and a snapshot of its files' stat keys (taken before any is read)."""
+    from .project.index import collector_paused
+    from .project.linted import snapshot
+
     cache_root = os.path.abspath(cache.file.parent.parent)
     for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
         index = projects.for_file(Path(root) / "__init__.py")
@@ -51,6 +56,8 @@ def prepare_projects(projects: RunProjects, todo: Sequence[Path], cache) -> None
 
 def save_summaries(projects: RunProjects, cache) -> None:
     """Keep the summaries of the cache's project for the next run (stale ones dropped)."""
+    from .project.index import collector_paused
+
     cache_root = os.path.abspath(cache.file.parent.parent)
     index = projects.indexes.get(cache_root)
     if index is None:

@@ -29,14 +29,15 @@ from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp
 from .run_cache import Done as _Done, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
 from .run_cache import prepare_projects as _prepare_projects, save_summaries as _save_summaries
-from .project.index import ALL_FILES, stat_key
-from .project.linted import RunProjects
-from .run_summaries import Screen, checked, summarise_projects
-from .safe_write import NotWritten, real_roots, write_fixed
-from .workers import Failure, run_tasks
+from .tree_files import stat_key
 
+# The project layer, the workers and the writers are imported where they are used: a warm
+# run that the cache answers whole needs none of them.
 if TYPE_CHECKING:
+    from .project.linted import RunProjects
+    from .safe_write import NotWritten
     from .selection import Selection
+    from .workers import Failure
 
 # Below this many files one worker does them all: more would cost more than they save.
 PARALLEL_MIN_FILES = 8
@@ -92,9 +93,10 @@ def process_bytes(
     unless that leaves ``roots`` (see ``safe_write.write_fixed``). ``project``: the index of
     the file's project (``project.linted``), None for a file on its own."""
     from . import engine, fixer
-    from .transform import unified_diff
-
+    from .run_summaries import checked
+    from .safe_write import write_fixed
     from .selection import for_file
+    from .transform import unified_diff
 
     chosen = for_file(path, settings, rules)  # once per file: nothing below works it out again
     if path.suffix == ".ipynb":
@@ -163,6 +165,7 @@ def _process_notebook(
 ) -> Processed:
     """A notebook: its code cells are linted (and fixed) as one source, reported per cell."""
     from . import engine, fixer, notebook
+    from .safe_write import write_fixed
     from .transform import unified_diff
 
     try:
@@ -240,6 +243,8 @@ def _lint_task(
 ) -> _Done:
     """``process_file`` with the index of the file's project, recording the project modules
     the rules read (for the cache, with the file's stat key and digest)."""
+    from .project.index import ALL_FILES
+
     project = projects.for_file(path) if projects is not None else None
     key = stat_key(str(path))  # before the read: a change meanwhile shows next run
     if project is None:
@@ -287,6 +292,8 @@ def _failed(path: Path, failure: Failure) -> str:
 def _isolated(files: Sequence[Path], work: Callable[[Path], _Done], jobs: int, settings: Settings) -> Iterator[_Done]:
     """Results in the order of ``files``, each file worked on in a worker process that is
     stopped when it passes the time limit (see ``workers``)."""
+    from .workers import Failure, run_tasks
+
     values = run_tasks(work, files, jobs=jobs, time_limit=_time_limit(settings))
     try:
         for path, value in zip(files, values):
@@ -307,6 +314,8 @@ def process_stdin(data: bytes, path: Path, settings: Settings, mode: Mode, *, wi
     and in the same kind of worker as files. The text counts as the module at ``path`` of
     its project (``--stdin-filename``), whose other modules are read from disk."""
     from . import registry
+    from .project.linted import RunProjects
+    from .workers import Failure, run_tasks
 
     registry.all_rules()  # once, here: the forked worker inherits them
     project = RunProjects(settings).for_file(path)
@@ -348,7 +357,6 @@ def run(
     """
     mode = Mode(mode)
     jobs = max(1, jobs or os.cpu_count() or 1)
-    real = real_roots(roots) if roots is not None else None
     cache = None
     if use_cache and mode is Mode.CHECK and rules is None and files:
         cache = _open_cache(settings, with_edits, Path(roots[0]) if roots else files[0])
@@ -362,6 +370,15 @@ def run(
                 todo.append(path)
             else:
                 cached[path] = hit
+    if cache is not None and not todo:  # the warm path: nothing else is imported or made
+        results = [cached[path] for path in files]
+        cache.save()
+        return results, summarize(results, settings, mode)
+    from .project.linted import RunProjects
+    from .run_summaries import Screen, summarise_projects
+    from .safe_write import real_roots
+
+    real = real_roots(roots) if roots is not None else None
     projects = RunProjects(settings)
     if todo:
         # Import the engine and discover the rules once, here: forked workers inherit them.

@@ -6,7 +6,20 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Optional
+from typing import Optional, Tuple
+
+# (size, mtime in ns, inode): how the cache and the project index tell that a file changed
+# without reading it (ruff's cache does the same).
+StatKey = Tuple[int, int, int]
+
+
+def stat_key(path: str) -> Optional[StatKey]:
+    """(size, mtime_ns, inode) of a file, None when it cannot be stat'ed."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 def read_regular(path: "os.PathLike[str] | str", limit: int, follow: bool = False) -> Optional[bytes]:

@@ -111,6 +111,8 @@ def test_the_warm_path_never_imports_libcst(tmp_path):
         "except SystemExit as exit:\n"
         "    print('exit', exit.code)\n"
         "print('libcst loaded:', 'libcst' in sys.modules)\n"
+        "heavy = ('pytorch_perflint.project', 'pytorch_perflint.workers', 'multiprocessing', 'pytorch_perflint.engine')\n"
+        "print('heavy loaded:', sorted(m for m in heavy if m in sys.modules))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
@@ -122,6 +124,8 @@ def test_the_warm_path_never_imports_libcst(tmp_path):
     warm = once()
     assert "exit 1" in warm and "train.py:4" in warm
     assert "libcst loaded: False" in warm
+    # Nor the project layer, the engine or the workers: the cache answered every file.
+    assert "heavy loaded: []" in warm
     _rewrite(root / "model.py", MODEL_CPU)
     assert "libcst loaded: True" in once()  # a changed module: linted again
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytorch_perflint import engine, runner, selection
+from pytorch_perflint import engine, runner, safe_write, selection
 from pytorch_perflint.config import Settings
 from pytorch_perflint.decoding import Undecodable, decode
-from pytorch_perflint.runner import Mode, process_bytes, process_file, run, write_fixed
+from pytorch_perflint.runner import Mode, process_bytes, process_file, run
+from pytorch_perflint.safe_write import write_fixed
 
 from fix_rules import TEST_RULES  # noqa: E402
 
@@ -256,13 +257,13 @@ def test_write_fixed_replaces_an_unchanged_file(tmp_path):
 def test_fix_of_a_file_changed_meanwhile_is_an_error_and_not_written(tmp_path, monkeypatch):
     path = tmp_path / "m.py"
     path.write_text("x = slow(1)\n")
-    real = runner.write_fixed
+    real = safe_write.write_fixed
 
     def edit_then_write(target, original, new, roots=None):
         Path(target).write_text("x = slow(1)\ny = 2\n")  # an editor saves in between
         return real(target, original, new, roots)
 
-    monkeypatch.setattr(runner, "write_fixed", edit_then_write)
+    monkeypatch.setattr(safe_write, "write_fixed", edit_then_write)
     result = _fix(path)
     assert result.fixed == 0 and any("changed on disk" in e for e in result.errors)
     assert [d.code for d in result.diagnostics] == ["TPF901"]

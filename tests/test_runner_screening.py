@@ -15,7 +15,7 @@ from typing import List
 
 import pytest
 
-from pytorch_perflint import runner
+from pytorch_perflint import runner, workers
 from pytorch_perflint.config import Settings
 from pytorch_perflint.engine import lint_source
 from pytorch_perflint.project import ProjectIndex
@@ -55,7 +55,7 @@ def _in_process(monkeypatch) -> List[Path]:
             yield call_deep(work, item)
 
     monkeypatch.setattr(runner, "_lint_task", spy)
-    monkeypatch.setattr(runner, "run_tasks", tasks)
+    monkeypatch.setattr(workers, "run_tasks", tasks)  # the lint phase's (runner imports it when it runs)
     return linted
 
 

@@ -24,6 +24,7 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional,
 
 from ..config import Settings
 from ..discovery import discover
+from ..tree_files import StatKey, stat_key
 from .accelerator import sharing_modules
 from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
 from .callsites import call_sites, method_call_sites
@@ -33,7 +34,6 @@ from .scan import line_text
 from .summarizer import Summarizer, parse, registered_summarizers, summarize
 from .summary import CallSite, Evidence, ImportRecord, ModuleSummary, failed
 
-StatKey = Tuple[int, int, int]
 _NN_MODULE = re.compile(r"^torch\.nn\.(?!(?:Parameter|UninitializedParameter|Buffer)$)[A-Z]\w*$")
 _LIGHTNING = frozenset({"pytorch_lightning.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
 # Recorded by ``ProjectIndex.recording`` when an answer depended on every project file (the
@@ -59,15 +59,6 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
-
-
-def stat_key(path: str) -> Optional[StatKey]:
-    """(size, mtime_ns, inode) of a file, None when it cannot be stat'ed."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_size, info.st_mtime_ns, info.st_ino)
 
 
 def read_source(path: str, max_bytes: int = MAX_BYTES) -> Tuple[Optional[str], Optional[str]]:

@@ -14,25 +14,10 @@ import os
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from ..config import Settings
+from ..config import Settings, project_root
 from .index import ProjectIndex, StatKey, read_source, stat_key
-from .root import ROOT_MARKERS
 from .summarizer import summarize
 from .summary import ModuleSummary, failed
-
-
-def project_root(settings: Settings, start: Path) -> Optional[Path]:
-    """The root of the project that holds ``start`` (a file or folder): the config file's
-    folder, else the nearest folder with a root marker; None without either."""
-    if settings.config_path:
-        return Path(settings.config_path).parent
-    folder = Path(os.path.abspath(start))
-    if not folder.is_dir():
-        folder = folder.parent
-    for candidate in (folder, *folder.parents):
-        if any(os.path.lexists(candidate / marker) for marker in ROOT_MARKERS):
-            return candidate
-    return None
 
 
 # One index per (root, settings) in this process, with the snapshot of the project it was

@@ -28,9 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from ..config import STANDALONE_NAMES
-
-ROOT_MARKERS: Tuple[str, ...] = ("pyproject.toml", ".git", *STANDALONE_NAMES)
+from ..config import ROOT_MARKERS
 
 # Top-level packages that are always the installed library, never a project file.
 EXTERNAL_PACKAGES: FrozenSet[str] = frozenset(
