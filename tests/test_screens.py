@@ -44,6 +44,12 @@ TRICKY = [
     ("TPF401", "import torch\nimport numpy as np\nx = torch.tensor(np.copy(a))\n"),
     ("TPF401", "import torch\nimport pandas as pd\ndf = pd.read_csv('a')\nx = torch.tensor(df.values)\n"),
     ("TPF401", "import torch\nimport numpy as np\na = np.zeros((2, 3))\nx = torch.FloatTensor(a.T.copy())\n"),
+    # A name bound in a scope the call sees: an enclosing function (also through a lambda),
+    # the module, or the same one-line function.
+    ("TPF401", "import torch\nimport numpy as np\ndef f():\n    a = np.zeros(3)\n    def g():\n        return torch.tensor(a)\n"),
+    ("TPF401", "import torch\nimport numpy as np\ndef f():\n    a = np.zeros(3)\n    return lambda: torch.tensor(a)\n"),
+    ("TPF401", "import torch\nimport numpy as np\na = np.zeros(3)\ndef f():\n    return torch.tensor(a)\n"),
+    ("TPF401", "import torch\nimport numpy as np\ndef f(): a = np.zeros(3); return torch.tensor(a)\n"),
     # The constructor's name as the text screen reads it: in parentheses, spaced, imported
     # under another name across a line continuation.
     ("TPF401", "import torch\nimport numpy as np\nok = torch.is_tensor(x)\nx = (torch.tensor)(np.zeros(3))\n"),
@@ -69,6 +75,10 @@ TRICKY = [
     ("TPF501", "import torch.nn.parallel.data_parallel as dp\nm = dp.DataParallel(net)\n"),
     ("TPF201", "NONE = False\nmodel.zero_grad(NONE)\n"),
     ("TPF201", "for p in ps:\n    p.grad.data.fill_(0)\n"),
+    ("TPF201", "for p in ps:\n    p.grad.fill_(False)\n"),
+    ("TPF201", "from torch import zeros_like as zl\nfor p in ps:\n    p.grad = zl(p)\n"),
+    # `set_to_none` belongs to the function around the zeroing, not to one further out.
+    ("TPF201", "def zero(ps, set_to_none=False):\n    def inner():\n        for p in ps:\n            p.grad.zero_()\n"),
     ("TPF101", "from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=8)\n"),
     ("TPF104", "import torch\nfrom torch.utils.data import DataLoader as DL\ndl = DL(ds, pin_memory=True)\n"
                "for x, y in dl:\n    x = x.to('cuda')\n"),
@@ -134,12 +144,20 @@ def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
         ("TPF402", "import torch\nx = torch.zeros(3).to(torch.float16)\n"),
         ("TPF401", "import numpy as np\nimport torch\nx = torch.tensor([1, 2])\ny = aten.split.Tensor(sizes, 2)\n"),
         ("TPF401", "import torch\nv = x.topk(3).values\ny = torch.tensor(v)\n"),
+        # The array is bound in another function than the call's; the copy is pinned.
+        ("TPF401", "import torch\nimport numpy as np\ndef f():\n    a = np.zeros(3)\n    return a\ndef g(a):\n    return torch.tensor(a)\n"),
+        ("TPF401", "import torch\nimport numpy as np\nx = torch.tensor(np.zeros(3), pin_memory=True)\n"),
         ("TPF203", "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        model(x)\n"),
         ("TPF203", "import torch\nmodel.eval()\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"),
         ("TPF602", '"""Use torch.optim.Adam on CUDA."""\nimport torch\nx = torch.ones(1).cuda()\n'),
         ("TPF201", '"""Call opt.zero_grad(set_to_none=False) to keep the buffers."""\nimport torch\n'),
         ("TPF201", "class Opt:\n    def zero_grad(self, set_to_none=True):\n        self.grads = None\n"),
         ("TPF201", "import torch\np.grad.add_(1)\nq.grad = None\n"),
+        # Zeroing that implements `set_to_none`; gradients assigned what is not zeros, or
+        # filled with what is not zero; two targets at once.
+        ("TPF201", "def zero(ps, set_to_none=False):\n    for p in ps:\n        p.grad.zero_()\n"),
+        ("TPF201", "import torch\nfor p in ps:\n    p.grad = torch.empty_like(p)\n    q.grad = r.grad = torch.zeros_like(p)\n"),
+        ("TPF201", "for p in ps:\n    p.grad.fill_(1)\n"),
         ("TPF501", '"""Wrap the model with nn.DataParallel(model)."""\nimport torch\n'),
         ("TPF101", '"""Feed it a DataLoader(ds, num_workers=0)."""\nimport torch\nloader = make_loader(ds)\n'),
         ("TPF102", "import torch  # not a DataLoader\nloader = torch.utils.data.dataloader_helpers.make(ds)\n"),
@@ -187,6 +205,9 @@ def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):
         ("TPF501", "m = nn.DistributedDataParallel(m)\n", False),
         ("TPF501", "m = nn.DistributedDataParallel(m)\nn = nn.DataParallel(n)\n", True),
         ("TPF501", "DataParallel(m)\n", True),
+        # TPF201 never reports in a module that captures CUDA graphs (torch.optim's own).
+        ("TPF201", "opt.zero_grad(set_to_none=False)\n", True),
+        ("TPF201", "g = torch.cuda.CUDAGraph()\nopt.zero_grad(set_to_none=False)\n", False),
     ],
 )
 def test_text_screens_pass_exactly_what_their_patterns_describe(code, source, passes):

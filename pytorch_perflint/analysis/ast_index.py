@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Sequence, Set, Tuple, Union
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
@@ -26,6 +26,7 @@ class TreeIndex:
     imports: Tuple[Union[ast.Import, ast.ImportFrom], ...]
     functions: Tuple[Function, ...]
     identifiers: FrozenSet[str]  # names, attributes and imported names (not strings)
+    declared: FrozenSet[str] = frozenset()  # names in ``global`` and ``nonlocal`` statements
 
 
 # Fields that never hold a name or a call (``ctx`` is Load/Store, ``op`` an operator).
@@ -79,6 +80,7 @@ def tree_index(tree: ast.Module) -> TreeIndex:
     imports: List[Union[ast.Import, ast.ImportFrom]] = []
     functions: List[Function] = []
     names: Set[str] = set()
+    declared: Set[str] = set()
     stack: List[ast.AST] = [tree]
     pop, push, add_name = stack.pop, stack.append, names.add
     fields_of = _CHILD_FIELDS.get
@@ -107,6 +109,8 @@ def tree_index(tree: ast.Module) -> TreeIndex:
             imports.append(node)  # type: ignore[arg-type]
             for alias in node.names:  # type: ignore[attr-defined]
                 names.update(alias.name.split("."))
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            declared.update(node.names)  # type: ignore[attr-defined]
         for name in fields_of(kind) or _child_fields(kind):  # ast_children, inlined
             value = getattr(node, name, None)
             if type(value) is list:
@@ -120,8 +124,31 @@ def tree_index(tree: ast.Module) -> TreeIndex:
             elif type(value) is not Constant and isinstance(value, _AST):
                 push(value)
     return TreeIndex(
-        tuple(calls), tuple(in_loops), tuple(assignments), tuple(imports), tuple(functions), frozenset(names)
+        tuple(calls), tuple(in_loops), tuple(assignments), tuple(imports), tuple(functions), frozenset(names), frozenset(declared)
     )
+
+
+def enclosing_functions(functions: Sequence[Function], nodes: Sequence[ast.AST]) -> List[Tuple[Function, ...]]:
+    """For each node, the functions around it (outermost first), by their lines: functions
+    nest, so one sweep over both sorted by line finds them. A node on a ``def`` line (a
+    default value) counts as inside that function."""
+    spans = sorted(((f.lineno, -(f.end_lineno or f.lineno), i) for i, f in enumerate(functions)))
+    order = sorted(range(len(nodes)), key=lambda i: nodes[i].lineno)  # type: ignore[attr-defined]
+    out: List[Tuple[Function, ...]] = [()] * len(nodes)
+    around: List[Tuple[int, int]] = []  # (last line, index) of the functions open at the sweep
+    at = 0
+    for i in order:
+        line = nodes[i].lineno  # type: ignore[attr-defined]
+        while at < len(spans) and spans[at][0] <= line:
+            first, last, which = spans[at]
+            while around and around[-1][0] < first:
+                around.pop()
+            around.append((-last, which))
+            at += 1
+        while around and around[-1][0] < line:
+            around.pop()
+        out[i] = tuple(functions[which] for _, which in around)
+    return out
 
 
 def code_identifiers(tree: ast.Module) -> FrozenSet[str]:

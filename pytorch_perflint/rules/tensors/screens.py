@@ -7,9 +7,9 @@ import bisect
 import functools
 import re
 import unicodedata
-from typing import Callable, Container, Iterator, List, Set, Tuple, Union
+from typing import Callable, Container, Iterator, List, Sequence, Set, Tuple, Union
 
-from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, tree_index, walk_ast
+from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, enclosing_functions, tree_index, walk_ast
 from .device_targets import is_device_name, is_device_string
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -159,14 +159,34 @@ def _is_constructor(func: ast.AST, names: Set[str]) -> bool:
     return isinstance(func, ast.Attribute) and func.attr in _CONSTRUCTORS and isinstance(func.value, ast.Name)
 
 
+# The keywords TPF401 reports a call with (``torch.tensor(a, dtype=...)``); any other, such
+# as ``pin_memory=``, keeps the copy.
+_REPORTED_KEYWORDS = frozenset({"dtype", "device", "requires_grad"})
+
+
+def _reportable(call: ast.Call) -> bool:
+    """What ``visit_Call`` returns early on, as far as the ``ast`` shows it: a starred
+    argument, more than one positional one, a keyword it does not report with, and any
+    keyword on a legacy constructor named as such."""
+    if len(call.args) != 1 or isinstance(call.args[0], ast.Starred):
+        return False
+    keywords = {k.arg for k in call.keywords}
+    if None in keywords or not keywords <= _REPORTED_KEYWORDS:
+        return False
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return not (keywords and name in _CONSTRUCTORS and name != "tensor")
+
+
 @functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
 def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     """The tensor constructor calls whose first argument could be a NumPy array: an
-    expression from numpy (or cv2, pandas...), ``.numpy()``, or a name assigned one anywhere
-    in the file."""
+    expression from numpy (or cv2, pandas...), ``.numpy()``, or a name assigned one in a
+    scope the call can see (its functions, the module, and class bodies, over-approximated).
+    """
     index = tree_index(tree)
     constructors = _constructor_names(index)
-    candidates = [c for c in index.calls if c.args and _is_constructor(c.func, constructors)]
+    candidates = [c for c in index.calls if c.args and _is_constructor(c.func, constructors) and _reportable(c)]
     if not candidates:
         return ()
     roots = _array_roots(index) | _project_roots(index)
@@ -176,21 +196,48 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     if not candidates:
         return ()
     sources = [node for node in index.assignments if node.value is not None and _could_be_array(node.value, roots, _EVERY_NAME)]
-    names: Set[str] = _opened_files(tree) if _imports_h5py(index) else set()
+    opened: Set[str] = _opened_files(tree) if _imports_h5py(index) else set()
+    # A name the analysis reads at a call is bound in the call's scope chain (a function
+    # sees its enclosing functions' names and the module's). An assignment in a function
+    # around which the call is not cannot bind it, unless the name is declared ``global``
+    # or ``nonlocal`` somewhere, or the assignment is a ``:=`` (in a default value or a
+    # lambda its scope is not what its lines say): those count everywhere.
+    source_scopes = [tuple(map(id, around)) for around in enclosing_functions(index.functions, sources)]
+    call_scopes = [tuple(map(id, around)) for around in enclosing_functions(index.functions, candidates)]
+    declared = index.declared
+    found: List[ast.Call] = []
+    for scope in sorted(set(call_scopes)):
+        seen = set(scope)
+        visible = [
+            node
+            for node, around in zip(sources, source_scopes)
+            if isinstance(node, ast.NamedExpr) or all(key in seen for key in around) or _targets(node) & declared
+        ]
+        names = _array_names(visible, roots, set(opened))
+        found.extend(c for c, where in zip(candidates, call_scopes) if where == scope and _could_be_array(c.args[0], roots, names))
+    order = {id(c): i for i, c in enumerate(candidates)}
+    return tuple(sorted(found, key=lambda c: order[id(c)]))
+
+
+def _targets(node: Assignment) -> Set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {name.id for target in targets for name in walk_ast(target) if isinstance(name, ast.Name)}
+
+
+def _array_names(sources: Sequence[Assignment], roots: Set[str], names: Set[str]) -> Set[str]:
+    """``names`` and every name assigned what could be an array, to a fixed point (a name
+    assigned from another array name is an array name too)."""
     changed = True
-    while changed:  # a name assigned from another array name is an array name too
+    while changed:
         changed = False
         for node in sources:
-            value = node.value
-            if not _could_be_array(value, roots, names):  # type: ignore[arg-type]
+            if not _could_be_array(node.value, roots, names):  # type: ignore[arg-type]
                 continue
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for name in walk_ast(target):
-                    if isinstance(name, ast.Name) and name.id not in names:
-                        names.add(name.id)
-                        changed = True
-    return tuple(call for call in candidates if _could_be_array(call.args[0], roots, names))
+            for name in _targets(node):
+                if name not in names:
+                    names.add(name)
+                    changed = True
+    return names
 
 
 _FACTORY_NAMES = frozenset(

@@ -18,6 +18,7 @@ from ...analysis.ast_index import (
     LOOP_TYPES,
     ast_children,
     ast_dotted,
+    enclosing_functions,
     tree_index,
     walk_ast,
 )
@@ -362,20 +363,51 @@ def _passes_true(call: ast.Call) -> bool:
     return len(values) == 1 and not call.keywords[1:] and isinstance(values[0], ast.Constant) and values[0].value is True
 
 
+# The zeros TPF201 reports a gradient assigned (``qualname`` in ``torch.zeros(_like)``).
+_ZEROS = frozenset({"zeros", "zeros_like"})
+
+
 def could_zero_grads(tree: ast.Module) -> bool:
-    """What TPF201's visitors look at, in the code: a ``.zero_grad(...)`` call that does
-    not pass a literal ``True`` (never reported), a ``.zero_()`` / ``.fill_()`` of a
-    gradient, or ``X.grad = <call>``."""
+    """What TPF201's visitors report, as far as the code shows it: a ``.zero_grad(...)``
+    call that does not pass a literal ``True``; a ``.zero_()`` or ``.fill_(0)`` of a
+    gradient outside a function that takes ``set_to_none`` (which implements it on
+    purpose); or ``X.grad = zeros(...)`` / ``zeros_like(...)``, under any import alias."""
     index = tree_index(tree)
+    zeroing: list = []
     for call in index.calls:
         func = call.func
-        if isinstance(func, ast.Attribute) and (
-            func.attr == "zero_grad" and not _passes_true(call) or func.attr in ("zero_", "fill_") and _is_grad(func.value)
-        ):
+        if not isinstance(func, ast.Attribute):
+            continue
+        if func.attr == "zero_grad" and not _passes_true(call):
             return True
+        if func.attr in ("zero_", "fill_") and _is_grad(func.value) and (func.attr == "zero_" or _could_fill_zero(call)):
+            zeroing.append(call)
+    if zeroing:
+        for around in enclosing_functions(index.functions, zeroing):
+            if not around or not _takes_set_to_none(around[-1]):
+                return True
+    zeros = set(_ZEROS) | {a.asname for node in index.imports for a in node.names if a.asname and a.name.rsplit(".", 1)[-1] in _ZEROS}
     return any(
         isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Attribute)
+        and node.targets[0].attr == "grad"
         and isinstance(node.value, ast.Call)
-        and any(isinstance(target, ast.Attribute) and target.attr == "grad" for target in node.targets)
+        and _last_name(node.value.func) in zeros
         for node in index.assignments
     )
+
+
+def _could_fill_zero(call: ast.Call) -> bool:
+    """``fill_`` with one argument that may be a literal zero (``literal_value`` == 0)."""
+    values = [*call.args, *(k.value for k in call.keywords)]
+    if len(values) != 1:
+        return False
+    value = values[0]
+    return not isinstance(value, ast.Constant) or (type(value.value) in (int, float, bool) and value.value == 0)
+
+
+def _takes_set_to_none(function: Function) -> bool:
+    arguments = function.args
+    return any(a.arg == "set_to_none" for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
+

@@ -82,8 +82,9 @@ class ZeroGradWithoutSetToNone(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A `zero_grad(` call, or a `.grad` that is zeroed or assigned."""
-        return "zero_grad" in source or _GRAD_WRITE.search(source) is not None
+        """A `zero_grad(` call, or a `.grad` that is zeroed or assigned, in a module that
+        does not capture CUDA graphs (where the rule never reports: see `_exempt`)."""
+        return ("zero_grad" in source or _GRAD_WRITE.search(source) is not None) and _CUDA_GRAPHS.search(source) is None
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
