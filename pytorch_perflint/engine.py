@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import os
 import re
 import traceback
 import warnings
@@ -67,8 +68,9 @@ class FileLint:
     candidates: List[FixCandidate] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
     # ``screen_only``: a rule passed its screens, so the file must be linted again with
-    # the project index (nothing else here is filled in).
+    # the project index (nothing else here is filled in); ``passed``: those rules' codes.
     deferred: bool = False
+    passed: FrozenSet[str] = frozenset()
 
 
 _LIBCST_ROW = re.compile(r"error at (\d+):\d+")
@@ -274,11 +276,18 @@ def _screen_with_ast(
     screened = [r for r in screened if r not in _NO_TREE_SCREEN]
     if not screened:
         return active, parsed
-    try:
-        tree = parsed if parsed is not None else compile_python(source, Path("<unknown>"))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed if parsed is not None else _ast_tree(source)
+    if tree is None:
         return active, None
     return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)], tree
+
+
+def _ast_tree(source: str) -> Optional[ast.Module]:
+    """The ``ast`` tree of a text, None for one Python cannot parse (LibCST reports it)."""
+    try:
+        return compile_python(source, Path("<unknown>"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _narrowed(source: str, tree: ast.Module, active: Sequence[Type[Rule]]) -> Optional[str]:
@@ -316,6 +325,7 @@ def lint_source(
     selection: Optional[Selection] = None,
     project: Optional[ProjectIndex] = None,
     screen_only: bool = False,
+    passed: Optional[FrozenSet[str]] = None,
 ) -> FileLint:
     """Lint one source text. ``selection`` is what the caller worked out for the file
     (the runner, once per file); without it, it is worked out here from ``settings``, and
@@ -331,11 +341,13 @@ def lint_source(
     ``screen_only``: the project index is not built yet (a run summarising the whole project
     screens each file from the same ``ast`` tree). When any rule passes its screens the
     result is ``deferred`` and nothing else; otherwise it is the file's whole result, since
-    no rule could have asked the project anything.
+    no rule could have asked the project anything. ``passed``: the codes of the rules that
+    passed the text and ``ast`` screens of exactly this text in such a run (the deferred
+    result's ``passed``), which are not run again.
     """
     with _collector_paused():
         chosen = selection if selection is not None else for_file(path, settings, rules)
-        return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project, screen_only)
+        return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project, screen_only, passed)
 
 
 def _lint_source(
@@ -349,6 +361,7 @@ def _lint_source(
     parsed_tree: Optional[ast.Module] = None,
     project: Optional[ProjectIndex] = None,
     screen_only: bool = False,
+    passed: Optional[FrozenSet[str]] = None,
 ) -> FileLint:
     result = FileLint(path=path, source=source)
     codes, rule_classes = chosen.codes, chosen.rules
@@ -358,11 +371,19 @@ def _lint_source(
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
         rule_classes, codes = (), codes & {"TPF001"}
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
-    active = [r for r in rule_classes if r.could_fire(source)]
-    active, tree = _screen_with_ast(active, source, parsed_tree)
+    if passed is None:
+        active = [r for r in rule_classes if r.could_fire(source)]
+        active, tree = _screen_with_ast(active, source, parsed_tree)
+    else:
+        active = [r for r in rule_classes if r.code in passed]
+        tree = parsed_tree if parsed_tree is not None else _ast_tree(source)
     if screen_only and active:
         result.deferred = True
+        result.passed = frozenset(r.code for r in active)
         return result
+    if project is not None and tree is not None and active:
+        own = os.path.abspath(path)
+        active = [r for r in active if r.could_fire_project(tree, own, project)]
     on_accelerator: Optional[bool] = None
     if any(r.needs_cuda for r in active):
         on_accelerator = runs_on_accelerator(path, source, tree, settings, project)

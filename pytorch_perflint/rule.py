@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
 from .context import FileContext
 from .finding import Finding, NodeFix, Replacement
 from .types import Applicability
+
+if TYPE_CHECKING:
+    from .project.index import ProjectIndex
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,13 @@ class Rule(cst.BatchableCSTVisitor):
         than the LibCST tree), asked only of files that passed ``could_fire``. None: this
         rule has no such screen. It must over-approximate: the visitors stay the detectors."""
         return None
+
+    @classmethod
+    def could_fire_project(cls, tree: "ast.Module", path: str, project: "ProjectIndex") -> bool:
+        """A third pre-screen, asked in a file's project (``path`` absolute) of files that
+        passed ``could_fire_tree``, before LibCST: for a rule whose finding needs a fact of
+        other modules, whether the index can hold it. Over-approximates, as the others."""
+        return True
 
     @classmethod
     def candidates_tree(cls, tree: "ast.Module") -> Optional[Sequence["ast.AST"]]:

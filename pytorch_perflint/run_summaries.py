@@ -14,7 +14,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Sequence, Tuple, Type
+from typing import Dict, FrozenSet, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from .cache import Stamp
 from .config import Settings
@@ -47,7 +47,21 @@ class Screen:
     stamped: bool  # the run keeps a cache: stamp the results
 
 
-Summarised = Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, int]], Optional[Done]]
+@dataclass(frozen=True)
+class Passed:
+    """A checked file that some rules' screens let through: the lint phase runs those
+    rules only (``engine.lint_source(passed=...)``), without screening the file again,
+    when its text is still the one screened (``text_hash``: length and hash)."""
+
+    text_hash: Tuple[int, int]
+    codes: FrozenSet[str]
+
+    def for_text(self, text: str) -> Optional[FrozenSet[str]]:
+        """The codes, for the text that was screened; None for another text."""
+        return self.codes if (len(text), hash(text)) == self.text_hash else None
+
+
+Summarised = Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, int]], Union[Done, Passed, None]]
 
 
 def _summarise_task(path: str, root: str, linted: Mapping[str, Path], screen: Optional[Screen]) -> Summarised:
@@ -89,7 +103,7 @@ def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Option
     except Exception:  # noqa: BLE001 - the lint phase reports it
         return path, key, summary, text_hash, None
     if lint.deferred:
-        return path, key, summary, text_hash, None
+        return path, key, summary, text_hash, Passed(text_hash, lint.passed)
     result = checked(given, lint)
     stamp = None
     if screen.stamped and not result.errors and stat_key(path) == key:
@@ -100,15 +114,17 @@ def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Option
 
 def summarise_projects(
     projects: RunProjects, todo: Sequence[Path], jobs: int, time_limit: Optional[float], screen: Optional[Screen] = None
-) -> Dict[Path, Done]:
+) -> Tuple[Dict[Path, Done], Dict[Path, Passed]]:
     """Summarise, in the workers, every module of the linted files' projects that the
     indexes do not hold yet, and build the import graphs here: forked lint workers then
     inherit them, instead of each reading the whole project again for the first file that
     asks who runs on an accelerator.
 
     With ``screen`` (a checking run), the same workers screen the files being linted from
-    the tree they summarised: the results of those no rule can fire on, by path."""
+    the tree they summarised: the results of those no rule can fire on, by path, and
+    for the others which rules passed the screens."""
     screened: Dict[Path, Done] = {}
+    passed: Dict[Path, Passed] = {}
     linted = {os.path.abspath(p): p for p in todo if p.suffix == ".py"}
     for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
         index = projects.for_file(Path(root) / "__init__.py")
@@ -126,9 +142,11 @@ def summarise_projects(
                             path, key, summary, text_hash, done = value
                             if key is not None:
                                 index.add(path, key, summary, text_hash)
-                            if done is not None:
+                            if isinstance(done, Done):
                                 screened[linted[path]] = done
+                            elif isinstance(done, Passed):
+                                passed[linted[path]] = done
             finally:
                 values.close()
         index.import_graph()
-    return screened
+    return screened, passed

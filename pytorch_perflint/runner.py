@@ -35,6 +35,7 @@ from .tree_files import stat_key
 # run that the cache answers whole needs none of them.
 if TYPE_CHECKING:
     from .project.linted import RunProjects
+    from .run_summaries import Passed
     from .safe_write import NotWritten
     from .selection import Selection
     from .workers import Failure
@@ -88,10 +89,12 @@ def process_bytes(
     rules: Optional[Sequence[Type]] = None,
     roots: Optional[Sequence[str]] = None,
     project=None,
+    passed: Optional["Passed"] = None,
 ) -> Processed:
     """Lint or fix one file's bytes. With ``write`` (and mode FIX) the fix goes to ``path``,
     unless that leaves ``roots`` (see ``safe_write.write_fixed``). ``project``: the index of
-    the file's project (``project.linted``), None for a file on its own."""
+    the file's project (``project.linted``), None for a file on its own. ``passed``: the
+    rules the summarising phase's screens let through (a check of that same text)."""
     from . import engine, fixer
     from .run_summaries import checked
     from .safe_write import write_fixed
@@ -107,7 +110,8 @@ def process_bytes(
         return Processed(_undecodable(path, str(error), chosen), data)
     text = decoded.text
     if mode is Mode.CHECK:
-        lint = engine.lint_source(text, path, settings, with_edits=with_edits, selection=chosen, keep_module=False, project=project)
+        codes = passed.for_text(text) if passed is not None else None
+        lint = engine.lint_source(text, path, settings, with_edits=with_edits, selection=chosen, keep_module=False, project=project, passed=codes)
         return Processed(checked(path, lint), data)
 
     outcome = fixer.fix_source(text, path, settings, selection=chosen, with_edits=with_edits, project=project)
@@ -218,6 +222,7 @@ def process_file(
     rules: Optional[Sequence[Type]] = None,
     roots: Optional[Sequence[str]] = None,
     project=None,
+    passed: Optional["Passed"] = None,
 ) -> FileResult:
     """One file, start to end; never raises (a crash becomes the file's error)."""
     try:
@@ -226,7 +231,7 @@ def process_file(
     except OSError as error:
         return FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",))
     try:
-        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots, project=project).result
+        return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots, project=project, passed=passed).result
     except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
         return FileResult(path, errors=(_internal_error(path, error),))
 
@@ -240,9 +245,11 @@ def _lint_task(
     roots: Optional[Sequence[str]],
     projects: Optional[RunProjects],
     stamped: bool = False,
+    passed: Optional[Mapping[Path, "Passed"]] = None,
 ) -> _Done:
     """``process_file`` with the index of the file's project, recording the project modules
-    the rules read (for the cache, with the file's stat key and digest)."""
+    the rules read (for the cache, with the file's stat key and digest). ``passed``: what
+    the screens of the summarising phase let through, by file."""
     from .project.index import ALL_FILES
 
     project = projects.for_file(path) if projects is not None else None
@@ -250,7 +257,7 @@ def _lint_task(
     if project is None:
         return _Done(process_file(path, settings, mode, with_edits, rules, roots))
     with project.recording() as used:
-        result = process_file(path, settings, mode, with_edits, rules, roots, project=project)
+        result = process_file(path, settings, mode, with_edits, rules, roots, project=project, passed=passed.get(path) if passed else None)
     # The text last linted is the file's now (fixed and written, or as it was read).
     project.settle(path, stat_key(str(path)) if result.fixed else key)
     if not stamped or result.errors:
@@ -375,7 +382,7 @@ def run(
         cache.save()
         return results, summarize(results, settings, mode)
     from .project.linted import RunProjects
-    from .run_summaries import Screen, summarise_projects
+    from .run_summaries import Passed, Screen, summarise_projects
     from .safe_write import real_roots
 
     real = real_roots(roots) if roots is not None else None
@@ -389,9 +396,10 @@ def run(
             _prepare_projects(projects, todo, cache)
     workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
     screened: Dict[Path, _Done] = {}
+    passed: Dict[Path, Passed] = {}
     if len(todo) >= PARALLEL_MIN_FILES:
         screen = Screen(settings, with_edits, rules, cache is not None) if mode is Mode.CHECK else None
-        screened = summarise_projects(projects, todo, workers, _time_limit(settings), screen)
+        screened, passed = summarise_projects(projects, todo, workers, _time_limit(settings), screen)
     projects.hand_over()
     # The indexes live for the whole run: out of the collector's sight (here and in the
     # workers forked now), or every full collection scans their millions of objects.
@@ -399,7 +407,15 @@ def run(
     if frozen:
         gc.freeze()
     work = functools.partial(
-        _lint_task, settings=settings, mode=mode, with_edits=with_edits, rules=rules, roots=real, projects=projects, stamped=cache is not None
+        _lint_task,
+        settings=settings,
+        mode=mode,
+        with_edits=with_edits,
+        rules=rules,
+        roots=real,
+        projects=projects,
+        stamped=cache is not None,
+        passed=passed,
     )
     fresh = _isolated([p for p in todo if p not in screened], work, workers, settings)
     stream = _merge(files, cached, _in_order(todo, screened, fresh), cache, projects)

@@ -178,12 +178,14 @@ def project_main(tree: Path, files: Sequence[Tuple[Path, str]], jobs: int, repea
         alone = cpu_seconds(lint_alone, repeat)
         timed_cli(root, 1)  # untimed: the first run writes the linter's bytecode caches
         colds: dict = {1: [], jobs: []}
+        paired: dict = {1: [], jobs: []}  # each cold run against the floor measured just before it
         warms = []
         for _ in range(repeat):
             for count in sorted(colds):
                 floors.append(cpu_seconds(parse_all(copied), 1))
                 shutil.rmtree(root / CACHE_DIR, ignore_errors=True)
                 colds[count].append(timed_cli(root, count))
+                paired[count].append(colds[count][-1][1] / floors[-1])
             warms.append(timed_cli(root, jobs))
             warms.append(timed_cli(root, jobs))
         floor = statistics.median(floors)
@@ -193,6 +195,8 @@ def project_main(tree: Path, files: Sequence[Tuple[Path, str]], jobs: int, repea
             wall = statistics.median(w for w, _ in runs)
             cpu = statistics.median(c for _, c in runs)
             print(f"CLI -j {count}, cold (no cache)                {wall:8.2f} s wall {cpu:8.2f} CPU-s {cpu / floor:6.2f}x ast.parse (target: 5x)")
+            ratios = ", ".join(f"{r:.2f}x" for r in paired[count])
+            print(f"    each run against the floor just before it: {ratios} (median {statistics.median(paired[count]):.2f}x)")
         cold_wall = statistics.median(w for w, _ in colds[jobs])
         cold_cpu = statistics.median(c for _, c in colds[jobs])
         warm_wall = statistics.median(w for w, _ in warms)

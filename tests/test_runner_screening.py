@@ -104,3 +104,38 @@ def test_a_fix_run_does_not_take_a_screened_result(tmp_path, monkeypatch):
     linted = _in_process(monkeypatch)
     runner.run(files, _settings(root), mode=runner.Mode.DIFF, jobs=2)
     assert sorted(linted) == files
+
+
+def test_the_lint_phase_runs_only_the_rules_whose_screens_passed_and_does_not_screen_again(tmp_path, monkeypatch):
+    """A deferred file is linted with the rules that passed its screens in the summarising
+    phase (``Passed``); the lint phase does not run the text or ``ast`` screens again."""
+    from pytorch_perflint import engine
+
+    root = tmp_path / "project"
+    files = _project(root)
+    linted = _in_process(monkeypatch)
+    screened_again: List[str] = []
+    screen = engine._screen_with_ast
+
+    def spy(active, source, parsed=None):
+        screened_again.append(source)
+        return screen(active, source, parsed)
+
+    # The summarising phase runs in worker processes (its own copy of the engine); the lint
+    # phase runs here (``_in_process``): only its screens reach the spy.
+    monkeypatch.setattr(engine, "_screen_with_ast", spy)
+    results, _ = runner.run(files, _settings(root), jobs=2)
+    assert "train.py" in {p.name for p in linted}
+    assert screened_again == []
+    index = ProjectIndex(str(root), _settings(root))
+    expected = [lint_source(p.read_text(), p, _settings(root), with_edits=False, keep_module=False, project=index) for p in files]
+    assert _key(results) == _key(expected)
+
+
+def test_passed_codes_hold_only_for_the_text_that_was_screened():
+    from pytorch_perflint.run_summaries import Passed
+
+    text = "import torch\nmodel = torch.nn.DataParallel(net)\n"
+    passed = Passed((len(text), hash(text)), frozenset({"TPF501"}))
+    assert passed.for_text(text) == {"TPF501"}
+    assert passed.for_text(text + "x = 1\n") is None  # changed between the phases: screened again

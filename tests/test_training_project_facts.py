@@ -164,3 +164,45 @@ def test_callers_text_test_keeps_every_spelling_of_eval_mode(tmp_path, eval_mode
 def test_callers_that_cannot_pass_leave_a_helper_unreported(tmp_path, caller):
     root = _project(tmp_path, {"helpers.py": _HELPER, "infer.py": caller})
     assert _tpf203_lines(root, "helpers.py") == []
+
+
+def _tpf203_project_screen(root: Path, name: str) -> bool:
+    from pytorch_perflint.registry import rule_by_code
+
+    path = root / name
+    index = ProjectIndex(str(root), load_settings([root]))
+    return rule_by_code("TPF203").could_fire_project(ast.parse(path.read_text()), str(path), index)
+
+
+@pytest.mark.parametrize(
+    ("caller", "passes"),
+    [
+        ("import torch\nfrom helpers import run_batches\nmodel = torch.nn.Linear(2, 2)\nmodel.eval()\nrun_batches(model, [])\n", True),
+        ("import torch\nfrom helpers import run_batches\nmodel = torch.nn.Linear(2, 2)\nrun_batches(model, [])\n", False),
+        ("import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.eval()\n# run_batches(model, [])\n", False),
+    ],
+    ids=["caller-evaluates", "caller-trains", "no-call"],
+)
+def test_project_screen_keeps_a_model_helper_only_when_a_caller_could_evaluate(tmp_path, caller, passes):
+    """Before LibCST, the project says whether a helper that evaluates only through its
+    model parameter has callers that put the model in eval mode; the screen agrees with the
+    rule on both sides."""
+    root = _project(tmp_path, {"helpers.py": _HELPER, "infer.py": caller})
+    assert _tpf203_project_screen(root, "helpers.py") is passes
+    assert bool(_tpf203_lines(root, "helpers.py")) is passes
+
+
+def test_a_model_helper_that_is_not_module_level_never_passes_the_screen():
+    """Only a module-level function's callers are asked (the rule's ``frame.owner``): a
+    method or a nested function whose loop calls only its model parameter cannot fire."""
+    from pytorch_perflint.registry import rule_by_code
+
+    rule = rule_by_code("TPF203")
+    method = "class Runner:\n    def run_batches(self, model, loader):\n        for x in loader:\n            model(x)\n"
+    nested = "def outer():\n    def run_batches(model, loader):\n        for x in loader:\n            model(x)\n"
+    top = "def run_batches(model, loader):\n    for x in loader:\n        model(x)\n"
+    named = "def validate(x):\n    pass\n"  # gets a module past the first test of the screen
+    assert rule.could_fire(method + named)
+    assert not rule.could_fire_tree(ast.parse(method + named))
+    assert not rule.could_fire_tree(ast.parse(nested + named))
+    assert rule.could_fire_tree(ast.parse(top + named))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 import unicodedata
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -82,7 +82,15 @@ def callers_evaluate(context: FileContext, function: cst.FunctionDef, owner: Opt
     outside no-grad; and there is at least one such call."""
     index = context.project
     definition = _definition(context, function, owner)
-    if index is None or definition is None or definition.kind != "function" or definition.function is None:
+    if index is None or definition is None:
+        return False
+    return definition_evaluated_by_callers(index, definition, models)
+
+
+def definition_evaluated_by_callers(index: ProjectIndex, definition: Definition, models: Sequence[str]) -> bool:
+    """``callers_evaluate`` for a definition found in the index (the rule's ``ast`` screen
+    asks it before LibCST sees the file). More ``models`` can only make it true more often."""
+    if definition.kind != "function" or definition.function is None:
         return False
     params = [p for p in definition.function.params if p.kind == "positional"]
 
@@ -112,23 +120,34 @@ def callers_evaluate(context: FileContext, function: cst.FunctionDef, owner: Opt
 _MODE_ATTRIBUTE = re.compile(r"\.(?:\s|\\|#[^\r\n]*[\r\n])*(?:eval|train)\b")
 
 
+_WORD = re.compile(r"\w+")
+
+
 def _possible_sites(index: ProjectIndex, definition: Definition) -> Iterator[Tuple[str, CallSite]]:
     """The uses of the definition's name (what ``callers`` filters by resolving them) in the
     modules whose text names it as a word and calls ``.eval`` or ``.train`` (where
-    ``_eval_before`` can hold), found without the import graph. A text that is not ASCII
-    is tested in NFKC form, the form Python gives its identifiers."""
+    ``_eval_before`` can hold), found without the import graph."""
     name = definition.name.split(".")[-1]
-    word = re.compile(rf"\b{re.escape(name)}\b")
     for path in sorted(index.module_paths()):
+        if name in _mode_words(index, path):
+            for site in index.uses(path):
+                if name in site.callee.split("."):
+                    yield path, site
+
+
+def _mode_words(index: ProjectIndex, path: str) -> FrozenSet[str]:
+    """The words of a module that calls ``.eval`` or ``.train`` (none for another), kept by
+    the index while the module is unchanged: asked for every module, for each helper. A
+    text that is not ASCII is read in NFKC form, the form Python gives its identifiers."""
+
+    def compute(summary: object) -> FrozenSet[str]:
         text = index.text(path)
-        if text is None or name not in text:
-            continue
+        if text is None:
+            return frozenset()
         code = text if text.isascii() else unicodedata.normalize("NFKC", text)
-        if word.search(code) is None or _MODE_ATTRIBUTE.search(code) is None:
-            continue
-        for site in index.uses(path):
-            if name in site.callee.split("."):
-                yield path, site
+        return frozenset(_WORD.findall(code)) if _MODE_ATTRIBUTE.search(code) else frozenset()
+
+    return index.derived(path, "words, when .eval/.train", compute)
 
 
 def _eval_before(index: ProjectIndex, path: str, site: CallSite, name: str) -> bool:

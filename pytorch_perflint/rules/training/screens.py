@@ -12,7 +12,7 @@ import ast
 import bisect
 import functools
 import re
-from typing import FrozenSet, Iterator, Set, Union
+from typing import Callable, FrozenSet, Iterator, Optional, Set, Union
 
 from ...analysis.ast_index import (
     LOOP_TYPES,
@@ -141,13 +141,20 @@ def _frame_could_evaluate(
     return False
 
 
-def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
+def could_evaluate_without_no_grad(tree: ast.Module, evaluated_by_callers: Optional[Callable[[str, FrozenSet[str]], bool]] = None) -> bool:
     """What TPF203's LibCST analysis reports, over-approximated: outside framework hooks, a
     frame (the module or a function not decorated no-grad) whose loop
     calls a model it put in eval mode (or, when the function is named like evaluation and
     never runs backward, a callee named like a model) outside a no-grad ``with``, and nothing
-    in that loop needs gradients."""
+    in that loop needs gradients.
+
+    A function that neither is named like evaluation nor calls ``.eval()``/``.train()`` can
+    only qualify through a model parameter its loop calls, which the rule reports when the
+    function is module-level and every project caller put that model in eval mode first:
+    ``evaluated_by_callers(name, model parameters)`` answers that (with the project index);
+    None keeps every module-level one."""
     index = tree_index(tree)
+    top_level = {id(node) for node in tree.body}
     eval_calls = [
         call
         for call in index.calls
@@ -189,6 +196,11 @@ def could_evaluate_without_no_grad(tree: ast.Module) -> bool:
         models = frozenset(a.arg for a in function.args.args if MODEL_NAME.match(a.arg))
         if not (named or models or sets_eval_mode(function)) or not may_run_model(function, models, named):
             continue
+        if not named and not sets_eval_mode(function):
+            if id(function) not in top_level:
+                continue
+            if evaluated_by_callers is not None and not evaluated_by_callers(function.name, models):
+                continue
         eval_named = named and not _runs_backward(function)
         if (eval_named or models or sets_eval_mode(function)) and _frame_could_evaluate(
             function, eval_named, models, _layer_attributes(tree) if eval_named else frozenset()

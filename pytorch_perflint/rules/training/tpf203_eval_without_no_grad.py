@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Union
+from typing import TYPE_CHECKING, FrozenSet, Union
 
 import libcst as cst
 
 from ...rule import Invalid, Rule
 from ...types import Applicability
+from .eval_callers import definition_evaluated_by_callers
 from .no_grad import evaluation_loops, is_eval_function_name
 from .screens import could_evaluate_without_no_grad
 from .test_code import in_test_code
+
+if TYPE_CHECKING:
+    from ...project import ProjectIndex
 
 _LOOP = "model.eval()\nfor x, y in loader:\n    out = model(x)\n"
 
@@ -88,6 +92,19 @@ class EvalWithoutNoGrad(Rule):
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """An evaluating function runs a loop outside a no-grad block."""
         return could_evaluate_without_no_grad(tree)
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """As ``could_fire_tree``, and a helper that evaluates only through a model
+        parameter has project callers that put that model in eval mode."""
+
+        def evaluated_by_callers(name: str, models: FrozenSet[str]) -> bool:
+            definition = project.resolve(path, name)
+            if definition is None or definition.kind != "function":
+                return False  # the rule's `callers_evaluate` answers no as well
+            return definition_evaluated_by_callers(project, definition, sorted(models))
+
+        return could_evaluate_without_no_grad(tree, evaluated_by_callers)
 
 
     VALID = (
