@@ -24,7 +24,6 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
@@ -349,6 +348,8 @@ class Cache:
             return
         assert self.folder is not None
         try:
+            import tempfile  # only when something is written: a warm run writes nothing
+
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".lint-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -26,11 +26,12 @@ import os
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import FrozenSet, List, Optional, Set, Tuple
-
-import pathspec
+from typing import TYPE_CHECKING, FrozenSet, List, Optional, Set, Tuple
 
 from .tree_files import read_regular
+
+if TYPE_CHECKING:  # imported when an ignore file is read: a tree without one never needs it
+    import pathspec
 
 # Ignore files larger than these are not read (no real one comes near).
 MAX_IGNORE_FILE_BYTES = 8 * 1024 * 1024
@@ -40,6 +41,8 @@ MAX_INDEX_BYTES = 512 * 1024 * 1024
 def _spec(data: Optional[bytes]) -> Optional[pathspec.GitIgnoreSpec]:
     if not data:
         return None
+    import pathspec
+
     lines = data.decode("utf-8", errors="surrogateescape").splitlines()
     spec = pathspec.GitIgnoreSpec.from_lines(lines)
     return spec if len(spec) else None

@@ -50,6 +50,7 @@ TRICKY = [
     ("TPF401", "import torch\nimport numpy as np\ndef f():\n    a = np.zeros(3)\n    return lambda: torch.tensor(a)\n"),
     ("TPF401", "import torch\nimport numpy as np\na = np.zeros(3)\ndef f():\n    return torch.tensor(a)\n"),
     ("TPF401", "import torch\nimport numpy as np\ndef f(): a = np.zeros(3); return torch.tensor(a)\n"),
+    ("TPF401", "import torch\nclass A:\n    def f(self):\n        return torch.tensor(self.buf.cpu().numpy())\n"),
     # The constructor's name as the text screen reads it: in parentheses, spaced, imported
     # under another name across a line continuation.
     ("TPF401", "import torch\nimport numpy as np\nok = torch.is_tensor(x)\nx = (torch.tensor)(np.zeros(3))\n"),
@@ -72,6 +73,7 @@ TRICKY = [
     ("TPF203", "import torch\nclass Trainer:\n    def validate(self):\n        for x in self.val:\n"
                "            self.model.forward(x)\n"),
     ("TPF501", "from torch.nn.parallel import DataParallel as DP\nm = DP(net)\n"),
+    ("TPF602", "import torch\nmodel = Net().cuda()\nfrom torch.optim import AdamW as W\nopt = W(model.parameters())\n"),
     ("TPF501", "import torch.nn.parallel.data_parallel as dp\nm = dp.DataParallel(net)\n"),
     ("TPF201", "NONE = False\nmodel.zero_grad(NONE)\n"),
     ("TPF201", "for p in ps:\n    p.grad.data.fill_(0)\n"),
@@ -147,9 +149,14 @@ def test_tricky_positives_pass_the_screen_and_are_reported(code, source):
         # The array is bound in another function than the call's; the copy is pinned.
         ("TPF401", "import torch\nimport numpy as np\ndef f():\n    a = np.zeros(3)\n    return a\ndef g(a):\n    return torch.tensor(a)\n"),
         ("TPF401", "import torch\nimport numpy as np\nx = torch.tensor(np.zeros(3), pin_memory=True)\n"),
+        # A method of an attribute of `self` that is no array method (torch's optimizers).
+        ("TPF401", "import torch\nimport numpy as np\nclass A:\n    def f(self, p):\n        s = self.state.get(p, [])\n"
+                   "        return torch.tensor(s['mu'])\n"),
         ("TPF203", "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        model(x)\n"),
         ("TPF203", "import torch\nmodel.eval()\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"),
         ("TPF602", '"""Use torch.optim.Adam on CUDA."""\nimport torch\nx = torch.ones(1).cuda()\n'),
+        # torch's own optimizer module: the class is defined and named, never called.
+        ("TPF602", "import torch\nx = torch.ones(1).cuda()\nclass Adam:\n    pass\nok = isinstance(o, Adam)\n"),
         ("TPF201", '"""Call opt.zero_grad(set_to_none=False) to keep the buffers."""\nimport torch\n'),
         ("TPF201", "class Opt:\n    def zero_grad(self, set_to_none=True):\n        self.grads = None\n"),
         ("TPF201", "import torch\np.grad.add_(1)\nq.grad = None\n"),

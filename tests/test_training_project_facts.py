@@ -206,3 +206,15 @@ def test_a_model_helper_that_is_not_module_level_never_passes_the_screen():
     assert not rule.could_fire_tree(ast.parse(method + named))
     assert not rule.could_fire_tree(ast.parse(nested + named))
     assert rule.could_fire_tree(ast.parse(top + named))
+
+
+def test_a_module_summary_keeps_its_words_only_when_it_calls_eval_or_train():
+    """The caller pre-check reads each module's words from its summary (no text is read
+    again per helper): only modules whose code could put a model in eval mode keep them."""
+    from pytorch_perflint.project import summarize
+    from pytorch_perflint.rules.training.eval_callers import MODE_WORDS
+
+    evaluating = summarize(None, "from helpers import run_batches\nmodel.eval()\nrun_batches(model, [])\n")
+    assert {"run_batches", "model", "eval"} <= set(evaluating.extra(MODE_WORDS))
+    assert summarize(None, "def constraint(x):\n    return evaluate(x)\n").extra(MODE_WORDS) is None
+    assert summarize(None, "model.ｅval()\nrun_batches(model)\n").extra(MODE_WORDS) is not None  # NFKC

@@ -20,7 +20,7 @@ import re
 import tokenize
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..config import Settings
 from ..discovery import discover
@@ -34,7 +34,6 @@ from .scan import line_text
 from .summarizer import Summarizer, parse, registered_summarizers, summarize
 from .summary import CallSite, Evidence, ImportRecord, ModuleSummary, failed
 
-T = TypeVar("T")
 _NN_MODULE = re.compile(r"^torch\.nn\.(?!(?:Parameter|UninitializedParameter|Buffer)$)[A-Z]\w*$")
 _LIGHTNING = frozenset({"pytorch_lightning.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
 # Recorded by ``ProjectIndex.recording`` when an answer depended on every project file (the
@@ -294,11 +293,6 @@ class ProjectIndex:
         value = compute(summary)
         self._details[(path, what)] = (summary, value)
         return value
-
-    def derived(self, path: Union[str, Path], what: str, compute: Callable[[ModuleSummary], T]) -> T:
-        """A value a rule family works out from one module (its summary, or its text through
-        ``text``), kept until the module changes: asking again costs a ``stat``."""
-        return self._detail(os.path.abspath(path), what, compute)
 
     def function_body(self, definition: Definition) -> Optional[FunctionBody]:
         """What a project function or method returns (read from its own lines on demand)."""

@@ -11,6 +11,7 @@ from typing import Callable, Container, Iterator, List, Sequence, Set, Tuple, Un
 
 from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, enclosing_functions, tree_index, walk_ast
 from .device_targets import is_device_name, is_device_string
+from .numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
@@ -118,6 +119,18 @@ def _could_be_array(node: ast.AST, roots: Set[str], names: Container[str]) -> bo
             return True
     if isinstance(node, ast.BinOp):  # `np.array(b) / 255.0`
         return _could_be_array(node.left, roots, names) or _could_be_array(node.right, roots, names)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and not isinstance(node.func.value, ast.Name)
+        and _root_name(node) == "self"
+        and "self" not in names
+    ):
+        # `self.state.get(p)`: the analysis knows `self.method(...)` and attributes of
+        # `self`; a method of one of them gives an array only as an array method of an
+        # array (``numpy_values._call_returns_array``).
+        attr = node.func.attr
+        return attr in TO_NUMPY_METHODS or attr == "to_numpy" or (attr in ARRAY_METHODS and _could_be_array(node.func.value, roots, names))
     root = _root_name(node)
     return bool(root) and (root in roots or root in names)
 
@@ -211,7 +224,7 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
         visible = [
             node
             for node, around in zip(sources, source_scopes)
-            if isinstance(node, ast.NamedExpr) or all(key in seen for key in around) or _targets(node) & declared
+            if isinstance(node, ast.NamedExpr) or all(key in seen for key in around) or (declared and _targets(node) & declared)
         ]
         names = _array_names(visible, roots, set(opened))
         found.extend(c for c, where in zip(candidates, call_scopes) if where == scope and _could_be_array(c.args[0], roots, names))

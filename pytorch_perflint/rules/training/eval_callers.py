@@ -17,7 +17,7 @@ from typing import FrozenSet, Iterator, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from ...context import FileContext
-from ...project import ProjectIndex
+from ...project import ProjectIndex, register_summarizer
 from ...project.forms import Call, Ref
 from ...project.resolution import Definition
 from ...project.summary import CallSite
@@ -136,18 +136,25 @@ def _possible_sites(index: ProjectIndex, definition: Definition) -> Iterator[Tup
 
 
 def _mode_words(index: ProjectIndex, path: str) -> FrozenSet[str]:
-    """The words of a module that calls ``.eval`` or ``.train`` (none for another), kept by
-    the index while the module is unchanged: asked for every module, for each helper. A
-    text that is not ASCII is read in NFKC form, the form Python gives its identifiers."""
+    """The words of a module that calls ``.eval`` or ``.train`` (none for another), from its
+    summary (``MODE_WORDS``): asked of every module, for each helper, without its text."""
+    return frozenset(index.summary(path).extra(MODE_WORDS) or ())
 
-    def compute(summary: object) -> FrozenSet[str]:
-        text = index.text(path)
-        if text is None:
-            return frozenset()
-        code = text if text.isascii() else unicodedata.normalize("NFKC", text)
-        return frozenset(_WORD.findall(code)) if _MODE_ATTRIBUTE.search(code) else frozenset()
 
-    return index.derived(path, "words, when .eval/.train", compute)
+MODE_WORDS = "training.mode_words"
+
+
+def mode_words(tree: object, source: str) -> Optional[Tuple[str, ...]]:
+    """The summariser of ``MODE_WORDS``: the words of a module whose text calls ``.eval`` or
+    ``.train`` (about 2% of torch's modules), None for the others. A text that is not
+    ASCII is read in NFKC form, the form Python gives its identifiers."""
+    code = source if source.isascii() else unicodedata.normalize("NFKC", source)
+    if ("eval" not in code and "train" not in code) or _MODE_ATTRIBUTE.search(code) is None:
+        return None
+    return tuple(sorted(set(_WORD.findall(code))))
+
+
+register_summarizer(MODE_WORDS, mode_words)
 
 
 def _eval_before(index: ProjectIndex, path: str, site: CallSite, name: str) -> bool:

@@ -6,7 +6,7 @@ import ast
 
 import libcst as cst
 
-from ...analysis.ast_index import code_identifiers
+from ...analysis.ast_index import ast_dotted, tree_index
 from ...analysis.call_edits import keyword_arg, with_keywords
 from ...analysis.calls import argument
 from ...rule import Invalid, Rule, Valid
@@ -14,6 +14,7 @@ from ...types import Applicability
 
 # Optimizer -> the first torch release with a fused CUDA implementation.
 _FUSED_SINCE = {"torch.optim.Adam": (1, 13), "torch.optim.AdamW": (2, 0), "torch.optim.SGD": (2, 3)}
+_OPTIMIZERS = frozenset(name.rsplit(".", 1)[-1] for name in _FUSED_SINCE)
 _CUDA = "import torch\nmodel = Net().cuda()\n"
 
 
@@ -57,8 +58,15 @@ class OptimizerNotFused(Rule):
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code (not a docstring) names one of the optimizers."""
-        return not code_identifiers(tree).isdisjoint(("Adam", "AdamW", "SGD"))
+        """The code calls one of the optimizers by its name or an import alias of it (the
+        visitor resolves a call's name through imports only; torch's own `class Adam` or
+        `isinstance(opt, Adam)` is not a call of it)."""
+        index = tree_index(tree)
+        if index.identifiers.isdisjoint(_OPTIMIZERS):
+            return False
+        names = set(_OPTIMIZERS)
+        names.update(a.asname for node in index.imports for a in node.names if a.asname and a.name.rsplit(".", 1)[-1] in _OPTIMIZERS)
+        return any(ast_dotted(call.func).rsplit(".", 1)[-1] in names for call in index.calls)
 
     VALID = (
         "import torch\nopt = torch.optim.Adam(model.parameters())\n",
