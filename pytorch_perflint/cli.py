@@ -389,9 +389,12 @@ def check(paths: Tuple[str, ...], **flags: Any) -> None:
 
 
 def _warn_ineffective_selections(settings) -> None:
+    selectors = (*(settings.select or ()), *settings.extend_select)
+    if not selectors or settings.preview:
+        return  # nothing to warn about, and the rule catalogue is not loaded
     from . import registry
 
-    for selector in registry.ineffective_selectors((*(settings.select or ()), *settings.extend_select), settings.preview):
+    for selector in registry.ineffective_selectors(selectors, settings.preview):
         click.echo(f"warning: Selection `{selector}` has no effect because preview is not enabled.", err=True)
 
 

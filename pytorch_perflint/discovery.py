@@ -126,12 +126,12 @@ class _Walker:
         """Walk ``top`` (a folder named on the command line or found below one); ``rules``:
         the .gitignore rules in force in it (None: nothing is git-ignored)."""
         # Plain strings until a file is found: a Path per entry costs more than the walk.
-        stack: List[Tuple[str, Optional[gitignore.Rules]]] = [(str(top), rules)]
+        # Symlinked folders are not followed, so a folder's real path is its parent's plus
+        # its name, and a plain file's its folder's plus its name: one realpath in all.
+        start = str(top)
+        stack: List[Tuple[str, Optional[gitignore.Rules], str, str]] = [(start, rules, os.path.abspath(start), os.path.realpath(start))]
         while stack:
-            folder, rules = stack.pop()
-            # Symlinked folders are not followed, so a plain file's real path is its
-            # folder's plus its name: one realpath per folder, not one per file.
-            real_folder = os.path.realpath(folder)
+            folder, rules, absolute_folder, real_folder = stack.pop()
             try:
                 with os.scandir(folder) as entries:
                     listed = sorted(entries, key=lambda e: e.name)
@@ -139,13 +139,12 @@ class _Walker:
                 self.errors.append(f"{folder}: cannot read folder: {error.strerror or error}")
                 continue
             names = {entry.name for entry in listed}
-            if "pyvenv.cfg" in names and folder != str(top):
+            if "pyvenv.cfg" in names and folder != start:
                 continue
-            if ".git" in names and folder != str(top) and self.settings.respect_gitignore:
+            if ".git" in names and folder != start and self.settings.respect_gitignore:
                 # A nested repository (submodule, or a checkout inside a plain folder) has
                 # its own ignore rules.
-                rules = gitignore.root_rules(os.path.abspath(folder)) or rules
-            absolute_folder = os.path.abspath(folder)
+                rules = gitignore.root_rules(absolute_folder) or rules
             for entry in listed:
                 name = entry.name
                 try:
@@ -157,17 +156,19 @@ class _Walker:
                 # before building any path for them.
                 if not is_dir and not name.endswith(PYTHON_SUFFIXES):
                     continue
-                path = name if folder == os.curdir else os.path.join(folder, name)  # as Path joins
-                absolute = os.path.join(absolute_folder, name)
+                # Joined by hand (``os.path.join`` is most of the walk's own time): ``folder`` and
+                # the two others never end with a separator, but for the root folder.
+                path = name if folder == os.curdir else folder.rstrip(os.sep) + os.sep + name  # as Path joins
+                absolute = absolute_folder.rstrip(os.sep) + os.sep + name
                 if is_dir:
                     if self.matcher.excluded(absolute):
                         continue
                     if rules is not None:
                         if entry.name == ".git" or rules.ignored(entry.name, is_dir=True):
                             continue
-                        stack.append((path, rules.enter(entry.name, absolute)))
+                        stack.append((path, rules.enter(entry.name, absolute), absolute, real_folder.rstrip(os.sep) + os.sep + name))
                     else:
-                        stack.append((path, None))
+                        stack.append((path, None, absolute, real_folder.rstrip(os.sep) + os.sep + name))
                     continue
                 if is_link:
                     try:
@@ -186,7 +187,7 @@ class _Walker:
                     continue
                 if rules is not None and rules.ignored(entry.name, is_dir=False):
                     continue
-                self.add(Path(path), None if is_link else os.path.join(real_folder, entry.name))
+                self.add(Path(path), None if is_link else real_folder.rstrip(os.sep) + os.sep + name)
 
     def explicit(self, raw: str) -> None:
         path = Path(raw)

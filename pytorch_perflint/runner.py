@@ -17,7 +17,6 @@ import gc
 import hashlib
 import os
 import sys
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
@@ -278,6 +277,8 @@ def _lint_task(
 
 
 def _internal_error(path: Path, error: BaseException) -> str:
+    import traceback
+
     detail = "".join(traceback.format_exception_only(type(error), error)).strip()
     return f"{path}: internal error: {detail}"
 
