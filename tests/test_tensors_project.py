@@ -201,3 +201,20 @@ def test_a_separate_statement_whose_device_is_named_later_has_no_fix():
     code = "import torch\na = torch.rand(2, 1)\nmixed = make()\na = a.expand_as(mixed).to(mixed.device)\n"
     assert lint_example(rule, code) == [(4, "TPF402")]
     assert fix_example(rule, code) == code
+
+
+def test_project_screen_drops_a_file_whose_helpers_never_return_arrays(tmp_path: Path):
+    """Before LibCST, TPF401 asks the index whether the project functions a candidate's
+    argument comes from can return an array: a file calling only helpers that may return
+    something else is dropped, one calling an array helper is kept (and reported)."""
+    import ast
+
+    quiet = "import torch\nfrom helpers import load, maybe, rows\n\nx = maybe(3)\na = torch.tensor(x)\nb = torch.tensor(rows(3))\n"
+    write_project(tmp_path, {**HELPERS, "quiet.py": quiet})
+    index = ProjectIndex(tmp_path)
+    rule = rule_by_code("TPF401")
+    for name, kept in (("quiet.py", False), ("use.py", True)):
+        path = tmp_path / name
+        tree = ast.parse(path.read_text())
+        assert rule.could_fire_tree(tree)  # without the project, helpers may give arrays
+        assert rule.could_fire_project(tree, str(path), index) is kept

@@ -40,7 +40,7 @@ def project_call_returns_array(call: cst.Call, context: FileContext, hidden: fro
     """``helper(...)`` (a project function, here or imported) or ``self.method(...)`` whose
     every ``return`` is a known array."""
     definition = _callee(call.func, context, hidden)
-    return definition is not None and _returns_array(definition, context, 0)
+    return definition is not None and context.project is not None and _returns_array(definition, context.project, 0)
 
 
 def project_attribute_is_array(expr: cst.Attribute, context: FileContext, hidden: frozenset) -> bool:
@@ -52,7 +52,13 @@ def project_attribute_is_array(expr: cst.Attribute, context: FileContext, hidden
     owner = _owner_class(expr.value, context, hidden)
     if owner is None:
         return False
-    return _attribute_form_is_array(owner, expr.attr.value, context, 0)
+    return _attribute_form_is_array(owner, expr.attr.value, project, 0)
+
+
+def function_returns_array(project: "ProjectIndex", definition: Definition) -> bool:
+    """Whether every ``return`` of a project function is a known array (what a call of it
+    is to TPF401): its project screen asks before LibCST sees the file."""
+    return _returns_array(definition, project, 0)
 
 
 # -- what a cst expression refers to ------------------------------------------------------
@@ -157,27 +163,24 @@ def _dotted(expr: cst.BaseExpression) -> Optional[str]:
 # -- forms --------------------------------------------------------------------------------
 
 
-def _returns_array(definition: Definition, context: FileContext, depth: int) -> bool:
-    project = context.project
-    if project is None or depth > _MAX_DEPTH:
+def _returns_array(definition: Definition, project: "ProjectIndex", depth: int) -> bool:
+    if depth > _MAX_DEPTH:
         return False
     body = project.function_body(definition)
     if body is None or body.is_generator or not body.returns:
         return False
-    return all(_form_is_array(form, body.binding, definition, context, depth + 1) for form in body.returns)
+    return all(_form_is_array(form, body.binding, definition, project, depth + 1) for form in body.returns)
 
 
-def _attribute_form_is_array(owner: Definition, name: str, context: FileContext, depth: int) -> bool:
-    project = context.project
-    assert project is not None
+def _attribute_form_is_array(owner: Definition, name: str, project: "ProjectIndex", depth: int) -> bool:
     body = project.class_body(owner)
     attribute = None if body is None else body.attribute(name)
     if attribute is None or attribute.rebound:
         return False
-    return _form_is_array(attribute.form, _no_bindings, owner, context, depth + 1)
+    return _form_is_array(attribute.form, _no_bindings, owner, project, depth + 1)
 
 
-def _form_is_array(form: Form, bindings: Callable, where: Definition, context: FileContext, depth: int) -> bool:
+def _form_is_array(form: Form, bindings: Callable, where: Definition, project: "ProjectIndex", depth: int) -> bool:
     if depth > _MAX_DEPTH:
         return False
     kind = type(form)
@@ -185,28 +188,28 @@ def _form_is_array(form: Form, bindings: Callable, where: Definition, context: F
         if "." in form.name:
             return False
         bound = bindings(form.name)
-        return bound is not None and _form_is_array(bound.form, bindings, where, context, depth + 1)
+        return bound is not None and _form_is_array(bound.form, bindings, where, project, depth + 1)
     if kind is Either:
-        return _form_is_array(form.body, bindings, where, context, depth + 1) and _form_is_array(
-            form.orelse, bindings, where, context, depth + 1
+        return _form_is_array(form.body, bindings, where, project, depth + 1) and _form_is_array(
+            form.orelse, bindings, where, project, depth + 1
         )
     if kind is Call:
-        return _call_form_is_array(form, bindings, where, context, depth)
+        return _call_form_is_array(form, bindings, where, project, depth)
     if kind is Attr:
-        return form.attr == "T" and _form_is_array(form.value, bindings, where, context, depth + 1)
+        return form.attr == "T" and _form_is_array(form.value, bindings, where, project, depth + 1)
     if kind is Item:
-        return _item_form_is_array(form, bindings, where, context, depth)
+        return _item_form_is_array(form, bindings, where, project, depth)
     return False
 
 
-def _call_form_is_array(form: Call, bindings: Callable, where: Definition, context: FileContext, depth: int) -> bool:
+def _call_form_is_array(form: Call, bindings: Callable, where: Definition, project: "ProjectIndex", depth: int) -> bool:
     func = form.func
     name = func.qualname if type(func) is Ref else None
     if name is not None:
         if name in ARRAY_FUNCTIONS or name in OTHER_ARRAY_FUNCTIONS:
             return True
         if name in ELEMENTWISE:
-            return any(_form_is_array(arg, bindings, where, context, depth + 1) for arg in form.args[:2])
+            return any(_form_is_array(arg, bindings, where, project, depth + 1) for arg in form.args[:2])
         if name == "numpy.load":
             path = form.args[0] if form.args else form.keyword("file")
             return type(path) is Lit and isinstance(path.value, str) and path.value.endswith(".npy")
@@ -222,19 +225,19 @@ def _call_form_is_array(form: Call, bindings: Callable, where: Definition, conte
         receiver = Ref(head)
         if head == "self" and where.kind == "method":
             owner = where.name.rpartition(".")[0]
-            found = context.project.resolve(where.path, f"{owner}.{method}")  # type: ignore[union-attr]
-            return found is not None and found.kind == "method" and _returns_array(found, context, depth + 1)
+            found = project.resolve(where.path, f"{owner}.{method}")  # type: ignore[arg-type]
+            return found is not None and found.kind == "method" and _returns_array(found, project, depth + 1)
     elif type(func) is Ref:
         if bindings(func.name) is not None:
             return False
-        found = _resolve_in(context.project, where, func, "function")  # type: ignore[arg-type]
-        return found is not None and _returns_array(found, context, depth + 1)
+        found = _resolve_in(project, where, func, "function")
+        return found is not None and _returns_array(found, project, depth + 1)
     if receiver is None:
         return False
     if method in TO_NUMPY_METHODS:
         return not form.args
     if method in ARRAY_METHODS:
-        return _form_is_array(receiver, bindings, where, context, depth + 1)
+        return _form_is_array(receiver, bindings, where, project, depth + 1)
     return False
 
 
@@ -252,7 +255,7 @@ def _draw_form_is_array(method: str, form: Call) -> bool:
     return size is not None and not (type(size) is Lit and size.value is None)
 
 
-def _item_form_is_array(form: Item, bindings: Callable, where: Definition, context: FileContext, depth: int) -> bool:
+def _item_form_is_array(form: Item, bindings: Callable, where: Definition, project: "ProjectIndex", depth: int) -> bool:
     """``f["images"][:]`` of an ``h5py.File`` (a dataset read whole or sliced), a field of a
     known (structured) array, or a slice of a known array."""
     value, index = form.value, form.index
@@ -260,7 +263,7 @@ def _item_form_is_array(form: Item, bindings: Callable, where: Definition, conte
         if _is_h5py_file(value.value, bindings) and _is_slice(index):
             return True
     if _is_slice(index) or (type(index) is Lit and isinstance(index.value, str)):
-        return _form_is_array(value, bindings, where, context, depth + 1)
+        return _form_is_array(value, bindings, where, project, depth + 1)
     return False
 
 

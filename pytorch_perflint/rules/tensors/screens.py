@@ -1,19 +1,17 @@
-"""Second-stage ``ast`` screens of the tensor rules: TPF401 (copies from numpy) and TPF402 (created then moved)."""
+"""Second-stage ``ast`` screens of TPF401 (a tensor copied from a NumPy array): the constructor
+calls whose argument could be an array, with and without the project index."""
 
 from __future__ import annotations
 
 import ast
-import bisect
 import functools
 import re
 import unicodedata
-from typing import Callable, Container, Iterator, List, Sequence, Set, Tuple, Union
+from typing import Callable, Container, List, Sequence, Set, Tuple, Union
 
-from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, enclosing_functions, tree_index, walk_ast
-from .device_targets import is_device_name, is_device_string
+from ...analysis.ast_index import TreeIndex, enclosing_functions, tree_index, walk_ast
 from .numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
 
-Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 
 
@@ -102,7 +100,7 @@ class _EveryName:
 _EVERY_NAME = _EveryName()
 
 
-def _could_be_array(node: ast.AST, roots: Set[str], names: Container[str]) -> bool:
+def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str]) -> bool:
     """Over-approximates ``numpy_values``' known arrays: ``.numpy()``, an expression rooted
     in an array module or in a name assigned one, array-preserving methods of those."""
     if isinstance(node, ast.Starred):
@@ -209,6 +207,64 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     if not candidates:
         return ()
     sources = [node for node in index.assignments if node.value is not None and _could_be_array(node.value, roots, _EVERY_NAME)]
+    return _visible_arrays(tree, index, candidates, sources, roots)
+
+
+def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str], bool]) -> Tuple[ast.Call, ...]:
+    """``numpy_copy_candidates`` once the names ``never_array`` answers True for (project
+    functions whose returns are not all arrays, said by the index) no longer count as
+    roots of an array. Only the roots of what the candidates read are asked about: the
+    assignments of the names in their arguments, of the names those read, and so on."""
+    candidates = numpy_copy_candidates(tree)
+    if not candidates:
+        return ()
+    index = tree_index(tree)
+    array_roots = _array_roots(index)
+    roots = _AskedRoots(array_roots, _project_roots(index) - array_roots, never_array)
+    assigned: dict = {}
+    for node in index.assignments:
+        if node.value is not None:
+            for name in _targets(node):
+                assigned.setdefault(name, []).append(node)
+    pending = [n.id for call in candidates for n in walk_ast(call.args[0]) if isinstance(n, ast.Name)]
+    read: Set[str] = set()
+    relevant: Set[int] = set()
+    while pending:
+        name = pending.pop()
+        if name in read:
+            continue
+        read.add(name)
+        for node in assigned.get(name, ()):
+            if id(node) not in relevant:
+                relevant.add(id(node))
+                pending.extend(n.id for n in walk_ast(node.value) if isinstance(n, ast.Name))
+    sources = [node for node in index.assignments if id(node) in relevant]
+    return _visible_arrays(tree, index, list(candidates), sources, roots)
+
+
+class _AskedRoots:
+    """The roots of an array: the array modules' names, and the project's names that
+    ``never_array`` does not rule out (asked once per name, when first met)."""
+
+    def __init__(self, arrays: Set[str], project: Set[str], never_array: Callable[[str], bool]) -> None:
+        self.arrays, self.project, self.never_array = arrays, project, never_array
+        self.answers: dict = {}
+
+    def __contains__(self, name: object) -> bool:
+        if name in self.arrays:
+            return True
+        if name not in self.project:
+            return False
+        if name not in self.answers:
+            self.answers[name] = not self.never_array(name)  # type: ignore[arg-type]
+        return self.answers[name]
+
+
+def _visible_arrays(
+    tree: ast.Module, index: TreeIndex, candidates: Sequence[ast.Call], sources: Sequence[Assignment], roots: Container[str]
+) -> Tuple[ast.Call, ...]:
+    """The candidates whose argument could be an array, given the assignments in scopes
+    they can see."""
     opened: Set[str] = _opened_files(tree) if _imports_h5py(index) else set()
     # A name the analysis reads at a call is bound in the call's scope chain (a function
     # sees its enclosing functions' names and the module's). An assignment in a function
@@ -237,7 +293,7 @@ def _targets(node: Assignment) -> Set[str]:
     return {name.id for target in targets for name in walk_ast(target) if isinstance(name, ast.Name)}
 
 
-def _array_names(sources: Sequence[Assignment], roots: Set[str], names: Set[str]) -> Set[str]:
+def _array_names(sources: Sequence[Assignment], roots: Container[str], names: Set[str]) -> Set[str]:
     """``names`` and every name assigned what could be an array, to a fixed point (a name
     assigned from another array name is an array name too)."""
     changed = True
@@ -251,195 +307,3 @@ def _array_names(sources: Sequence[Assignment], roots: Set[str], names: Set[str]
                     names.add(name)
                     changed = True
     return names
-
-
-_FACTORY_NAMES = frozenset(
-    {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
-    | {"rand", "randn", "randint", "randperm", "normal"}
-    | {"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor"}
-    | {"ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
-)
-# Steps a move's receiver is followed through to its factory (``host_tensors.KEEP_DEVICE``
-# and the random fills), and ``Variable(...)``.
-_STEPS = frozenset(
-    "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
-    "squeeze expand expand_as contiguous repeat t transpose permute normal_ uniform_ random_ "
-    "bernoulli_ exponential_".split()
-)
-# Factory keywords after which a move is not a plain "create on the host, then copy".
-FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
-_MOVE_KEYWORDS = {
-    "cuda": frozenset({"device", "non_blocking", "memory_format"}),
-    "to": frozenset({"device", "dtype", "memory_format", "non_blocking", "copy"}),
-}
-
-
-# Values a name can be bound to that ``device_target`` never reads as a device.
-_NEVER_DEVICES = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Lambda)
-
-
-def _assigned_names(index: TreeIndex) -> Set[str]:
-    """Names assigned somewhere in the file to what could be a device: the analysis may
-    look their value up (a call counts only when it could be ``torch.device(...)``)."""
-    names: Set[str] = set()
-    for node in index.assignments:
-        if isinstance(node, ast.Assign):
-            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            targets = [node.target.id]
-        else:
-            continue
-        value = node.value
-        if isinstance(value, _NEVER_DEVICES):
-            continue
-        if isinstance(value, ast.Call) and ast_dotted(value.func).rsplit(".", 1)[-1] not in ("device", "current_device"):
-            continue
-        names.update(targets)
-    return names
-
-
-def _could_be_device(node: ast.AST, bound: Callable[[], Set[str]]) -> bool:
-    """Over-approximates ``device_targets.device_target(...)`` being a non-host device
-    (``bound``: the names assigned what could be a device, worked out when first needed)."""
-    if isinstance(node, ast.Constant):
-        value = node.value
-        if isinstance(value, str):
-            return is_device_string(value, host=False)
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    if isinstance(node, ast.Call):
-        return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device")
-    if isinstance(node, ast.Name):
-        return node.id in bound() or is_device_name(node.id)
-    if isinstance(node, ast.Attribute):
-        return is_device_name(node.attr)
-    return False
-
-
-@functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
-def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
-    """The moves of a tensor factory call without ``device=`` (or another blocker): its
-    ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""
-    found: List[ast.AST] = []
-    separate: List[Tuple[ast.Call, str]] = []
-    index = tree_index(tree)
-    bound: List[Set[str]] = []
-
-    def bound_names() -> Set[str]:
-        if not bound:
-            bound.append(_assigned_names(index))
-        return bound[0]
-
-    for node in index.calls:
-        if not isinstance(node.func, ast.Attribute):
-            continue
-        move = node.func.attr
-        if move not in _MOVE_KEYWORDS:
-            continue
-        factory = _strip(node.func.value)
-        if isinstance(factory, ast.Name):
-            if _passes_move(node, bound_names):
-                separate.append((node, factory.id))
-            continue
-        if not isinstance(factory, ast.Call):
-            continue
-        if ast_dotted(factory.func).rsplit(".", 1)[-1] not in _FACTORY_NAMES:
-            continue
-        if any(k.arg is None or k.arg in FACTORY_BLOCKERS for k in factory.keywords):
-            continue
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None or k.arg not in _MOVE_KEYWORDS[move] for k in node.keywords
-        ):
-            continue
-        if move == "cuda":
-            found.append(node)
-            continue
-        device = next((k.value for k in node.keywords if k.arg == "device"), None)
-        if device is not None:
-            if not node.args and not (isinstance(device, ast.Constant) and device.value is None):
-                found.append(node)
-            continue
-        if node.args and _could_be_device(node.args[0], bound_names):
-            found.append(node)
-    if separate:
-        found.extend(_separate_statements(tree, separate))
-    return tuple(found)
-
-
-def _strip(node: ast.AST) -> ast.AST:
-    """The root of a receiver under device-keeping steps and ``Variable(...)``."""
-    for _ in range(16):
-        if not isinstance(node, ast.Call):
-            break
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _STEPS:
-            node = node.func.value
-        elif ast_dotted(node.func).rsplit(".", 1)[-1] == "Variable" and node.args:
-            node = node.args[0]
-        else:
-            break
-    return node
-
-
-def _passes_move(node: ast.Call, bound: Callable[[], Set[str]]) -> bool:
-    """A move of a name whose target could be a device (``.cuda()`` always could)."""
-    if node.func.attr == "cuda":  # type: ignore[attr-defined]
-        return True
-    if any(k.arg == "device" for k in node.keywords):
-        return True
-    return bool(node.args) and _could_be_device(node.args[0], bound)
-
-
-def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) -> List[ast.AST]:
-    """For ``z = z.cuda()`` after ``z = torch.randn(n)`` in one block: the move, the
-    creating statement and every statement between (so narrowing keeps any use of ``z``
-    that makes the finding go away)."""
-    wanted = {id(call): name for call, name in moves}
-    lines = sorted(call.lineno for call, _ in moves)
-    out: List[ast.AST] = []
-    for node in _blocks_around(tree, lines):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if not isinstance(block, list):
-                continue
-            for position, statement in enumerate(block):
-                if not isinstance(statement, ast.Assign) or id(statement.value) not in wanted:
-                    continue
-                name = wanted[id(statement.value)]
-                if not _binds_name(statement, name):
-                    continue  # `w = z.cuda()` keeps `z`: never reported
-                start = position
-                while start > 0 and not _binds_name(block[start - 1], name):
-                    start -= 1
-                if start > 0 and _creates(block[start - 1]):
-                    out.extend(block[start - 1 : position + 1])
-    return out
-
-
-def _blocks_around(tree: ast.Module, lines: List[int]) -> Iterator[ast.AST]:
-    """The nodes that hold statements and span one of ``lines``, in ``walk_ast``'s order:
-    expressions hold no statement, and a statement that spans none of the lines holds none
-    of the assignments sought there (so the walk stays off most of the tree)."""
-    stack: List[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast_children(node):
-            if isinstance(child, ast.match_case):  # no position of its own
-                stack.append(child)
-            elif isinstance(child, (ast.stmt, ast.excepthandler)):
-                at = bisect.bisect_left(lines, child.lineno)
-                if at < len(lines) and lines[at] <= (child.end_lineno or child.lineno):
-                    stack.append(child)
-
-
-def _creates(statement: ast.stmt) -> bool:
-    """``name = <factory>(...)``, possibly under steps and ``Variable(...)``."""
-    if not isinstance(statement, ast.Assign):
-        return False
-    root = _strip(statement.value)
-    return isinstance(root, ast.Call) and ast_dotted(root.func).rsplit(".", 1)[-1] in _FACTORY_NAMES
-
-
-def _binds_name(statement: ast.stmt, name: str) -> bool:
-    return isinstance(statement, ast.Assign) and any(
-        isinstance(target, ast.Name) and target.id == name for target in statement.targets
-    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
 import libcst as cst
 
@@ -12,8 +12,12 @@ from ...analysis.call_edits import keyword_arg, with_keywords
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
+from .array_forms import function_returns_array
 from .numpy_values import is_numpy_array
-from .screens import names_a_constructor, numpy_copy_candidates
+from .screens import names_a_constructor, numpy_copy_candidates, numpy_copy_candidates_without
+
+if TYPE_CHECKING:
+    from ...project import ProjectIndex
 
 # The legacy constructors and the dtype each one casts to.
 _LEGACY: Dict[str, str] = {
@@ -104,6 +108,17 @@ class TensorCopyFromNumpy(Rule):
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """A tensor constructor is given something that could be an array."""
         return bool(numpy_copy_candidates(tree))
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """As ``could_fire_tree``, once the project's functions that never return an array
+        (``to_dtype(x)`` in torch's lowering) are no longer taken for array sources."""
+
+        def never_array(name: str) -> bool:
+            definition = project.resolve(path, name)
+            return definition is not None and definition.kind == "function" and not function_returns_array(project, definition)
+
+        return bool(numpy_copy_candidates_without(tree, never_array))
 
     @classmethod
     def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:

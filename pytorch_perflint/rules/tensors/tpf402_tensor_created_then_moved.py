@@ -17,7 +17,7 @@ from ...types import Applicability
 from ...finding import NodeFix, Replacement
 from .device_targets import device_target
 from .host_tensors import HostTensor, host_tensor
-from .screens import FACTORY_BLOCKERS, create_then_move_candidates
+from .move_screens import FACTORY_BLOCKERS, create_then_move_candidates
 
 # Factory keywords that make the host placement deliberate or the move impossible to fold.
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.

@@ -1,0 +1,203 @@
+"""Second-stage ``ast`` screen of TPF402 (a tensor created on the host, then moved): the
+moves of a fresh factory call, or of a name a factory call was just assigned to."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import functools
+from typing import Callable, Iterator, List, Set, Tuple
+
+from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, tree_index
+from .device_targets import is_device_name, is_device_string
+
+_FACTORY_NAMES = frozenset(
+    {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
+    | {"rand", "randn", "randint", "randperm", "normal"}
+    | {"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor"}
+    | {"ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
+)
+# Steps a move's receiver is followed through to its factory (``host_tensors.KEEP_DEVICE``
+# and the random fills), and ``Variable(...)``.
+_STEPS = frozenset(
+    "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
+    "squeeze expand expand_as contiguous repeat t transpose permute normal_ uniform_ random_ "
+    "bernoulli_ exponential_".split()
+)
+# Factory keywords after which a move is not a plain "create on the host, then copy".
+FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
+_MOVE_KEYWORDS = {
+    "cuda": frozenset({"device", "non_blocking", "memory_format"}),
+    "to": frozenset({"device", "dtype", "memory_format", "non_blocking", "copy"}),
+}
+
+
+# Values a name can be bound to that ``device_target`` never reads as a device.
+_NEVER_DEVICES = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Lambda)
+
+
+def _assigned_names(index: TreeIndex) -> Set[str]:
+    """Names assigned somewhere in the file to what could be a device: the analysis may
+    look their value up (a call counts only when it could be ``torch.device(...)``)."""
+    names: Set[str] = set()
+    for node in index.assignments:
+        if isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            targets = [node.target.id]
+        else:
+            continue
+        value = node.value
+        if isinstance(value, _NEVER_DEVICES):
+            continue
+        if isinstance(value, ast.Call) and ast_dotted(value.func).rsplit(".", 1)[-1] not in ("device", "current_device"):
+            continue
+        names.update(targets)
+    return names
+
+
+def _could_be_device(node: ast.AST, bound: Callable[[], Set[str]]) -> bool:
+    """Over-approximates ``device_targets.device_target(...)`` being a non-host device
+    (``bound``: the names assigned what could be a device, worked out when first needed)."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, str):
+            return is_device_string(value, host=False)
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if isinstance(node, ast.Call):
+        return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device")
+    if isinstance(node, ast.Name):
+        return node.id in bound() or is_device_name(node.id)
+    if isinstance(node, ast.Attribute):
+        return is_device_name(node.attr)
+    return False
+
+
+@functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
+def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
+    """The moves of a tensor factory call without ``device=`` (or another blocker): its
+    ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""
+    found: List[ast.AST] = []
+    separate: List[Tuple[ast.Call, str]] = []
+    index = tree_index(tree)
+    bound: List[Set[str]] = []
+
+    def bound_names() -> Set[str]:
+        if not bound:
+            bound.append(_assigned_names(index))
+        return bound[0]
+
+    for node in index.calls:
+        if not isinstance(node.func, ast.Attribute):
+            continue
+        move = node.func.attr
+        if move not in _MOVE_KEYWORDS:
+            continue
+        factory = _strip(node.func.value)
+        if isinstance(factory, ast.Name):
+            if _passes_move(node, bound_names):
+                separate.append((node, factory.id))
+            continue
+        if not isinstance(factory, ast.Call):
+            continue
+        if ast_dotted(factory.func).rsplit(".", 1)[-1] not in _FACTORY_NAMES:
+            continue
+        if any(k.arg is None or k.arg in FACTORY_BLOCKERS for k in factory.keywords):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None or k.arg not in _MOVE_KEYWORDS[move] for k in node.keywords
+        ):
+            continue
+        if move == "cuda":
+            found.append(node)
+            continue
+        device = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if device is not None:
+            if not node.args and not (isinstance(device, ast.Constant) and device.value is None):
+                found.append(node)
+            continue
+        if node.args and _could_be_device(node.args[0], bound_names):
+            found.append(node)
+    if separate:
+        found.extend(_separate_statements(tree, separate))
+    return tuple(found)
+
+
+def _strip(node: ast.AST) -> ast.AST:
+    """The root of a receiver under device-keeping steps and ``Variable(...)``."""
+    for _ in range(16):
+        if not isinstance(node, ast.Call):
+            break
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _STEPS:
+            node = node.func.value
+        elif ast_dotted(node.func).rsplit(".", 1)[-1] == "Variable" and node.args:
+            node = node.args[0]
+        else:
+            break
+    return node
+
+
+def _passes_move(node: ast.Call, bound: Callable[[], Set[str]]) -> bool:
+    """A move of a name whose target could be a device (``.cuda()`` always could)."""
+    if node.func.attr == "cuda":  # type: ignore[attr-defined]
+        return True
+    if any(k.arg == "device" for k in node.keywords):
+        return True
+    return bool(node.args) and _could_be_device(node.args[0], bound)
+
+
+def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) -> List[ast.AST]:
+    """For ``z = z.cuda()`` after ``z = torch.randn(n)`` in one block: the move, the
+    creating statement and every statement between (so narrowing keeps any use of ``z``
+    that makes the finding go away)."""
+    wanted = {id(call): name for call, name in moves}
+    lines = sorted(call.lineno for call, _ in moves)
+    out: List[ast.AST] = []
+    for node in _blocks_around(tree, lines):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for position, statement in enumerate(block):
+                if not isinstance(statement, ast.Assign) or id(statement.value) not in wanted:
+                    continue
+                name = wanted[id(statement.value)]
+                if not _binds_name(statement, name):
+                    continue  # `w = z.cuda()` keeps `z`: never reported
+                start = position
+                while start > 0 and not _binds_name(block[start - 1], name):
+                    start -= 1
+                if start > 0 and _creates(block[start - 1]):
+                    out.extend(block[start - 1 : position + 1])
+    return out
+
+
+def _blocks_around(tree: ast.Module, lines: List[int]) -> Iterator[ast.AST]:
+    """The nodes that hold statements and span one of ``lines``, in ``walk_ast``'s order:
+    expressions hold no statement, and a statement that spans none of the lines holds none
+    of the assignments sought there (so the walk stays off most of the tree)."""
+    stack: List[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast_children(node):
+            if isinstance(child, ast.match_case):  # no position of its own
+                stack.append(child)
+            elif isinstance(child, (ast.stmt, ast.excepthandler)):
+                at = bisect.bisect_left(lines, child.lineno)
+                if at < len(lines) and lines[at] <= (child.end_lineno or child.lineno):
+                    stack.append(child)
+
+
+def _creates(statement: ast.stmt) -> bool:
+    """``name = <factory>(...)``, possibly under steps and ``Variable(...)``."""
+    if not isinstance(statement, ast.Assign):
+        return False
+    root = _strip(statement.value)
+    return isinstance(root, ast.Call) and ast_dotted(root.func).rsplit(".", 1)[-1] in _FACTORY_NAMES
+
+
+def _binds_name(statement: ast.stmt, name: str) -> bool:
+    return isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Name) and target.id == name for target in statement.targets
+    )
