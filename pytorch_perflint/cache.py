@@ -26,7 +26,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import __version__
 from .config import Settings
@@ -189,7 +189,7 @@ class Cache:
         self.snapshots: Dict[str, Dict[str, Any]] = {}
         self._snapshot_ok: Dict[str, bool] = {}
         self._digests: Dict[str, Tuple[Dict[str, Any], str]] = {}  # root -> (snapshot, its digest)
-        self._dep_keys: Dict[str, Optional[StatKey]] = {}  # a dependency's stat key, once per run
+        self._dep_keys: Dict[str, Optional[List[int]]] = {}  # a dependency's stat key, once per run
         self.dirty = False
         raw = read_regular(self.file, MAX_CACHE_BYTES) if self.folder is not None else None
         if raw is not None:
@@ -220,10 +220,8 @@ class Cache:
         deps = entry.get("deps", {})
         if not isinstance(deps, dict):
             return False
-        try:
-            if any(self._dep_key(path) != _as_key(key) for path, key in deps.items()):
-                return False
-        except _Invalid:
+        # Compared in their JSON form: a value of any other shape is simply not equal.
+        if any(self._dep_key(path) != key for path, key in deps.items()):
             return False
         if entry.get("all", False) is not False:
             root = entry.get("root")
@@ -235,11 +233,13 @@ class Cache:
             )
         return True
 
-    def _dep_key(self, path: str) -> Optional[StatKey]:
-        """A dependency's stat key, taken once per run: many files depend on one module."""
+    def _dep_key(self, path: str) -> Optional[List[int]]:
+        """A dependency's stat key in its JSON form, taken once per run: many files depend
+        on one module."""
         key = self._dep_keys.get(path, _MISSING)
         if key is _MISSING:
-            key = self._dep_keys[path] = _stat_key(path)
+            now = _stat_key(path)
+            key = self._dep_keys[path] = list(now) if now is not None else None
         return key  # type: ignore[return-value]
 
     def _snapshot_digest(self, root: str) -> Optional[str]:
@@ -270,18 +270,16 @@ class Cache:
         entry = self.entries.get(str(path))
         if entry is None:
             return None
-        try:
-            same_stat = _stat_key(str(path)) == _as_key(entry.get("stat"))
-        except _Invalid:
-            same_stat = False
-        if not same_stat:
+        key = _stat_key(str(path))
+        if (list(key) if key is not None else None) != entry.get("stat"):  # JSON form, as above
             try:
                 content = path.read_bytes()
             except OSError:
                 return None
             if entry.get("sha256") != self._digest(content):
                 return None
-            entry["stat"] = _stat_key(str(path))  # touched, not changed: keep it a stat hit
+            now = _stat_key(str(path))  # touched, not changed: keep it a stat hit
+            entry["stat"] = list(now) if now is not None else None
             self.dirty = True
         if not self._depends_unchanged(entry):
             return None

@@ -10,7 +10,6 @@ understood is an error (``ConfigError``, exit code 2), never silently ignored.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import re
 import sys
@@ -289,6 +288,8 @@ def _parse_table(table: Mapping[str, Any], where: str, unknown: str) -> Dict[str
     values: Dict[str, Any] = {}
     for key, raw in table.items():
         if key not in _KEYS:
+            import difflib  # only for a setting that is not known
+
             hint = difflib.get_close_matches(key.replace("_", "-"), KNOWN_KEYS, n=1)
             suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
             raise ConfigError(f"{unknown.format(key=key)}{suggestion}; known keys: {', '.join(KNOWN_KEYS)}")

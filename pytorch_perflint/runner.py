@@ -462,9 +462,11 @@ def _in_order(todo: Sequence[Path], screened: Mapping[Path, _Done], fresh: Itera
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:
     """Counts for the summary line and the exit code."""
-    from .selection import fixable_codes
+    fixable = None  # every code's fixes may be applied: the selectors are not expanded
+    if settings.fixable is not None or settings.unfixable:
+        from .selection import fixable_codes
 
-    fixable = fixable_codes(settings)
+        fixable = fixable_codes(settings)
     safe = unsafe = remaining = 0
     for result in results:
         remaining += len(result.diagnostics)
