@@ -290,6 +290,15 @@ def _ast_tree(source: str) -> Optional[ast.Module]:
         return None
 
 
+def _could_fire_in_project(rule: Type[Rule], tree: ast.Module, path: str, project: ProjectIndex) -> bool:
+    """The rule's project screen; one that fails keeps the rule, whose run then reports
+    any error as that rule's own (a screen must never cost the file its other findings)."""
+    try:
+        return rule.could_fire_project(tree, path, project)
+    except Exception:  # noqa: BLE001 - see above
+        return True
+
+
 def _narrowed(source: str, tree: ast.Module, active: Sequence[Type[Rule]]) -> Optional[str]:
     """The part of a large file LibCST must parse when every rule left says where it could
     fire (``Rule.candidates_tree``); None: parse it all."""
@@ -383,7 +392,7 @@ def _lint_source(
         return result
     if project is not None and tree is not None and active:
         own = os.path.abspath(path)
-        active = [r for r in active if r.could_fire_project(tree, own, project)]
+        active = [r for r in active if _could_fire_in_project(r, tree, own, project)]
     on_accelerator: Optional[bool] = None
     if any(r.needs_cuda for r in active):
         on_accelerator = runs_on_accelerator(path, source, tree, settings, project)

@@ -139,3 +139,31 @@ def test_passed_codes_hold_only_for_the_text_that_was_screened():
     passed = Passed((len(text), hash(text)), frozenset({"TPF501"}))
     assert passed.for_text(text) == {"TPF501"}
     assert passed.for_text(text + "x = 1\n") is None  # changed between the phases: screened again
+
+
+def test_a_project_screen_that_fails_keeps_its_rule_and_the_files_other_findings(tmp_path, monkeypatch):
+    """A crash in ``could_fire_project`` must not cost the file its findings: the rule is
+    kept and linted as without the screen (TPF403 reaches it on ``train.py``)."""
+    from pytorch_perflint.registry import rule_by_code
+
+    root = tmp_path / "project"
+    files = _project(root)
+    settings = _settings(root)
+    expected, _ = runner.run(files, settings, jobs=1)
+    assert ("train.py", "TPF403") in {(name, code) for name, code, _, _ in _key(expected)}
+    rule = rule_by_code("TPF403")
+    asked: List[str] = []
+
+    def broken(tree, path, project):
+        asked.append(path)
+        raise RuntimeError("the index is unreadable")
+
+    _in_process(monkeypatch)  # the lint phase here, where ``asked`` is seen
+    rule.could_fire_project = broken  # type: ignore[assignment]
+    try:
+        results, _ = runner.run(files, settings, jobs=1)
+    finally:
+        del rule.could_fire_project
+    assert asked  # the screen was reached
+    assert _key(results) == _key(expected)
+    assert not any(r.errors for r in results)
