@@ -299,20 +299,6 @@ def _could_fire_in_project(rule: Type[Rule], tree: ast.Module, path: str, projec
         return True
 
 
-def _narrowed(source: str, tree: ast.Module, active: Sequence[Type[Rule]]) -> Optional[str]:
-    """The part of a large file LibCST must parse when every rule left says where it could
-    fire (``Rule.candidates_tree``); None: parse it all."""
-    if source.count("\n") < narrowing.MIN_LINES:
-        return None
-    candidates: List[ast.AST] = []
-    for rule in active:
-        found = rule.candidates_tree(tree)
-        if found is None:
-            return None
-        candidates.extend(found)
-    return narrowing.narrowed_source(source, tree, candidates)
-
-
 def _compiles(source: str, path: Path) -> bool:
     try:
         compile_python(source, path)
@@ -408,7 +394,7 @@ def _lint_source(
             return result
     narrowed = None
     if not keep_module and active and tree is not None:
-        narrowed = _narrowed(source, tree, active)
+        narrowed = narrowing.narrowed_for(source, tree, active)
     try:
         if parsed is not None and narrowed is None:
             module = parsed

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import io
 from dataclasses import dataclass
-from typing import FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Any, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .analysis.scope import MUTATORS
 
@@ -49,6 +49,20 @@ class _Block:
     binds: FrozenSet[str]  # module-level names bound, and names changed in place anywhere
     reads: FrozenSet[str]
     imports_torch: bool
+
+
+def narrowed_for(source: str, tree: ast.Module, rules: Sequence[Any]) -> Optional[str]:
+    """The part of a large file LibCST must parse when every rule left says where it could
+    fire (``Rule.candidates_tree``); None: parse it all."""
+    if source.count("\n") < MIN_LINES:
+        return None
+    candidates: List[ast.AST] = []
+    for rule in rules:
+        found = rule.candidates_tree(tree)
+        if found is None:
+            return None
+        candidates.extend(found)
+    return narrowed_source(source, tree, candidates)
 
 
 def narrowed_source(source: str, tree: ast.Module, candidates: Iterable[ast.AST]) -> Optional[str]:
