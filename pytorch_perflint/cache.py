@@ -145,8 +145,6 @@ def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
     return {key: entry for key, entry in files.items() if isinstance(entry, dict)}
 
 
-
-
 @dataclass(frozen=True)
 class Stamp:
     """What a fresh result depended on, taken where the file was linted: the file's stat
