@@ -145,6 +145,11 @@ class _Walker:
                 # A nested repository (submodule, or a checkout inside a plain folder) has
                 # its own ignore rules.
                 rules = gitignore.root_rules(absolute_folder) or rules
+            # Joined by hand (``os.path.join`` is most of the walk's own time); ``folder`` is
+            # left out below the current folder, as ``Path`` joins.
+            prefix = "" if folder == os.curdir else folder.rstrip(os.sep) + os.sep
+            absolute_prefix = absolute_folder.rstrip(os.sep) + os.sep
+            real_prefix = real_folder.rstrip(os.sep) + os.sep
             for entry in listed:
                 name = entry.name
                 try:
@@ -156,19 +161,13 @@ class _Walker:
                 # before building any path for them.
                 if not is_dir and not name.endswith(PYTHON_SUFFIXES):
                     continue
-                # Joined by hand (``os.path.join`` is most of the walk's own time): ``folder`` and
-                # the two others never end with a separator, but for the root folder.
-                path = name if folder == os.curdir else folder.rstrip(os.sep) + os.sep + name  # as Path joins
-                absolute = absolute_folder.rstrip(os.sep) + os.sep + name
+                path, absolute, real = prefix + name, absolute_prefix + name, real_prefix + name
                 if is_dir:
                     if self.matcher.excluded(absolute):
                         continue
-                    if rules is not None:
-                        if entry.name == ".git" or rules.ignored(entry.name, is_dir=True):
-                            continue
-                        stack.append((path, rules.enter(entry.name, absolute), absolute, real_folder.rstrip(os.sep) + os.sep + name))
-                    else:
-                        stack.append((path, None, absolute, real_folder.rstrip(os.sep) + os.sep + name))
+                    if rules is not None and (name == ".git" or rules.ignored(name, is_dir=True)):
+                        continue
+                    stack.append((path, rules.enter(name, absolute) if rules is not None else None, absolute, real))
                     continue
                 if is_link:
                     try:
@@ -185,9 +184,9 @@ class _Walker:
                     continue
                 if self.matcher.excluded(absolute):
                     continue
-                if rules is not None and rules.ignored(entry.name, is_dir=False):
+                if rules is not None and rules.ignored(name, is_dir=False):
                     continue
-                self.add(Path(path), None if is_link else real_folder.rstrip(os.sep) + os.sep + name)
+                self.add(Path(path), None if is_link else real)
 
     def explicit(self, raw: str) -> None:
         path = Path(raw)
