@@ -187,7 +187,7 @@ class Cache:
         self.snapshots: Dict[str, Dict[str, Any]] = {}
         self._snapshot_ok: Dict[str, bool] = {}
         self._digests: Dict[str, Tuple[Dict[str, Any], str]] = {}  # root -> (snapshot, its digest)
-        self._dep_keys: Dict[str, Optional[List[int]]] = {}  # a dependency's stat key, once per run
+        self._keys_now: Dict[str, Optional[List[int]]] = {}  # see _key_now
         self.dirty = False
         raw = read_regular(self.file, MAX_CACHE_BYTES) if self.folder is not None else None
         if raw is not None:
@@ -218,8 +218,7 @@ class Cache:
         deps = entry.get("deps", {})
         if not isinstance(deps, dict):
             return False
-        # Compared in their JSON form: a value of any other shape is simply not equal.
-        if any(self._dep_key(path) != key for path, key in deps.items()):
+        if any(self._key_now(path) != key for path, key in deps.items()):
             return False
         if entry.get("all", False) is not False:
             root = entry.get("root")
@@ -231,13 +230,14 @@ class Cache:
             )
         return True
 
-    def _dep_key(self, path: str) -> Optional[List[int]]:
-        """A dependency's stat key in its JSON form, taken once per run: many files depend
-        on one module."""
-        key = self._dep_keys.get(path, _MISSING)
+    def _key_now(self, path: str) -> Optional[List[int]]:
+        """A dependency's or snapshot entry's stat key in its JSON form (what the cache file
+        holds: a value of any other shape is simply not equal), taken once per run: many
+        files depend on one module."""
+        key = self._keys_now.get(path, _MISSING)
         if key is _MISSING:
             now = _stat_key(path)
-            key = self._dep_keys[path] = list(now) if now is not None else None
+            key = self._keys_now[path] = list(now) if now is not None else None
         return key  # type: ignore[return-value]
 
     def _snapshot_digest(self, root: str) -> Optional[str]:
@@ -256,10 +256,7 @@ class Cache:
         changed module changes one of them), asked once per run."""
         if root not in self._snapshot_ok:
             snapshot = self.snapshots.get(root)
-            try:
-                ok = bool(snapshot) and all(_stat_key(p) == _as_key(k) for p, k in snapshot.items())  # type: ignore[union-attr]
-            except _Invalid:
-                ok = False
+            ok = bool(snapshot) and all(self._key_now(p) == k for p, k in snapshot.items())  # type: ignore[union-attr]
             self._snapshot_ok[root] = ok
         return self._snapshot_ok[root]
 
