@@ -67,7 +67,8 @@ Summarised = Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, in
 def _summarise_task(path: str, root: str, linted: Mapping[str, Path], screen: Optional[Screen]) -> Summarised:
     """One module's summary (as ``summarise_file``) and, for a file the run checks, its
     result when no rule passes its screens: such a file (most of a large project) is then
-    parsed once, for both, and the lint phase skips it. None: lint it with the index.
+    parsed once, for both, and the lint phase skips it. Otherwise the rules that passed
+    (``Passed``), which the lint phase runs with the index; None: lint it, screens and all.
 
     With Python's cyclic collector paused (see ``collector_paused``): with it on, it
     scanned the trees and summaries being built over and over and doubled this phase's
