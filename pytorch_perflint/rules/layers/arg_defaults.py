@@ -19,7 +19,6 @@ returns such a call; ``from opts import args``. An ``args.arch = ...`` assignmen
 from __future__ import annotations
 
 import ast
-import os
 import re
 from typing import Dict, List, Optional, Tuple
 
@@ -31,6 +30,7 @@ from ...project import register_summarizer
 from ...project.forms import Call, Form, Item, Lit, Ref
 from ...project.scan import line_text, lines_with, nodes_on_lines
 from ...project.summarizer import parse
+from ..training.project_calls import own_path
 
 KEY = "layers.argparse"
 UNKNOWN_DESTS = "*"
@@ -119,7 +119,7 @@ def _defaults_of(context: FileContext, name: str, scope: Scope) -> Optional[Defa
     project = context.project
     if project is None or binds_below_module(scope, name):
         return None
-    found = project.resolve(_own(context), name)  # ``from opts import args``
+    found = project.resolve(own_path(context), name)  # ``from opts import args``
     if found is None or found.kind != "binding" or found.binding is None or found.binding.mutated or found.path is None:
         return None
     return project.summary(found.path).extra(KEY) if _parses(found.binding.form) else None
@@ -167,7 +167,7 @@ def _project_defaults(context: FileContext, func: cst.BaseExpression, scope: Sco
     written = dotted_name(func)
     if written is None or binds_below_module(scope, written.partition(".")[0]):
         return None
-    found = project.resolve(_own(context), written)
+    found = project.resolve(own_path(context), written)
     if found is None or found.path is None:
         return None
     if not call:
@@ -207,10 +207,6 @@ def _parses(form: Form) -> bool:
 def _own_defaults(context: FileContext) -> Optional[Defaults]:
     project = context.project
     if project is not None:
-        return project.summary(_own(context)).extra(KEY)
+        return project.summary(own_path(context)).extra(KEY)
     tree, _ = parse(context.source)
     return None if tree is None else argparse_defaults(tree, context.source)
-
-
-def _own(context: FileContext) -> str:
-    return os.path.abspath(str(context.path))

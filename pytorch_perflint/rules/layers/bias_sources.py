@@ -18,7 +18,6 @@ stays silent.
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -31,6 +30,7 @@ from ...context import FileContext
 from ...project import Definition, FunctionBody, ProjectIndex
 from ...project.bodies import locate
 from ...project.forms import Call, Form, Lit, Ref
+from ..training.project_calls import own_path
 
 _MAX_BINDINGS = 3  # local names followed from a helper's ``return`` (``conv = nn.Conv2d(...)``)
 
@@ -67,7 +67,7 @@ class HelperLayers:
         if index is None or written is None or binds_below_module(scope, written.partition(".")[0]):
             return None
         if written not in self._found:
-            found = index.resolve(os.path.abspath(str(self.context.path)), written)
+            found = index.resolve(own_path(self.context), written)
             self._found[written] = _helper(index, found, written, self.positions) if found is not None else None
         return self._found[written]
 
@@ -174,7 +174,7 @@ def parameter_owner(context: FileContext, value: cst.BaseExpression, scope: Scop
         definition_name = outer.node.name.value if function.name.value == "__init__" else written
     else:
         return None
-    definition = index.resolve(os.path.abspath(str(context.path)), definition_name)
+    definition = index.resolve(own_path(context), definition_name)
     if definition is None or definition.kind not in ("function", "method", "class"):
         return None
     if definition.path not in index.files:
