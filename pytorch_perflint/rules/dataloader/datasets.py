@@ -47,6 +47,7 @@ from .dataset_classes import (
     serves_from_memory,
     unsharded_stream,
 )
+from .loader_args import WORKER_INIT_FN_POSITION
 
 # Calls that return an open file handle or connection, and what to call it in a message.
 HANDLE_OPENERS = {
@@ -139,7 +140,7 @@ def _stream(
     """The class name when the loader ``call`` reads an ``IterableDataset`` that does not
     shard by worker: through the project index when there is one (imported classes and
     helpers too), else from this module's classes and functions."""
-    init_fn = argument(call, "worker_init_fn", 10, scope.lookup_value)
+    init_fn = argument(call, "worker_init_fn", WORKER_INIT_FN_POSITION, scope.lookup_value)
     if not (init_fn.missing or (init_fn.node is not None and init_fn.value is None)):
         return None  # a worker_init_fn may split the stream (torch's own example does)
     if context.project is not None:
