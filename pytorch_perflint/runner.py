@@ -196,9 +196,8 @@ def _process_notebook(
             if new_text is None:
                 lint = engine.lint_source(book.source, path, settings, with_edits=False, selection=chosen, project=project)
                 diagnostics, fixed = lint.diagnostics, 0
-    mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
-    # Edits are relative to the joined source, not the cells: leave them out.
-    mapped = tuple(dataclasses.replace(d, fix=dataclasses.replace(d.fix, edits=())) if d.fix else d for d in mapped)
+    # After a fix, the rows of the fixed source: a fix that adds lines moves later cells.
+    mapped = notebook.cell_diagnostics(book, diagnostics, outcome.source if mode is not Mode.CHECK and fixed else None)
     result = FileResult(path, mapped, fixed=fixed, diff=diff, errors=tuple(errors), fix_errors=tuple(fix_errors))
     if mapped:  # the notebook the findings are about (fixed, with --fix or --diff): code frames
         shown = new_text if mode is not Mode.CHECK and fixed and new_text is not None else data.decode("utf-8-sig", errors="replace")
