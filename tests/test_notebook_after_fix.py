@@ -110,3 +110,29 @@ def test_a_finding_the_old_rows_put_on_a_cell_marker_is_not_dropped(tmp_path):
     assert "nb.ipynb:cell 2:6:11: TPF202" in fixed.output
     assert "Found 3 errors (1 fixed, 2 remaining)." in fixed.output and "resolved" not in fixed.output
     assert [code for code, *_ in _findings(tmp_path)] == ["TPF101", "TPF202"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda s: s.replace("    batch_size=8,\n", "    batch_size=8,\n    num_workers=4,\n"), id="a-line-added"),
+        pytest.param(lambda s: "import numpy as np\n\n" + s, id="an-import-above-the-first-cell"),
+        pytest.param(lambda s: s.replace("model.eval()\n", "model.eval()\nwith torch.no_grad():\n"), id="a-line-in-the-last-cell"),
+    ],
+)
+def test_rows_after_a_fix_are_the_rows_of_the_written_cells(tmp_path, edit):
+    """Each row of the fixed joined source maps to the cell and row where ``dump`` writes
+    that line."""
+    from pytorch_perflint import notebook
+
+    book = notebook.load(_notebook(tmp_path / "nb.ipynb").read_text(encoding="utf-8"))
+    fixed = edit(book.source)
+    assert fixed != book.source
+    cells = notebook.cell_sources(notebook.load(notebook.dump(book, fixed)))
+    rows = notebook._rows_after_fix(fixed)
+    for row, line in enumerate(fixed.split("\n")[:-1], start=1):
+        cell, cell_row = rows[row]
+        if cell_row == 0:
+            assert line.startswith("# pytorch-perflint: cell") or not line.strip()
+            continue
+        assert cells[cell - 1].split("\n")[cell_row - 1] == line, (row, line)
