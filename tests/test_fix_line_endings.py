@@ -112,3 +112,26 @@ def test_cli_fix_on_the_issue_file(tmp_path):
     assert "not applied" not in result.stdout + result.stderr
     fixed = path.read_bytes().decode()
     assert fixed.count("\r\n") == 1 and fixed.startswith("\r\n")
+
+
+def test_json_edits_keep_line_endings_as_fix_does(monkeypatch):
+    """A fix's edits (JSON, SARIF, the language server) write the lines it adds with the
+    endings ``--fix`` gives them, both ways the edits are made."""
+    from pytorch_perflint import edits
+    from pytorch_perflint.engine import lint_source
+
+    source = (
+        "# header\nimport torch\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(\r\n    ds,\r\n    batch_size=8,\r\n)\r\nmodel = Net().cuda()\n"
+    )
+    settings = dataclasses.replace(Settings(), select=("TPF102",))
+    wanted = fix_source(source, Path("v.py"), settings).source
+    assert "    pin_memory=True,\r\n" in wanted
+    for whole in (False, True):
+        if whole:
+            monkeypatch.setattr(edits.FixEdits, "_local", lambda self, fix: None)
+        (found,) = lint_source(source, Path("v.py"), settings, with_edits=True).diagnostics
+        lines = lines_of(source)
+        for edit in sorted(found.fix.edits, key=lambda e: e.location, reverse=True):
+            lines[edit.location.row - 1 : edit.end_location.row - 1] = lines_of(edit.content)
+        assert "".join(lines) == wanted, whole
