@@ -37,3 +37,12 @@ def test_before_json_counts_match_the_labels() -> None:
     expected = sum(label.expect for r in repos for label in r.labels)
     assert before["all"]["expected"] == expected
     assert before["all"]["found"] + len(before["misses"]) == expected
+
+
+def test_review4_preview_labels_are_preview_rules_only() -> None:
+    scorer = _scorer()
+    preview = scorer.load_labels(LABELS.with_name("labels-preview.toml"))
+    assert {label.code for r in preview for label in r.labels} == {"TPF601", "TPF602"}
+    default = scorer.load_labels(LABELS)
+    assert not {label.code for r in default for label in r.labels} & {"TPF601", "TPF602"}
+    assert {r.commit for r in preview} <= {r.commit for r in default}
