@@ -21,12 +21,12 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from pytorch_perflint.bench import script_copies, script_evidence, script_fingerprints
+from pytorch_perflint.bench.script import copies as script_copies, evidence as script_evidence, fingerprints as script_fingerprints
 from pytorch_perflint.bench.cli import bench
-from pytorch_perflint.bench.script_cli import bench_script, names_a_script, output_problem
-from pytorch_perflint.bench.script_fixes import Finding
-from pytorch_perflint.bench.script_runs import Request, Run, describe_failure
-from pytorch_perflint.bench.script_session import TEMP_PREFIX, device_skip
+from pytorch_perflint.bench.script.cli import bench_script, names_a_script, output_problem
+from pytorch_perflint.bench.script.fixes import Finding
+from pytorch_perflint.bench.script.runs import Request, Run, describe_failure
+from pytorch_perflint.bench.script.session import TEMP_PREFIX, device_skip
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 needs_torch = pytest.mark.skipif(
@@ -135,7 +135,7 @@ def test_copies_hold_the_code_and_link_everything_else(project, tmp_path):
     (project / "outputs" / "generated.py").write_text("Y = 2\n")
     (project / ".gitignore").write_text("outputs/\n")
     _git(project, "init", "-q")
-    from pytorch_perflint.bench.script_cli import _code_files
+    from pytorch_perflint.bench.script.cli import _code_files
     from pytorch_perflint.config import load_settings
 
     settings = load_settings([str(project / "train.py")])
@@ -374,9 +374,9 @@ def test_the_temporary_prefix_is_recognisable():
 
 
 def test_report_shows_needs_cuda_rows_for_gpu_rules_on_a_cpu_run():
-    from pytorch_perflint.bench.script_copies import Project
-    from pytorch_perflint.bench.script_report import machine_of, print_report
-    from pytorch_perflint.bench.script_session import Options, Outcome, Program, Session
+    from pytorch_perflint.bench.script.copies import Project
+    from pytorch_perflint.bench.script.report import machine_of, print_report
+    from pytorch_perflint.bench.script.session import Options, Outcome, Program, Session
     from pytorch_perflint.bench.verdicts import skipped
 
     project = Project(Path("/p"), Path("/p/train.py"), Path("."), (Path("train.py"),), 10)
@@ -406,9 +406,9 @@ def test_a_busy_machine_gets_the_threads_hint():
     import dataclasses
 
     from pytorch_perflint.bench.machine import Machine
-    from pytorch_perflint.bench.script_copies import Project
-    from pytorch_perflint.bench.script_report import print_report
-    from pytorch_perflint.bench.script_session import Options, Session
+    from pytorch_perflint.bench.script.copies import Project
+    from pytorch_perflint.bench.script.report import print_report
+    from pytorch_perflint.bench.script.session import Options, Session
 
     machine = Machine("cpu", 2, 2, 8.0, (), "2.13.0+cpu", None, None, "3.11", "linux", 2)
     run = Run("before", 0, "done", 0, 1.0, step_times=(0.01,))

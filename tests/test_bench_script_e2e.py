@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 from pytorch_perflint.bench.cli import bench  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-BOOTSTRAP = Path(__file__).resolve().parent.parent / "pytorch_perflint" / "bench" / "script_bootstrap.py"
+BOOTSTRAP = Path(__file__).resolve().parent.parent / "pytorch_perflint" / "bench" / "script" / "bootstrap.py"
 
 pytestmark = pytest.mark.slow
 

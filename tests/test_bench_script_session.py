@@ -12,8 +12,8 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from pytorch_perflint.bench import script_copies, script_session
-from pytorch_perflint.bench.script_runs import Request, Run
+from pytorch_perflint.bench.script import copies as script_copies, session as script_session
+from pytorch_perflint.bench.script.runs import Request, Run
 from pytorch_perflint.bench.verdicts import Kind
 from pytorch_perflint.config import load_settings
 

@@ -15,20 +15,11 @@ from typing import Optional, Tuple
 
 import click
 
-from .script_cli import ScriptDispatch
-
-TORCH_MISSING = (
-    "pytorch-perflint bench needs torch, which is not installed.\n"
-    "Install torch pinned for your platform first, so pip does not pull a build you did not "
-    "ask for, e.g. for CPU only:\n"
-    "  pip install 'torch==2.13.0' --index-url https://download.pytorch.org/whl/cpu\n"
-    "then the harness's other dependencies:\n"
-    "  pip install 'pytorch-perflint[bench]' 'torch==2.13.0'"
-)
-MATPLOTLIB_MISSING = "--plot needs matplotlib: pip install 'pytorch-perflint[plot]'"
+from .needs import MATPLOTLIB_MISSING, TORCH_MISSING
+from .script.cli import ScriptDispatch
 
 
-@click.command("bench", cls=ScriptDispatch)  # `bench SCRIPT` goes to script_cli
+@click.command("bench", cls=ScriptDispatch)  # `bench SCRIPT` goes to script/cli.py
 @click.option("--rule", "rules", multiple=True, metavar="CODE", help="Only this rule's scenario (repeatable).")
 @click.option(
     "--device",

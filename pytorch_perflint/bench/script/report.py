@@ -11,13 +11,13 @@ import datetime
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-from .. import __version__ as tool_version
-from . import script_evidence
-from .machine import Machine
-from .report import _STYLES, format_seconds
-from .script_fingerprints import Agreement, reasons
-from .script_session import Outcome, Session
-from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, Kind, Verdict, as_dict
+from ... import __version__ as tool_version
+from . import evidence as script_evidence
+from ..machine import Machine
+from ..report import _STYLES, format_seconds
+from .fingerprints import Agreement, reasons
+from .session import Outcome, Session
+from ..verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, Kind, Verdict, as_dict
 
 SCHEMA_VERSION = 1
 
@@ -27,7 +27,7 @@ def machine_of(session: Session) -> Machine:
     import os
     import platform
 
-    from .machine import _cpu_model, _memory_gb
+    from ..machine import _cpu_model, _memory_gb
 
     facts = (session.first_run("before") or session.runs[0]).torch or {}
     try:
@@ -89,7 +89,7 @@ def _label(outcome: Outcome) -> str:
     if outcome.program.name == "after" and fix is not None:
         more = f" + {fix.follow_ups} follow-up" if fix.follow_ups else ""
         return f"all fixes ({', '.join(fix.codes)}{more})"
-    from .. import registry
+    from ... import registry
 
     rule = registry.rule_by_code(outcome.program.label)
     return f"{outcome.program.label} {rule.name}" if rule is not None else outcome.program.label
@@ -124,7 +124,7 @@ def speed_table(session: Session) -> Any:
 
 def _measured_for(session: Session, finding) -> str:
     """What the runs say about a finding's rule: its own row's verdict, or why there is none."""
-    from .script_session import device_skip
+    from .session import device_skip
 
     for outcome in session.outcomes:
         if outcome.program.name == finding.code:

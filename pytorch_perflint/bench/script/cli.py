@@ -139,8 +139,8 @@ def bench_script(
     """
     import importlib.util
 
-    from ..cli import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
-    from .cli import MATPLOTLIB_MISSING, TORCH_MISSING
+    from ...cli import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+    from ..needs import MATPLOTLIB_MISSING, TORCH_MISSING
 
     def fail(message: str) -> None:
         click.echo(f"error: {message}", err=True)
@@ -159,7 +159,7 @@ def bench_script(
         if problem:
             fail(problem)
 
-    from ..config import ConfigError, load_settings
+    from ...config import ConfigError, load_settings
 
     script = Path(os.path.abspath(script))
     overrides = {
@@ -174,8 +174,8 @@ def bench_script(
     except ConfigError as error:
         fail(str(error))
 
-    from . import script_copies, script_session
-    from .script_runs import Request
+    from . import copies as script_copies, session as script_session
+    from .runs import Request
 
     cwd = Path(os.getcwd())
     root = script_copies.project_root(script, settings.project_root, settings.config_path is not None, cwd)
@@ -198,7 +198,7 @@ def _code_files(root: Path, settings: Any) -> List[Path]:
     """The files ``check`` would lint under the root: those are copied, the rest linked."""
     import dataclasses
 
-    from ..discovery import discover
+    from ...discovery import discover
 
     found = discover([str(root)], dataclasses.replace(settings, project_root=str(root)))
     return [Path(os.path.abspath(p)) for p in found.files]
@@ -216,8 +216,8 @@ def _console() -> Any:
 def _run(ctx: click.Context, project, settings, request, options):
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from ..cli import EXIT_ERROR
-    from . import script_copies, script_session
+    from ...cli import EXIT_ERROR
+    from . import copies as script_copies, session as script_session
 
     console = _console()
     try:
@@ -244,7 +244,8 @@ def _run(ctx: click.Context, project, settings, request, options):
 def _output(session, json_path: Optional[Path], plot_path: Optional[Path], started) -> None:
     import datetime
 
-    from . import export, script_report
+    from .. import export
+    from . import report as script_report
 
     console = _console()
     machine = script_report.machine_of(session)
@@ -254,7 +255,7 @@ def _output(session, json_path: Optional[Path], plot_path: Optional[Path], start
         export.write(json_path, script_report.run_dict(session, machine, started, now))
         console.print(f"[dim]JSON written to {json_path}[/]")
     if plot_path is not None and session.outcomes:
-        from .plot import write_plot
+        from ..plot import write_plot
 
         title = f"pytorch-perflint bench {session.project.script_rel} on {machine.gpus[0] if machine.gpus else machine.cpu_model}"
         write_plot(plot_path, script_report.chart_rows(session), title)  # type: ignore[arg-type]

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..config import Settings
-from . import script_copies, script_fixes, script_fingerprints
-from .script_copies import Copy, Project
-from .script_fixes import Finding, FixResult
-from .script_fingerprints import Agreement
-from .script_runs import Request, Run, describe_failure, start
-from .verdicts import Verdict, decide, skipped
+from ...config import Settings
+from . import copies as script_copies, fixes as script_fixes, fingerprints as script_fingerprints
+from .copies import Copy, Project
+from .fixes import Finding, FixResult
+from .fingerprints import Agreement
+from .runs import Request, Run, describe_failure, start
+from ..verdicts import Verdict, decide, skipped
 
 TEMP_PREFIX = "perflint-bench-script-"
 
@@ -179,7 +179,7 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
     def mirror(name: str) -> Copy:
         return script_copies.make_copy(project, folder / name, name, skip)
 
-    from .machine import load_average
+    from ..machine import load_average
 
     load_start = load_average()
     copies: Dict[str, Copy] = {"before": mirror("before"), "control": mirror("control")}
@@ -282,7 +282,7 @@ def _per_rule(fixed: FixResult, findings, settings, options: Options, first: Run
 def device_skip(code: str, first: Optional[Run]) -> Optional[str]:
     """The scenario harness's reason (needs CUDA, 2+ GPUs) when this run cannot show the
     rule's effect: its scenario says where the effect exists."""
-    from .scenario import ScenarioError, select
+    from ..scenario import ScenarioError, select
 
     try:
         scenario = select((code,))[0]

@@ -1,6 +1,6 @@
 """One run of a user's script: a fresh process in its copy, and what it measured.
 
-Each run starts ``script_bootstrap.py`` with the interpreter running bench, in a new session
+Each run starts ``bootstrap.py`` with the interpreter running bench, in a new session
 (its own process group), with stdin closed: a script that asks for input fails at once
 instead of hanging. Its output goes to files, so a chatty script cannot fill a pipe. When the
 run ends (done, failed, past ``--timeout``, or Ctrl-C in bench), the whole process group is
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-from .script_copies import Copy
+from .copies import Copy
 
-BOOTSTRAP = Path(__file__).resolve().with_name("script_bootstrap.py")
+BOOTSTRAP = Path(__file__).resolve().with_name("bootstrap.py")
 STDERR_TAIL_LINES = 15
 
 
