@@ -125,12 +125,13 @@ def _git(root: Path, *args: str) -> None:
 
 
 @needs_git
-def test_copies_hold_the_code_and_link_everything_else(project, tmp_path):
+def test_copies_hold_copies_and_link_only_ignored_folders_and_big_files(project, tmp_path):
     (project / "train.py").write_text("import model\n")
     (project / "model.py").write_text("X = 1\n")
     (project / "config.yaml").write_text("lr: 1\n")
     (project / "data").mkdir()
     (project / "data" / "train.csv").write_text("1,2\n")
+    (project / "data" / "big.bin").write_bytes(b"x" * 3000)
     (project / "outputs").mkdir()
     (project / "outputs" / "generated.py").write_text("Y = 2\n")
     (project / ".gitignore").write_text("outputs/\n")
@@ -141,15 +142,18 @@ def test_copies_hold_the_code_and_link_everything_else(project, tmp_path):
     settings = load_settings([str(project / "train.py")])
     code = _code_files(project, settings)
     assert sorted(p.name for p in code) == ["model.py", "train.py"]  # the ignored one is not code to copy
-    found = script_copies.find_project(project / "train.py", project, project, code, 100)
+    found = script_copies.find_project(project / "train.py", project, project, code, 100, link_above_mb=0.002)
     before = tree_digest(project)
     copy = script_copies.make_copy(found, tmp_path / "copy", "before")
     assert not (copy.root / "train.py").is_symlink() and (copy.root / "train.py").read_text() == "import model\n"
-    assert not (copy.root / "model.py").is_symlink()
-    for linked in ("config.yaml", "data", "outputs", ".gitignore", ".git"):
+    for copied in ("model.py", "config.yaml", "data", "data/train.csv", ".gitignore"):
+        assert not (copy.root / copied).is_symlink() and (copy.root / copied).exists(), copied
+    for linked in ("outputs", ".git", "data/big.bin"):  # ignored by git, git's own, over the size
         assert (copy.root / linked).is_symlink(), linked
     assert (copy.root / "data" / "train.csv").read_text() == "1,2\n"  # ./data resolves from the copy
     assert copy.workdir == copy.root and copy.script == copy.root / "train.py"
+    note = " ".join(found.notes)
+    assert "outputs/ (ignored by git)" in note and "data/big.bin (0 MB, over --link-above-mb 0.002)" in note
     script_copies.remove(copy.root)
     assert not copy.root.exists()
     assert tree_digest(project) == before  # removing the copy never follows its links
@@ -159,7 +163,7 @@ def test_link_watch_sees_writes_through_a_link(project, tmp_path):
     (project / "train.py").write_text("")
     (project / "ckpt").mkdir()
     (project / "ckpt" / "model.pt").write_bytes(b"old")
-    found = script_copies.find_project(project / "train.py", project, project, [project / "train.py"], 100)
+    found = script_copies.find_project(project / "train.py", project, project, [project / "train.py"], 100, link_above_mb=0.000001)
     copy = script_copies.make_copy(found, tmp_path / "copy", "before")
     watch = script_copies.LinkWatch(script_copies.linked_entries(copy))
     assert watch.changes() == []

@@ -105,6 +105,7 @@ def output_problem(path: Optional[Path], flag: str) -> Optional[str]:
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write every run's figures here.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a PNG chart of the speed-ups here.")
 @click.option("--max-copy-mb", type=click.FloatRange(0.1, 100_000), default=100.0, show_default=True, help="Most Python source to copy per program.")
+@click.option("--link-above-mb", type=click.FloatRange(0.001, 1_000_000), default=16.0, show_default=True, help="Files larger than this are linked into the copies, not copied; a write to one copies it first.")
 @click.pass_context
 def bench_script(
     ctx: click.Context,
@@ -127,12 +128,14 @@ def bench_script(
     json_path: Optional[Path],
     plot_path: Optional[Path],
     max_copy_mb: float,
+    link_above_mb: float,
 ) -> None:
     """Measure what the tool's fixes buy on SCRIPT, your own training script.
 
-    RUNS YOUR SCRIPT (in temporary copies; your files are not changed): a "before" copy, an
-    "after" copy with the fixes `check --fix` would apply, and an identical A/A control,
-    each a fresh process, interleaved over --rounds. Each run stops after --warmup +
+    RUNS YOUR SCRIPT (in temporary copies; your files are not changed, and every process a
+    run starts ends with it): a "before" copy, an "after" copy with the fixes `check --fix`
+    would apply, and an identical A/A control, each a fresh process, interleaved over
+    --rounds. Each run stops after --warmup +
     --steps optimizer steps. The report gives the median step time, the speed-up with its
     range and verdict, and whether before and after trained to the same weights. Pass the
     script's own arguments after `--`.
@@ -180,7 +183,7 @@ def bench_script(
     cwd = Path(os.getcwd())
     root = script_copies.project_root(script, settings.project_root, settings.config_path is not None, cwd)
     try:
-        project = script_copies.find_project(script, root, cwd, _code_files(root, settings), max_copy_mb)
+        project = script_copies.find_project(script, root, cwd, _code_files(root, settings), max_copy_mb, link_above_mb)
     except script_copies.CopyError as error:
         fail(str(error))
     argv0 = os.path.relpath(script, cwd) if script.is_relative_to(cwd) else str(script)

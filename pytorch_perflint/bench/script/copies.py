@@ -1,22 +1,24 @@
-"""The copies a user's script runs in: its project's code copied, everything else linked.
+"""The copies a user's script runs in: the project's files copied, links only where a copy costs.
 
 ``bench SCRIPT`` never runs or fixes the user's own files. Each program (before, after, the
 A/A control, one "after" per rule) gets a mirror of the project root in a temporary folder:
 
-- the code files that ``check`` would lint there (same config, excludes and ``.gitignore``)
-  are copied, so the fixer can rewrite them;
-- every other entry is a symlink to the original: ``./data``, checkpoints and configs
-  resolve as before without copying gigabytes, and ignored folders (virtualenvs, datasets)
-  are pointed at, never walked;
+- every folder is a real folder and every file a copy (the code files ``check`` would lint,
+  configs, ``log.txt``, ``data/keep.txt``...), so what the script writes lands in the copy;
+- linked, not copied (the report says which): folders git ignores and that hold no code
+  (datasets, virtualenvs, outputs: pointed at, never walked), ``.git``, the project's own
+  symlinks, and files over ``--link-above-mb``. A Python write to a linked entry copies it
+  first (``guard.py``, copy on write), so a link is only ever read through;
 - the script runs from the mirror of the folder bench was started in, so relative paths keep
   their meaning.
 
-A script can still write *through* a link into the user's tree (overwriting a checkpoint
-that already exists there); ``LinkWatch`` notices that and the report says so.
+A writer outside Python (a shell child, C code) could still write through a link;
+``LinkWatch`` notices that and the report says so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from dataclasses import dataclass
@@ -26,6 +28,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 # Code to copy per program, in MB; more is almost always a dataset or vendored tree that
 # git does not ignore.
 DEFAULT_MAX_COPY_MB = 100.0
+# Files larger than this are linked (copied on a write), not copied for every program.
+DEFAULT_LINK_ABOVE_MB = 16.0
+# Other files copied per program, in MB, and entries mirrored: beyond them the project
+# holds a dataset git does not ignore.
+MAX_DATA_COPY_MB = 1000.0
+MAX_ENTRIES = 20_000
 # Entries LinkWatch looks at (stat only) across all the linked folders.
 WATCH_LIMIT = 5000
 
@@ -44,6 +52,12 @@ class Project:
     code: Tuple[Path, ...]  # code files, relative to root
     code_bytes: int
     notes: Tuple[str, ...] = ()
+    # The mirror (relative to root): real folders, copied files, linked entries. Planned
+    # once by ``find_project``; a Project made without a plan mirrors as ``plan`` would.
+    folders: Tuple[Path, ...] = ()
+    files: Tuple[Path, ...] = ()
+    linked: Tuple[Path, ...] = ()
+    planned: bool = False
 
     @property
     def script_rel(self) -> Path:
@@ -69,8 +83,17 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def find_project(script: Path, root: Path, cwd: Path, code: Sequence[Path], max_mb: float) -> Project:
-    """The project to mirror; ``code`` are the files ``discover`` found under ``root``."""
+def find_project(
+    script: Path,
+    root: Path,
+    cwd: Path,
+    code: Sequence[Path],
+    max_mb: float,
+    link_above_mb: float = DEFAULT_LINK_ABOVE_MB,
+    skip: Sequence[Path] = (),
+) -> Project:
+    """The project to mirror; ``code`` are the files ``discover`` found under ``root``.
+    ``skip``: folders never to mirror (bench's own temporary folder)."""
     notes: List[str] = []
     if _inside(cwd, root):
         workdir = cwd.relative_to(root) if cwd != root else Path(".")
@@ -89,7 +112,102 @@ def find_project(script: Path, root: Path, cwd: Path, code: Sequence[Path], max_
     total = sum(sizes.values())
     if total > max_mb * 1e6:
         raise CopyError(_too_big(root, sizes, total, max_mb))
-    return Project(root, script, workdir, tuple(sorted(relative)), total, tuple(notes))
+    project = Project(root, script, workdir, tuple(sorted(relative)), total, tuple(notes))
+    mirror = plan(project, link_above_mb, skip)
+    return dataclasses.replace(mirror, notes=mirror.notes + _linked_note(mirror, link_above_mb))
+
+
+def plan(project: Project, link_above_mb: float = DEFAULT_LINK_ABOVE_MB, skip: Sequence[Path] = ()) -> Project:
+    """Decide, once, what each program's mirror copies and what it links (see the module
+    docstring); raises CopyError when that is more than a copy should hold."""
+    from ... import gitignore
+
+    root = project.root
+    code = set(project.code)
+    needed = {Path(".")}
+    for rel in list(code) + [project.workdir / "_"]:
+        needed.update(rel.parents)
+    skipped = {os.path.abspath(p) for p in skip}
+    limit = link_above_mb * 1e6
+    folders: List[Path] = []
+    files: List[Path] = []
+    linked: List[Path] = []
+    data_bytes = 0
+    stack = [(Path("."), gitignore.for_folder(str(root)))]
+    while stack:
+        folder, rules = stack.pop()
+        folders.append(folder)
+        try:
+            entries = sorted(os.scandir(root / folder), key=lambda e: e.name)
+        except OSError as error:
+            raise CopyError(f"{root / folder}: cannot read folder: {error.strerror or error}") from None
+        for entry in entries:
+            rel = folder / entry.name if folder != Path(".") else Path(entry.name)
+            if os.path.abspath(entry.path) in skipped:
+                continue
+            if len(folders) + len(files) + len(linked) > MAX_ENTRIES:
+                raise CopyError(_too_many(root))
+            try:
+                if entry.is_symlink():
+                    linked.append(rel)
+                elif entry.is_dir():
+                    ignored = rules is not None and rules.ignored(entry.name, is_dir=True)
+                    if rel not in needed and (entry.name == ".git" or ignored):
+                        linked.append(rel)
+                    else:
+                        stack.append((rel, rules.enter(entry.name, entry.path) if rules is not None else None))
+                elif rel in code:
+                    files.append(rel)
+                elif entry.is_file() and entry.stat().st_size <= limit:
+                    files.append(rel)
+                    data_bytes += entry.stat().st_size
+                else:
+                    linked.append(rel)
+            except OSError as error:
+                raise CopyError(f"{entry.path}: cannot mirror: {error.strerror or error}") from None
+        if data_bytes > MAX_DATA_COPY_MB * 1e6:
+            raise CopyError(_too_much_data(root, data_bytes, link_above_mb))
+    for rel in code:  # code the walk did not meet (a symlinked file): still copied
+        if rel not in files:
+            files.append(rel)
+            linked = [l for l in linked if l != rel]
+    return dataclasses.replace(
+        project, folders=tuple(sorted(folders, key=lambda p: len(p.parts))), files=tuple(sorted(files)), linked=tuple(sorted(linked)), planned=True
+    )
+
+
+def _linked_note(project: Project, link_above_mb: float) -> Tuple[str, ...]:
+    if not project.linked:
+        return ()
+    shown = []
+    for rel in project.linked[:6]:
+        path = project.root / rel
+        if path.is_symlink():
+            shown.append(f"{rel} (a link in your project)")
+        elif path.is_dir():
+            shown.append(f"{rel}/" + ("" if rel.name == ".git" else " (ignored by git)"))
+        else:
+            shown.append(f"{rel} ({_size(path) / 1e6:.0f} MB, over --link-above-mb {link_above_mb:g})")
+    more = f" and {len(project.linked) - 6} more" if len(project.linked) > 6 else ""
+    return (
+        f"linked into the copies, not copied: {', '.join(shown)}{more}; the script reads your files through "
+        f"these links, and a write to one from Python copies it first, so your files are not changed",
+    )
+
+
+def _too_many(root: Path) -> str:
+    return (
+        f"{root} holds more than {MAX_ENTRIES} files and folders to copy for each run: add the folders the "
+        f"script does not need (datasets, outputs) to .gitignore, and bench links them instead of copying"
+    )
+
+
+def _too_much_data(root: Path, data_bytes: int, link_above_mb: float) -> str:
+    return (
+        f"{root} holds over {data_bytes / 1e6:.0f} MB of files (each under --link-above-mb {link_above_mb:g}) to copy "
+        f"for each run, more than {MAX_DATA_COPY_MB:g} MB: add the data folders to .gitignore (bench then links them "
+        f"and copies only what the script writes) or lower --link-above-mb"
+    )
 
 
 def _size(path: Path) -> int:
@@ -139,35 +257,27 @@ class Copy:
 
 
 def make_copy(project: Project, destination: Path, name: str, skip: Sequence[Path] = ()) -> Copy:
-    """Mirror the project into ``destination`` (which must not exist): code copied, the rest
-    linked. ``skip`` holds folders never to mirror (the temporary folder itself)."""
-    code = set(project.code)
-    needed = {Path(".")}
-    for rel in list(code) + [project.workdir / "_"]:
-        needed.update(rel.parents)
-    skipped = {os.path.abspath(p) for p in skip}
+    """Mirror the project into ``destination`` (which must not exist) as ``plan`` decided:
+    real folders, copied files, links for the rest. ``skip`` holds folders never to mirror
+    (the temporary folder itself)."""
+    mirror = project if project.planned else plan(project, skip=skip)
+    skipped = [Path(os.path.abspath(p)) for p in skip]
+
+    def kept(rel: Path) -> bool:
+        path = project.root / rel
+        return not any(path == s or s in path.parents for s in skipped)
+
     destination.mkdir(parents=True)
-    for folder in sorted(needed, key=lambda p: len(p.parts)):
-        source_folder = project.root / folder
-        target_folder = destination / folder
-        target_folder.mkdir(exist_ok=True)
-        try:
-            entries = sorted(os.listdir(source_folder))
-        except OSError as error:
-            raise CopyError(f"{source_folder}: cannot read folder: {error.strerror or error}") from None
-        for entry in entries:
-            rel = folder / entry if folder != Path(".") else Path(entry)
+    try:
+        for folder in filter(kept, mirror.folders):
+            (destination / folder).mkdir(exist_ok=True)
+        for rel in filter(kept, mirror.files):
+            shutil.copy2(project.root / rel, destination / rel)
+        for rel in filter(kept, mirror.linked):
             source = project.root / rel
-            if os.path.abspath(source) in skipped or rel in needed:
-                continue
-            target = destination / rel
-            try:
-                if rel in code:
-                    shutil.copy2(source, target)
-                else:
-                    os.symlink(source, target, target_is_directory=source.is_dir())
-            except OSError as error:
-                raise CopyError(f"{source}: cannot mirror: {error.strerror or error}") from None
+            os.symlink(source, destination / rel, target_is_directory=source.is_dir())
+    except OSError as error:
+        raise CopyError(f"{getattr(error, 'filename', None) or project.root}: cannot mirror: {error.strerror or error}") from None
     return Copy(name, destination, project)
 
 
