@@ -99,7 +99,7 @@ def bench(
         export.write(json_path, data)
         console.print(f"[dim]JSON written to {json_path}[/]")
     if plot_path is not None:
-        title = f"pytorch-perflint bench on {info.gpus[0] if info.gpus and 'cuda' in device_list else info.cpu_model}"
+        title = f"pytorch-perflint bench (micro-benchmarks) on {info.gpus[0] if info.gpus and 'cuda' in device_list else info.cpu_model}"
         write_plot(plot_path, results, title)
         console.print(f"[dim]chart written to {plot_path}[/]")
     ctx.exit(0 if all(r.ok for r in results) else 1)

@@ -19,7 +19,9 @@ from .harness import Options, ScenarioResult
 from .machine import Machine
 from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, as_dict
 
-SCHEMA_VERSION = 1
+# 2: the verdict's speed-up is the ratio of the medians ("speedup", with "before_median_s" and
+# "after_median_s"), replacing the median per-round ratio ("ratio_median"); peak memory.
+SCHEMA_VERSION = 2
 
 
 def _timing(timing: Any) -> Dict[str, Any]:
@@ -51,6 +53,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
         "scenario": scenario.title,
         "scenario_module": scenario.module,
         "rationale": scenario.rationale,
+        "benchmark": "micro-benchmark: the operation alone" if scenario.operation_alone else "micro-benchmark",
         "device": result.device,
         "needs": str(scenario.needs),
         "size": result.size,

@@ -10,7 +10,8 @@ For each scenario and device:
    before vs control shows the program is deterministic at all). These runs double as warm-up;
 4. unless the device cannot show the effect, time ``rounds + 1`` rounds of before, after and
    control, the order reversed every round, the first round discarded as warm-up;
-5. decide the verdict from the measured rounds (``verdicts.decide``).
+5. decide the verdict from the measured rounds (``verdicts.judge``): the speed-up is
+   median(before) / median(after) of the rounds' figures, as the table's columns show.
 
 A failure in one scenario is recorded on its result and the run goes on.
 """
@@ -25,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .machine import load_average
 from .programs import Programs, build
 from .scenario import Scenario
-from .verdicts import Verdict, decide, skipped, unjudged
+from .verdicts import Verdict, judge, skipped, unjudged
 
 # The order of the first round; every other round runs it reversed. The control sits on the
 # far side of "after" from "before", so the A/A pair is never closer in time than the A/B
@@ -279,7 +280,7 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
     except Exception as error:  # noqa: BLE001
         return finish(skipped("error"), error=_describe(error), rounds=tuple(rounds), **values)
     measured = [r for r in rounds if not r.warmup]
-    verdict = decide([r.ratio for r in measured], [r.aa_ratio for r in measured])
+    verdict = judge(*([r.timings[name].median for r in measured] for name in ("before", "after", "control")))
     if options.quick:
         verdict = unjudged(verdict)
     return finish(verdict, rounds=tuple(rounds), **values)

@@ -12,9 +12,10 @@
    broken fix, reported, not timed. Then ``rounds`` measured rounds, the order reversed
    every round (``harness.ORDER``'s idea: before, the fixed copies, control).
 5. Fingerprints: before against control (is the script deterministic at all?) and against
-   every fixed copy, in every round. Verdicts: ``verdicts.decide`` on the per-round ratios
-   of the runs' step times (each run's mean: its throughput), with the A/A ratios as the
-   noise.
+   every fixed copy, in every round. Verdicts: ``verdicts.judge`` on the runs' step times
+   (each run's mean: its throughput), paired by round: the speed-up is the ratio of the
+   medians over the rounds where before, the fixed copy and the control all ran, with the
+   per-round ratios as its range and the A/A ratios as the noise.
 6. With ``--profile``, one more "before" run under torch.profiler.
 
 The temporary folder is removed on every way out, Ctrl-C included.
@@ -34,7 +35,7 @@ from .copies import Copy, Project
 from .fixes import Finding, FixResult
 from .fingerprints import Agreement
 from .runs import Request, Run, describe_failure, start
-from ..verdicts import Verdict, decide, skipped
+from ..verdicts import Verdict, judge, skipped
 
 TEMP_PREFIX = "perflint-bench-script-"
 
@@ -320,17 +321,18 @@ def _outcome(program: Program, runs: Sequence[Run], reference, failure: Optional
     for run_ in runs:
         if run_.round > 0 and run_.ok:
             by_round.setdefault(run_.round, {})[run_.program] = run_
-    ratios, aa = [], []
+    before, after, control = [], [], []
     for index in sorted(by_round):
         group = by_round[index]
         if {"before", "control", program.name} <= set(group):
-            before = group["before"].step_time
-            ratios.append(before / group[program.name].step_time)
-            aa.append(before / group["control"].step_time)
+            before.append(group["before"].step_time)
+            after.append(group[program.name].step_time)
+            control.append(group["control"].step_time)
+    ratios = [b / a for b, a in zip(before, after)]
     if agreement is not None and not agreement.ok:
         verdict = skipped("check failed: before and after differ")
         return Outcome(program, verdict, tuple(ratios), agreement)
-    return Outcome(program, decide(ratios, aa), tuple(ratios), agreement)
+    return Outcome(program, judge(before, after, control), tuple(ratios), agreement)
 
 
 def _nothing_to_fix(findings: Sequence[Finding], held_back: Sequence[str]) -> str:
