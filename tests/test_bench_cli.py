@@ -115,3 +115,27 @@ def test_the_chart_draws_an_outlier_clipped_and_labelled(tmp_path):
     assert "1858.00x faster (axis clipped) " in texts  # the table's figure, to the same digits
     assert " 1.06x" in texts  # not judged: the figure, no verdict word
     assert (tmp_path / "chart.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_log_gets_one_line_per_scenario(torch):
+    """Not a terminal (CI, a device run's log): a line as each scenario finishes, not
+    minutes of silence."""
+    result = CliRunner().invoke(bench, ["--check-only", "--quick", "--rule", "TPF501", "--rule", "TPF204", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("[")]
+    assert [line.split(":")[0] for line in lines] == ["[1/2] TPF501 cpu", "[2/2] TPF204 cpu"]  # in the order asked
+    assert "left" in lines[0] and "almost done" in lines[1]
+
+
+def test_the_time_left_never_grows():
+    from pytorch_perflint.bench.eta import Eta, eta_text
+
+    now = [0.0]
+    eta = Eta(clock=lambda: now[0])
+    shown = []
+    # Uneven work: two quick units, then slow ones, and the total grows midway.
+    for elapsed, done, total in ((1, 1, 10), (2, 2, 10), (30, 3, 10), (60, 4, 12), (61, 5, 12), (200, 6, 12)):
+        now[0] = elapsed
+        shown.append(eta.update(done, total))
+    assert all(later <= earlier for earlier, later in zip(shown, shown[1:])), shown
+    assert eta_text(None) == "time left not known yet" and eta_text(0.2) == "under 1 s left" and eta_text(0.0) == "almost done" and eta_text(600) == "about 10 min left"

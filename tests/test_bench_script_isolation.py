@@ -143,6 +143,7 @@ def test_bench_script_changes_no_file_and_leaves_no_process(project, tmp_path):
     before = tree_digest(project)
     result = invoke("train.py", "--steps", "2", "--warmup", "1", "--rounds", "1")
     assert result.exit_code == 0, result.output
+    assert "run 1: before, round 0 (time left not known yet)" in result.output  # a log gets a line per run
     deadline = time.monotonic() + 30
     while not marker.exists() and time.monotonic() < deadline:  # written before the steps ran
         time.sleep(0.1)

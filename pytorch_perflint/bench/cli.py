@@ -135,23 +135,55 @@ def unwritable(path: Path) -> Optional[str]:
 
 
 def _run_with_progress(console, scenarios, devices, options):
+    """A live bar on a terminal; in a log (CI, a device run) one line per scenario as it
+    finishes, with a time left that only counts down."""
+    import time
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from . import harness
+    from .eta import Eta, eta_text
+    from .report import format_seconds
+    from .verdicts import speedup_text
 
     total = len(scenarios) * len(devices) * harness.steps_for(options)
+    count = len(scenarios) * len(devices)
+    eta = Eta()
+    done = [0, 0]  # steps, scenarios
+
+    def line(result) -> None:
+        done[1] += 1
+        verdict = result.verdict
+        figures = ""
+        if verdict.speedup is not None:
+            figures = f" {format_seconds(verdict.before_s)} -> {format_seconds(verdict.after_s)}, {speedup_text(verdict)}"
+        left = eta_text(eta.update(done[1], count))
+        console.print(
+            f"[{done[1]}/{count}] {result.code} {result.device}: {verdict.label}{figures} ({result.seconds:.1f} s; {left})",
+            markup=False,
+            highlight=False,
+        )
+
+    if not console.is_terminal:
+        console.print(f"bench: {count} scenario run(s) on {', '.join(devices)}", markup=False, highlight=False)
+        started = time.monotonic()
+        results = harness.run_all(scenarios, devices, options, None, line)
+        console.print(f"bench: done in {time.monotonic() - started:.0f} s", markup=False, highlight=False)
+        return results
     with Progress(
         TextColumn("[progress.description]{task.description:<28}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[left]}"),
         console=console,
         transient=True,
     ) as progress:
-        task = progress.add_task("bench", total=total)
+        task = progress.add_task("bench", total=total, left="")
 
         def advance(steps: int, text: str) -> None:
-            progress.update(task, advance=steps, description=text)
+            done[0] += steps
+            progress.update(task, advance=steps, description=text, left=eta_text(eta.update(done[0], total)) if steps else progress.tasks[0].fields["left"])
 
         return harness.run_all(scenarios, devices, options, advance)
 

@@ -152,6 +152,7 @@ def steps_for(options: Options) -> int:
 
 
 Progress = Callable[[int, str], None]
+Finished = Callable[[ScenarioResult], None]
 
 
 def run_all(
@@ -159,8 +160,10 @@ def run_all(
     devices: Sequence[str],
     options: Options,
     progress: Optional[Progress] = None,
+    finished: Optional[Finished] = None,
 ) -> List[ScenarioResult]:
-    """Every scenario on every device, in that order."""
+    """Every scenario on every device, in that order; ``finished`` hears of each result as
+    it comes (a log's line per scenario)."""
     import torch
 
     from .loading import Workspace
@@ -175,6 +178,8 @@ def run_all(
                 programs = build(scenario)
                 for device in devices:
                     results.append(run_one(programs, device, options, workspace, report))
+                    if finished is not None:
+                        finished(results[-1])
                     _release()  # the finished scenario's programs and tensors
     finally:
         torch.set_num_threads(previous_threads)

@@ -220,17 +220,31 @@ def _run(ctx: click.Context, project, settings, request, options):
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from ...cli import EXIT_ERROR
+    from ..eta import Eta, eta_text
     from . import copies as script_copies, session as script_session
 
     console = _console()
+    eta = Eta()
+    done = [0]
+
+    def status(text: str, planned: int) -> str:
+        """``planned`` (runs still to come) grows once the fixes are known: the time left,
+        which only counts down, is what the line shows."""
+        done[0] += 1
+        return f"run {done[0]}: {text} ({eta_text(eta.update(done[0] - 1, done[0] - 1 + planned))})"
+
     try:
+        if not console.is_terminal:  # a log: one line per run
+
+            def log(text: str, planned: int) -> None:
+                console.print(status(text, planned), markup=False, highlight=False)
+
+            return script_session.run(project, settings, request, options, log)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task("copying", total=None)
-            done = [0]
 
             def progress(text: str, planned: int) -> None:
-                done[0] += 1
-                bar.update(task, description=f"run {done[0]}, about {planned} to go: {text}")
+                bar.update(task, description=status(text, planned))
 
             return script_session.run(project, settings, request, options, progress)
     except script_session.ScriptFailed as error:
