@@ -92,6 +92,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
         },
         "load_average_before": list(result.load_before) if result.load_before else None,
         "load_average_after": list(result.load_after) if result.load_after else None,
+        "peak_memory": result.memory.as_dict() if result.memory is not None else None,
         "warnings": list(result.warnings),
         "error": result.error,
         "seconds": result.seconds,

@@ -98,6 +98,7 @@ class ScenarioResult:
     error: Optional[str] = None
     warnings: Tuple[str, ...] = ()  # what the programs warned about (once each)
     seconds: float = 0.0
+    memory: Any = None  # memory.Peak, for scenarios with measure_memory
 
     @property
     def code(self) -> str:
@@ -193,7 +194,7 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
     import torch
 
     from .equivalence import compare, shape_of
-    from .timing import autorange, block_size, clock_name, interleaved
+    from .timing import autorange, block_size, clock_name, cuda_warmup, interleaved
 
     scenario = programs.scenario
     started = time.perf_counter()
@@ -269,6 +270,9 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
 
     rounds: List[RoundResult] = []
     try:
+        if device == "cuda":  # autotuning and first calls, outside every timed round
+            for name in ORDER:
+                cuda_warmup(loaded[name])
         # Warm-up round: blocked_autorange per program, discarded; it sets the block sizes.
         warm = {name: autorange(loaded[name], scenario.clock, device, options.num_threads, min_run_time) for name in ORDER}
         rounds.append(RoundResult(0, True, ORDER, warm, load_average()))
@@ -284,11 +288,28 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
             remaining -= 1
     except Exception as error:  # noqa: BLE001
         return finish(skipped("error"), error=_describe(error), rounds=tuple(rounds), **values)
+    memory = _peak_memory(loaded, device, size, options.seed) if scenario.measure_memory else None
     measured = [r for r in rounds if not r.warmup]
     verdict = judge(*([r.timings[name].median for r in measured] for name in ("before", "after", "control")))
     if options.quick:
         verdict = unjudged(verdict)
-    return finish(verdict, rounds=tuple(rounds), **values)
+    return finish(verdict, rounds=tuple(rounds), memory=memory, **values)
+
+
+def _peak_memory(loaded: Dict[str, Any], device: str, size: Dict[str, Any], seed: int) -> Any:
+    """Peak memory of one run of before and of after (``memory``), after the timed rounds."""
+    from pathlib import Path
+
+    from . import memory
+
+    try:
+        if device == "cuda":
+            figures = [memory.cuda_peak(loaded[name], seed) for name in ("before", "after")]
+            return memory.Peak(figures[0], figures[1], memory.CUDA_MEASURE)
+        figures = [memory.cpu_peak(Path(loaded[name].module.__file__), size, seed) for name in ("before", "after")]
+        return memory.Peak(figures[0], figures[1], memory.CPU_MEASURE)
+    except Exception as error:  # noqa: BLE001 - a failed measurement is reported, not fatal
+        return memory.Peak(None, None, memory.CUDA_MEASURE if device == "cuda" else memory.CPU_MEASURE, _describe(error))
 
 
 def _rule_name(code: str) -> str:

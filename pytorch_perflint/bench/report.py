@@ -101,6 +101,23 @@ def table(results: Sequence[ScenarioResult]) -> Any:
     return out
 
 
+def format_bytes(value: Optional[int]) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value} B"
+
+
+def memory_line(result: ScenarioResult) -> str:
+    """The peak memory of a memory rule's scenario, under the table."""
+    peak = result.memory
+    if peak.error:
+        return f"{result.code} {result.device}: peak memory not measured: {peak.error}"
+    return f"{result.code} {result.device}: peak memory of one run, before {format_bytes(peak.before)}, after {format_bytes(peak.after)} ({peak.measure})"
+
+
 def what_ran(options: Any) -> str:
     """The footer's account of the measuring: what this run actually did."""
     if options.check_only:
@@ -119,6 +136,9 @@ def print_report(console: Any, results: Sequence[ScenarioResult], machine: Any, 
         f"torch {machine.torch_version}; {options.num_threads} thread(s); {what_ran(options)}[/]"
     )
     console.print(f"[dim]{HEADLINE_NOTE}[/]")
+    for result in results:
+        if result.memory is not None:
+            console.print(memory_line(result), markup=False, highlight=False)
     for result in results:
         for problem in result.problems:
             console.print(f"[red]{result.code} {result.device}:[/] {problem}")

@@ -25,7 +25,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 
 class Clock(str, enum.Enum):
-    """What a measurement counts on a CPU (on CUDA it is always synchronised wall time).
+    """What a measurement counts on a CPU (on CUDA it is always CUDA events around synchronised blocks).
 
     Process CPU time ignores other tenants of a shared machine, so it is the default; wall
     time is for programs whose point is waiting (DataLoader workers, sleeping I/O), which
