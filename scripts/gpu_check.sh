@@ -133,14 +133,14 @@ for example in ${PERFLINT_CHECK_EXAMPLES:-$default_examples}; do
     else
         script_args=(--steps 20 --warmup 5 --rounds 3 --no-per-rule)
     fi
+    own_args=()  # the script's own arguments, after `--` (--quick: a small dataset and model)
+    [ "$QUICK" = 1 ] && own_args=(-- --items 256)
     case "$example" in
         evaluate.py) script_args+=(--unit forward) ;;
+        train_anomaly_left_on.py) [ "$QUICK" = 1 ] && own_args+=(--depth 2) ;;
+        # 512 images in batches of 64 for 2 epochs: 16 optimizer steps in all, no arguments
+        train_cifar.py) own_args=(); [ "$QUICK" = 1 ] || script_args=(--steps 10 --warmup 4 --rounds 3 --no-per-rule) ;;
     esac
-    own_args=()  # the script's own arguments, after `--`: a small dataset and model
-    if [ "$QUICK" = 1 ]; then
-        own_args=(-- --items 256)
-        [ "$example" = train_anomaly_left_on.py ] && own_args+=(--depth 2)
-    fi
     limit=$(( $(left) - 10 ))
     echo
     if [ "$limit" -lt 30 ]; then
