@@ -63,3 +63,22 @@ def test_the_report_and_json_carry_the_peak():
     line = memory_line(SimpleNamespace(code="TPF206", device="cuda", memory=peak))
     assert "before 3 GiB, after 512 MiB" in line and "max_memory_allocated" in line
     assert peak.as_dict()["before_bytes"] == 3 * 2**30
+
+
+@pytest.mark.slow
+def test_the_harness_reports_peak_memory_for_a_scenario_that_asks(tmp_path):
+    """A scenario with measure_memory=True gets before and after figures in its result and
+    its JSON; the others get none."""
+    pytest.importorskip("torch")
+    from pytorch_perflint.bench import export, harness
+    from pytorch_perflint.bench.scenario import select
+
+    scenario = dataclasses.replace(select(("TPF204",))[0], measure_memory=True)
+    options = harness.Options(quick=True, rounds=2, min_run_time=0.01)
+    (result,) = harness.run_all([scenario], ["cpu"], options)
+    assert result.ok, result.problems
+    assert result.memory is not None and result.memory.error is None, result.memory
+    assert isinstance(result.memory.before, int) and isinstance(result.memory.after, int)
+    assert export.result_dict(result)["peak_memory"]["measure"] == memory.CPU_MEASURE
+    (plain,) = harness.run_all([select(("TPF204",))[0]], ["cpu"], harness.Options(quick=True, check_only=True))
+    assert plain.memory is None
