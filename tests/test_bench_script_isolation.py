@@ -152,3 +152,18 @@ def test_bench_script_changes_no_file_and_leaves_no_process(project, tmp_path):
     time.sleep(5)  # past the daemon's write, had it lived
     assert tree_digest(project) == before
     assert "warning" not in result.output
+
+
+def test_code_under_a_linked_folder_is_still_copied(project, tmp_path):
+    """A project folder that is a symlink (src -> elsewhere) but holds the code: a real
+    folder in the copy, its code copied, its other entries copied or linked as anywhere."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "model.py").write_text("X = 1\n")
+    (elsewhere / "notes.txt").write_text("n")
+    (project / "src").symlink_to(elsewhere, target_is_directory=True)
+    (project / "train.py").write_text("import src.model\n")
+    found = script_copies.find_project(project / "train.py", project, project, [project / "train.py", project / "src" / "model.py"], 100)
+    copy = script_copies.make_copy(found, tmp_path / "copy", "before")
+    assert not (copy.root / "src").is_symlink() and not (copy.root / "src" / "model.py").is_symlink()
+    assert (copy.root / "src" / "notes.txt").read_text() == "n"

@@ -148,11 +148,13 @@ def plan(project: Project, link_above_mb: float = DEFAULT_LINK_ABOVE_MB, skip: S
             if len(folders) + len(files) + len(linked) > MAX_ENTRIES:
                 raise CopyError(_too_many(root))
             try:
-                if entry.is_symlink():
+                if rel in needed and entry.is_dir():  # holds code to copy (through a link too)
+                    stack.append((rel, rules.enter(entry.name, entry.path) if rules is not None else None))
+                elif entry.is_symlink():
                     linked.append(rel)
                 elif entry.is_dir():
                     ignored = rules is not None and rules.ignored(entry.name, is_dir=True)
-                    if rel not in needed and (entry.name == ".git" or ignored):
+                    if entry.name == ".git" or ignored:
                         linked.append(rel)
                     else:
                         stack.append((rel, rules.enter(entry.name, entry.path) if rules is not None else None))
