@@ -157,7 +157,7 @@ def test_json_has_every_round_and_the_machine(torch):
     assert timed["code"] == "TPF401" and timed["device"] == "cpu"
     assert timed["checks"]["ok"] and timed["checks"]["equivalence"]["ok"]
     assert timed["verdict"]["kind"] == "not judged"  # --quick: figures, no verdict
-    for key in ("ratio_median", "ratio_min", "ratio_max", "noise_threshold"):
+    for key in ("speedup", "ratio_min", "ratio_max", "noise_threshold"):
         assert isinstance(timed["verdict"][key], float)
     rounds = timed["timing"]["rounds"]
     assert [r["warmup"] for r in rounds] == [True, False, False]

@@ -199,3 +199,31 @@ def test_no_module_is_over_500_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500
     }
     assert long == {}
+
+
+def test_the_bench_package_has_no_cycle_even_through_lazy_imports():
+    """``bench`` and ``bench SCRIPT`` (``bench/script/``) once imported each other inside
+    functions (``cli`` <-> ``script_cli``); no import inside the harness may close a loop."""
+    prefix = f"{NAME}.bench"
+    edges = {
+        m: {t for t, _ in ts if t.startswith(prefix) and t in GRAPH and t != m}
+        for m, ts in GRAPH.items()
+        if m.startswith(prefix)
+    }
+    loops = []
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(edges.get(node, ()))
+        return False
+
+    for module, targets in edges.items():
+        # A package's modules may import their own __init__ (it runs first anyway).
+        loops += [f"{module} -> {t}" for t in targets if not module.startswith(t + ".") and reaches(t, module)]
+    assert f"{prefix}.script.cli" in edges and loops == []

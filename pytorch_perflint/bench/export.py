@@ -19,7 +19,9 @@ from .harness import Options, ScenarioResult
 from .machine import Machine
 from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, as_dict
 
-SCHEMA_VERSION = 1
+# 2: the verdict's speed-up is the ratio of the medians ("speedup", with "before_median_s" and
+# "after_median_s"), replacing the median per-round ratio ("ratio_median"); peak memory.
+SCHEMA_VERSION = 2
 
 
 def _timing(timing: Any) -> Dict[str, Any]:
@@ -51,6 +53,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
         "scenario": scenario.title,
         "scenario_module": scenario.module,
         "rationale": scenario.rationale,
+        "benchmark": "micro-benchmark: the operation alone" if scenario.operation_alone else "micro-benchmark",
         "device": result.device,
         "needs": str(scenario.needs),
         "size": result.size,
@@ -89,6 +92,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
         },
         "load_average_before": list(result.load_before) if result.load_before else None,
         "load_average_after": list(result.load_after) if result.load_after else None,
+        "peak_memory": result.memory.as_dict() if result.memory is not None else None,
         "warnings": list(result.warnings),
         "error": result.error,
         "seconds": result.seconds,

@@ -10,7 +10,8 @@ For each scenario and device:
    before vs control shows the program is deterministic at all). These runs double as warm-up;
 4. unless the device cannot show the effect, time ``rounds + 1`` rounds of before, after and
    control, the order reversed every round, the first round discarded as warm-up;
-5. decide the verdict from the measured rounds (``verdicts.decide``).
+5. decide the verdict from the measured rounds (``verdicts.judge``): the speed-up is
+   median(before) / median(after) of the rounds' figures, as the table's columns show.
 
 A failure in one scenario is recorded on its result and the run goes on.
 """
@@ -25,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .machine import load_average
 from .programs import Programs, build
 from .scenario import Scenario
-from .verdicts import Verdict, decide, skipped, unjudged
+from .verdicts import Verdict, judge, skipped, unjudged
 
 # The order of the first round; every other round runs it reversed. The control sits on the
 # far side of "after" from "before", so the A/A pair is never closer in time than the A/B
@@ -97,6 +98,7 @@ class ScenarioResult:
     error: Optional[str] = None
     warnings: Tuple[str, ...] = ()  # what the programs warned about (once each)
     seconds: float = 0.0
+    memory: Any = None  # memory.Peak, for scenarios with measure_memory
 
     @property
     def code(self) -> str:
@@ -151,6 +153,7 @@ def steps_for(options: Options) -> int:
 
 
 Progress = Callable[[int, str], None]
+Finished = Callable[[ScenarioResult], None]
 
 
 def run_all(
@@ -158,8 +161,10 @@ def run_all(
     devices: Sequence[str],
     options: Options,
     progress: Optional[Progress] = None,
+    finished: Optional[Finished] = None,
 ) -> List[ScenarioResult]:
-    """Every scenario on every device, in that order."""
+    """Every scenario on every device, in that order; ``finished`` hears of each result as
+    it comes (a log's line per scenario)."""
     import torch
 
     from .loading import Workspace
@@ -174,6 +179,8 @@ def run_all(
                 programs = build(scenario)
                 for device in devices:
                     results.append(run_one(programs, device, options, workspace, report))
+                    if finished is not None:
+                        finished(results[-1])
                     _release()  # the finished scenario's programs and tensors
     finally:
         torch.set_num_threads(previous_threads)
@@ -187,7 +194,7 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
     import torch
 
     from .equivalence import compare, shape_of
-    from .timing import autorange, block_size, clock_name, interleaved
+    from .timing import autorange, block_size, clock_name, cuda_warmup, interleaved
 
     scenario = programs.scenario
     started = time.perf_counter()
@@ -263,6 +270,9 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
 
     rounds: List[RoundResult] = []
     try:
+        if device == "cuda":  # autotuning and first calls, outside every timed round
+            for name in ORDER:
+                cuda_warmup(loaded[name])
         # Warm-up round: blocked_autorange per program, discarded; it sets the block sizes.
         warm = {name: autorange(loaded[name], scenario.clock, device, options.num_threads, min_run_time) for name in ORDER}
         rounds.append(RoundResult(0, True, ORDER, warm, load_average()))
@@ -278,11 +288,28 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
             remaining -= 1
     except Exception as error:  # noqa: BLE001
         return finish(skipped("error"), error=_describe(error), rounds=tuple(rounds), **values)
+    memory = _peak_memory(loaded, device, size, options.seed) if scenario.measure_memory else None
     measured = [r for r in rounds if not r.warmup]
-    verdict = decide([r.ratio for r in measured], [r.aa_ratio for r in measured])
+    verdict = judge(*([r.timings[name].median for r in measured] for name in ("before", "after", "control")))
     if options.quick:
         verdict = unjudged(verdict)
-    return finish(verdict, rounds=tuple(rounds), **values)
+    return finish(verdict, rounds=tuple(rounds), memory=memory, **values)
+
+
+def _peak_memory(loaded: Dict[str, Any], device: str, size: Dict[str, Any], seed: int) -> Any:
+    """Peak memory of one run of before and of after (``memory``), after the timed rounds."""
+    from pathlib import Path
+
+    from . import memory
+
+    try:
+        if device == "cuda":
+            figures = [memory.cuda_peak(loaded[name], seed) for name in ("before", "after")]
+            return memory.Peak(figures[0], figures[1], memory.CUDA_MEASURE)
+        figures = [memory.cpu_peak(Path(loaded[name].module.__file__), size, seed) for name in ("before", "after")]
+        return memory.Peak(figures[0], figures[1], memory.CPU_MEASURE)
+    except Exception as error:  # noqa: BLE001 - a failed measurement is reported, not fatal
+        return memory.Peak(None, None, memory.CUDA_MEASURE if device == "cuda" else memory.CPU_MEASURE, _describe(error))
 
 
 def _rule_name(code: str) -> str:
