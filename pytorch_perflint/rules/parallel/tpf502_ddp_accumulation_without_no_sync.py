@@ -1,0 +1,284 @@
+"""TPF502 ddp-accumulation-without-no-sync."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from ...analysis.ast_index import code_identifiers
+from ...analysis.scope import dotted_name
+from ...context import FileContext
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from ..training.classifiers import BACKWARD_ATTRS, is_backward_call, is_optimizer_step, last_name, method_name
+from ..training.loops import guarded_between, loop_bound_names, training_facts, walk
+from ..training.test_code import in_test_code
+
+_DDP = "torch.nn.parallel.DistributedDataParallel"
+# Words that mean the script already controls gradient synchronisation itself: DDP's
+# context manager, the flag it sets (nanoGPT), Accelerate's and Lightning's accumulation.
+_SYNC_CONTROL = frozenset({"no_sync", "require_backward_grad_sync", "accumulate", "accumulate_grad_batches"})
+_PROLOGUE = (
+    "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "model = DDP(net.cuda(), device_ids=[rank])\n"
+)
+_ACCUMULATE = (
+    "for i, (x, y) in enumerate(loader):\n    loss = crit(model(x), y) / accum\n    loss.backward()\n"
+    "    if (i + 1) % accum == 0:\n        optimizer.step()\n        optimizer.zero_grad()\n"
+)
+
+
+@dataclass(frozen=True)
+class _Finding:
+    backward: cst.Call
+    model: str
+
+
+class DdpAccumulationWithoutNoSync(Rule):
+    """## What it does
+    Flags the `.backward()` of a loop that trains a `DistributedDataParallel` model (built
+    in this module) with gradient accumulation, when no backward pass runs under
+    `model.no_sync()`. Gradient accumulation means: backward on every micro-step and the
+    optimizer step only under a condition (`if (i + 1) % accum_steps == 0:`), or backward
+    in an inner loop over micro-batches with the optimizer step after it.
+
+    Silent when the module uses `no_sync` anywhere, sets `require_backward_grad_sync`
+    itself, or accumulates through Accelerate (`accelerator.accumulate(model)`) or
+    Lightning (`accumulate_grad_batches`), and for loops that step on every iteration.
+
+    ## Why is this bad?
+    DDP all-reduces the gradients across all processes during every backward pass. With
+    gradient accumulation only the last micro-step's gradients are used for the step, so
+    the all-reduces of the other micro-steps are pure communication overhead: with 8
+    micro-steps, 7 of every 8 all-reduces are wasted.
+
+    ## Example
+    ```python
+    model = DDP(model, device_ids=[rank])
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    ```
+
+    ## Use instead
+    ```python
+    for i, (x, y) in enumerate(loader):
+        stepping = (i + 1) % accum_steps == 0
+        with contextlib.nullcontext() if stepping else model.no_sync():
+            loss = criterion(model(x), y) / accum_steps
+            loss.backward()
+        if stepping:
+            optimizer.step()
+            optimizer.zero_grad()
+    ```
+
+    ## Fix safety
+    There is no automatic fix: the forward pass must run inside `no_sync()` too, and the
+    step condition has to be computed before the forward; the rewrite is the author's.
+    """
+
+    code = "TPF502"
+    name = "ddp-accumulation-without-no-sync"
+    message = (
+        "`{model}` is a DistributedDataParallel model trained with gradient accumulation: every "
+        "micro-step's backward all-reduces the gradients; run the forward and backward of the "
+        "micro-steps that do not step under `with {model}.no_sync():`"
+    )
+    fix_applicability = Applicability.DISPLAY_ONLY
+    triggers = ("DistributedDataParallel",)
+    preview = True
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        return "DistributedDataParallel" in source and "backward" in source
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a comment or string) names DDP and backward, and nothing that
+        controls gradient synchronisation."""
+        names = code_identifiers(tree)
+        return "DistributedDataParallel" in names and not names.isdisjoint(BACKWARD_ATTRS) and names.isdisjoint(_SYNC_CONTROL)
+
+    VALID = (
+        # No accumulation: the step runs on every iteration.
+        _PROLOGUE + "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    optimizer.step()\n",
+        # no_sync on the micro-steps.
+        _PROLOGUE
+        + "import contextlib\nfor i, (x, y) in enumerate(loader):\n    last = (i + 1) % accum == 0\n"
+        "    with contextlib.nullcontext() if last else model.no_sync():\n        crit(model(x), y).backward()\n"
+        "    if last:\n        optimizer.step()\n",
+        # nanoGPT's flag.
+        _PROLOGUE
+        + "for step in range(steps):\n    for micro in range(accum):\n"
+        "        model.require_backward_grad_sync = micro == accum - 1\n        crit(model(x), y).backward()\n"
+        "    optimizer.step()\n",
+        # Accelerate accumulates (and syncs) for the script.
+        _PROLOGUE
+        + "for x, y in loader:\n    with accelerator.accumulate(model):\n        accelerator.backward(crit(model(x), y))\n"
+        "        if i % 4 == 0:\n            optimizer.step()\n",
+        # Not DDP.
+        "import torch\nmodel = torch.nn.DataParallel(net)\n" + _ACCUMULATE,
+        "import torch\nmodel = net.cuda()\n" + _ACCUMULATE,
+        # A guard that is not about accumulation (a warm-up flag).
+        _PROLOGUE + "for x, y in loader:\n    crit(model(x), y).backward()\n    if not frozen:\n        optimizer.step()\n",
+        # A loop that never touches the DDP model.
+        _PROLOGUE + _ACCUMULATE.replace("model(x)", "other(x)"),
+    )
+    INVALID = (
+        Invalid(_PROLOGUE + _ACCUMULATE, line=6),
+        # Micro-batches in an inner loop, the step after it.
+        Invalid(
+            "import torch\nimport torch.distributed as dist\nfrom torch import nn\n"
+            "def train(net, loader, optimizer, accum, rank):\n"
+            "    ddp = nn.parallel.DistributedDataParallel(net, device_ids=[rank])\n"
+            "    for batch in loader:\n        for chunk in batch.chunk(accum):\n"
+            "            ddp(chunk).sum().backward()\n        optimizer.step()\n        optimizer.zero_grad()\n",
+            line=8,
+        ),
+        # Wrapped only when distributed; the guard names the accumulation steps.
+        Invalid(
+            "import torch\nclass Trainer:\n    def __init__(self, net, distributed):\n"
+            "        self.model = torch.nn.parallel.DistributedDataParallel(net) if distributed else net\n"
+            "    def fit(self, loader):\n        for step, batch in enumerate(loader):\n"
+            "            loss = self.model(batch).mean()\n            loss.backward()\n"
+            "            if step % self.grad_accum_steps == 0 or step == len(loader) - 1:\n"
+            "                self.optimizer.step()\n",
+            line=8,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) not in BACKWARD_ATTRS and not isinstance(node.func, cst.Name):
+            return
+        finding = self.context.fact(_accumulation_backwards).get(id(node))
+        if finding is not None and finding.backward is node:
+            self.report(node, message=self.message.format(model=finding.model))
+
+
+def _accumulation_backwards(context: FileContext) -> Dict[int, _Finding]:
+    """id -> finding, for each backward call TPF502 reports in the module."""
+    models = _ddp_models(context)
+    if not models:
+        return {}
+    facts = context.fact(training_facts)
+    found: Dict[int, _Finding] = {}
+    for loop in facts.training_loops:
+        model = _trained_model(loop.node, models)
+        if model is None:
+            continue
+        for backward in _unsynced_micro_steps(context, loop.node, facts.optimizer_names):
+            found[id(backward)] = _Finding(backward, model)
+    return found
+
+
+def _ddp_models(context: FileContext) -> FrozenSet[str]:
+    """Dotted names bound to a ``DistributedDataParallel(...)`` (or ``DDP(...) if ... else
+    ...``) anywhere in the module; none when the code controls gradient synchronisation
+    itself (``no_sync``, ``require_backward_grad_sync``, Accelerate's ``accumulate``)."""
+    names: Set[str] = set()
+    controlled: List[bool] = []
+
+    def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+        if type(node) is cst.Name and node.value in _SYNC_CONTROL:  # also ``x.no_sync``'s attr
+            controlled.append(True)
+        if type(node) in (cst.Assign, cst.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]
+            options = [value.body, value.orelse] if type(value) is cst.IfExp else [value]
+            scope = context.scope_for(node, stack)
+            if any(type(v) is cst.Call and context.qualname(v.func, scope) == _DDP for v in options):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]  # type: ignore[attr-defined]
+                for target in targets:
+                    dotted = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
+                    if dotted is not None:
+                        names.add(dotted)
+        return True
+
+    walk(context.module, enter)
+    return frozenset() if controlled else frozenset(names)
+
+
+def _trained_model(loop: cst.CSTNode, models: FrozenSet[str]) -> Optional[str]:
+    """The DDP model the loop uses (by its dotted name, or ``model`` for ``self.model``)."""
+    short = {name.rsplit(".", 1)[-1]: name for name in models}
+    found: List[str] = []
+
+    def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+        if found or type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            return False
+        if type(node) in (cst.Name, cst.Attribute):
+            dotted = dotted_name(node)
+            if dotted in models:
+                found.append(dotted)
+                return False
+            if dotted in short:
+                found.append(dotted)
+                return False
+        return True
+
+    walk(loop, enter)
+    return found[0] if found else None
+
+
+def _unsynced_micro_steps(
+    context: FileContext, loop: cst.CSTNode, optimizer_names: FrozenSet[str]
+) -> Sequence[cst.Call]:
+    """The backward calls of a loop that accumulates gradients: backward every iteration
+    and the optimizer step under an accumulation condition, or backward in an inner loop
+    that never steps with the step in this loop."""
+    backwards: List[Tuple[cst.Call, Tuple[cst.CSTNode, ...]]] = []
+    steps: List[Tuple[cst.Call, Tuple[cst.CSTNode, ...]]] = []
+
+    def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            return False
+        if type(node) is cst.Call:
+            if is_backward_call(node, lambda e: context.qualname(e, context.module_scope)):
+                backwards.append((node, tuple(stack)))
+            elif is_optimizer_step(node, optimizer_names):
+                steps.append((node, tuple(stack)))
+        return True
+
+    walk(loop, enter)
+    if not backwards or not steps or in_test_code(backwards[0][1], context.path):
+        return ()
+    names = loop_bound_names(loop)  # type: ignore[arg-type]
+    if any(_accumulation_guard(path) for _, path in steps):
+        return [call for call, path in backwards if not _inner_loop(path) and not guarded_between([*path, call], names)]
+    if any(not _inner_loop(path) for _, path in steps):
+        inner = [(call, path) for call, path in backwards if _inner_loop(path)]
+        return [call for call, path in inner if not any(_inner_loop(p) is _inner_loop(path) for _, p in steps)]
+    return ()
+
+
+def _inner_loop(path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """The outermost loop nested inside the walked loop (``path[0]``), if any."""
+    return next((n for n in path[1:] if type(n) in (cst.For, cst.While)), None)
+
+
+def _accumulation_guard(path: Sequence[cst.CSTNode]) -> bool:
+    """An ``if`` on the path whose test counts micro-steps: a ``%`` or a name that says
+    ``accum``."""
+    for parent, child in zip(path, path[1:]):
+        if type(parent) is cst.If and child is not parent.test and _counts_micro_steps(parent.test):
+            return True
+    return False
+
+
+def _counts_micro_steps(test: cst.CSTNode) -> bool:
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo:
+            return True
+        if type(node) in (cst.Name, cst.Attribute):
+            name = last_name(node)  # type: ignore[arg-type]
+            if name is not None and "accum" in name.lower():
+                return True
+        stack.extend(node.children)
+    return False
