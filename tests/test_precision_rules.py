@@ -1,0 +1,43 @@
+"""TPF602 and TPF603: what their messages and fixes say depends on `target-torch-version`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytorch_perflint.engine import lint_source
+from pytorch_perflint.registry import rule_by_code
+from pytorch_perflint.testing import settings_with
+
+_ADAM = "import torch\nmodel = Net().cuda()\nopt = torch.optim.Adam(model.parameters())\n"
+
+
+def _messages(code: str, source: str, version: str):
+    rule = rule_by_code(code)
+    result = lint_source(source, Path("train.py"), settings_with({"target-torch-version": version, "preview": True}), rules=[rule])
+    assert not result.errors, result.errors
+    return [d.message for d in result.diagnostics if d.code == code]
+
+
+def test_tpf602_says_foreach_is_already_the_default_and_asks_for_fused():
+    """The advice is about `fused=True`: `foreach` has been the CUDA default since 2.0."""
+    (message,) = _messages("TPF602", _ADAM, "2.13")
+    assert "`fused=True`" in message and "default `foreach`" in message
+
+
+def test_tpf602_before_2_0_names_the_for_loop_default():
+    (message,) = _messages("TPF602", _ADAM, "1.13")
+    assert "foreach" not in message and "loop over the parameters" in message
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "first"), [("Adam", "1.13"), ("AdamW", "2.0"), ("SGD", "2.3")]
+)
+def test_tpf602_reports_only_where_the_target_has_the_fused_optimizer(optimizer, first):
+    source = _ADAM.replace("Adam(", f"{optimizer}(").replace("parameters())", "parameters(), lr=0.1)")
+    major, minor = map(int, first.split("."))
+    before = f"{major}.{minor - 1}" if minor else "1.13"
+    assert _messages("TPF602", source, first)
+    if before != first:
+        assert not _messages("TPF602", source, before)
