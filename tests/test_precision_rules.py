@@ -41,3 +41,25 @@ def test_tpf602_reports_only_where_the_target_has_the_fused_optimizer(optimizer,
     assert _messages("TPF602", source, first)
     if before != first:
         assert not _messages("TPF602", source, before)
+
+
+def test_the_bench_flag_fence_survives_the_new_tf32_api():
+    """TPF603's fix for torch >= 2.9 sets `torch.backends.cuda.matmul.fp32_precision`; from
+    then on the legacy getters raise, and the harness must still fence the flags."""
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+        pytest.skip("torch < 2.9 has no fp32_precision")
+    from pytorch_perflint.bench.loading import GlobalFlags
+
+    defaults = GlobalFlags.capture()
+    try:
+        torch.backends.cuda.matmul.fp32_precision = "tf32"
+        fixed = GlobalFlags.capture()
+        assert fixed.matmul_fp32_precision == "tf32"
+        defaults.apply()
+        assert torch.get_float32_matmul_precision() == defaults.matmul_precision
+        fixed.apply()
+        assert torch.backends.cuda.matmul.fp32_precision == "tf32"
+    finally:
+        defaults.apply()
+    assert torch.get_float32_matmul_precision() == defaults.matmul_precision
