@@ -63,3 +63,37 @@ def test_the_bench_flag_fence_survives_the_new_tf32_api():
     finally:
         defaults.apply()
     assert torch.get_float32_matmul_precision() == defaults.matmul_precision
+
+
+_TRAIN_SCRIPT = """
+import torch
+import setup_utils
+from model import Net
+
+model = Net().cuda()
+opt = torch.optim.AdamW(model.parameters())
+for x in loader:
+    model(x.cuda()).sum().backward()
+    opt.step()
+"""
+_MODEL = "import torch.nn as nn\n\n\nclass Net(nn.Linear):\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    ("helper", "expected"),
+    [
+        ("def seed(s):\n    pass\n", [5]),
+        ("import torch\n\ntorch.backends.cuda.matmul.allow_tf32 = True\n", []),
+        ("import torch\n\n\ndef fast():\n    torch.set_float32_matmul_precision('high')\n", []),
+    ],
+    ids=["nothing-set", "tf32-in-an-imported-module", "precision-in-a-helper"],
+)
+def test_tpf603_reads_the_settings_of_the_modules_the_script_imports(tmp_path, helper, expected):
+    from project_tree import index_of
+
+    index = index_of(tmp_path, {"train.py": _TRAIN_SCRIPT, "setup_utils.py": helper, "model.py": _MODEL})
+    source = (tmp_path / "train.py").read_text(encoding="utf-8")
+    settings = settings_with({"preview": True})
+    result = lint_source(source, tmp_path / "train.py", settings, rules=[rule_by_code("TPF603")], project=index)
+    assert not result.errors, result.errors
+    assert [d.location.row for d in result.diagnostics] == expected
