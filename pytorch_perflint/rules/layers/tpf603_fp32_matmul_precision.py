@@ -95,7 +95,11 @@ class Fp32MatmulPrecision(Rule):
     entry script, after its imports (`fp32_precision = "tf32"` from 2.9 on, else
     `torch.set_float32_matmul_precision("high")`). It is unsafe: matmul results change
     within TF32's precision (about 3 decimal digits in each product), which a numerically
-    sensitive model or a test that compares against float32 references may notice. In a
+    sensitive model or a test that compares against float32 references may notice. From
+    torch 2.9 on, once `fp32_precision` is set, the legacy getters raise a `RuntimeError`
+    about mixing the two APIs (`torch.get_float32_matmul_precision()`, reading
+    `torch.backends.cuda.matmul.allow_tf32`): code or a library that still reads them must
+    move to the new API, or set `target-torch-version` below 2.9 to get the legacy call. In a
     module that is not an entry script (a trainer class whose constructor builds the model)
     the fix is display-only: the setting is global and belongs to the script.
     """
