@@ -11,6 +11,7 @@ from typing import Optional, Set, Tuple
 import libcst as cst
 
 from ...analysis.scope import Scope, dotted_name
+from ...analysis.walk import descendants
 from ...context import FileContext
 from ...finding import NodeFix
 from ...rule import Invalid, Rule, Valid
@@ -21,7 +22,7 @@ from ..training.screens import could_have_training_loop
 from ..training.test_code import in_test_code
 from .conv_models import conv_model_builds
 from .entry_script import insert_after_imports, is_entry_script, training_receivers
-from .module_parts import walk_scoped
+from .module_parts import Visited, walk_scoped
 
 # Methods that return the module they are called on (`Net().cuda().train()` is still it).
 _MODEL_METHODS = frozenset(("to", "cuda", "train", "eval", "float", "requires_grad_", "to_empty"))
@@ -35,7 +36,11 @@ _LIBRARY_MODELS = ("torchvision.models.", "timm.create_model", "transformers.")
 _NN_NOT_LAYERS = ("torch.nn.parallel", "torch.nn.utils", "torch.nn.init", "torch.nn.functional", "torch.nn.Parameter")
 # A project (or unknown) factory named like a model builder: build_model, get_net, create_model.
 _FACTORY = re.compile(r"model|net", re.IGNORECASE)
+_LOSS = re.compile(r"loss|criterion", re.IGNORECASE)
 _TRAINED_BY = frozenset(("parameters", "named_parameters"))
+_OPTIMIZER_CLASSES = frozenset(
+    ("Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "RAdam", "NAdam", "Lion", "LAMB", "Lamb", "Adafactor", "LARS")
+)
 _MODULES_READ = 40  # project modules followed from the script for a precision setting
 # The setting, by the API of the target version: `fp32_precision` from torch 2.9 on.
 _NEW_API = (2, 9)
@@ -164,6 +169,14 @@ class Fp32MatmulPrecision(Rule):
         Valid(_SCRIPT, {"target-torch-version": "1.11"}),
         # A framework sets the precision.
         "from accelerate import Accelerator\n" + _SCRIPT,
+        # The loss module is called in the loop too; the model trained is of unknown kind.
+        "import torch\nfrom torch import nn\ncriterion = nn.MSELoss().cuda()\nmodel = registry[name].cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x, y in loader:\n    criterion(model(x.cuda()), y.cuda()).backward()\n    opt.step()\n",
+        # A convolutional model is trained; the linear head built beside it is not the model.
+        "import torch\nimport torchvision\nfrom torch import nn\nmodel = torchvision.models.resnet50().cuda()\n"
+        "head = nn.Linear(1000, 10).cuda()\nopt = torch.optim.SGD([*model.parameters(), *head.parameters()], lr=0.1)\n"
+        "for x, y in loader:\n    nn.functional.cross_entropy(head(model(x.cuda())), y.cuda()).backward()\n    opt.step()\n",
     )
     INVALID = (
         Invalid(_SCRIPT, line=9, expected_fix=_FIXED_NEW + "model = Net().cuda()\n" + _LOOP),
@@ -230,8 +243,9 @@ def _setting(version: Tuple[int, int]) -> str:
 
 
 def _trained_build(context: FileContext) -> Optional[_Build]:
-    """The first statement that builds a model this module trains, when the script trains
-    in float32 on CUDA with no TF32 setting; None otherwise."""
+    """The first statement that builds a model whose parameters this module hands to an
+    optimizer, when the script trains (a training loop) in float32 on CUDA with no TF32
+    setting and trains no convolutional model; None otherwise."""
     if context.settings.target_torch_version < Fp32MatmulPrecision.min_torch:  # type: ignore[operator]
         return None  # also when the rule is run directly, not through the selection
     called = training_receivers(context)
@@ -241,11 +255,10 @@ def _trained_build(context: FileContext) -> Optional[_Build]:
     candidates = []
     for visited in walk_scoped(context.module):
         node = visited.node
-        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _TRAINED_BY:
-            receiver = dotted_name(node.func.value)
-            if receiver is not None:
-                trained.add(receiver)
-        elif type(node) is cst.SimpleStatementLine and len(node.body) == 1:
+        if type(node) is cst.Call and type(node.func) in (cst.Name, cst.Attribute):
+            if _optimizer_call(context, node, context.scope_of(visited.chain)):
+                trained.update(_optimized_models(node))
+        elif type(node) is cst.SimpleStatementLine and len(node.body) == 1 and not _in_layer_class(context, visited):
             small = node.body[0]
             if type(small) in (cst.Assign, cst.AnnAssign) and small.value is not None:  # type: ignore[attr-defined]
                 targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]  # type: ignore[attr-defined]
@@ -253,15 +266,57 @@ def _trained_build(context: FileContext) -> Optional[_Build]:
                 scope = context.scope_of(visited.chain)
                 if target is not None and _builds_model(context, small.value, scope):  # type: ignore[attr-defined]
                     candidates.append((node, small, target, visited.chain))
+    if any(build.target in trained for build in context.fact(conv_model_builds)):
+        return None  # a convolutional model is trained: cuDNN uses TF32 for it already
     for line, small, target, chain in candidates:
-        if target not in trained and target not in called:
+        if target not in trained:
             continue
         if in_test_code(list(chain), context.path):
             return None
-        if any(build.line is line for build in context.fact(conv_model_builds)):
-            return None  # convolutional: cuDNN uses TF32 for it already
         return _Build(line, small, len(chain) == 1)
     return None
+
+
+def _optimizer_call(context: FileContext, call: cst.Call, scope: Scope) -> bool:
+    """``torch.optim.AdamW(...)``, ``Lion(...)``, ``build_optimizer(...)``."""
+    qualname = context.qualname(call.func, scope)
+    if qualname is not None and qualname.startswith("torch.optim.") and "lr_scheduler" not in qualname:
+        return True
+    last = last_name(call.func) or ""
+    return last in _OPTIMIZER_CLASSES or "optim" in last.lower()
+
+
+def _optimized_models(call: cst.Call) -> Set[str]:
+    """What an optimizer call is given: ``m`` for ``m.parameters()`` /
+    ``m.named_parameters()`` anywhere in its arguments, or ``m`` passed itself."""
+    found: Set[str] = set()
+    for arg in call.args:
+        if type(arg.value) in (cst.Name, cst.Attribute):
+            dotted = dotted_name(arg.value)
+            if dotted is not None:
+                found.add(dotted)
+        for node in descendants(arg.value):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _TRAINED_BY:
+                receiver = dotted_name(node.func.value)
+                if receiver is not None:
+                    found.add(receiver)
+    return found
+
+
+def _in_layer_class(context: FileContext, visited: Visited) -> bool:
+    """Inside a class that is a module itself (``class Net(nn.Module)``): its assignments
+    build submodules, not the model that is trained."""
+    cls = visited.cls
+    if cls is None:
+        return False
+    outer = next((visited.chain[:i] for i, node in enumerate(visited.chain) if node is cls), None)
+    scope = context.scope_of(outer) if outer else context.module_scope
+    for base in cls.bases:
+        qualname = context.qualname(base.value, scope) if type(base.value) in (cst.Name, cst.Attribute) else None
+        last = last_name(base.value) or ""
+        if (qualname is not None and qualname.startswith("torch.nn.")) or last.endswith("Module"):
+            return True
+    return False
 
 
 def _builds_model(context: FileContext, value: cst.BaseExpression, scope: Scope) -> bool:
@@ -273,6 +328,8 @@ def _builds_model(context: FileContext, value: cst.BaseExpression, scope: Scope)
         return False
     qualname = context.qualname(value.func, scope)
     last = last_name(value.func) or ""
+    if last.endswith("Loss") or _LOSS.search(last):
+        return False  # `criterion = nn.CrossEntropyLoss().cuda()` is no model
     if qualname is not None:
         if qualname in _WRAPPERS:
             return False
