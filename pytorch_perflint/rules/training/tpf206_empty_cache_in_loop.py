@@ -14,7 +14,7 @@ from ...analysis.walk import child_nodes
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .classifiers import last_name, method_name
-from .loops import guarded_between, step_loop_around, training_facts
+from .loops import guarded_between, loop_bound_names, step_loop_around, training_facts
 from .no_grad import MODEL_NAME, evaluation_loops, under_no_grad
 from .test_code import in_test_code
 
@@ -120,6 +120,11 @@ class EmptyCacheInLoop(Rule):
         "import torch\nfor path in checkpoints:\n    convert(path)\n    torch.cuda.empty_cache()\n",
         # A model called in a loop with gradients on, no evaluation in sight.
         "import torch\nfor x in batches:\n    feats.append(model(x))\n    torch.cuda.empty_cache()\n",
+        # A loop over models: each is freed before the next is evaluated.
+        "import torch\nfor name, model in models.items():\n    with torch.no_grad():\n        scores[name] = model(x)\n"
+        "    torch.cuda.empty_cache()\n",
+        "import torch\n@torch.no_grad()\ndef run(paths, x):\n    for path in paths:\n        net = torch.load(path)\n"
+        "        outs.append(net(x))\n        torch.cuda.empty_cache()\n",
         # Not torch's.
         "def empty_cache():\n    pass\n" + _LOOP + "    empty_cache()\n",
         "import torch\nfor x in loader:\n    model(x).backward()\n    opt.step()\n    cache.empty_cache()\n",
@@ -182,9 +187,10 @@ class EmptyCacheInLoop(Rule):
         facts = self.context.fact(training_facts).loop(loop)
         if facts is not None and facts.is_training:
             return None  # an epoch loop: once per epoch is no harm
-        if any(e.node is loop for e in self.context.fact(evaluation_loops)):
-            return index, "an evaluation"
-        if under_no_grad(self.context, ancestors) and _calls_a_model(loop):
+        evaluates = under_no_grad(self.context, ancestors) or any(
+            e.node is loop for e in self.context.fact(evaluation_loops)
+        )
+        if evaluates and _calls_a_model(loop):
             return index, "an evaluation"
         return None
 
@@ -204,7 +210,10 @@ def _innermost_loop(ancestors: Sequence[cst.CSTNode]) -> Optional[int]:
 
 def _calls_a_model(loop: cst.CSTNode) -> bool:
     """The loop's own body (not a nested loop or function) calls something named like a
-    model: ``model(x)``, ``self.net(x)``, ``model.forward(x)``."""
+    model (``model(x)``, ``self.net(x)``, ``model.forward(x)``) that the loop does not bind:
+    a loop over models or checkpoints (``for name, model in models.items():``) frees one
+    model's memory before the next, which is what the cache is emptied for."""
+    bound = loop_bound_names(loop)  # type: ignore[arg-type]
     stack: List[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
     while stack:
         node = stack.pop()
@@ -213,7 +222,8 @@ def _calls_a_model(loop: cst.CSTNode) -> bool:
         if type(node) is cst.Call:
             target = node.func.value if method_name(node) == "forward" else node.func  # type: ignore[attr-defined]
             name = last_name(target)
-            if name is not None and MODEL_NAME.match(name):
+            root = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
+            if name is not None and MODEL_NAME.match(name) and root is not None and root.split(".")[0] not in bound:
                 return True
         stack.extend(child_nodes(node))
     return False
