@@ -97,3 +97,24 @@ def test_tpf603_reads_the_settings_of_the_modules_the_script_imports(tmp_path, h
     result = lint_source(source, tmp_path / "train.py", settings, rules=[rule_by_code("TPF603")], project=index)
     assert not result.errors, result.errors
     assert [d.location.row for d in result.diagnostics] == expected
+
+
+def test_tpf603_is_silent_for_a_convolutional_model_imported_with_a_star(tmp_path):
+    """kuangliu/pytorch-cifar: `from models import *`, `net = SimpleDLA()`; cuDNN
+    convolutions already use TF32, so TF32 matmuls would change next to nothing."""
+    from project_tree import index_of
+
+    files = {
+        "main.py": _TRAIN_SCRIPT.replace("import setup_utils\nfrom model import Net", "from models import *"),
+        "models/__init__.py": "from .dla import *\n",
+        "models/dla.py": "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.conv = nn.Conv2d(3, 8, 3)\n",
+    }
+    index = index_of(tmp_path, files)
+    source = (tmp_path / "main.py").read_text(encoding="utf-8")
+    result = lint_source(source, tmp_path / "main.py", settings_with({"preview": True}), rules=[rule_by_code("TPF603")], project=index)
+    assert not result.errors and not result.diagnostics
+    linear = dict(files, **{"models/dla.py": files["models/dla.py"].replace("nn.Conv2d(3, 8, 3)", "nn.Linear(3, 8)")})
+    index = index_of(tmp_path / "linear", linear)
+    result = lint_source(source, tmp_path / "linear" / "main.py", settings_with({"preview": True}), rules=[rule_by_code("TPF603")], project=index)
+    assert [d.location.row for d in result.diagnostics] == [4]
