@@ -38,6 +38,8 @@ _NN_NOT_LAYERS = ("torch.nn.parallel", "torch.nn.utils", "torch.nn.init", "torch
 # A project (or unknown) factory named like a model builder: build_model, get_net, create_model.
 _FACTORY = re.compile(r"model|net", re.IGNORECASE)
 _LOSS = re.compile(r"loss|criterion", re.IGNORECASE)
+# MNIST-sized data: 28x28 inputs, models whose matmuls are too small for TF32 to pay.
+_TOY_DATA = re.compile(r"\b(?:Fashion|K|E|Q)?MNIST\b")
 _TRAINED_BY = frozenset(("parameters", "named_parameters"))
 _OPTIMIZER_CLASSES = frozenset(
     ("Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "RAdam", "NAdam", "Lion", "LAMB", "Lamb", "Adafactor", "LARS")
@@ -71,7 +73,8 @@ class Fp32MatmulPrecision(Rule):
     `allow_tf32 = False`: a choice), for CPU- and MPS-only scripts, for convolutional models
     (cuDNN convolutions already use TF32 by default; TPF403 covers them), for models of
     unknown kind, and when `target-torch-version` predates 1.12 (TF32 matmuls were on by
-    default before).
+    default before), and for scripts that train on torchvision's MNIST family (28x28
+    inputs: the matmuls are too small for TF32 to pay).
 
     ## Why is this bad?
     Since torch 1.12 float32 matmuls on CUDA run in full IEEE float32 by default. Ampere and
@@ -168,6 +171,8 @@ class Fp32MatmulPrecision(Rule):
         _PROLOGUE + "model = Net().cuda()\nwith torch.no_grad():\n    out = model(x.cuda())\n",
         # TF32 matmuls were the default before 1.12.
         Valid(_SCRIPT, {"target-torch-version": "1.11"}),
+        # MNIST-sized data: launch-bound, TF32 would not show.
+        "from torchvision import datasets\n" + _SCRIPT.replace("model = Net", "data = datasets.MNIST('.', download=True)\nmodel = Net"),
         # A framework sets the precision.
         "from accelerate import Accelerator\n" + _SCRIPT,
         # The loss module is called in the loop too; the model trained is of unknown kind.
@@ -250,7 +255,7 @@ def _trained_build(context: FileContext) -> Optional[_Build]:
     if context.settings.target_torch_version < Fp32MatmulPrecision.min_torch:  # type: ignore[operator]
         return None  # also when the rule is run directly, not through the selection
     called = training_receivers(context)
-    if called is None or _precision_chosen(context):
+    if called is None or _TOY_DATA.search(context.source) or _precision_chosen(context):
         return None
     trained: Set[str] = set()
     candidates = []
