@@ -127,6 +127,10 @@ class DdpAccumulationWithoutNoSync(Rule):
         "import torch\nmodel = net.cuda()\n" + _ACCUMULATE,
         # A guard that is not about accumulation (a warm-up flag).
         _PROLOGUE + "for x, y in loader:\n    crit(model(x), y).backward()\n    if not frozen:\n        optimizer.step()\n",
+        # A single-GPU path in another function builds its own plain model of the same name.
+        _PROLOGUE.replace("model = DDP(", "def wrap(net, rank):\n    model = DDP(").replace(", device_ids=[rank])\n", ", device_ids=[rank])\n    return model\n")
+        + "def train_single(loader, accum):\n    model = Net().cuda()\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        + "".join("    " + line + "\n" for line in _ACCUMULATE.splitlines()),
         # A loop that never touches the DDP model.
         _PROLOGUE + _ACCUMULATE.replace("model(x)", "other(x)"),
     )
@@ -169,7 +173,7 @@ def _accumulation_backwards(context: FileContext) -> Dict[int, _Finding]:
     facts = context.fact(training_facts)
     found: Dict[int, _Finding] = {}
     for loop in facts.training_loops:
-        model = _trained_model(loop.node, models)
+        model = _trained_model(loop.node, loop.function, models)
         if model is None:
             continue
         for backward in _unsynced_micro_steps(context, loop.node, facts.optimizer_names):
@@ -177,11 +181,12 @@ def _accumulation_backwards(context: FileContext) -> Dict[int, _Finding]:
     return found
 
 
-def _ddp_models(context: FileContext) -> FrozenSet[str]:
+def _ddp_models(context: FileContext) -> Dict[str, Set[Optional[int]]]:
     """Dotted names bound to a ``DistributedDataParallel(...)`` (or ``DDP(...) if ... else
-    ...``) anywhere in the module; none when the code controls gradient synchronisation
+    ...``) anywhere in the module, with the functions (ids, None: module level) that bind
+    them; none when the code controls gradient synchronisation
     itself (``no_sync``, ``require_backward_grad_sync``, Accelerate's ``accumulate``)."""
-    names: Set[str] = set()
+    names: Dict[str, Set[Optional[int]]] = {}
     controlled: List[bool] = []
 
     def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
@@ -196,16 +201,25 @@ def _ddp_models(context: FileContext) -> FrozenSet[str]:
                 for target in targets:
                     dotted = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
                     if dotted is not None:
-                        names.add(dotted)
+                        function = next((id(n) for n in reversed(stack) if type(n) is cst.FunctionDef), None)
+                        names.setdefault(dotted, set()).add(function)
         return True
 
     walk(context.module, enter)
-    return frozenset() if controlled else frozenset(names)
+    return {} if controlled else names
 
 
-def _trained_model(loop: cst.CSTNode, models: FrozenSet[str]) -> Optional[str]:
-    """The DDP model the loop uses (by its dotted name, or ``model`` for ``self.model``)."""
-    short = {name.rsplit(".", 1)[-1]: name for name in models}
+def _trained_model(
+    loop: cst.CSTNode, function: Optional[cst.FunctionDef], models: Dict[str, Set[Optional[int]]]
+) -> Optional[str]:
+    """The DDP model the loop uses (by its dotted name, or ``model`` for ``self.model``).
+    A name the loop's own function binds to a plain model (``model = Net().cuda()`` in a
+    single-GPU path) is not the DDP model another function built."""
+    short: Dict[str, Set[Optional[int]]] = {}
+    for name, binders in models.items():
+        short.setdefault(name.rsplit(".", 1)[-1], set()).update(binders)
+    local = _plain_builds(function) if function is not None else frozenset()
+    own = id(function) if function is not None else None
     found: List[str] = []
 
     def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
@@ -213,16 +227,40 @@ def _trained_model(loop: cst.CSTNode, models: FrozenSet[str]) -> Optional[str]:
             return False
         if type(node) in (cst.Name, cst.Attribute):
             dotted = dotted_name(node)
-            if dotted in models:
-                found.append(dotted)
-                return False
-            if dotted in short:
-                found.append(dotted)
+            binders = models.get(dotted) if dotted is not None else None
+            if binders is None and dotted is not None:
+                binders = short.get(dotted)
+            if binders is not None:
+                if own in binders or dotted.split(".")[0] not in local:  # type: ignore[union-attr]
+                    found.append(dotted)  # type: ignore[arg-type]
                 return False
         return True
 
     walk(loop, enter)
     return found[0] if found else None
+
+
+_MOVES = frozenset(("to", "cuda", "train", "eval", "float", "requires_grad_"))
+
+
+def _plain_builds(function: cst.FunctionDef) -> FrozenSet[str]:
+    """Names the function binds to a call that is not DDP (``model = Net().cuda()``), outside
+    nested definitions; unpacking (``model, opt = state``) says nothing."""
+    names: Set[str] = set()
+
+    def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            return False
+        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+            value = node.value
+            while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _MOVES:
+                value = value.func.value
+            if type(value) is cst.Call and last_name(value.func) not in ("DistributedDataParallel", "DDP"):
+                names.add(node.targets[0].target.value)
+        return True
+
+    walk(function.body, enter)
+    return frozenset(names)
 
 
 def _unsynced_micro_steps(
