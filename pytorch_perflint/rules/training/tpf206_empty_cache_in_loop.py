@@ -35,6 +35,8 @@ _OOM = re.compile(r"OutOfMemoryError|out of memory|\bOOM\b", re.IGNORECASE)
 # Names of flags and checks that only say whether a GPU is there (``if use_cuda:``).
 _DEVICE_FLAG = re.compile(r"cuda|gpu|mps|xpu|accelerat", re.IGNORECASE)
 _DEVICES = frozenset({"cuda", "mps", "xpu"})
+# ... but a flag about the cache itself (``args.clear_gpu_cache``) is the author's switch.
+_CACHE_FLAG = re.compile(r"cache|empty|clear|free|mem", re.IGNORECASE)
 _LOOP = (
     "import torch\nfor i, (x, y) in enumerate(loader):\n    loss = crit(model(x.cuda()), y.cuda())\n"
     "    loss.backward()\n    opt.step()\n"
@@ -107,6 +109,7 @@ class EmptyCacheInLoop(Rule):
         _LOOP + "    if i % 100 == 0:\n        torch.cuda.empty_cache()\n",
         # Behind a flag the author controls.
         _LOOP + "    if args.empty_cache:\n        torch.cuda.empty_cache()\n",
+        _LOOP + "    if args.clear_gpu_cache:\n        torch.cuda.empty_cache()\n",
         # After an out-of-memory error.
         "import torch\nfor x in loader:\n    try:\n        model(x).backward()\n        opt.step()\n"
         "    except torch.cuda.OutOfMemoryError:\n        torch.cuda.empty_cache()\n",
@@ -253,7 +256,7 @@ def _device_check(test: cst.BaseExpression, qualname: Callable[[cst.CSTNode], Op
         return name is not None and name.startswith("torch.") and name.endswith("is_available") and bool(_DEVICE_FLAG.search(name))
     if type(test) in (cst.Name, cst.Attribute):
         name = last_name(test)
-        return name is not None and bool(_DEVICE_FLAG.search(name))
+        return name is not None and bool(_DEVICE_FLAG.search(name)) and not _CACHE_FLAG.search(name)
     if type(test) is cst.Comparison and len(test.comparisons) == 1:
         operator = type(test.comparisons[0].operator)
         sides = (test.left, test.comparisons[0].comparator)
