@@ -40,6 +40,8 @@ _FACTORY = re.compile(r"model|net", re.IGNORECASE)
 _LOSS = re.compile(r"loss|criterion", re.IGNORECASE)
 # MNIST-sized data: 28x28 inputs, models whose matmuls are too small for TF32 to pay.
 _TOY_DATA = re.compile(r"\b(?:Fashion|K|E|Q)?MNIST\b")
+# Double precision (scientific code): TF32 does not apply, and the author wants the digits.
+_FLOAT64 = re.compile(r"\.double\(|float64|set_default_dtype")
 _TRAINED_BY = frozenset(("parameters", "named_parameters"))
 _OPTIMIZER_CLASSES = frozenset(
     ("Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "RAdam", "NAdam", "Lion", "LAMB", "Lamb", "Adafactor", "LARS")
@@ -74,7 +76,8 @@ class Fp32MatmulPrecision(Rule):
     (cuDNN convolutions already use TF32 by default; TPF403 covers them), for models of
     unknown kind, and when `target-torch-version` predates 1.12 (TF32 matmuls were on by
     default before), and for scripts that train on torchvision's MNIST family (28x28
-    inputs: the matmuls are too small for TF32 to pay).
+    inputs: the matmuls are too small for TF32 to pay), or that use float64 (`.double()`,
+    `torch.float64`, `set_default_dtype`).
 
     ## Why is this bad?
     Since torch 1.12 float32 matmuls on CUDA run in full IEEE float32 by default. Ampere and
@@ -173,6 +176,8 @@ class Fp32MatmulPrecision(Rule):
         Valid(_SCRIPT, {"target-torch-version": "1.11"}),
         # MNIST-sized data: launch-bound, TF32 would not show.
         "from torchvision import datasets\n" + _SCRIPT.replace("model = Net", "data = datasets.MNIST('.', download=True)\nmodel = Net"),
+        # Double precision: the author wants the digits.
+        _SCRIPT.replace("Net().cuda()", "Net().double().cuda()").replace("x.cuda()", "x.double().cuda()"),
         # A framework sets the precision.
         "from accelerate import Accelerator\n" + _SCRIPT,
         # The loss module is called in the loop too; the model trained is of unknown kind.
@@ -255,7 +260,7 @@ def _trained_build(context: FileContext) -> Optional[_Build]:
     if context.settings.target_torch_version < Fp32MatmulPrecision.min_torch:  # type: ignore[operator]
         return None  # also when the rule is run directly, not through the selection
     called = training_receivers(context)
-    if called is None or _TOY_DATA.search(context.source) or _precision_chosen(context):
+    if called is None or _TOY_DATA.search(context.source) or _FLOAT64.search(context.source) or _precision_chosen(context):
         return None
     trained: Set[str] = set()
     candidates = []
