@@ -19,7 +19,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple
 import click
 
 from . import __version__
-from .output import FORMATS as OUTPUT_FORMATS  # light: no rich, no libcst
+from .config import OUTPUT_FORMATS  # light: no rich, no libcst
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT

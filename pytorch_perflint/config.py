@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-from .output import FORMATS as OUTPUT_FORMATS  # light: no rich, no libcst
 from .testfiles import DEFAULT_POLICY as DEFAULT_TEST_FILES, POLICIES as TEST_FILE_POLICIES
+
+# Every output format, in the order --help lists them (ruff's names). The settings own the
+# list (they check `output-format`); `output` dispatches on it.
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "junit", "github", "gitlab", "pylint", "sarif")
 
 # The time limit per file, in seconds: far above what any real file takes (the torch
 # package's largest file lints in a few seconds), low enough that a hang does not eat a CI job.

@@ -27,7 +27,7 @@ from libcst.metadata import CodeRange
 
 from .positions import _TargetedCodegenState
 from .finding import NodeFix
-from .transform import apply_fixes, text_edits, transplant
+from .transform import apply_fixes, keep_line_endings, mixed_line_endings, text_edits, transplant
 from .types import Edit, Location
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # LibCST's line breaks
@@ -103,7 +103,10 @@ class FixEdits:
                 pieces.append(text)
                 at = stop
             pieces.append(self.source[at:end])
-            for edit in text_edits(self.source[begin:end], "".join(pieces)):
+            before, after = self.source[begin:end], "".join(pieces)
+            if mixed_line_endings(self.source):  # as --fix writes it (``keep_line_endings``)
+                after = keep_line_endings(before, after)
+            for edit in text_edits(before, after):
                 edits.append(_shifted(edit, first_line))
         return tuple(edits)
 
@@ -197,5 +200,7 @@ def whole_module_edits(module: cst.Module, source: str, fix: NodeFix, rendered: 
     if rendered != source:
         kept = transplant(source, rendered, updated)
         if kept is not None:
-            return text_edits(source, kept)
+            return text_edits(source, keep_line_endings(source, kept) if mixed_line_endings(source) else kept)
+    if mixed_line_endings(rendered):
+        updated = keep_line_endings(rendered, updated)
     return text_edits(rendered, updated)

@@ -362,7 +362,7 @@ def _lint_source(
     codes, rule_classes = chosen.codes, chosen.rules
     if FILE_NOQA.search(source) and not settings.ignore_noqa:
         return result
-    test_policy = policy_for(path, settings.test_files, settings.project_root)
+    test_policy = policy_for(path, settings.test_files, settings.project_root, source)
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
         rule_classes, codes = (), codes & {"TPF001"}
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()

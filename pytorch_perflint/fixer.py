@@ -39,8 +39,10 @@ from .transform import (
     Spliced,
     apply_fixes,
     first_foreign_change,
+    keep_line_endings,
     lines_of,
     merge_keyword_additions,
+    mixed_line_endings,
     overlaps,
     splice_fixes,
     transplant,
@@ -179,6 +181,8 @@ def _faithful(module: cst.Module, source: str, chosen: Sequence["_Planned"], spl
                 "(a form feed in the line's indentation, or a lone carriage return)"
             )
         updated = transplanted
+    if mixed_line_endings(source):
+        updated = keep_line_endings(source, updated)
     row = first_foreign_change(source, updated, _own_rows(source, chosen), any(fix.imports for fix in fixes))
     if row is not None:
         raise _Unfaithful(f"the result would also change line {row}, which no fix edits")

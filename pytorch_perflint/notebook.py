@@ -261,6 +261,42 @@ def map_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Optional[Diagn
     )
 
 
+def cell_diagnostics(notebook: Notebook, diagnostics: Sequence[Diagnostic], fixed: Optional[str] = None) -> Tuple[Diagnostic, ...]:
+    """The diagnostics of the joined source (of ``fixed``, the fixed one, when given) in
+    the cells' rows, without their edits (they are relative to the joined source).
+
+    A fix that adds lines to a cell moves every later cell down the joined source: mapped
+    with the rows the notebook was read with, a later cell's findings were reported rows
+    too low, in the wrong cell, or (on a marker) not at all."""
+    if fixed is not None:
+        notebook = dataclasses.replace(notebook, rows=_rows_after_fix(fixed))
+    mapped = (map_diagnostic(notebook, d) for d in diagnostics)
+    return tuple(dataclasses.replace(d, fix=dataclasses.replace(d.fix, edits=())) if d.fix else d for d in mapped if d is not None)
+
+
+def _rows_after_fix(source: str) -> Tuple[Tuple[int, int], ...]:
+    """``Notebook.rows`` for a fixed joined source, split into cells as ``dump`` splits it:
+    the non-blank lines a fix put above the first marker (an import) open cell 1."""
+    lines = source.split("\n")
+    first = next((i for i, line in enumerate(lines) if _MARKER_RE.match(line)), len(lines))
+    rows: List[Tuple[int, int]] = [(0, 0)]
+    kept = 0
+    for line in lines[:first]:
+        kept += bool(line.strip())
+        rows.append((1, kept if line.strip() else 0))
+    cell, row = 0, 0
+    for line in lines[first:]:
+        marker = _MARKER_RE.match(line)
+        if marker:
+            cell = int(marker.group(1))
+            row = kept if cell == 1 else 0
+            rows.append((cell, 0))
+            continue
+        row += 1
+        rows.append((cell, row))
+    return tuple(rows)
+
+
 def _unmask(line: str, magics: Sequence[str]) -> str:
     match = _MASK_RE.match(line)
     if match is None:

@@ -28,6 +28,7 @@ from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp
 from .run_cache import Done as _Done, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
 from .run_cache import prepare_projects as _prepare_projects, save_summaries as _save_summaries
+from .fix_passes import fix_until_settled
 from .tree_files import stat_key
 
 # The project layer, the workers and the writers are imported where they are used: a warm
@@ -141,14 +142,8 @@ def process_bytes(
     else:
         fixed = 0
     result = FileResult(
-        path,
-        tuple(diagnostics),
-        fixed=fixed,
-        diff=diff,
-        errors=tuple(errors),
-        fix_errors=tuple(fix_errors),
-        source=source if diagnostics else None,
-        fixes=outcome.fixes if fixed else (),
+        path, tuple(diagnostics), fixed=fixed, diff=diff, errors=tuple(errors), fix_errors=tuple(fix_errors),
+        source=source if diagnostics else None, fixes=outcome.fixes if fixed else (),
         found_before_fix=outcome.found_before if fixed else None,
     )
     return Processed(result, output)
@@ -201,9 +196,8 @@ def _process_notebook(
             if new_text is None:
                 lint = engine.lint_source(book.source, path, settings, with_edits=False, selection=chosen, project=project)
                 diagnostics, fixed = lint.diagnostics, 0
-    mapped = tuple(m for m in (notebook.map_diagnostic(book, d) for d in diagnostics) if m is not None)
-    # Edits are relative to the joined source, not the cells: leave them out.
-    mapped = tuple(dataclasses.replace(d, fix=dataclasses.replace(d.fix, edits=())) if d.fix else d for d in mapped)
+    # After a fix, the rows of the fixed source: a fix that adds lines moves later cells.
+    mapped = notebook.cell_diagnostics(book, diagnostics, outcome.source if mode is not Mode.CHECK and fixed else None)
     result = FileResult(path, mapped, fixed=fixed, diff=diff, errors=tuple(errors), fix_errors=tuple(fix_errors))
     if mapped:  # the notebook the findings are about (fixed, with --fix or --diff): code frames
         shown = new_text if mode is not Mode.CHECK and fixed and new_text is not None else data.decode("utf-8-sig", errors="replace")
@@ -259,6 +253,8 @@ def _lint_task(
         result = process_file(path, settings, mode, with_edits, rules, roots, project=project, passed=passed.get(path) if passed else None)
     # The text last linted is the file's now (fixed and written, or as it was read).
     project.settle(path, stat_key(str(path)) if result.fixed else key)
+    if mode is Mode.FIX:  # what the findings read, for the next pass (``fix_passes``)
+        return _Done(result, Stamp(key, "", dict.fromkeys(used), ALL_FILES in used, project.root))
     if not stamped or result.errors:
         return _Done(result)
     try:
@@ -349,6 +345,7 @@ def run(
     rules: Optional[Sequence[Type]] = None,
     use_cache: bool = False,
     roots: Optional[Sequence[str]] = None,
+    reads: Optional[Dict[Path, Stamp]] = None,
 ) -> Tuple[List[FileResult], RunSummary]:
     """Lint (or fix) every file; results in the order of ``files``.
 
@@ -357,13 +354,16 @@ def run(
     (``workers``). ``rules`` are test-only rule classes (forked workers inherit them).
     ``progress`` shows a bar on stderr when it is a terminal and there are many files.
     ``roots``: the paths the run was asked to lint; a fix is never written through a
-    symlink that leads out of them (None: each file is its own root).
-
-    Each file is linted with the index of its project (one per project root, made here
-    and inherited by the workers). With the cache, unchanged files are answered from
-    ``stat`` alone, before the engine (and LibCST) is even imported.
+    symlink that leads out of them (None: each file is its own root). Each file is linted
+    with the index of its project (one per root, made here, inherited by the workers).
+    With the cache, unchanged files are answered from ``stat`` alone. A fix run goes pass
+    after pass (``fix_passes``); ``reads``: one pass, noting what each file's rules read.
     """
     mode = Mode(mode)
+    if mode is Mode.FIX and reads is None:
+        again = functools.partial(run, settings=settings, mode=mode, jobs=jobs, with_edits=with_edits, progress=progress, rules=rules, roots=roots)
+        results = fix_until_settled(files, lambda batch, noted: again(batch, reads=noted)[0])
+        return results, summarize(results, settings, mode)
     jobs = max(1, jobs or os.cpu_count() or 1)
     cache = None
     if use_cache and mode is Mode.CHECK and rules is None and files:
@@ -419,7 +419,7 @@ def run(
         passed=passed,
     )
     fresh = _isolated([p for p in todo if p not in screened], work, workers, settings)
-    stream = _merge(files, cached, _in_order(todo, screened, fresh), cache, projects)
+    stream = _merge(files, cached, _in_order(todo, screened, fresh, reads), cache, projects)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
     # Few files: while a long one is worked on, a status line says so instead of the bar.
     status = LongFileStatus("Fixing" if mode is Mode.FIX else "Checking") if progress and not show and sys.stderr.isatty() else None
@@ -453,11 +453,14 @@ def run(
     return results, summarize(results, settings, mode)
 
 
-def _in_order(todo: Sequence[Path], screened: Mapping[Path, _Done], fresh: Iterator[_Done]) -> Iterator[_Done]:
+def _in_order(todo: Sequence[Path], screened: Mapping[Path, _Done], fresh: Iterator[_Done], reads: Optional[Dict[Path, Stamp]]) -> Iterator[_Done]:
     """The results of ``todo`` in its order: those screened while summarising, the rest
-    from the lint workers."""
+    from the lint workers; what each read goes into ``reads`` (a fix pass)."""
     for path in todo:
-        yield screened[path] if path in screened else next(fresh)
+        done = screened[path] if path in screened else next(fresh)
+        if reads is not None and done.stamp is not None:
+            reads[path] = done.stamp
+        yield done
 
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:

@@ -86,6 +86,52 @@ def _hunks(old: Sequence[str], new: Sequence[str]) -> Iterator[Tuple[int, int, i
             yield head + i1, head + i2, head + j1, head + j2
 
 
+def _ending(line: str) -> str:
+    return line[len(line.rstrip("\r\n")) :]
+
+
+def mixed_line_endings(source: str) -> bool:
+    """Whether the text ends its lines in more than one way (``\r\n`` and ``\n``, say)."""
+    return "\r" in source and len({match.group() for match in _NEWLINE.finditer(source)}) > 1
+
+
+def keep_line_endings(source: str, updated: str) -> str:
+    """``updated`` with each line ending as its own line in ``source`` did.
+
+    LibCST writes the line breaks it makes (and, in a tree spliced from separately parsed
+    statements, some it read) with the module's newline, which it takes from the first
+    line: in a file that mixes ``\r\n`` and ``\n`` a fix would turn the endings of its
+    lines into the first line's. Lines compared by their text alone: an unchanged line
+    keeps its ending, the lines that replace a run of lines ending alike end like them,
+    and inserted lines end like the line before them. (Python reads ``\r\n`` inside a
+    string literal as ``\n``, so no value changes.)
+    """
+    old, new = lines_of(source), lines_of(updated)
+    old_text = [line.rstrip("\r\n") for line in old]
+    new_text = [line.rstrip("\r\n") for line in new]
+    out = list(new)
+
+    def put(j: int, ending: str) -> None:
+        if ending and _ending(new[j]):  # a last line without a line break stays without
+            out[j] = new_text[j] + ending
+
+    matcher = difflib.SequenceMatcher(a=old_text, b=new_text, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for k in range(i2 - i1):
+                put(j1 + k, _ending(old[i1 + k]))
+            continue
+        if i1 == i2:
+            endings = {_ending(old[i1 - 1])} if i1 else {_ending(old[0])} if old else set()
+        else:
+            endings = {_ending(line) for line in old[i1:i2]} - {""}
+        if len(endings) == 1:
+            (ending,) = endings
+            for j in range(j1, j2):
+                put(j, ending)
+    return "".join(out)
+
+
 def text_edits(before: str, after: str) -> Tuple[Edit, ...]:
     """Line-granular edits that turn ``before`` into ``after``."""
     old, new = lines_of(before), lines_of(after)
@@ -266,6 +312,7 @@ def splice_fixes(
     """
     if any(fix.imports for fix, _ in fixes) or not module.body:
         return None
+    mixed = mixed_line_endings(source)
     starts = statement_lines(module, tree)
     if starts is None:
         return None
@@ -306,6 +353,8 @@ def splice_fixes(
             if visitor.done != len(targets[index]):
                 return None
         text = "".join(module.code_for_node(node) for node in new_nodes)
+        if mixed and keep_line_endings(original, text) != text:
+            return None  # a line break LibCST wrote as the module's: the whole text decides
         try:
             # The rebuilt statements re-parse on their own, as the module would parse them.
             reparsed = cst.parse_module(text, config) if config is not None else cst.parse_module(text)
@@ -321,6 +370,10 @@ def splice_fixes(
             reusable = False
         if reparsed.footer:
             reusable = False  # trailing lines: where they belong, only the whole parse says
+        if (reparsed.default_newline, reparsed.default_indent) != (module.default_newline, module.default_indent):
+            # A line break or indentation written as "the default" means another one in
+            # the module (LibCST detects both from the text it parses, not the config).
+            reusable = False
         replaced[index] = statements
         pieces += [source[at:start], text]
         rebuilt.append((starts[index] + 1, original, text))

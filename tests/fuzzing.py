@@ -6,14 +6,17 @@ file under ``tests/fuzz_regressions/``). Nothing here imports or runs the linted
 
 A case fails when linting or fixing raises or reports an internal error, takes longer
 than the per-case limit of CPU time, reports a syntax error (TPF001) on code Python compiles, produces
-a fix that does not parse, or is not idempotent (fixing the fixed text changes it).
+a fix that does not parse, changes a line's ending, or is not idempotent (fixing the fixed text
+changes it).
 """
 
 from __future__ import annotations
 
 import ast
 import ctypes
+import difflib
 import random
+import re
 import sys
 import sysconfig
 import threading
@@ -140,12 +143,36 @@ def _problems(case: Case) -> List[str]:
                 except Exception as error:  # noqa: BLE001 - any parse failure is the finding
                     found.append(f"the fixed text does not parse: {error}")
                     return found
+            found += _endings_changed(case.source, first.source)
             second = fix_source(first.source, Path(path), SETTINGS)
             if second.source != first.source:
                 found.append(f"not idempotent: a second --fix changed the text ({second.fixed} more fixes)")
     except Exception as error:  # noqa: BLE001 - an exception out of the tool is the finding
         found.append(f"exception: {type(error).__name__}: {error}")
     return found
+
+
+def _endings_changed(before: str, after: str) -> List[str]:
+    """A fix keeps each line's own ending (issue 21: in a file whose first line ends
+    ``\r\n`` and the others ``\n``, LibCST wrote the fixed lines with ``\r\n``). Lines
+    compared by their text: an unchanged line, and a changed one that replaces exactly one
+    line, must end as it did."""
+    old = [line for line in re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z", before)]
+    new = [line for line in re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z", after)]
+    text = lambda line: line.rstrip("\r\n")  # noqa: E731
+    matcher = difflib.SequenceMatcher(a=[text(x) for x in old], b=[text(x) for x in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("equal", "replace") and i2 - i1 == j2 - j1:
+            for a, b in zip(old[i1:i2], new[j1:j2]):
+                if b != text(b) and a[len(text(a)) :] != b[len(text(b)) :]:
+                    return [f"a fix changed the line ending of {a!r} to that of {b!r}"]
+    return []
+
+
+def crlf_first_line(case: Case) -> Case:
+    """The case with a blank first line ending ``\r\n``: LibCST takes a module's newline
+    from its first line (issue 21: every non-idempotent case of a stress run was this)."""
+    return Case(f"{case.name} (CRLF first line)", "\r\n" + case.source)
 
 
 def _compiles(source: str) -> bool:

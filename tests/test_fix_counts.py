@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from pytorch_perflint import registry
 from pytorch_perflint.cli import main
 from pytorch_perflint.engine import lint_source
-from pytorch_perflint.output.summary import fixed_sentence, summary_lines
+from pytorch_perflint.output.summary import fix_only_sentence, fixed_sentence, summary_lines
 from pytorch_perflint.rule import Rule
 from pytorch_perflint.testing import fixtures, invalid_cases, settings_with
 from pytorch_perflint.types import Applicability, RunSummary
@@ -91,6 +91,16 @@ def test_diff_and_fix_only_say_the_same(train):
 def test_fixed_sentence_adds_up(summary, expected):
     assert fixed_sentence(summary) == expected
     assert summary_lines(summary)[0].text == expected
+
+
+def test_diff_and_fix_only_sentences_add_up_with_findings_no_fix_removes():
+    """Issue 21: "Would fix 28 errors (22 found now, 9 more...)": 22 + 9 is 31, the three
+    findings without a fix (display-only) were counted and not said."""
+    diff = RunSummary(fixed=28, remaining=3, found_before_fix=22, diff_mode=True)
+    assert summary_lines(diff)[0].text == "Would fix 28 errors (22 found now, 9 more that fixing reveals, 3 would remain)."
+    fix = RunSummary(fixed=28, remaining=3, found_before_fix=22, fix_mode=True)
+    assert fix_only_sentence(fix) == "Fixed 28 errors (22 found, 9 more that fixing revealed, 3 remaining)."
+    assert fixed_sentence(fix) == "Found 22 errors, and fixing revealed 9 more (28 fixed, 3 remaining)."
 
 
 # -- fix safety that depends on the finding ----------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzzing import Case, inject, injected_cases, problems, stdlib_root, torch_root
+from fuzzing import Case, crlf_first_line, inject, injected_cases, problems, stdlib_root, torch_root
 
 hypothesis = pytest.importorskip("hypothesis")
 hypothesmith = pytest.importorskip("hypothesmith")
@@ -67,6 +67,12 @@ def test_real_files_with_injected_anti_patterns(case):
     assert found == [], f"{case.name}: {found}\n{case.source}"
 
 
+@pytest.mark.parametrize("case", REAL[:4], ids=[c.name for c in REAL[:4]])
+def test_real_files_with_a_crlf_first_line(case):
+    found = problems(crlf_first_line(case))
+    assert found == [], f"{case.name}: {found}"
+
+
 REGRESSION_FILES = [
     pytest.param(p, id=p.name) for p in (sorted(REGRESSIONS.glob("*.py")) if REGRESSIONS.exists() else [])
 ] or [pytest.param(None, marks=pytest.mark.skip(reason="no fuzz run has found a failing case yet"))]
@@ -75,7 +81,7 @@ REGRESSION_FILES = [
 @pytest.mark.parametrize("path", REGRESSION_FILES)
 def test_fuzz_regressions(path):
     """Every failure a fuzz run found, kept as a file: it must lint and fix cleanly."""
-    case = Case(path.name, path.read_text(encoding="utf-8"))
+    case = Case(path.name, path.read_bytes().decode("utf-8"))  # its line endings as they are
     assert problems(case) == []
 
 

@@ -184,3 +184,73 @@ def test_the_argparse_summary_of_a_module():
     assert argparse_defaults(ast.parse("x = 1\n"), "x = 1\n") is None
     unknown = "p.add_argument(f'--{name}', default='resnet18')\n"
     assert argparse_defaults(ast.parse(unknown), unknown) == (("*", None),)
+
+
+# -- TPF403: the setting made by every entry script that runs the module (issue 21, item 9) ----
+
+TRAINER = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.conv = nn.Conv2d(3, 8, 3)\n\n"
+    "    def forward(self, x):\n        return self.conv(x).mean()\n\n\n"
+    "class Trainer:\n    def __init__(self):\n        self.model = Net().cuda()\n"
+    "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n\n"
+    "    def train(self, loader):\n        for x in loader:\n            self.model(x.cuda()).backward()\n            self.opt.step()\n"
+)
+TRAINER_BUILD = ("trainer.py", 16, "TPF403")
+MAIN = (
+    "import torch\n\nfrom {module} import Trainer\n\ntorch.backends.cudnn.benchmark = {value}\n\n\n"
+    "def main():\n    trainer = Trainer()\n    trainer.train(loader)\n\n\n"
+    'if __name__ == "__main__":\n    main()\n'
+)
+
+
+def _entry_project(root: Path, **files: str) -> Path:
+    (root / "pyproject.toml").write_text('[tool.pytorch-perflint]\nselect = ["TPF403"]\n')
+    (root / "trainer.py").write_text(TRAINER)
+    for name, text in files.items():
+        path = root / name.replace("__", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_a_trainer_whose_only_entry_script_sets_benchmark_is_not_flagged(tmp_path):
+    root = _entry_project(tmp_path, **{"main.py": MAIN.format(module="trainer", value="True")})
+    assert _findings(root, ".") == []
+    assert _findings(root, "trainer.py") == []  # a pre-commit run of the trainer alone
+
+
+def test_the_entry_script_may_import_the_trainer_through_a_library_module(tmp_path):
+    pipeline = "from trainer import Trainer\n\n\ndef build():\n    return Trainer()\n"
+    cudnn = MAIN.format(module="pipeline", value="True").replace("import torch\n", "from torch.backends import cudnn\n", 1)
+    cudnn = cudnn.replace("torch.backends.cudnn.benchmark", "cudnn.benchmark")
+    root = _entry_project(tmp_path, **{"pipeline.py": pipeline, "main.py": cudnn, "tests__test_trainer.py": "from trainer import Trainer\n\nTrainer()\n"})
+    assert _findings(root, ".") == []  # a test file that imports it is not an entry script
+
+
+def test_a_trainer_is_still_flagged_without_an_entry_script_that_sets_benchmark(tmp_path):
+    assert _findings(_entry_project(tmp_path), ".") == [TRAINER_BUILD]  # nothing imports it
+
+
+def test_an_entry_script_that_sets_benchmark_false_does_not_silence_it(tmp_path):
+    root = _entry_project(tmp_path, **{"main.py": MAIN.format(module="trainer", value="False")})
+    assert _findings(root, ".") == [TRAINER_BUILD]
+
+
+def test_every_entry_script_must_set_it(tmp_path):
+    other = "from trainer import Trainer\n\nTrainer().train(loader)\n"
+    root = _entry_project(tmp_path, **{"main.py": MAIN.format(module="trainer", value="True"), "finetune.py": other})
+    assert _findings(root, ".") == [TRAINER_BUILD]
+
+
+def test_a_trainer_that_is_a_script_itself_is_still_flagged(tmp_path):
+    root = _entry_project(tmp_path, **{"main.py": MAIN.format(module="trainer", value="True")})
+    _rewrite(root / "trainer.py", TRAINER + '\n\nif __name__ == "__main__":\n    Trainer().train(loader)\n')
+    assert _findings(root, ".") == [TRAINER_BUILD]
+
+
+def test_an_entry_script_that_stops_setting_it_brings_the_cached_finding_back(tmp_path):
+    root = _entry_project(tmp_path, **{"main.py": MAIN.format(module="trainer", value="True")})
+    assert _findings(root, ".") == []
+    _rewrite(root / "main.py", MAIN.format(module="trainer", value="True").replace("torch.backends.cudnn.benchmark = True\n", ""))
+    assert _findings(root, ".") == [TRAINER_BUILD]

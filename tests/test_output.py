@@ -472,15 +472,18 @@ def test_statistics_table(tmp_path):
     assert out.splitlines() == [
         "2\tTPF102\t[~] dataloader-no-pin-memory",
         "2\tTPF501\t[ ] data-parallel",
+        "[~] some, not all, of that code's findings are fixable ([*]: all of them)",
         "Found 4 errors.",
         "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
     ]
     full = _emit(results, "full", summary=summary, statistics=True, color=False)
     assert "TPF102" in full and "[~] dataloader-no-pin-memory" in full and "data-parallel" in full
+    assert "[~] some, not all, of that code's findings are fixable" in full  # the marker explained (issue 21)
     assert " | " not in full  # no frames in statistics mode
     only_dp = [_real(tmp_path)]
     out = _emit(only_dp, "concise", summary=_summary(only_dp), statistics=True)
     assert out.splitlines()[0] == "1\tTPF501\tdata-parallel"
+    assert "[~]" not in out  # no legend where no row is partly fixable
 
 
 def test_show_fixes_lists_files(tmp_path):

@@ -132,3 +132,58 @@ def test_unknown_keys_stay_an_error(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.pytorch-perflint]\ntest-file = "skip"\n')
     with pytest.raises(ConfigError, match="unknown key 'test-file'.*did you mean 'test-files'"):
         load_settings([tmp_path])
+
+
+# What detection and segmentation repositories call their evaluation scripts: a test's name,
+# an argparse main and an evaluation loop, nothing pytest would collect.
+EVAL_SCRIPT = textwrap.dedent(
+    """
+    import argparse
+
+    import torch
+
+
+    def test(model, loader):
+        model.eval()
+        for images, targets in loader:
+            outputs = model(images.cuda())
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        args = parser.parse_args()
+        test(build_model(args), build_loader(args))
+    """
+).lstrip()
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (EVAL_SCRIPT, False),
+        (UNIT_TEST, True),
+        ("import pytest\n\ndef helper():\n    pass\n", True),
+        ("from unittest import mock\n", True),
+        ("def test_forward():\n    assert net(x).shape == (1, 2)\n", True),
+        ("async def test_serve():\n    pass\n", True),
+        ("class TestNet:\n    pass\n", True),
+        ("class Tester:\n    pass\n", False),  # a class of the script, not a pytest class
+        ('"""Run with: import pytest"""\nx = 1\n', False),  # prose, not an import
+    ],
+)
+def test_a_file_named_like_a_test_is_one_only_by_its_content(source, expected):
+    assert is_test_file(PurePath("tools/test_net.py"), source=source) is expected
+
+
+def test_folders_and_conftest_stay_tests_whatever_the_content(tmp_path):
+    assert is_test_file(tmp_path / "tests" / "test_net.py", str(tmp_path), EVAL_SCRIPT)
+    assert is_test_file(tmp_path / "conftest.py", str(tmp_path), "x = 1\n")
+
+
+def test_an_evaluation_script_named_like_a_test_is_linted():
+    settings = Settings(select=("TPF203",))
+    result = lint_source(EVAL_SCRIPT, Path("tools/test_net.py"), settings)
+    assert not result.errors
+    assert [d.code for d in result.diagnostics] == ["TPF203"]
+    # The same code in a real test module stays quiet (test-files = "skip").
+    assert lint_source("import pytest\n" + EVAL_SCRIPT, Path("tools/test_net.py"), settings).diagnostics == []

@@ -14,10 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional, Sequence, TextIO
 
+from ..config import OUTPUT_FORMATS as FORMATS  # noqa: F401  (light: the settings own the list)
 from ..types import FileResult, RunSummary
-
-# Every output format, in the order --help lists them (ruff's names).
-FORMATS = ("full", "concise", "json", "json-lines", "junit", "github", "gitlab", "pylint", "sarif")
 
 
 def emit(

@@ -2,14 +2,16 @@
 
 ruff's layout: count right-aligned, tab, code, tab, ``[*]`` when every finding of the code
 is fixable by ``--fix``, ``[~]`` when some are, ``[ ]`` when none, then the rule name. The
-marker column appears only when anything is fixable. JSON gives the same rows as objects.
+marker column appears only when anything is fixable. ``[~]`` is this tool's own (ruff has
+no partly fixable code), so a line after the rows says what it means when one is shown.
+JSON gives the same rows as objects.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, TextIO
+from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from ..types import FileResult
 from .common import entries, is_applicable
@@ -68,9 +70,19 @@ def text_rows(stats: Sequence[Stat]) -> List[List[str]]:
     ]
 
 
+PARTLY = "[~] some, not all, of that code's findings are fixable ([*]: all of them)"
+
+
+def legend(stats: Sequence[Stat]) -> Optional[str]:
+    """The line that explains ``[~]``, when a row shows it."""
+    return PARTLY if any(s.marker == "[~]" for s in stats) else None
+
+
 def write_text(stats: Sequence[Stat], stream: TextIO) -> None:
     for count, code, marker, name in text_rows(stats):
         stream.write(f"{count}\t{code}\t{marker}{name}\n")
+    if legend(stats):
+        stream.write(f"{legend(stats)}\n")
 
 
 def write_rich(stats: Sequence[Stat], console: Any) -> None:
@@ -89,6 +101,8 @@ def write_rich(stats: Sequence[Stat], console: Any) -> None:
             line.append(marker[2:])
         line.append(name)
         console.print(line)
+    if legend(stats):
+        console.print(Text(legend(stats) or ""))
 
 
 def objects(stats: Sequence[Stat]) -> List[Dict[str, Any]]:

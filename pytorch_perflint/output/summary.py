@@ -46,8 +46,9 @@ def summary_lines(summary: RunSummary, *, unsafe_fixes: bool = False) -> List[Li
         if fixed:
             notes = [f"{unsafe} additional {_fixes(unsafe)} available with `--unsafe-fixes`"] if unsafe else []
             revealed = _revealed(summary)
-            if revealed:
-                notes.insert(0, f"{summary.found_before_fix} found now, {revealed} more that fixing reveals")
+            if revealed:  # the counts add up: found + revealed = fixed + remaining
+                left = f", {remaining} would remain" if remaining else ""
+                notes.insert(0, f"{summary.found_before_fix} found now, {revealed} more that fixing reveals{left}")
             extra = f" ({'; '.join(notes)})" if notes else ""
             lines.append(Line(f"Would fix {plural(fixed, 'error')}{extra}."))
         else:
@@ -100,9 +101,12 @@ def fixed_sentence(summary: RunSummary) -> str:
 
 
 def fix_only_sentence(summary: RunSummary) -> str:
-    """``--fix-only``'s one line: ``Fixed 4 errors (2 found, 2 more that fixing revealed).``"""
+    """``--fix-only``'s one line: ``Fixed 4 errors (2 found, 3 more that fixing revealed, 1
+    remaining).``: found and revealed add up to fixed and remaining (a finding without a
+    fix, display-only say, is found but not fixed)."""
     revealed = _revealed(summary)
-    extra = f" ({summary.found_before_fix} found, {revealed} more that fixing revealed)" if revealed else ""
+    left = f", {summary.remaining} remaining" if summary.remaining else ""
+    extra = f" ({summary.found_before_fix} found, {revealed} more that fixing revealed{left})" if revealed else ""
     return f"Fixed {plural(summary.fixed, 'error')}{extra}."
 
 

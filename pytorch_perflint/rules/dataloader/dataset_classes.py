@@ -21,6 +21,12 @@ project bases:
 A class without a ``__getitem__`` along its project bases is served from memory only when
 it derives from ``TensorDataset``. Anything not known is "no": the rule then reports as it
 would without this module.
+
+It also answers whether such a class is a stream that every worker would read whole
+(``unsharded_stream``): an ``IterableDataset`` whose ``__iter__`` (or a method or function
+it calls) never splits the stream by ``torch.utils.data.get_worker_info()`` or a sharding
+wrapper. Each worker runs its own ``__iter__``, so adding ``num_workers`` yields every item
+once per worker.
 """
 
 from __future__ import annotations
@@ -28,9 +34,26 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Set
 
+from ...analysis.ast_index import ast_dotted
 from ...project import Definition, ProjectIndex
 from ...project.bodies import locate
 from ...project.forms import Attr, Call, Dict, Form, Ref, Seq
+
+ITERABLE_DATASETS = frozenset(
+    {
+        "torch.utils.data.IterableDataset",
+        "torch.utils.data.dataset.IterableDataset",
+        "torch.utils.data.IterDataPipe",
+        "torch.utils.data.datapipes.datapipe.IterDataPipe",
+        "torchdata.datapipes.iter.IterDataPipe",
+    }
+)
+# Names that split a stream by worker: ``torch.utils.data.get_worker_info()``, datapipes'
+# ``sharding_filter`` / ``apply_sharding``, webdataset's ``split_by_worker``. A class (or a
+# helper it calls) that mentions one is taken to shard its stream.
+SHARDING_NAMES = frozenset(
+    {"get_worker_info", "sharding_filter", "apply_sharding", "ShardingFilter", "ShardingFilterIterDataPipe", "split_by_worker"}
+)
 
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 # Tensor methods that return a tensor (``torch.as_tensor(x).float()``).
@@ -61,6 +84,62 @@ def serves_from_memory(index: ProjectIndex, path: str, name: str) -> bool:
         return False
     attrs = _indexed_attrs(getitem)
     return bool(attrs) and all(_held_in_memory(index, chain, attr) for attr in attrs)
+
+
+def unsharded_stream(index: ProjectIndex, path: str, name: str) -> Optional[str]:
+    """The class name when the dotted ``name``, as module ``path`` sees it at module level,
+    is a project ``IterableDataset`` whose ``__iter__`` is found along its project bases and
+    that never splits its stream by worker (no ``get_worker_info``, no sharding wrapper in
+    the class chain or in a project function its methods call); None when it shards or when
+    that is not known."""
+    found = index.resolve(path, name)
+    if found is None or found.kind != "class" or not index.external_bases(found) & ITERABLE_DATASETS:
+        return None
+    chain = _class_chain(index, found)
+    if not any(c.klass is not None and c.klass.method("__iter__") is not None for c in chain):
+        return None  # ``__iter__`` comes from a class outside the project
+    for cls in chain:
+        node = _class_node(index, cls)
+        if node is None or _shards(index, cls.path, node):  # type: ignore[arg-type]
+            return None
+    return found.name.rpartition(".")[2]
+
+
+def _class_node(index: ProjectIndex, cls: Definition) -> Optional[ast.ClassDef]:
+    klass = cls.klass
+    text = index.text(cls.path) if cls.path is not None else None
+    if klass is None or text is None:
+        return None
+    node = locate(text, klass.line, klass.end_line, klass.name, True)
+    return node if type(node) is ast.ClassDef else None
+
+
+def _shards(index: ProjectIndex, path: str, node: ast.AST) -> bool:
+    """``node`` mentions a sharding name, or calls a project function (one call deep) that
+    does; a called function that cannot be read counts as sharding (not known)."""
+    called: Set[str] = set()
+    for current in ast.walk(node):
+        kind = type(current)
+        if kind is ast.Name and current.id in SHARDING_NAMES:  # type: ignore[attr-defined]
+            return True
+        if kind is ast.Attribute and current.attr in SHARDING_NAMES:  # type: ignore[attr-defined]
+            return True
+        if kind is ast.Call:
+            dotted = ast_dotted(current.func)  # type: ignore[attr-defined]
+            if dotted and not dotted.startswith(("self.", "cls.", "super")):
+                called.add(dotted)
+    for dotted in sorted(called):
+        target = index.resolve(path, dotted)
+        if target is None or target.kind != "function" or target.function is None or target.path is None:
+            continue  # a class, a builtin, an outside library: no stream of ours is split there
+        text = index.text(target.path)
+        function = None if text is None else locate(text, target.function.line, target.function.end_line, target.function.name, False)
+        if function is None or any(
+            (type(n) is ast.Name and n.id in SHARDING_NAMES) or (type(n) is ast.Attribute and n.attr in SHARDING_NAMES)  # type: ignore[attr-defined]
+            for n in ast.walk(function)
+        ):
+            return True
+    return False
 
 
 def _class_chain(index: ProjectIndex, cls: Definition) -> List[Definition]:

@@ -18,6 +18,14 @@ module, or one of this module whose ``__getitem__`` is more than one ``return``)
 else is unknown, and unknown answers "no" to both questions (the rule then behaves as before).
 Memory-mapped arrays (``np.memmap``, ``np.load(mmap_mode=...)``) are not handles: workers
 read them through their own page mappings, with no shared offset.
+
+TPF101 and TPF103 also ask whether the dataset is a stream every worker would read whole:
+an ``IterableDataset`` whose ``__iter__`` never splits the stream by
+``torch.utils.data.get_worker_info()`` (or a sharding wrapper). Each worker runs its own
+``__iter__``, so adding workers yields every item once per worker (a 128-item stream read
+by four workers gives 512 items). The class is read through the project index when there is
+one, else from this module; a loader with a ``worker_init_fn`` (which may split the stream)
+or a class whose ``__iter__`` cannot be read is unknown.
 """
 
 from __future__ import annotations
@@ -31,7 +39,15 @@ from ...analysis.calls import argument
 from ...analysis.scope import Scope, binds_below_module, dotted_name
 from ...analysis.walk import child_nodes
 from ...context import FileContext
-from .dataset_classes import TENSOR_DATASETS, TENSOR_METHODS, serves_from_memory
+from .dataset_classes import (
+    ITERABLE_DATASETS,
+    SHARDING_NAMES,
+    TENSOR_DATASETS,
+    TENSOR_METHODS,
+    serves_from_memory,
+    unsharded_stream,
+)
+from .loader_args import WORKER_INIT_FN_POSITION
 
 # Calls that return an open file handle or connection, and what to call it in a message.
 HANDLE_OPENERS = {
@@ -64,8 +80,12 @@ class HeldHandle:
 
 @dataclass(frozen=True)
 class DatasetFacts:
+    """``stream``: the name of an ``IterableDataset`` class that every worker would read
+    whole (it does not shard by worker); None when it shards or is not known to be one."""
+
     in_memory: bool = False
     handle: Optional[HeldHandle] = None
+    stream: Optional[str] = None
 
 
 _UNKNOWN = DatasetFacts()
@@ -84,22 +104,86 @@ def dataset_facts(context: FileContext, call: cst.Call, scope: Scope) -> Dataset
     if context.qualname(value.func, scope) in TENSOR_DATASETS:
         return DatasetFacts(in_memory=True)
     cls = module_class(context, value.func.value, scope) if type(value.func) is cst.Name else None
+    classes = [] if cls is None else list(_class_chain(context, cls))
+    stream = _stream(context, call, value.func, scope, classes)
     if cls is None:
-        return DatasetFacts(in_memory=_project_in_memory(context, value.func, scope))
-    classes = list(_class_chain(context, cls))
+        return DatasetFacts(in_memory=_project_in_memory(context, value.func, scope), stream=stream)
     handle = _held_handle(context, classes)
     if handle is not None:
-        return DatasetFacts(handle=handle)
-    return DatasetFacts(in_memory=_indexes_only(context, classes) or _project_in_memory(context, value.func, scope))
+        return DatasetFacts(handle=handle, stream=stream)
+    in_memory = _indexes_only(context, classes) or _project_in_memory(context, value.func, scope)
+    return DatasetFacts(in_memory=in_memory, stream=stream)
+
+
+def _project_name(context: FileContext, func: cst.BaseExpression, scope: Scope) -> Optional[str]:
+    """The dotted name the dataset class is called by, when the project index can read it
+    (the name is bound at module level, not below)."""
+    name = dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+    if context.project is None or name is None or binds_below_module(scope, name.partition(".")[0]):
+        return None
+    return name
 
 
 def _project_in_memory(context: FileContext, func: cst.BaseExpression, scope: Scope) -> bool:
     """The dataset class is a project class (this module or another: ``from data import
     Pairs``, ``gail.ExpertDataset``) that serves its items from memory."""
-    name = dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
-    if context.project is None or name is None or binds_below_module(scope, name.partition(".")[0]):
-        return False
-    return serves_from_memory(context.project, str(context.path), name)
+    name = _project_name(context, func, scope)
+    return name is not None and serves_from_memory(context.project, str(context.path), name)  # type: ignore[arg-type]
+
+
+# -- streams every worker would read whole --------------------------------------------------
+
+
+def _stream(
+    context: FileContext, call: cst.Call, func: cst.BaseExpression, scope: Scope, classes: List[cst.ClassDef]
+) -> Optional[str]:
+    """The class name when the loader ``call`` reads an ``IterableDataset`` that does not
+    shard by worker: through the project index when there is one (imported classes and
+    helpers too), else from this module's classes and functions."""
+    init_fn = argument(call, "worker_init_fn", WORKER_INIT_FN_POSITION, scope.lookup_value)
+    if not (init_fn.missing or (init_fn.node is not None and init_fn.value is None)):
+        return None  # a worker_init_fn may split the stream (torch's own example does)
+    if context.project is not None:
+        name = _project_name(context, func, scope)
+        return None if name is None else unsharded_stream(context.project, str(context.path), name)
+    if not classes or _method(classes, "__iter__") is None:
+        return None
+    iterable = any(
+        base.keyword is None and context.qualname(base.value, context.module_scope) in ITERABLE_DATASETS
+        for cls in classes
+        for base in cls.bases
+    )
+    if not iterable or any(_module_shards(context, cls) for cls in classes):
+        return None
+    return classes[0].name.value
+
+
+def _module_shards(context: FileContext, node: cst.CSTNode) -> bool:
+    """``node`` mentions a sharding name, or calls a function of this module (one call deep)
+    that does."""
+    called: Set[str] = set()
+    for current in _all_nodes(node):
+        kind = type(current)
+        if kind is cst.Name and current.value in SHARDING_NAMES:  # type: ignore[attr-defined]
+            return True
+        if kind is cst.Attribute and current.attr.value in SHARDING_NAMES:  # type: ignore[attr-defined]
+            return True
+        if kind is cst.Call and type(current.func) is cst.Name:  # type: ignore[attr-defined]
+            called.add(current.func.value)  # type: ignore[attr-defined]
+    functions = [s for s in context.module.body if type(s) is cst.FunctionDef and s.name.value in called]
+    return any(
+        (type(n) is cst.Name and n.value in SHARDING_NAMES) or (type(n) is cst.Attribute and n.attr.value in SHARDING_NAMES)  # type: ignore[attr-defined]
+        for function in functions
+        for n in _all_nodes(function)
+    )
+
+
+def _all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(child_nodes(current))
 
 
 

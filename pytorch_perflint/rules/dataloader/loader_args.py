@@ -21,6 +21,7 @@ DATALOADER = "torch.utils.data.DataLoader"
 NUM_WORKERS_POSITION = 5
 COLLATE_FN_POSITION = 6
 PIN_MEMORY_POSITION = 7
+WORKER_INIT_FN_POSITION = 10
 
 _TQDM = frozenset(
     {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm"}

@@ -16,6 +16,16 @@ from .datasets import dataset_facts
 from .loader_args import is_dataloader, loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
+_STREAM = (
+    "class LogStream(torch.utils.data.IterableDataset):\n    def __init__(self, n):\n        self.n = n\n"
+    "    def __iter__(self):\n        return iter(range(self.n))\n"
+)
+_SHARDED = (
+    "class Shards(torch.utils.data.IterableDataset):\n    def __init__(self, n):\n        self.n = n\n"
+    "    def __iter__(self):\n        info = torch.utils.data.get_worker_info()\n"
+    "        k, i = (1, 0) if info is None else (info.num_workers, info.id)\n"
+    "        return iter(range(i, self.n, k))\n"
+)
 
 
 class DataloaderSyncLoading(Rule):
@@ -66,6 +76,14 @@ class DataloaderSyncLoading(Rule):
     the message says so and no fix is offered, even when `num_workers` is left out: open the
     handle in each worker (lazily, on first use in `__getitem__`) first. Memory-mapped arrays
     (`np.memmap`) are not handles: workers read them through their own mappings.
+
+    When the dataset is an `IterableDataset` (a class of this module, or of the project read
+    through its index) whose `__iter__` does not split the stream by
+    `torch.utils.data.get_worker_info()` (or a sharding wrapper such as `sharding_filter`),
+    every worker runs `__iter__` from the start and yields every item: adding workers
+    silently multiplies the data the program sees. The fix is then display-only and the
+    message says to shard the stream by worker first. A loader with a `worker_init_fn`
+    (which may shard it) keeps the fix.
     """
 
     code = "TPF101"
@@ -156,6 +174,18 @@ class DataloaderSyncLoading(Rule):
             expected_fix=_SETUP + "loader = DataLoader(ds, num_workers=2)\n",
             options={"dataloader-num-workers": 2},
         ),
+        # A stream every worker would read whole: the fix is display-only.
+        Invalid(
+            _SETUP + _STREAM + "loader = DataLoader(LogStream(64), batch_size=8)\n",
+            line=8,
+            expected_fix=_SETUP + _STREAM + "loader = DataLoader(LogStream(64), batch_size=8)\n",
+        ),
+        # It splits the stream by worker: workers can be added.
+        Invalid(
+            _SETUP + _SHARDED + "loader = DataLoader(Shards(64), batch_size=8)\n",
+            line=10,
+            expected_fix=_SETUP + _SHARDED + "loader = DataLoader(Shards(64), batch_size=8, num_workers=4)\n",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -174,6 +204,15 @@ class DataloaderSyncLoading(Rule):
             self.report(node, message=_HANDLE_MESSAGE.format(h=handle))
             return
         count = cst.Integer(str(self.context.settings.dataloader_num_workers))
+        if dataset.stream is not None:  # every worker would read the whole stream
+            message = _STREAM_MESSAGE.format(cls=dataset.stream, n=count.value)
+            if workers.missing:
+                edit = [(node, with_keyword(node, "num_workers", count))]
+            else:
+                edit = [] if workers.node is None else [(node, with_argument_value(node, workers.node, count))]
+            fix = self.fix(edit, message=_STREAM_FIX.format(n=count.value), applicability=Applicability.DISPLAY_ONLY)
+            self.report(node, message=message, fix=fix)
+            return
         if not workers.missing:  # a 0 written out (or known from a name or dict) is a decision
             message = _EXPLICIT_ZERO.format(n=count.value)
             edit = [] if workers.node is None else [(node, with_argument_value(node, workers.node, count))]
@@ -188,6 +227,12 @@ _EXPLICIT_ZERO = (
     "processes (a file handle opened in `__init__` is shared by forked workers and corrupts what they "
     "read), then set `num_workers={n}`"
 )
+_STREAM_MESSAGE = (
+    "`DataLoader` loads data in the main process, but its dataset `{cls}` is an `IterableDataset` whose "
+    "`__iter__` does not split the stream by worker: with `num_workers={n}` every worker would yield every "
+    "item ({n} times the data); shard it by `torch.utils.data.get_worker_info()` first, then add workers"
+)
+_STREAM_FIX = "Shard the stream by worker (`torch.utils.data.get_worker_info()`) first, then add `num_workers={n}`"
 _HANDLE_MESSAGE = (
     "`DataLoader` loads data in the main process, but its dataset `{h.cls}` keeps {h.what} "
     "(`self.{h.attr} = {h.opener}(...)` in `__init__`): forked workers would share it and read "

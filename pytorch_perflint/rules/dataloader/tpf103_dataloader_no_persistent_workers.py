@@ -9,6 +9,7 @@ import libcst as cst
 from ...analysis.call_edits import with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
+from .datasets import dataset_facts
 from .loader_args import names_dataloader
 from .loader_facts import loader_facts
 
@@ -52,6 +53,11 @@ class DataloaderNoPersistentWorkers(Rule):
     dataset, so changes the main process makes to the dataset between epochs (a curriculum,
     `dataset.set_epoch()`) no longer reach them, and the workers hold their memory for the
     whole run. It needs torch 1.7 or newer.
+
+    When the dataset is an `IterableDataset` whose `__iter__` does not split the stream by
+    `torch.utils.data.get_worker_info()` (or a sharding wrapper), every worker already yields
+    every item: the fix is display-only and the message says to shard the stream by worker
+    first, as TPF101's does.
     """
 
     code = "TPF103"
@@ -61,6 +67,7 @@ class DataloaderNoPersistentWorkers(Rule):
         "its workers are restarted each time"
     )
     fix_applicability = Applicability.UNSAFE
+    fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
     triggers = ("DataLoader",)
     min_torch = (1, 7)
 
@@ -116,6 +123,18 @@ class DataloaderNoPersistentWorkers(Rule):
             + "W = 2\nloader = DataLoader(ds, num_workers=W, persistent_workers=True)\n"
             + "while True:\n    batch = next(iter(loader))\n",
         ),
+        # Every worker yields the whole stream: shard it first, the fix is display-only.
+        Invalid(
+            _SETUP
+            + "class LogStream(torch.utils.data.IterableDataset):\n    def __iter__(self):\n        return iter(range(64))\n"
+            + "loader = DataLoader(LogStream(), num_workers=4)\n"
+            + "for epoch in range(3):\n    for x in loader:\n        pass\n",
+            line=6,
+            expected_fix=_SETUP
+            + "class LogStream(torch.utils.data.IterableDataset):\n    def __iter__(self):\n        return iter(range(64))\n"
+            + "loader = DataLoader(LogStream(), num_workers=4)\n"
+            + "for epoch in range(3):\n    for x in loader:\n        pass\n",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -132,6 +151,19 @@ class DataloaderNoPersistentWorkers(Rule):
             return
         if persistent.missing or persistent.node is not None:
             replacement = with_keyword(node, "persistent_workers", cst.Name("True"))
+            stream = dataset_facts(self.context, node, self.context.scope).stream
+            if stream is not None:  # its workers each yield the whole stream: shard it first
+                fix = self.fix([(node, replacement)], message=_STREAM_FIX, applicability=Applicability.DISPLAY_ONLY)
+                self.report(node, message=_STREAM_MESSAGE.format(cls=stream), fix=fix)
+                return
             self.report(node, fix=self.fix([(node, replacement)], message="Add `persistent_workers=True`"))
         else:
             self.report(node)
+
+
+_STREAM_MESSAGE = (
+    "`DataLoader` with workers is iterated every epoch without `persistent_workers=True`, but its dataset "
+    "`{cls}` is an `IterableDataset` whose `__iter__` does not split the stream by worker: every worker "
+    "yields every item; shard it by `torch.utils.data.get_worker_info()` first"
+)
+_STREAM_FIX = "Shard the stream by worker (`torch.utils.data.get_worker_info()`) first, then add `persistent_workers=True`"

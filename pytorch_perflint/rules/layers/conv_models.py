@@ -12,6 +12,7 @@ from ...analysis.values import literal_value
 from ...analysis.walk import child_nodes, descendants
 from ...context import FileContext
 from .arg_defaults import argparse_default
+from .conv_names import CONV_LAYERS, TORCHVISION_CONV
 from .module_parts import _SEQUENTIAL, walk_scoped
 
 if TYPE_CHECKING:
@@ -19,19 +20,6 @@ if TYPE_CHECKING:
 
 # -- convolutional models built in the file (TPF403) -----------------------------------------
 
-CONV_LAYERS = frozenset(
-    f"torch.nn.{prefix}{kind}{dims}d"
-    for prefix in ("", "Lazy")
-    for kind in ("Conv", "ConvTranspose")
-    for dims in (1, 2, 3)
-)
-# torchvision.models builders and classes (lower-cased) that are convolutional networks.
-TORCHVISION_CONV = (
-    "resnet", "resnext", "wide_resnet", "vgg", "alexnet", "densenet", "mobilenet",
-    "efficientnet", "regnet", "shufflenet", "squeezenet", "mnasnet", "googlenet", "inception",
-    "convnext", "maxvit", "fasterrcnn", "maskrcnn", "keypointrcnn", "retinanet", "ssd", "fcos",
-    "fcn", "deeplabv3", "lraspp", "r3d", "mc3", "r2plus1d", "s3d", "videoresnet", "raft",
-)
 # timm (and torch.hub) model names that are convolutional networks.
 _NAMED_CONV = TORCHVISION_CONV + (
     "seresne", "senet", "ecaresnet", "skresnet", "res2ne", "resnest", "tf_efficientnet",

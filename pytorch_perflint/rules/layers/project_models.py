@@ -15,7 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Dict, Iterator, Optional, Tuple
 
 from ...project.forms import dotted
-from .conv_models import CONV_LAYERS, TORCHVISION_CONV
+from .conv_names import CONV_LAYERS, TORCHVISION_CONV
 
 if TYPE_CHECKING:
     from ...project.index import ProjectIndex

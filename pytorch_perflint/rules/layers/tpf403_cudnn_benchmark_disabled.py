@@ -18,10 +18,11 @@ from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ..training.loops import training_facts
-from ..training.project_calls import project_callees, trains
+from ..training.project_calls import own_path, project_callees, trains
 from ..training.screens import could_have_training_loop, loop_calls_step_by_name
 from .conv_models import ModelBuild, conv_model_builds, could_build_conv_model
-from .entry_script import insert_after_imports, is_entry_script, training_receivers
+from .entry_scripts import entry_scripts_decide
+from .script_settings import insert_after_imports, is_entry_script, training_receivers
 from .module_parts import walk_scoped
 
 _BENCHMARK = "torch.backends.cudnn.benchmark"
@@ -137,7 +138,21 @@ def _decide(context: FileContext) -> _Decision:
         return _Decision()
     if false_values:
         return _Decision(false_values=tuple(false_values))
+    if _set_by_entry_scripts(context, linked[0]):
+        return _Decision()
     return _Decision(build=linked[0])
+
+
+def _set_by_entry_scripts(context: FileContext, build: ModelBuild) -> bool:
+    """The module is not a script itself, and every entry script of the project that
+    imports it sets ``benchmark`` (``main.py`` sets it, then trains ``Trainer()`` from
+    ``trainer.py``)."""
+    if context.project is None:
+        return False
+    at_module_level = any(statement is build.line for statement in context.module.body)
+    if is_entry_script(context, at_module_level):
+        return False  # run on its own, it trains without the setting
+    return entry_scripts_decide(context.project, own_path(context))
 
 
 class CudnnBenchmarkDisabled(Rule):
@@ -191,6 +206,12 @@ class CudnnBenchmarkDisabled(Rule):
     `torch.use_deterministic_algorithms`), when `benchmark` is set from a flag, or when the
     model is not known to be convolutional (an option with no default, one the script
     changes after parsing, a default that names a vision transformer).
+
+    A module that is not a script itself (a trainer whose class builds and trains the
+    model) is not flagged when every entry script of the project that imports it, directly
+    or through other modules, sets `benchmark` (or asks for determinism): `main.py` sets
+    `torch.backends.cudnn.benchmark = True`, then trains `Trainer()` from `trainer.py`. An
+    entry script that sets it `False`, or that does not set it, keeps the finding.
     """
 
     code = "TPF403"

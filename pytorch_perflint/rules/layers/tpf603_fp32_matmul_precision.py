@@ -21,7 +21,7 @@ from ..training.precision import chooses_precision
 from ..training.screens import could_have_training_loop
 from ..training.test_code import in_test_code
 from .conv_models import conv_model_builds
-from .entry_script import insert_after_imports, is_entry_script, training_receivers
+from .script_settings import insert_after_imports, is_entry_script, training_receivers
 from .module_parts import Visited, walk_scoped
 from .project_models import ProjectModels
 

@@ -175,6 +175,7 @@ class _EFrame:
     layers: FrozenSet[str] = frozenset()  # ``self.lstm``...: layers its class builds in __init__
     owner: object = False  # the class of a method of a module-level class, None: a module-level function
     mode: Dict[str, str] = field(default_factory=dict)
+    grad_off: bool = False  # a bare ``torch.set_grad_enabled(False)`` ran earlier in it
     # The conditional branch the last mode call of each model stood in (None: unconditional).
     branch: Dict[str, Optional[cst.CSTNode]] = field(default_factory=dict)
 
@@ -189,6 +190,7 @@ class _ELoop:
     needs_grad: bool = False
     has_yield: bool = False
     param_forward: Set[str] = field(default_factory=set)  # model parameters it calls
+    frames: Tuple["_EFrame", ...] = ()  # the functions it stands in, innermost last
 
 
 def could_evaluate(source: str) -> bool:
@@ -207,8 +209,11 @@ def evaluation_loops(context: "FileContext") -> Tuple[EvalLoop, ...]:
     gradients (``.backward()``, an optimizer step, ``torch.autograd.grad``, ``.grad``,
     ``requires_grad``, ``enable_grad``, a same-module helper that does). Only the outermost
     such loop is reported. Silent for a function that same-module code calls inside
-    no-grad (by name, whatever the receiver), for framework hooks, and for modules that
-    switch grad off globally (a bare ``torch.set_grad_enabled(False)``).
+    no-grad (by name, whatever the receiver), for framework hooks, and for loops that run
+    after a bare ``torch.set_grad_enabled(False)``: one at module level switches grad off for
+    the whole module (the script's top level runs it before calling anything); one inside a
+    function covers only that function's (and its nested functions') loops that end after
+    it, and the same-module functions it calls after it, not the module's other functions.
     """
     if not could_evaluate(context.source):
         return ()
@@ -223,6 +228,9 @@ class _EvalWalk:
         self.loops: List[_ELoop] = []
         self.no_grad_called: Set[str] = set()
         self.globally_off = False
+        # (walk order, function frame) of each ``set_grad_enabled(False)`` in a function (the
+        # frames themselves: an id could be reused once a frame is gone).
+        self.grad_off: List[Tuple[int, _EFrame]] = []
         self.classes: List[Optional[str]] = [None]
         self.layers: Dict[str, FrozenSet[str]] = {}
         self.no_grad_regions: Set[int] = set()  # ids of With/FunctionDef nodes that disable grad
@@ -277,7 +285,8 @@ class _EvalWalk:
             if any(is_no_grad_expr(item.item, qualname) for item in node.items):
                 self.no_grad_regions.add(id(node))
         elif type(node) in (cst.For, cst.While):
-            loop = _ELoop(node, frame, frame.loops[-1] if frame.loops else None)
+            frames = tuple(self.frames[1:])
+            loop = _ELoop(node, frame, frame.loops[-1] if frame.loops else None, frames=frames)
             self.loops.append(loop)
             frame.loops.append(loop)
         elif type(node) is cst.Yield:
@@ -289,7 +298,11 @@ class _EvalWalk:
         elif type(node) is cst.Expr and type(node.value) is cst.Call:
             call = node.value
             if last_name(call.func) == "set_grad_enabled" and is_no_grad_expr(call, self.qualname_at(stack)):
-                self.globally_off = True
+                if frame.node is None:
+                    self.globally_off = True  # module level: off for everything the script runs after
+                else:
+                    frame.grad_off = True
+                    self.grad_off.append((self.order, frame))
         elif type(node) is cst.Call:
             self.on_call(node, stack, frame)
         return True
@@ -319,7 +332,7 @@ class _EvalWalk:
             frame.branch[owner] = _innermost_branch(stack, frame.node)
             return
         called = last_name(call.func)
-        if called is not None and self.no_grad_depth:
+        if called is not None and (self.no_grad_depth or frame.grad_off):
             self.no_grad_called.add(called)
         key = callee_key(call, frame.class_name)
         if (
@@ -381,6 +394,11 @@ class _EvalWalk:
             self.all_no_grad[key] = callers_all_no_grad(self.context, frame.node, frame.owner)  # type: ignore[arg-type]
         return self.all_no_grad[key]
 
+    def _after_grad_off(self, loop: _ELoop) -> bool:
+        """A ``set_grad_enabled(False)`` in the loop's function (or one enclosing it) runs
+        before the loop ends: the loop, or its later rounds, run with grad off."""
+        return any(order < loop.end and any(f is frame for f in loop.frames) for order, frame in self.grad_off)
+
     def results(self) -> Tuple[EvalLoop, ...]:
         self.by_callers: Dict[int, bool] = {}
         self.all_no_grad: Dict[int, bool] = {}
@@ -405,7 +423,7 @@ class _EvalWalk:
                     continue
                 if self._no_grad_callers(loop.frame):
                     continue
-            if self._backward_after(loop):
+            if self._backward_after(loop) or self._after_grad_off(loop):
                 continue
             result.append(EvalLoop(loop.node, function, loop.has_yield))
         return tuple(result)

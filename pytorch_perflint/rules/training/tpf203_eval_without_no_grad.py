@@ -44,6 +44,11 @@ class EvalWithoutNoGrad(Rule):
     `torch.autograd.grad`, an optimizer step: adversarial evaluation, a linear probe on a
     frozen backbone). `Variable(x, volatile=True)` does nothing since torch 0.4.
 
+    A bare `torch.set_grad_enabled(False)` statement at module level turns autograd off for
+    the whole module (the script's top level runs it before it calls anything); inside a
+    function it covers that function's loops that end after it and the same-module
+    functions it calls after it, not the module's other functions.
+
     ## Why is this bad?
     With autograd on, every forward records the graph and keeps every intermediate
     activation alive until the output is freed: evaluation then uses several times the
@@ -119,6 +124,14 @@ class EvalWithoutNoGrad(Rule):
         "import torch\nmodel.eval()\nfor x in loader:\n    with torch.set_grad_enabled(phase == 'train'):\n"
         "        out = model(x)\n",
         "def test_forward():\n    for x in inputs:\n        model(x)\n",
+        # A bare set_grad_enabled(False): at module level it covers the module; in a function,
+        # that function's later loops and the functions it calls after it.
+        "import torch\ntorch.set_grad_enabled(False)\ndef evaluate(model, loader):\n    model.eval()\n"
+        "    for x in loader:\n        out = model(x)\n",
+        "import torch\ndef evaluate(model, loader):\n    torch.set_grad_enabled(False)\n    model.eval()\n"
+        "    for x in loader:\n        out = model(x)\n",
+        "import torch\ndef evaluate(model, loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n"
+        "def main():\n    torch.set_grad_enabled(False)\n    evaluate(model, loader)\n",
     )
     INVALID = (
         Invalid(
@@ -138,6 +151,18 @@ class EvalWithoutNoGrad(Rule):
             "import torch\nfor epoch in range(3):\n    model.train()\n    for x in train:\n        model(x).sum().backward()\n"
             "    model.eval()\n    for x in val:\n        model(x)\n",
             line=7,
+        ),
+        # One function's set_grad_enabled(False) does not cover another function.
+        Invalid(
+            "import torch\ndef export(model):\n    torch.set_grad_enabled(False)\n    return model\n"
+            "def evaluate(model, loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n",
+            line=7,
+        ),
+        # Nor loops of its own function that end before it.
+        Invalid(
+            "import torch\ndef evaluate(model, loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n"
+            "    torch.set_grad_enabled(False)\n",
+            line=4,
         ),
     )
 

@@ -1,4 +1,4 @@
-"""The entry script of a training run and global settings inserted at its top (TPF403, TPF603).
+"""Whether a module is an entry script, and global settings inserted at its top (TPF403, TPF603).
 
 Settings such as `torch.backends.cudnn.benchmark` or the float32 matmul precision are global:
 they belong at the start of the script that runs the training, after its imports, never in
