@@ -1,4 +1,4 @@
-"""TPF602 and TPF603: what their messages and fixes say depends on `target-torch-version`."""
+"""TPF502, TPF602 and TPF603: findings and fixes that depend on context and `target-torch-version`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from pytorch_perflint.engine import lint_source
 from pytorch_perflint.registry import rule_by_code
-from pytorch_perflint.testing import settings_with
+from pytorch_perflint.testing import lint_example, settings_with
 
 _ADAM = "import torch\nmodel = Net().cuda()\nopt = torch.optim.Adam(model.parameters())\n"
 
@@ -118,3 +118,11 @@ def test_tpf603_is_silent_for_a_convolutional_model_imported_with_a_star(tmp_pat
     index = index_of(tmp_path / "linear", linear)
     result = lint_source(source, tmp_path / "linear" / "main.py", settings_with({"preview": True}), rules=[rule_by_code("TPF603")], project=index)
     assert [d.location.row for d in result.diagnostics] == [4]
+
+
+def test_tpf502_reports_only_the_backward_of_the_accumulating_branch():
+    """Swin's SimMIM: `if config.ACCUM > 1:` accumulates (reported), its `else:` steps on
+    every iteration (not reported)."""
+    rule = rule_by_code("TPF502")
+    case = next(c for c in rule.INVALID if "config.ACCUM_STEPS" in c.code)
+    assert lint_example(rule, case.code) == [(7, "TPF502")]

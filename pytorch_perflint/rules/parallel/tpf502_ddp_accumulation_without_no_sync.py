@@ -8,13 +8,13 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from ...analysis.ast_index import code_identifiers
+from ...analysis.ast_index import code_identifiers, tree_index
 from ...analysis.scope import dotted_name
 from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ..training.classifiers import BACKWARD_ATTRS, is_backward_call, is_optimizer_step, last_name, method_name
-from ..training.loops import guarded_between, loop_bound_names, training_facts, walk
+from ..training.loops import loop_bound_names, training_facts, walk
 from ..training.test_code import in_test_code
 
 _DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -43,7 +43,10 @@ class DdpAccumulationWithoutNoSync(Rule):
     in this module) with gradient accumulation, when no backward pass runs under
     `model.no_sync()`. Gradient accumulation means: backward on every micro-step and the
     optimizer step only under a condition (`if (i + 1) % accum_steps == 0:`), or backward
-    in an inner loop over micro-batches with the optimizer step after it.
+    in an inner loop over micro-batches with the optimizer step after it, or a loss scaler
+    in timm's style, which runs backward on every call and steps only with `update_grad`
+    (`loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_steps == 0)`: the call is
+    reported).
 
     Silent when the module uses `no_sync` anywhere, sets `require_backward_grad_sync`
     itself, or accumulates through Accelerate (`accelerator.accumulate(model)`) or
@@ -96,14 +99,19 @@ class DdpAccumulationWithoutNoSync(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        return "DistributedDataParallel" in source and "backward" in source
+        return "DistributedDataParallel" in source and ("backward" in source or "update_grad" in source)
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code (not a comment or string) names DDP and backward, and nothing that
-        controls gradient synchronisation."""
+        """The code (not a comment or string) names DDP and backward (or calls something
+        with ``update_grad=``: a loss scaler), and nothing that controls gradient
+        synchronisation."""
         names = code_identifiers(tree)
-        return "DistributedDataParallel" in names and not names.isdisjoint(BACKWARD_ATTRS) and names.isdisjoint(_SYNC_CONTROL)
+        if "DistributedDataParallel" not in names or not names.isdisjoint(_SYNC_CONTROL):
+            return False
+        return not names.isdisjoint(BACKWARD_ATTRS) or any(
+            k.arg == "update_grad" for call in tree_index(tree).calls for k in call.keywords
+        )
 
     VALID = (
         # No accumulation: the step runs on every iteration.
@@ -145,6 +153,23 @@ class DdpAccumulationWithoutNoSync(Rule):
             "            ddp(chunk).sum().backward()\n        optimizer.step()\n        optimizer.zero_grad()\n",
             line=8,
         ),
+        # timm's NativeScaler runs backward on every call and steps only with update_grad.
+        Invalid(
+            _PROLOGUE
+            + "for idx, (x, y) in enumerate(loader):\n    loss = crit(model(x), y) / accum\n"
+            "    loss_scaler(loss, optimizer, parameters=model.parameters(),\n"
+            "                update_grad=(idx + 1) % accum == 0)\n",
+            line=6,
+        ),
+        # Accumulation behind a configuration switch (Swin's SimMIM).
+        Invalid(
+            _PROLOGUE
+            + "for idx, x in enumerate(loader):\n    loss = model(x)\n    if config.ACCUM_STEPS > 1:\n"
+            "        scaler.scale(loss / config.ACCUM_STEPS).backward()\n"
+            "        if (idx + 1) % config.ACCUM_STEPS == 0:\n            scaler.step(optimizer)\n"
+            "    else:\n        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n",
+            line=7,
+        ),
         # Wrapped only when distributed; the guard names the accumulation steps.
         Invalid(
             "import torch\nclass Trainer:\n    def __init__(self, net, distributed):\n"
@@ -158,7 +183,7 @@ class DdpAccumulationWithoutNoSync(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if method_name(node) not in BACKWARD_ATTRS and not isinstance(node.func, cst.Name):
+        if method_name(node) not in BACKWARD_ATTRS and not _scaler_accumulates(node) and not isinstance(node.func, cst.Name):
             return
         finding = self.context.fact(_accumulation_backwards).get(id(node))
         if finding is not None and finding.backward is node:
@@ -172,12 +197,29 @@ def _accumulation_backwards(context: FileContext) -> Dict[int, _Finding]:
         return {}
     facts = context.fact(training_facts)
     found: Dict[int, _Finding] = {}
-    for loop in facts.training_loops:
-        model = _trained_model(loop.node, loop.function, models)
+    for node, function in _loops(context.module):
+        model = _trained_model(node, function, models)
         if model is None:
             continue
-        for backward in _unsynced_micro_steps(context, loop.node, facts.optimizer_names):
+        loop = facts.loop(node)
+        training = loop is not None and loop.is_training
+        for backward in _unsynced_micro_steps(context, node, facts.optimizer_names, training):
             found[id(backward)] = _Finding(backward, model)
+    return found
+
+
+def _loops(module: cst.Module) -> List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]]:
+    """Every ``for``/``while`` with its innermost enclosing function (a training loop or
+    not: a loss scaler's loop has no backward of its own)."""
+    found: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]] = []
+
+    def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+        if type(node) in (cst.For, cst.While):
+            function = next((n for n in reversed(stack) if type(n) is cst.FunctionDef), None)
+            found.append((node, function))  # type: ignore[arg-type]
+        return True
+
+    walk(module, enter)
     return found
 
 
@@ -264,13 +306,15 @@ def _plain_builds(function: cst.FunctionDef) -> FrozenSet[str]:
 
 
 def _unsynced_micro_steps(
-    context: FileContext, loop: cst.CSTNode, optimizer_names: FrozenSet[str]
+    context: FileContext, loop: cst.CSTNode, optimizer_names: FrozenSet[str], training: bool
 ) -> Sequence[cst.Call]:
     """The backward calls of a loop that accumulates gradients: backward every iteration
     and the optimizer step under an accumulation condition, or backward in an inner loop
-    that never steps with the step in this loop."""
+    that never steps with the step in this loop; or the calls of a loss scaler that runs
+    backward every time and steps under an accumulation condition (``update_grad=``)."""
     backwards: List[Tuple[cst.Call, Tuple[cst.CSTNode, ...]]] = []
     steps: List[Tuple[cst.Call, Tuple[cst.CSTNode, ...]]] = []
+    scaled: List[Tuple[cst.Call, Tuple[cst.CSTNode, ...]]] = []
 
     def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
         if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
@@ -280,18 +324,84 @@ def _unsynced_micro_steps(
                 backwards.append((node, tuple(stack)))
             elif is_optimizer_step(node, optimizer_names):
                 steps.append((node, tuple(stack)))
+            elif _scaler_accumulates(node):
+                scaled.append((node, tuple(stack)))
         return True
 
     walk(loop, enter)
-    if not backwards or not steps or in_test_code(backwards[0][1], context.path):
-        return ()
     names = loop_bound_names(loop)  # type: ignore[arg-type]
+    if scaled and not in_test_code(scaled[0][1], context.path):
+        # timm's NativeScaler: `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)`
+        # runs backward on every call and steps only when `update_grad` is true.
+        return [call for call, path in scaled if not _inner_loop(path) and _every_iteration([*path, call], names)]
+    if not training or not backwards or not steps or in_test_code(backwards[0][1], context.path):
+        return ()
     if any(_accumulation_guard(path) for _, path in steps):
-        return [call for call, path in backwards if not _inner_loop(path) and not guarded_between([*path, call], names)]
+        return [
+            call
+            for call, path in backwards
+            if not _inner_loop(path) and _every_iteration([*path, call], names) and not _steps_with(path, steps)
+        ]
     if any(not _inner_loop(path) for _, path in steps):
         inner = [(call, path) for call, path in backwards if _inner_loop(path)]
         return [call for call, path in inner if not any(_inner_loop(p) is _inner_loop(path) for _, p in steps)]
     return ()
+
+
+def _steps_with(path: Sequence[cst.CSTNode], steps: Sequence[Tuple[cst.Call, Tuple[cst.CSTNode, ...]]]) -> bool:
+    """Some optimizer step runs whenever this backward does: it stands, with no condition
+    of its own, in the innermost branch that holds the backward (``else: backward();
+    step()`` beside an accumulating ``if`` branch)."""
+    block: cst.CSTNode = path[0]
+    for parent, child in zip(path, path[1:]):
+        if type(parent) is cst.If and child is not parent.test:
+            block = child
+    for _, step_path in steps:
+        at = next((i for i, node in enumerate(step_path) if node is block), None)
+        if at is not None and not any(type(n) in (cst.If, cst.IfExp) for n in step_path[at:]):
+            return True
+    return False
+
+
+def _every_iteration(path: Sequence[cst.CSTNode], names: FrozenSet[str]) -> bool:
+    """Whether the last node of ``path`` runs on every iteration of the loop ``path[0]``:
+    no ``if`` on the way tests a name the loop binds or calls anything. A switch on the
+    configuration (``if config.ACCUMULATION_STEPS > 1:``, Swin's SimMIM) is the same on
+    every iteration, whatever its operator."""
+    for parent, child in zip(path, path[1:]):
+        if type(parent) in (cst.If, cst.IfExp) and child is not parent.test:  # type: ignore[attr-defined]
+            if not _configuration_switch(parent.test, names):  # type: ignore[attr-defined]
+                return False
+        elif type(parent) is cst.BooleanOperation and child is parent.right:
+            return False
+        elif type(parent) in (cst.ExceptHandler, cst.MatchCase):
+            return False
+    return True
+
+
+def _configuration_switch(test: cst.CSTNode, names: FrozenSet[str]) -> bool:
+    """A test of names the loop does not bind (their attributes, literals, any operator),
+    with no call in it."""
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call or (type(node) is cst.Name and node.value in names):
+            return False
+        if type(node) is cst.Attribute:
+            stack.append(node.value)  # `config.TRAIN.x`: only the base name can be the loop's
+            continue
+        stack.extend(node.children)
+    return True
+
+
+def _scaler_accumulates(call: cst.Call) -> bool:
+    """``loss_scaler(loss, optimizer, ..., update_grad=(idx + 1) % accum_steps == 0)``."""
+    name = last_name(call.func)
+    if name is None or "scaler" not in name.lower():
+        return False
+    return any(
+        a.keyword is not None and a.keyword.value == "update_grad" and _counts_micro_steps(a.value) for a in call.args
+    )
 
 
 def _inner_loop(path: Sequence[cst.CSTNode]) -> Optional[cst.CSTNode]:
