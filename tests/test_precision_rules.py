@@ -126,3 +126,40 @@ def test_tpf502_reports_only_the_backward_of_the_accumulating_branch():
     rule = rule_by_code("TPF502")
     case = next(c for c in rule.INVALID if "config.ACCUM_STEPS" in c.code)
     assert lint_example(rule, case.code) == [(7, "TPF502")]
+
+
+_ENGINE = """
+def train_one_epoch(model, loader, optimizer, loss_scaler, update_freq):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x).sum() / update_freq
+        loss_scaler(loss, optimizer, parameters=model.parameters(),
+                    update_grad=(step + 1) % update_freq == 0)
+"""
+_MAIN = """
+import torch
+from engine import train_one_epoch
+
+
+def main(args, net, loader, optimizer, loss_scaler):
+    model = net.cuda()
+    if args.distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, loss_scaler, args.update_freq)
+"""
+
+
+@pytest.mark.parametrize(
+    ("main", "expected"),
+    [(_MAIN, [4]), (_MAIN.replace("model = torch.nn.parallel.DistributedDataParallel(", "other = torch.nn.parallel.DistributedDataParallel("), [])],
+    ids=["ddp-passed", "plain-model-passed"],
+)
+def test_tpf502_follows_a_ddp_model_to_the_training_function_of_another_module(tmp_path, main, expected):
+    """ConvNeXt, DeiT, MAE: main.py wraps the model in DDP, engine.py accumulates."""
+    from project_tree import index_of
+
+    index = index_of(tmp_path, {"main.py": main, "engine.py": _ENGINE})
+    source = (tmp_path / "engine.py").read_text(encoding="utf-8")
+    result = lint_source(source, tmp_path / "engine.py", settings_with({"preview": True}), rules=[rule_by_code("TPF502")], project=index)
+    assert not result.errors, result.errors
+    assert [d.location.row for d in result.diagnostics] == expected

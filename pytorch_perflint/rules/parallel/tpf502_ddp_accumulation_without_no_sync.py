@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from ...analysis.ast_index import code_identifiers, tree_index
 from ...analysis.scope import dotted_name
+from ...analysis.walk import child_nodes
 from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ..training.classifiers import BACKWARD_ATTRS, is_backward_call, is_optimizer_step, last_name, method_name
 from ..training.loops import loop_bound_names, training_facts, walk
 from ..training.test_code import in_test_code
+from .ddp_callers import passed_ddp_model
+
+if TYPE_CHECKING:
+    from ...project.index import ProjectIndex
 
 _DDP = "torch.nn.parallel.DistributedDataParallel"
 # Words that mean the script already controls gradient synchronisation itself: DDP's
@@ -39,14 +44,18 @@ class _Finding:
 
 class DdpAccumulationWithoutNoSync(Rule):
     """## What it does
-    Flags the `.backward()` of a loop that trains a `DistributedDataParallel` model (built
-    in this module) with gradient accumulation, when no backward pass runs under
+    Flags the `.backward()` of a loop that trains a `DistributedDataParallel` model with
+    gradient accumulation, when no backward pass runs under
     `model.no_sync()`. Gradient accumulation means: backward on every micro-step and the
     optimizer step only under a condition (`if (i + 1) % accum_steps == 0:`), or backward
     in an inner loop over micro-batches with the optimizer step after it, or a loss scaler
     in timm's style, which runs backward on every call and steps only with `update_grad`
     (`loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_steps == 0)`: the call is
     reported).
+
+    The DDP model is built in this module, or handed to the training function by every
+    project caller (`main.py` wraps it, `engine.py`'s `train_one_epoch(model, ...)`
+    accumulates: the layout of DeiT, ConvNeXt and MAE).
 
     Silent when the module uses `no_sync` anywhere, sets `require_backward_grad_sync`
     itself, or accumulates through Accelerate (`accelerator.accumulate(model)`) or
@@ -99,19 +108,30 @@ class DdpAccumulationWithoutNoSync(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        return "DistributedDataParallel" in source and ("backward" in source or "update_grad" in source)
+        """A backward (or a loss scaler's ``update_grad=``); DDP may be built here or by
+        the caller of a training function (see ``could_fire_project``)."""
+        return "backward" in source or "update_grad" in source
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code (not a comment or string) names DDP and backward (or calls something
-        with ``update_grad=``: a loss scaler), and nothing that controls gradient
-        synchronisation."""
+        """The code (not a comment or string) runs backward (or calls something with
+        ``update_grad=``: a loss scaler), names nothing that controls gradient
+        synchronisation, and names DDP or defines a function a DDP model can be passed to."""
         names = code_identifiers(tree)
-        if "DistributedDataParallel" not in names or not names.isdisjoint(_SYNC_CONTROL):
+        if not names.isdisjoint(_SYNC_CONTROL):
             return False
-        return not names.isdisjoint(BACKWARD_ATTRS) or any(
+        if names.isdisjoint(BACKWARD_ATTRS) and not any(
             k.arg == "update_grad" for call in tree_index(tree).calls for k in call.keywords
-        )
+        ):
+            return False
+        return "DistributedDataParallel" in names or any(isinstance(s, ast.FunctionDef) for s in tree.body)
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """DDP is built here, or in a project module that imports this one."""
+        if "DistributedDataParallel" in code_identifiers(tree):
+            return True
+        return any("DistributedDataParallel" in (project.text(other) or "") for other in sorted(project.importers(path)))
 
     VALID = (
         # No accumulation: the step runs on every iteration.
@@ -193,19 +213,42 @@ class DdpAccumulationWithoutNoSync(Rule):
 def _accumulation_backwards(context: FileContext) -> Dict[int, _Finding]:
     """id -> finding, for each backward call TPF502 reports in the module."""
     models = _ddp_models(context)
-    if not models:
+    if models is None:
         return {}
     facts = context.fact(training_facts)
     found: Dict[int, _Finding] = {}
     for node, function in _loops(context.module):
-        model = _trained_model(node, function, models)
-        if model is None:
-            continue
         loop = facts.loop(node)
         training = loop is not None and loop.is_training
-        for backward in _unsynced_micro_steps(context, node, facts.optimizer_names, training):
+        backwards = _unsynced_micro_steps(context, node, facts.optimizer_names, training)
+        if not backwards:
+            continue
+        model = _trained_model(node, function, models) if models else None
+        if model is None:
+            model = passed_ddp_model(context, _used_names(node), function)
+        if model is None:
+            continue
+        for backward in backwards:
             found[id(backward)] = _Finding(backward, model)
     return found
+
+
+def _used_names(loop: cst.CSTNode) -> FrozenSet[str]:
+    """The names a loop reads (``model`` of ``model.train()``, not ``train``), outside
+    nested definitions."""
+    names: Set[str] = set()
+    stack: List[cst.CSTNode] = [loop]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(node) is cst.Name:
+            names.add(node.value)
+        elif type(node) is cst.Attribute:
+            stack.append(node.value)
+        else:
+            stack.extend(child_nodes(node))
+    return frozenset(names)
 
 
 def _loops(module: cst.Module) -> List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]]:
@@ -223,10 +266,10 @@ def _loops(module: cst.Module) -> List[Tuple[cst.CSTNode, Optional[cst.FunctionD
     return found
 
 
-def _ddp_models(context: FileContext) -> Dict[str, Set[Optional[int]]]:
+def _ddp_models(context: FileContext) -> Optional[Dict[str, Set[Optional[int]]]]:
     """Dotted names bound to a ``DistributedDataParallel(...)`` (or ``DDP(...) if ... else
     ...``) anywhere in the module, with the functions (ids, None: module level) that bind
-    them; none when the code controls gradient synchronisation
+    them; None when the code controls gradient synchronisation
     itself (``no_sync``, ``require_backward_grad_sync``, Accelerate's ``accumulate``)."""
     names: Dict[str, Set[Optional[int]]] = {}
     controlled: List[bool] = []
@@ -248,7 +291,7 @@ def _ddp_models(context: FileContext) -> Dict[str, Set[Optional[int]]]:
         return True
 
     walk(context.module, enter)
-    return {} if controlled else names
+    return None if controlled else names
 
 
 def _trained_model(
@@ -330,12 +373,23 @@ def _unsynced_micro_steps(
 
     walk(loop, enter)
     names = loop_bound_names(loop)  # type: ignore[arg-type]
+    found: List[cst.Call] = []
     if scaled and not in_test_code(scaled[0][1], context.path):
         # timm's NativeScaler: `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)`
         # runs backward on every call and steps only when `update_grad` is true.
-        return [call for call, path in scaled if not _inner_loop(path) and _every_iteration([*path, call], names)]
+        found = [call for call, path in scaled if not _inner_loop(path) and _every_iteration([*path, call], names)]
     if not training or not backwards or not steps or in_test_code(backwards[0][1], context.path):
-        return ()
+        return found
+    return found + list(_plain_micro_steps(backwards, steps, names))
+
+
+def _plain_micro_steps(
+    backwards: Sequence[Tuple[cst.Call, Tuple[cst.CSTNode, ...]]],
+    steps: Sequence[Tuple[cst.Call, Tuple[cst.CSTNode, ...]]],
+    names: FrozenSet[str],
+) -> Sequence[cst.Call]:
+    """Backward calls that do not step: the step under an accumulation condition, or the
+    backward in an inner loop that never steps."""
     if any(_accumulation_guard(path) for _, path in steps):
         return [
             call
