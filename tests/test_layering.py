@@ -28,8 +28,8 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
 # file discovery (and what they use), which sit above the layers.
 LAYER_USES = {"project": {"config", "discovery"}}
 # Families a family may use, besides itself: TPF403 (layers) asks the training family's
-# loop facts whether the file trains.
-FAMILY_USES = {"layers": {"training"}}
+# loop facts whether the file trains; TPF502 (parallel) asks them which loops train.
+FAMILY_USES = {"layers": {"training"}, "parallel": {"training"}}
 # Above the families only these may import a family: they discover rules, never name one.
 FAMILY_IMPORTERS = {"registry"}
 
