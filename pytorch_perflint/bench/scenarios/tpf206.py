@@ -71,4 +71,5 @@ SCENARIO = Scenario(
         "cuda": {"width": 2048, "depth": 4, "classes": 1000, "batch": 1024, "steps": 10},
     },
     rationale="large activations freed and allocated again every step",
+    measure_memory=True,
 )
