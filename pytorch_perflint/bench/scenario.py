@@ -75,6 +75,9 @@ class Scenario:
     rationale: str = ""
     # Scales the harness's min_run_time for programs whose single run is long.
     run_time_scale: float = 1.0
+    # A correctness scenario about data order (``bench.orders``): ``run`` returns the order
+    # of two epochs; before must repeat it, after must not. Checked, never timed.
+    orders: bool = False
     # Filled by discovery: the module that defined the scenario.
     module: str = field(default="", compare=False)
 
