@@ -90,8 +90,10 @@ def _iteration_sites(collector: LoaderSiteRecorder) -> Iterable[Tuple[cst.BaseEx
 def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
     for expr, path in _iteration_sites(resolver.recorded):
         for source in resolver.resolve(expr, path).sources:
-            if source.reiterated:
+            loops = source.epoch_loops
+            if loops:
                 facts.reiterated.add(id(source.site.call))
+                facts.passes.setdefault(id(source.site.call), []).append((path, loops))
 
 
 def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:

@@ -1,0 +1,450 @@
+"""TPF105 distributed-sampler-without-set-epoch."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ...analysis.ast_index import code_identifiers
+from ...analysis.calls import argument
+from ...analysis.scope import Scope, dotted_name
+from ...context import FileContext
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .loader_args import Path
+from .loader_facts import loader_facts
+from .loader_sites import LoaderSite, _method_class
+
+_SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
+# The iterating loop (or the function it is in) trains: this is the training loader, whose
+# order matters; an evaluation loader's order does not.
+_TRAINS = re.compile(r"backward|\.step\(|train", re.IGNORECASE)
+_EPOCH_NAME = re.compile(r"epoch|^ep$|^e$", re.IGNORECASE)
+_RANGES = frozenset({"range", "trange"})
+_SETUP = "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+
+
+def _epoch_loop_text(name: str) -> str:
+    return f"for epoch in range(3):\n    for x, y in {name}:\n        loss(x, y).backward()\n"
+
+
+class DistributedSamplerWithoutSetEpoch(Rule):
+    """## What it does
+    Flags a `DistributedSampler` (`torch.utils.data`) that shuffles (`shuffle` not `False`) and
+    feeds a `DataLoader` which is iterated for training inside an epoch loop, when nothing in
+    that loop calls `set_epoch(...)`: not on the sampler, not through `loader.sampler`, and
+    not in a project helper the loop calls. The loader is followed as TPF103 follows it
+    (names, `self` attributes, helpers that return it, functions it is passed to).
+    Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
+    calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
+    evaluation loader (a pass that neither trains nor sits in a training function).
+
+    ## Why is this bad?
+    `DistributedSampler` seeds its shuffle with `seed + epoch`, and the epoch only changes
+    when `set_epoch` is called. Without it every epoch walks the data in exactly the same
+    order on every rank: the shuffle happens once, which hurts convergence and can hide
+    itself as a slightly worse final accuracy. This is a correctness rule beside the speed
+    rules, because it is the most common mistake next to them.
+
+    ## Example
+    ```python
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=64, sampler=sampler)
+    for epoch in range(epochs):
+        for x, y in loader:
+            train_step(x, y)
+    ```
+
+    ## Use instead
+    ```python
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            train_step(x, y)
+    ```
+
+    ## Fix safety
+    The fix inserts `sampler.set_epoch(epoch)` as the first statement of the epoch loop when
+    the sampler is bound once to a name visible there and the loop counts epochs (`for
+    epoch in range(...)`); otherwise it is only shown. It is unsafe: it changes the data
+    order of every epoch after the first (the point of the fix), so a run no longer
+    reproduces an earlier one batch for batch.
+    """
+
+    code = "TPF105"
+    name = "distributed-sampler-without-set-epoch"
+    message = (
+        "`DistributedSampler` feeds a loader iterated every epoch, but `set_epoch` is never called: "
+        "every epoch sees the same order; call `{sampler}.set_epoch(epoch)` at the start of each epoch"
+    )
+    fix_applicability = Applicability.UNSAFE
+    fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
+    triggers = ("DistributedSampler",)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code names ``DistributedSampler`` and a ``DataLoader``."""
+        names = code_identifiers(tree)
+        return "DistributedSampler" in names and "DataLoader" in names
+
+    VALID = (
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        _SETUP
+        + "loader = DataLoader(ds, sampler=DistributedSampler(ds))\n"
+        + "for epoch in range(3):\n    loader.sampler.set_epoch(epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        _SETUP
+        + "sampler = DistributedSampler(ds, shuffle=False)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + _epoch_loop_text("loader"),
+        _SETUP
+        + "sampler = DistributedSampler(ds, num_replicas=2, rank=0, shuffle=args.shuffle)\n"
+        + "loader = DataLoader(ds, sampler=sampler)\n"
+        + _epoch_loop_text("loader"),
+        # iterated once
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for x, y in loader:\n    loss(x, y).backward()\n",
+        # a framework walks it (and calls set_epoch itself)
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = accelerator.prepare(DataLoader(ds, sampler=sampler))\n"
+        + _epoch_loop_text("loader"),
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    trainer.fit(model, loader)\n",
+        # set in a helper the loop calls
+        _SETUP
+        + "def begin_epoch(loader, epoch):\n    loader.sampler.set_epoch(epoch)\n"
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    begin_epoch(loader, epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        # an object the loop hands the sampler to may set it
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    hooks.before_epoch(sampler, epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        # an evaluation loader: its order does not matter
+        _SETUP
+        + "sampler = DistributedSampler(val_ds)\nval_loader = DataLoader(val_ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    for x, y in val_loader:\n        metric(model(x), y)\n",
+        # the loader is built anew every epoch
+        _SETUP
+        + "for epoch in range(3):\n    sampler = DistributedSampler(ds)\n    loader = DataLoader(ds, sampler=sampler)\n"
+        + "    for x, y in loader:\n        loss(x, y).backward()\n",
+        # not torch's sampler
+        "from torch.utils.data import DataLoader\nfrom mylib import DistributedSampler\n"
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + _epoch_loop_text("loader"),
+        # the sampler is not the loader's
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, shuffle=True)\n"
+        + _epoch_loop_text("loader"),
+        # a comment or a string is not code
+        "from torch.utils.data import DataLoader\n# DistributedSampler(ds)\nx = 'DistributedSampler(ds)'\n",
+    )
+    INVALID = (
+        Invalid(
+            _SETUP
+            + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, batch_size=8, sampler=sampler)\n"
+            + _epoch_loop_text("loader"),
+            line=3,
+            expected_fix=_SETUP
+            + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, batch_size=8, sampler=sampler)\n"
+            + "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    for x, y in loader:\n"
+            + "        loss(x, y).backward()\n",
+        ),
+        Invalid(
+            "import torch\n"
+            + "def train(model, loader, optimizer):\n    for x, y in loader:\n        optimizer.step()\n"
+            + "def main(ds, epochs):\n"
+            + "    train_sampler = torch.utils.data.distributed.DistributedSampler(ds, shuffle=True)\n"
+            + "    train_loader = torch.utils.data.DataLoader(ds, sampler=train_sampler)\n"
+            + "    for ep in range(epochs):\n        train(model, train_loader, optimizer)\n",
+            line=6,
+            expected_fix="import torch\n"
+            + "def train(model, loader, optimizer):\n    for x, y in loader:\n        optimizer.step()\n"
+            + "def main(ds, epochs):\n"
+            + "    train_sampler = torch.utils.data.distributed.DistributedSampler(ds, shuffle=True)\n"
+            + "    train_loader = torch.utils.data.DataLoader(ds, sampler=train_sampler)\n"
+            + "    for ep in range(epochs):\n        train_sampler.set_epoch(ep)\n"
+            + "        train(model, train_loader, optimizer)\n",
+        ),
+        # bound on one branch only: the fix is shown, not applied (None has no set_epoch)
+        Invalid(
+            _SETUP
+            + "if distributed:\n    sampler = DistributedSampler(ds)\nelse:\n    sampler = None\n"
+            + "loader = DataLoader(ds, sampler=sampler, shuffle=sampler is None)\n"
+            + _epoch_loop_text("loader"),
+            line=4,
+            expected_fix=_SETUP
+            + "if distributed:\n    sampler = DistributedSampler(ds)\nelse:\n    sampler = None\n"
+            + "loader = DataLoader(ds, sampler=sampler, shuffle=sampler is None)\n"
+            + _epoch_loop_text("loader"),
+        ),
+        # passed inline; a step loop that starts a new pass when the loader runs out
+        Invalid(
+            _SETUP
+            + "loader = DataLoader(ds, sampler=DistributedSampler(ds, seed=1))\nit = iter(loader)\n"
+            + "for step in range(1000):\n    try:\n        x = next(it)\n    except StopIteration:\n"
+            + "        it = iter(loader)\n        x = next(it)\n    loss(x).backward()\n",
+            line=3,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value != "DistributedSampler":
+            return  # a Name may be an alias (`DistributedSampler as DS`)
+        if self.context.qualname(func) not in _SAMPLERS:
+            return
+        shuffle = argument(node, "shuffle", 3, self.context.lookup)
+        if not (shuffle.missing or shuffle.value is True):
+            return
+        ancestors = tuple(self.context.ancestors[:-1])  # the context's stack ends with the node
+        target = _bound_name(node, ancestors)
+        facts = self.context.fact(loader_facts)
+        uncovered: List[Tuple[Path, cst.CSTNode]] = []
+        for site in facts.sites.values():
+            if id(site.call) not in facts.passes or not self._feeds(site, node, ancestors, target):
+                continue
+            for path, loops in facts.passes[id(site.call)]:
+                if not _trains(path):
+                    continue
+                if any(self._sets_epoch(loop, path, target, site) for loop in loops):
+                    continue
+                uncovered.append((path, loops[0]))
+        if not uncovered:
+            return
+        if isinstance(target, str):
+            sampler = target
+        else:
+            sampler = f"self.{target[0]}" if target is not None else "loader.sampler"
+        message = self.message.format(sampler=sampler)
+        fix = self._fix(node, ancestors, target, uncovered)
+        self.report(node, message=message, fix=fix)
+
+    # -- which loaders the sampler feeds -------------------------------------------------
+    def _feeds(self, site: LoaderSite, sampler: cst.Call, ancestors: Path, target) -> bool:
+        """The DataLoader's ``sampler`` is this call, or the name (``self`` attribute) this
+        call is assigned to, in the same scope (class)."""
+        passed = argument(site.call, "sampler", 3).node
+        if passed is None:
+            return False
+        value = passed.value
+        if value is sampler:
+            return True
+        if isinstance(target, str) and isinstance(value, cst.Name) and value.value == target:
+            own = self.context.scope_for(sampler, ancestors)
+            return _binding_scope(self.context.scope_for(site.call, site.ancestors), target) is own
+        if isinstance(target, tuple) and isinstance(value, cst.Attribute):
+            attr, cls = target
+            return _self_attr(value) == attr and _method_class(site.ancestors) is cls
+        return False
+
+    # -- does the epoch loop set the epoch? ----------------------------------------------
+    def _sets_epoch(self, loop: cst.CSTNode, path: Path, target, site: LoaderSite) -> bool:
+        """``set_epoch`` anywhere in the loop, in a helper it calls (this module or another
+        module of the project, two calls deep), or a call that hands the sampler or the
+        loader to code this module cannot see."""
+        if "set_epoch" in self.context.code_for(loop):
+            return True
+        handed = {target} if isinstance(target, str) else set()
+        handed |= _names_bound_to(site)
+        return self._calls_setter(loop, handed, 0)
+
+    def _calls_setter(self, root: cst.CSTNode, handed: set, depth: int) -> bool:
+        for call in _calls_in(root):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
+                return True
+            definitions = self._local_defs(call)
+            if definitions:
+                if depth < 2 and any(self._calls_setter(d, set(), depth + 1) for d in definitions):
+                    return True
+                continue
+            if self._project_sets_epoch(call):
+                return True
+            if handed and any(isinstance(a.value, cst.Name) and a.value.value in handed for a in call.args):
+                return not _is_builtin_call(call)
+        return False
+
+    def _local_defs(self, call: cst.Call) -> List[cst.FunctionDef]:
+        """Same-module functions or methods a call may run, by name (``f()``, ``self.f()``)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            name = func.attr.value
+        else:
+            return []
+        return self.context.fact(_defs_by_name).get(name, [])
+
+    def _project_sets_epoch(self, call: cst.Call) -> bool:
+        """A function of another project module (``engine.train_one_epoch(...)``) whose
+        module's text mentions ``set_epoch``; one that cannot be read counts as setting it."""
+        project = self.context.project
+        func = call.func
+        if project is None or not isinstance(func, (cst.Name, cst.Attribute)):
+            return False
+        dotted = dotted_name(func)
+        if dotted is None:
+            return False
+        try:
+            definition = project.resolve(str(self.context.path), dotted)
+        except Exception:  # noqa: BLE001 - an unresolvable name is unknown
+            return False
+        if definition is None or definition.path is None or definition.kind not in ("function", "method", "class"):
+            return False
+        text = project.text(definition.path)
+        return text is None or "set_epoch" in text
+
+    # -- the fix -------------------------------------------------------------------------
+    def _fix(self, sampler: cst.Call, ancestors: Path, target, uncovered: Sequence[Tuple[Path, cst.CSTNode]]):
+        loops = {id(loop): (loop, path) for path, loop in uncovered}
+        if len(loops) != 1 or target is None:
+            return self._shown()
+        loop, path = next(iter(loops.values()))
+        epoch = _epoch_variable(loop)
+        loop_path = _ancestors_of(self.context.module, loop)
+        if epoch is None or loop_path is None or not isinstance(loop.body, cst.IndentedBlock):
+            return self._shown()
+        if isinstance(target, tuple):
+            attr, cls = target
+            assigned = re.findall(rf"\bself\.{re.escape(attr)}\s*=(?!=)", self.context.code_for(cls))
+            if len(assigned) != 1 or _method_class(loop_path) is not cls:
+                return self._shown()
+            receiver = f"self.{attr}"
+        else:
+            own = self.context.scope_for(sampler, ancestors)
+            values = own.bindings.get(target, [])
+            visible = _binding_scope(self.context.scope_for(loop, loop_path), target) is own
+            if len(values) != 1 or values[0] is not sampler or not visible:
+                return self._shown()
+            receiver = target
+        statement = cst.parse_statement(f"{receiver}.set_epoch({epoch})\n")
+        body = loop.body.with_changes(body=(statement, *loop.body.body))
+        return self.fix([(loop, loop.with_changes(body=body))], message=f"Call `{receiver}.set_epoch({epoch})` at the start of each epoch")
+
+    def _shown(self):
+        return self.fix([], message="Call `set_epoch(epoch)` on the sampler at the start of each epoch", applicability=Applicability.DISPLAY_ONLY)
+
+
+def _bound_name(call: cst.Call, ancestors: Path):
+    """``name`` for ``name = DistributedSampler(...)`` (also as a branch of ``x if c else
+    None``), ``(attr, class)`` for ``self.attr = ...`` in a method, else None."""
+    parent = ancestors[-1] if ancestors else None
+    if isinstance(parent, cst.IfExp) and parent.body is call and len(ancestors) > 1:
+        parent = ancestors[-2]
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if len(targets) != 1:
+            return None
+        if isinstance(targets[0], cst.Name):
+            return targets[0].value
+        attr = _self_attr(targets[0])
+        cls = _method_class(ancestors)
+        if attr is not None and cls is not None:
+            return (attr, cls)
+    return None
+
+
+def _self_attr(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+def _binding_scope(scope: Scope, name: str) -> Optional[Scope]:
+    """The scope whose binding of ``name`` a reference in ``scope`` sees."""
+    for current in scope.visible():
+        if name in current.declared_outer:
+            return None
+        if name in current.bindings or name in current.imports:
+            return current
+    return None
+
+
+def _names_bound_to(site: LoaderSite) -> set:
+    """``loader`` for ``loader = DataLoader(...)``: the name a pass may hand on."""
+    parent = site.ancestors[-1] if site.ancestors else None
+    if isinstance(parent, cst.Assign):
+        return {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
+    return set()
+
+
+def _trains(path: Path) -> bool:
+    """The pass is a training pass: the iterating loop, or the function it is in, trains."""
+    node = path[-1]
+    if isinstance(node, cst.For):
+        text = cst.Module([]).code_for_node(node.body)
+        if _TRAINS.search(text):
+            return True
+    for ancestor in reversed(path):
+        if isinstance(ancestor, cst.FunctionDef):
+            return bool(_TRAINS.search(ancestor.name.value))
+    # an iter() pass at module level: the loop around it
+    loop = next((n for n in reversed(path) if isinstance(n, (cst.For, cst.While))), None)
+    return loop is not None and bool(_TRAINS.search(cst.Module([]).code_for_node(loop)))
+
+
+def _epoch_variable(loop: cst.CSTNode) -> Optional[str]:
+    """``epoch`` for ``for epoch in range(...)`` (``trange``, ``tqdm(range(...))``)."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
+        return None
+    if not _EPOCH_NAME.search(loop.target.value):
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "tqdm" and it.args:
+        it = it.args[0].value
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _RANGES:
+        return loop.target.value
+    return None
+
+
+def _ancestors_of(root: cst.CSTNode, target: cst.CSTNode) -> Optional[Path]:
+    """The nodes from ``root`` down to ``target``'s parent (statements only are entered)."""
+    stack: List[Tuple[cst.CSTNode, Path]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if isinstance(node, _STATEMENT_NODES):
+            stack.extend((child, path + (node,)) for child in node.children)
+    return None
+
+
+def _calls_in(root: cst.CSTNode):
+    stack: List[cst.CSTNode] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
+            continue
+        stack.extend(node.children)
+
+
+_STATEMENT_NODES = (cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally)
+
+
+def _defs_by_name(context: FileContext) -> Dict[str, List[cst.FunctionDef]]:
+    """Every function and method of the module by name (a per-file fact)."""
+    found: Dict[str, List[cst.FunctionDef]] = {}
+    stack: List[cst.CSTNode] = [context.module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef):
+            found.setdefault(node.name.value, []).append(node)
+        if isinstance(node, _STATEMENT_NODES):
+            stack.extend(node.children)
+    return found
+
+
+_BUILTINS = frozenset({"len", "print", "iter", "next", "enumerate", "zip", "isinstance", "range", "str", "repr", "id", "type"})
+
+
+def _is_builtin_call(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Name) and call.func.value in _BUILTINS
