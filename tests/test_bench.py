@@ -153,6 +153,25 @@ def test_global_flags_of_one_program_do_not_leak(torch):
         assert not torch.is_anomaly_enabled()
 
 
+def test_a_programs_own_measure_is_reported_and_optional(torch):
+    """``measure(state)`` (TPF205's memory) is called seeded, after the program is set up;
+    a program without one reports nothing."""
+    from pytorch_perflint.bench.loading import Workspace
+
+    text = (
+        "import torch\n\ndef setup(size, device):\n    return size['n']\n\n"
+        "def run(state):\n    return torch.rand(state)\n\n"
+        "def measure(state):\n    return {'items': state, 'draw': float(torch.rand(1))}\n"
+    )
+    with Workspace() as workspace:
+        program = workspace.load(text, "measured", "measured")
+        program.setup({"n": 3}, torch.device("cpu"), 0)
+        first, second = program.measure(5), program.measure(5)
+        assert first == second and first["items"] == 3.0
+        plain = workspace.load("def setup(size, device):\n    return 0\n\ndef run(state):\n    return 1\n", "plain", "plain")
+        assert plain.measure(5) is None
+
+
 def test_equivalence_names_the_mismatch(torch):
     from pytorch_perflint.bench.equivalence import compare
 

@@ -76,6 +76,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
             "equivalence": _equivalence(result.equivalence),
             "determinism": _equivalence(result.determinism),
             "orders": _orders(result.orders),
+            "figures": {name: dict(values) for name, values in result.figures.items()},
             "result": list(result.result_shape),
         },
         "timing": {

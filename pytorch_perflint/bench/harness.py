@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .machine import load_average
@@ -98,6 +98,8 @@ class ScenarioResult:
     warnings: Tuple[str, ...] = ()  # what the programs warned about (once each)
     seconds: float = 0.0
     orders: Any = None  # bench.orders.Orders, for an orders scenario
+    # What the programs' own ``measure(state)`` reported, by program ("before", "after").
+    figures: Dict[str, Dict[str, float]] = field(default_factory=dict)
 
     @property
     def code(self) -> str:
@@ -241,16 +243,20 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
         for program in loaded.values():
             program.setup(size, torch_device, options.seed)
         outputs = {name: program.run_once(options.seed) for name, program in loaded.items()}
+        measured = {name: loaded[name].measure(options.seed) for name in ("before", "after") if name in loaded}
+        figures = {name: values for name, values in measured.items() if values is not None}
     except Exception as error:  # noqa: BLE001 - a broken program is a result, not a crash
         return finish(skipped("error"), error=_describe(error))
     if programs.after == programs.before:
-        return finish(skipped(reason), result_shape=shape_of(outputs["before"]))
+        return finish(skipped(reason), result_shape=shape_of(outputs["before"]), figures=figures)
     if scenario.orders:
         verdict, values = _orders_result(outputs, scenario)
         return finish(verdict, **values)
     equivalence = compare(outputs["before"], outputs["after"], scenario.rtol, scenario.atol)
     determinism = compare(outputs["before"], outputs["control"], scenario.rtol, scenario.atol)
-    values: Dict[str, Any] = dict(equivalence=equivalence, determinism=determinism, result_shape=shape_of(outputs["before"]))
+    values: Dict[str, Any] = dict(
+        equivalence=equivalence, determinism=determinism, result_shape=shape_of(outputs["before"]), figures=figures
+    )
     del outputs
     report(1, f"{scenario.code} {device}: checked")
     remaining -= 1

@@ -144,6 +144,17 @@ class Program:
     def run(self) -> Callable[[Any], Any]:
         return self.module.run
 
+    def measure(self, seed: Optional[int] = None) -> Optional[Dict[str, float]]:
+        """The figures the program's optional ``measure(state)`` reports about one run of
+        itself (TPF205: the peak bytes its autograd graphs hold), or None without one."""
+        measure = getattr(self.module, "measure", None)
+        if not callable(measure):
+            return None
+        with self.active():
+            if seed is not None:
+                seed_everything(seed)
+            return {str(k): float(v) for k, v in dict(measure(self.state)).items()}
+
 
 class Workspace:
     """A temp folder on ``sys.path`` that holds program files for the length of a run."""

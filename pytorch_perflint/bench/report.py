@@ -60,6 +60,25 @@ def orders_text(orders: Any, shown: int = 8) -> str:
     return f"epoch orders before: {epochs(orders.before)}; after: {epochs(orders.after)}"
 
 
+def figures_text(figures: Any) -> str:
+    """``peak_graph_bytes: before 151 MiB, after 2.3 MiB``: what the programs measured."""
+    names = dict.fromkeys(key for values in figures.values() for key in values)
+    parts = []
+    for key in names:
+        shown = ", ".join(f"{program} {_amount(key, values[key])}" for program, values in figures.items() if key in values)
+        parts.append(f"{key}: {shown}")
+    return "; ".join(parts)
+
+
+def _amount(key: str, value: float) -> str:
+    if key.endswith("bytes"):
+        for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+            if value >= scale:
+                return f"{value / scale:.3g} {unit}"
+        return f"{value:.0f} B"
+    return f"{value:.4g}"
+
+
 def checks_text(result: ScenarioResult) -> str:
     check = result.programs.check
     if not check.rule_exists:
@@ -127,5 +146,7 @@ def print_report(console: Any, results: Sequence[ScenarioResult], machine: Any, 
     for result in results:
         if result.orders is not None:
             console.print(f"{result.code} {result.device}: {orders_text(result.orders)}")
+        if result.figures:
+            console.print(f"{result.code} {result.device}: {figures_text(result.figures)}")
         for problem in result.problems:
             console.print(f"[red]{result.code} {result.device}:[/] {problem}")

@@ -9,6 +9,10 @@ any user file. The text defines the workload with two functions the harness call
 ``run(state)``
     the part that is timed; returns the result (tensor, number, or a tuple/list/dict of
     them) that must be the same before and after the fix.
+``measure(state)`` (optional)
+    runs the workload once more, untimed, and returns figures about it as a dict of
+    numbers (TPF205: the peak bytes its autograd graphs hold); the harness reports them
+    for before and after beside the timings.
 
 Adding a rule's scenario touches only its own module: ``discover`` finds every module in
 ``bench.scenarios`` that defines ``SCENARIO``. Nothing here imports torch.
