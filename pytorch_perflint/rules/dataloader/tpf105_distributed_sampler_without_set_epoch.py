@@ -19,9 +19,11 @@ from .loader_facts import loader_facts
 from .loader_sites import LoaderSite, _method_class
 
 _SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
-# The iterating loop (or the function it is in) trains: this is the training loader, whose
-# order matters; an evaluation loader's order does not.
-_TRAINS = re.compile(r"backward|\.step\(|train", re.IGNORECASE)
+# An evaluation pass, whose order does not matter: a function or a name that says so, or
+# a pass under no_grad.
+_EVALUATES = re.compile(r"eval|valid|test|infer|predict", re.IGNORECASE)
+_EVAL_NAMES = re.compile(r"val|test|eval", re.IGNORECASE)
+_NO_GRAD = re.compile(r"no_grad|inference_mode|set_grad_enabled")
 _EPOCH_NAME = re.compile(r"epoch|^ep$|^e$", re.IGNORECASE)
 _RANGES = frozenset({"range", "trange"})
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
@@ -40,7 +42,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     (names, `self` attributes, helpers that return it, functions it is passed to).
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
-    evaluation loader (a pass that neither trains nor sits in a training function).
+    evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
+    function named for evaluation), whose order does not matter.
 
     ## Why is this bad?
     `DistributedSampler` seeds its shuffle with `seed + epoch`, and the epoch only changes
@@ -128,6 +131,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         _SETUP
         + "sampler = DistributedSampler(val_ds)\nval_loader = DataLoader(val_ds, sampler=sampler)\n"
         + "for epoch in range(3):\n    for x, y in val_loader:\n        metric(model(x), y)\n",
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    with torch.no_grad():\n        for x, y in loader:\n            metric(model(x), y)\n",
         # the loader is built anew every epoch
         _SETUP
         + "for epoch in range(3):\n    sampler = DistributedSampler(ds)\n    loader = DataLoader(ds, sampler=sampler)\n"
@@ -182,6 +188,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             + "loader = DataLoader(ds, sampler=sampler, shuffle=sampler is None)\n"
             + _epoch_loop_text("loader"),
         ),
+        # an endless generator that walks the loader again and again
+        Invalid(
+            _SETUP
+            + "def cycle(iterable):\n    while True:\n        for item in iterable:\n            yield item\n"
+            + "sampler = DistributedSampler(ds, shuffle=True) if ddp else None\n"
+            + "batches = cycle(DataLoader(ds, sampler=sampler))\n"
+            + "for step in range(1000):\n    loss(next(batches)).backward()\n",
+            line=7,
+        ),
         # passed inline; a step loop that starts a new pass when the loader runs out
         Invalid(
             _SETUP
@@ -210,8 +225,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         for site in facts.sites.values():
             if id(site.call) not in facts.passes or not self._feeds(site, node, ancestors, target):
                 continue
+            names = _names_bound_to(site) | ({target} if isinstance(target, str) else set())
+            if any(_EVAL_NAMES.search(name) for name in names):
+                continue
             for path, loops in facts.passes[id(site.call)]:
-                if not _trains(path):
+                if _evaluates(path):
                     continue
                 if any(self._sets_epoch(loop, path, target, site) for loop in loops):
                     continue
@@ -375,19 +393,15 @@ def _names_bound_to(site: LoaderSite) -> set:
     return set()
 
 
-def _trains(path: Path) -> bool:
-    """The pass is a training pass: the iterating loop, or the function it is in, trains."""
-    node = path[-1]
-    if isinstance(node, cst.For):
-        text = cst.Module([]).code_for_node(node.body)
-        if _TRAINS.search(text):
+def _evaluates(path: Path) -> bool:
+    """The pass evaluates: it runs under no_grad, or in a function named for evaluation."""
+    for index, ancestor in enumerate(path):
+        if isinstance(ancestor, cst.FunctionDef) and _EVALUATES.search(ancestor.name.value):
             return True
-    for ancestor in reversed(path):
-        if isinstance(ancestor, cst.FunctionDef):
-            return bool(_TRAINS.search(ancestor.name.value))
-    # an iter() pass at module level: the loop around it
-    loop = next((n for n in reversed(path) if isinstance(n, (cst.For, cst.While))), None)
-    return loop is not None and bool(_TRAINS.search(cst.Module([]).code_for_node(loop)))
+        if isinstance(ancestor, cst.With) and index + 1 < len(path) and path[index + 1] is ancestor.body:
+            if any(_NO_GRAD.search(cst.Module([]).code_for_node(item.item)) for item in ancestor.items):
+                return True
+    return False
 
 
 def _epoch_variable(loop: cst.CSTNode) -> Optional[str]:

@@ -157,8 +157,8 @@ def _target_names(target: cst.BaseExpression) -> Iterator[Tuple[str, bool]]:
 # -- accumulators ------------------------------------------------------------------------
 def initial_value(function: cst.CSTNode, loop: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
     """The value ``name`` is bound to before ``loop`` in ``function`` (the module or a def),
-    outside the loop, when every such binding is a plain ``name = value`` (the last one
-    before the loop); None when there is none or one is not plain."""
+    outside the loop, by its last binding there, when that is ``name = value`` (or ``a, name
+    = 0, value``); None when there is none or it is some other binding."""
     seen: List[Optional[cst.BaseExpression]] = []
     state = {"loop": False}
 
@@ -174,7 +174,8 @@ def initial_value(function: cst.CSTNode, loop: cst.CSTNode, name: str) -> Option
             for target in node.targets:
                 for bound, direct in _target_names(target.target):
                     if bound == name:
-                        seen.append(node.value if direct and len(node.targets) == 1 else None)
+                        plain = node.value if direct and len(node.targets) == 1 else None
+                        seen.append(plain if plain is not None else _unpacked(target.target, node.value, name))
         elif type(node) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr):
             target = getattr(node, "target", None) or getattr(node, "name", None)
             if target is not None and any(bound == name for bound, _ in _target_names(target)):
@@ -185,6 +186,19 @@ def initial_value(function: cst.CSTNode, loop: cst.CSTNode, name: str) -> Option
     if not state["loop"] or not seen or seen[-1] is None:
         return None
     return seen[-1]
+
+
+def _unpacked(target: cst.BaseExpression, value: cst.BaseExpression, name: str) -> Optional[cst.BaseExpression]:
+    """``b`` for ``name`` in ``a, name = 0, b`` (displays of the same length, no ``*``)."""
+    kinds = (cst.Tuple, cst.List)
+    if not isinstance(target, kinds) or not isinstance(value, kinds) or len(target.elements) != len(value.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+        return None
+    for left, right in zip(target.elements, value.elements):
+        if isinstance(left.value, cst.Name) and left.value.value == name:
+            return right.value
+    return None
 
 
 def is_fresh_accumulator(context: FileContext, value: cst.BaseExpression, kind: str, scope_path: Path) -> bool:

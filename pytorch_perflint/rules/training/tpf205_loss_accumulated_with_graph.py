@@ -128,6 +128,10 @@ class LossAccumulatedWithGraph(Rule):
         + "meter = Meter()\n" + _LOOP + "    meter.update(loss)\n",
         # a meter of a library: unknown
         _SETUP + "from torchmetrics import MeanMetric\nmeter = MeanMetric()\n" + _LOOP + "    meter.update(loss)\n",
+        # micro-batches: the list is re-created every optimizer step
+        _SETUP + "for x, y in loader:\n    losses = []\n    for cx, cy in zip(x.chunk(2), y.chunk(2)):\n"
+        + "        loss = F.cross_entropy(model(cx), cy)\n        loss.backward()\n        losses.append(loss)\n"
+        + "    opt.step()\n    print(sum(losses).item())\n",
         # a same-module function named like a criterion: what it returns is its own business
         _SETUP + "def loss_fn(a, b):\n    return float(F.mse_loss(a, b))\ntotal = 0\n"
         + "for x, y in loader:\n    l = loss_fn(model(x), y)\n    opt.step()\n    total += l\n",
@@ -139,14 +143,14 @@ class LossAccumulatedWithGraph(Rule):
             expected_fix=_SETUP + "total = 0\n" + _LOOP + "    total += loss.detach()\n",
         ),
         Invalid(
-            _SETUP + "def train(model, loader, opt, criterion):\n    running, losses = 0.0, []\n"
-            + "    running = 0.0\n    losses = []\n    for x, y in loader:\n        out = model(x)\n"
+            _SETUP + "def train(model, loader, opt, criterion):\n    running, losses = None, None\n"
+            + "    running, losses = 0.0, []\n    for x, y in loader:\n        out = model(x)\n"
             + "        loss = criterion(out, y) * 0.5\n        opt.zero_grad()\n        loss.backward()\n"
             + "        opt.step()\n        running = running + loss * x.size(0)\n        losses.append(loss)\n"
             + "    return running, losses\n",
             line=14,
-            expected_fix=_SETUP + "def train(model, loader, opt, criterion):\n    running, losses = 0.0, []\n"
-            + "    running = 0.0\n    losses = []\n    for x, y in loader:\n        out = model(x)\n"
+            expected_fix=_SETUP + "def train(model, loader, opt, criterion):\n    running, losses = None, None\n"
+            + "    running, losses = 0.0, []\n    for x, y in loader:\n        out = model(x)\n"
             + "        loss = criterion(out, y) * 0.5\n        opt.zero_grad()\n        loss.backward()\n"
             + "        opt.step()\n        running = running + (loss * x.size(0)).detach()\n        losses.append(loss.detach())\n"
             + "    return running, losses\n",
@@ -236,19 +240,28 @@ class LossAccumulatedWithGraph(Rule):
         self.report(statement, message=message, fix=fix)
 
     def _training_loop(self, ancestors: Sequence[cst.CSTNode]) -> Optional[Tuple[int, cst.CSTNode]]:
-        """The innermost training loop around the statement, in its own function."""
+        """The loop whose iterations the accumulator must outlive: the outermost step loop
+        around the statement in its own function (a micro-batch loop inside a step loop is
+        part of one step), else the innermost training loop."""
         facts = self.context.fact(training_facts)
         if not facts.loops:
             return None
+        innermost: Optional[Tuple[int, cst.CSTNode]] = None
+        outer_step: Optional[Tuple[int, cst.CSTNode]] = None
         for index in range(len(ancestors) - 1, -1, -1):
             node = ancestors[index]
             if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return None
+                break
             if isinstance(node, (cst.For, cst.While)):
                 loop = facts.loop(node)
-                if loop is not None and loop.is_training and index + 1 < len(ancestors) and ancestors[index + 1] is node.body:
-                    return index, node
-        return None
+                in_body = index + 1 < len(ancestors) and ancestors[index + 1] is node.body
+                if loop is None or not loop.is_training or not in_body:
+                    continue
+                if innermost is None:
+                    innermost = (index, node)
+                if loop.is_step_loop:
+                    outer_step = (index, node)
+        return outer_step or innermost
 
     def _accumulations(self, loop: cst.CSTNode, into: str) -> Tuple[cst.CSTNode, ...]:
         """The statements of the loop that accumulate into ``into`` (``+=``, ``x = x + ...``)."""
