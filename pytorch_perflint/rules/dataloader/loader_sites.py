@@ -73,6 +73,8 @@ class LoaderFacts:
     # id(DataLoader call) -> each pass over it in an epoch loop of this module: the
     # iterating node's ancestors (the node last) and the epoch loops around it (TPF105).
     passes: Dict[int, List[Tuple[Path, Tuple[cst.CSTNode, ...]]]] = field(default_factory=dict)
+    # The resolver the facts were found with (a LoaderSourceResolver), for later questions.
+    resolver: Optional[object] = None
 
 
 _RECORDED = frozenset(

@@ -15,7 +15,7 @@ from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .loader_args import Path
-from .loader_facts import loader_facts
+from .loader_facts import loader_facts, walked_every_epoch_elsewhere
 from .loader_sites import LoaderSite, _method_class
 
 _SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
@@ -39,7 +39,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     feeds a `DataLoader` which is iterated for training inside an epoch loop, when nothing in
     that loop calls `set_epoch(...)`: not on the sampler, not through `loader.sampler`, and
     not in a project helper the loop calls. The loader is followed as TPF103 follows it
-    (names, `self` attributes, helpers that return it, functions it is passed to).
+    (names, `self` attributes, helpers that return it, functions it is passed to), also
+    into another module of the project: a helper here returns the loader and a caller
+    there binds it once and walks it in an epoch loop, and neither that module nor the
+    project modules it imports mention `set_epoch`.
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
     evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
@@ -222,11 +225,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         target = _bound_name(node, ancestors)
         facts = self.context.fact(loader_facts)
         uncovered: List[Tuple[Path, cst.CSTNode]] = []
+        elsewhere = False
         for site in facts.sites.values():
-            if id(site.call) not in facts.passes or not self._feeds(site, node, ancestors, target):
+            if not self._feeds(site, node, ancestors, target):
                 continue
             names = _names_bound_to(site) | ({target} if isinstance(target, str) else set())
             if any(_EVAL_NAMES.search(name) for name in names):
+                continue
+            if id(site.call) not in facts.passes:
+                elsewhere = elsewhere or walked_every_epoch_elsewhere(self.context, facts, site.call, "set_epoch", _EVAL_NAMES)
                 continue
             for path, loops in facts.passes[id(site.call)]:
                 if _evaluates(path):
@@ -234,14 +241,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 if any(self._sets_epoch(loop, path, target, site) for loop in loops):
                     continue
                 uncovered.append((path, loops[0]))
-        if not uncovered:
+        if not uncovered and not elsewhere:
             return
-        if isinstance(target, str):
+        if isinstance(target, str) and uncovered:
             sampler = target
         else:
-            sampler = f"self.{target[0]}" if target is not None else "loader.sampler"
+            sampler = f"self.{target[0]}" if isinstance(target, tuple) and uncovered else "loader.sampler"
         message = self.message.format(sampler=sampler)
-        fix = self._fix(node, ancestors, target, uncovered)
+        fix = self._fix(node, ancestors, target, uncovered) if uncovered and not elsewhere else self._shown()
         self.report(node, message=message, fix=fix)
 
     # -- which loaders the sampler feeds -------------------------------------------------
