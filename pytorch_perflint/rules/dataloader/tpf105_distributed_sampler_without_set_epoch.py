@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -149,6 +150,13 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         _SETUP
         + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, shuffle=True)\n"
         + _epoch_loop_text("loader"),
+        # a helper's sampler that one of its callers asks not to shuffle
+        _SETUP
+        + "def data_sampler(ds, shuffle, distributed):\n    if distributed:\n"
+        + "        return DistributedSampler(ds, shuffle=shuffle)\n    return None\n"
+        + "loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=True, distributed=ddp))\n"
+        + "eval_loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=False, distributed=ddp))\n"
+        + _epoch_loop_text("loader"),
         # a comment or a string is not code
         "from torch.utils.data import DataLoader\n# DistributedSampler(ds)\nx = 'DistributedSampler(ds)'\n",
     )
@@ -200,6 +208,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             + "for step in range(1000):\n    loss(next(batches)).backward()\n",
             line=7,
         ),
+        # a sampler a helper returns, every caller shuffling
+        Invalid(
+            _SETUP
+            + "def data_sampler(ds, shuffle, distributed):\n    if distributed:\n"
+            + "        return DistributedSampler(ds, shuffle=shuffle)\n    return None\n"
+            + "loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=True, distributed=ddp))\n"
+            + _epoch_loop_text("loader"),
+            line=5,
+        ),
         # passed inline; a step loop that starts a new pass when the loader runs out
         Invalid(
             _SETUP
@@ -218,11 +235,13 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return  # a Name may be an alias (`DistributedSampler as DS`)
         if self.context.qualname(func) not in _SAMPLERS:
             return
-        shuffle = argument(node, "shuffle", 3, self.context.lookup)
-        if not (shuffle.missing or shuffle.value is True):
-            return
         ancestors = tuple(self.context.ancestors[:-1])  # the context's stack ends with the node
+        shuffle = argument(node, "shuffle", 3, self.context.lookup)
+        if not (shuffle.missing or shuffle.value is True or self._shuffled_by_callers(shuffle.node, ancestors)):
+            return
         target = _bound_name(node, ancestors)
+        if target is None:
+            target = self._returned_by(node, ancestors)
         facts = self.context.fact(loader_facts)
         uncovered: List[Tuple[Path, cst.CSTNode]] = []
         elsewhere = False
@@ -267,7 +286,50 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if isinstance(target, tuple) and isinstance(value, cst.Attribute):
             attr, cls = target
             return _self_attr(value) == attr and _method_class(site.ancestors) is cls
+        if isinstance(target, _Helper) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            return value.func.value == target.name and any(c is value for c in self._helper_calls(target.function))
         return False
+
+    # -- a sampler a same-module helper returns ------------------------------------------
+    def _returned_by(self, call: cst.Call, ancestors: Path) -> Optional["_Helper"]:
+        """``def data_sampler(...): return DistributedSampler(...)`` at module level."""
+        if not ancestors or not isinstance(ancestors[-1], cst.Return):
+            return None
+        function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+        if not isinstance(function, cst.FunctionDef) or len(self.context.fact(_defs_by_name).get(function.name.value, [])) != 1:
+            return None
+        if not any(a is function for a in self.context.module.body):
+            return None
+        return _Helper(function.name.value, function)
+
+    def _helper_calls(self, function: cst.FunctionDef) -> List[cst.Call]:
+        """The calls ``name(...)`` of a module-level function in this module."""
+        name = function.name.value
+        return [c for c in _calls_in(self.context.module) if isinstance(c.func, cst.Name) and c.func.value == name]
+
+    def _shuffled_by_callers(self, arg: Optional[cst.Arg], ancestors: Path) -> bool:
+        """``shuffle=shuffle``, a parameter of the module-level helper the call stands in,
+        that every call of the helper in this module passes as ``True`` (by keyword)."""
+        helper = self._returned_by_any(ancestors)
+        if arg is None or helper is None or not isinstance(arg.value, cst.Name):
+            return False
+        name = arg.value.value
+        if name not in [p.name.value for p in helper.params.params]:
+            return False
+        calls = self._helper_calls(helper)
+        if not calls:
+            return False
+        for call in calls:
+            passed = argument(call, name, None)
+            if passed.value is not True:
+                return False
+        return True
+
+    def _returned_by_any(self, ancestors: Path) -> Optional[cst.FunctionDef]:
+        function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+        if isinstance(function, cst.FunctionDef) and any(a is function for a in self.context.module.body):
+            return function
+        return None
 
     # -- does the epoch loop set the epoch? ----------------------------------------------
     def _sets_epoch(self, loop: cst.CSTNode, path: Path, target, site: LoaderSite) -> bool:
@@ -329,7 +391,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, sampler: cst.Call, ancestors: Path, target, uncovered: Sequence[Tuple[Path, cst.CSTNode]]):
         loops = {id(loop): (loop, path) for path, loop in uncovered}
-        if len(loops) != 1 or target is None:
+        if len(loops) != 1 or target is None or isinstance(target, _Helper):
             return self._shown()
         loop, path = next(iter(loops.values()))
         epoch = _epoch_variable(loop)
@@ -355,6 +417,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     def _shown(self):
         return self.fix([], message="Call `set_epoch(epoch)` on the sampler at the start of each epoch", applicability=Applicability.DISPLAY_ONLY)
+
+
+@dataclass(frozen=True)
+class _Helper:
+    """A module-level function that returns the sampler: loaders get it by calling it."""
+
+    name: str
+    function: cst.FunctionDef
 
 
 def _bound_name(call: cst.Call, ancestors: Path):
