@@ -39,7 +39,9 @@ _FUNCTIONAL_LOSSES = frozenset(
     }
 )
 _LOSS_CLASS = re.compile(r"^torch\.nn\.(?:modules\.loss\.)?\w+Loss$")
-_CRITERION = re.compile(r"^(?:criterion\w*|\w*_criterion|loss_fn|loss_func|loss_function|lossfn)$", re.IGNORECASE)
+_CRITERION = re.compile(
+    r"^(?:criterion\w*|\w*_criterion|\w*loss_fn|\w*loss_func(?:tion)?|lossfn|cost_fn|cost_func(?:tion)?)$", re.IGNORECASE
+)
 # Methods that keep the graph of the tensor they are called on.
 _KEEPS_GRAPH = frozenset({"mean", "sum", "float", "squeeze", "clone", "mul", "div", "add", "to", "reshape", "view"})
 _MAX_DEPTH = 4
@@ -81,11 +83,13 @@ class GraphValues:
             return name.startswith(_FUNCTIONAL) and name[len(_FUNCTIONAL):] in _FUNCTIONAL_LOSSES
         last = func.value if isinstance(func, cst.Name) else func.attr.value
         if isinstance(func, cst.Name):
-            bound = scope.lookup_value(last)
-            if isinstance(bound, cst.Call) and isinstance(bound.func, (cst.Name, cst.Attribute)):
-                if _LOSS_CLASS.match(self.context.qualname(bound.func, self.context.module_scope) or ""):
-                    return True
-                if self.context.qualname(bound.func, scope) is not None:
+            values = _bound_values(scope, last)
+            calls = [v for v in values if isinstance(v, cst.Call) and isinstance(v.func, (cst.Name, cst.Attribute))]
+            if calls and len(calls) == len(values):
+                names = [self.context.qualname(c.func, self.context.module_scope) for c in calls]  # type: ignore[union-attr]
+                if all(_LOSS_CLASS.match(n or "") for n in names):
+                    return True  # every binding is an nn.*Loss (a notebook rebinding it per cell)
+                if any(n is not None for n in names):
                     return False  # some other library object
         elif not (isinstance(func.value, cst.Name) and func.value.value == "self"):
             return False  # `model.criterion(...)`, `F.something` unknown: silent
@@ -140,6 +144,17 @@ class GraphValues:
             walk(self.loop.body, enter)
             self._bindings = found
         return self._bindings
+
+
+def _bound_values(scope, name: str) -> List[Optional[cst.BaseExpression]]:
+    """The values of every binding of ``name`` in the scope that binds it (None for one
+    that is not ``name = value``); empty when no visible scope binds it."""
+    for current in scope.visible():
+        if name in current.declared_outer or name in current.imports:
+            return []
+        if name in current.bindings:
+            return list(current.bindings[name])
+    return []
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[Tuple[str, bool]]:

@@ -132,6 +132,10 @@ class LossAccumulatedWithGraph(Rule):
         _SETUP + "for x, y in loader:\n    losses = []\n    for cx, cy in zip(x.chunk(2), y.chunk(2)):\n"
         + "        loss = F.cross_entropy(model(cx), cy)\n        loss.backward()\n        losses.append(loss)\n"
         + "    opt.step()\n    print(sum(losses).item())\n",
+        # a step function's micro-batch loop: the optimizer steps once, after it
+        _SETUP + "def train_step(batches):\n    total = torch.zeros(())\n    for x, y in batches:\n"
+        + "        loss = F.cross_entropy(model(x), y) / len(batches)\n        loss.backward()\n        total += loss\n"
+        + "    opt.step()\n    return total.item()\n",
         # a same-module function named like a criterion: what it returns is its own business
         _SETUP + "def loss_fn(a, b):\n    return float(F.mse_loss(a, b))\ntotal = 0\n"
         + "for x, y in loader:\n    l = loss_fn(model(x), y)\n    opt.step()\n    total += l\n",
@@ -242,7 +246,8 @@ class LossAccumulatedWithGraph(Rule):
     def _training_loop(self, ancestors: Sequence[cst.CSTNode]) -> Optional[Tuple[int, cst.CSTNode]]:
         """The loop whose iterations the accumulator must outlive: the outermost step loop
         around the statement in its own function (a micro-batch loop inside a step loop is
-        part of one step), else the innermost training loop."""
+        part of one step), else the innermost training loop; None when that loop only runs
+        backward (gradient accumulation: the optimizer steps after it, once)."""
         facts = self.context.fact(training_facts)
         if not facts.loops:
             return None
@@ -261,7 +266,12 @@ class LossAccumulatedWithGraph(Rule):
                     innermost = (index, node)
                 if loop.is_step_loop:
                     outer_step = (index, node)
-        return outer_step or innermost
+        chosen = outer_step or innermost
+        if chosen is not None:
+            facts_of = facts.loop(chosen[1])
+            if facts_of is not None and not facts_of.step:
+                return None  # backward only: micro-batches of one optimizer step
+        return chosen
 
     def _accumulations(self, loop: cst.CSTNode, into: str) -> Tuple[cst.CSTNode, ...]:
         """The statements of the loop that accumulate into ``into`` (``+=``, ``x = x + ...``)."""
