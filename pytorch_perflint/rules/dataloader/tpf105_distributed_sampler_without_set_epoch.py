@@ -4,29 +4,35 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import argument
-from ...analysis.scope import Scope, dotted_name
-from ...context import FileContext
+from ...analysis.scope import dotted_name
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .loader_args import Path
 from .loader_facts import loader_facts, walked_every_epoch_elsewhere
 from .loader_sites import LoaderSite, _method_class
+from .sampler_facts import (
+    Helper,
+    ancestors_of,
+    binding_scope,
+    bound_name,
+    calls_in,
+    defs_by_name,
+    epoch_variable,
+    evaluates,
+    is_builtin_call,
+    names_bound_to,
+    self_attr,
+)
 
 _SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
-# An evaluation pass, whose order does not matter: a function or a name that says so, or
-# a pass under no_grad.
-_EVALUATES = re.compile(r"eval|valid|test|infer|predict", re.IGNORECASE)
+# An evaluation loader, by its name (`val_loader`, `test_sampler`).
 _EVAL_NAMES = re.compile(r"val|test|eval", re.IGNORECASE)
-_NO_GRAD = re.compile(r"no_grad|inference_mode|set_grad_enabled")
-_EPOCH_NAME = re.compile(r"epoch|^ep$|^e$", re.IGNORECASE)
-_RANGES = frozenset({"range", "trange"})
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
 
 
@@ -239,7 +245,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         shuffle = argument(node, "shuffle", 3, self.context.lookup)
         if not (shuffle.missing or shuffle.value is True or self._shuffled_by_callers(shuffle.node, ancestors)):
             return
-        target = _bound_name(node, ancestors)
+        target = bound_name(node, ancestors)
         if target is None:
             target = self._returned_by(node, ancestors)
         facts = self.context.fact(loader_facts)
@@ -248,14 +254,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         for site in facts.sites.values():
             if not self._feeds(site, node, ancestors, target):
                 continue
-            names = _names_bound_to(site) | ({target} if isinstance(target, str) else set())
+            names = names_bound_to(site) | ({target} if isinstance(target, str) else set())
             if any(_EVAL_NAMES.search(name) for name in names):
                 continue
             if id(site.call) not in facts.passes:
                 elsewhere = elsewhere or walked_every_epoch_elsewhere(self.context, facts, site.call, "set_epoch", _EVAL_NAMES)
                 continue
             for path, loops in facts.passes[id(site.call)]:
-                if _evaluates(path):
+                if evaluates(path):
                     continue
                 if any(self._sets_epoch(loop, path, target, site) for loop in loops):
                     continue
@@ -282,30 +288,30 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return True
         if isinstance(target, str) and isinstance(value, cst.Name) and value.value == target:
             own = self.context.scope_for(sampler, ancestors)
-            return _binding_scope(self.context.scope_for(site.call, site.ancestors), target) is own
+            return binding_scope(self.context.scope_for(site.call, site.ancestors), target) is own
         if isinstance(target, tuple) and isinstance(value, cst.Attribute):
             attr, cls = target
-            return _self_attr(value) == attr and _method_class(site.ancestors) is cls
-        if isinstance(target, _Helper) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            return self_attr(value) == attr and _method_class(site.ancestors) is cls
+        if isinstance(target, Helper) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             return value.func.value == target.name and any(c is value for c in self._helper_calls(target.function))
         return False
 
     # -- a sampler a same-module helper returns ------------------------------------------
-    def _returned_by(self, call: cst.Call, ancestors: Path) -> Optional["_Helper"]:
+    def _returned_by(self, call: cst.Call, ancestors: Path) -> Optional["Helper"]:
         """``def data_sampler(...): return DistributedSampler(...)`` at module level."""
         if not ancestors or not isinstance(ancestors[-1], cst.Return):
             return None
         function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
-        if not isinstance(function, cst.FunctionDef) or len(self.context.fact(_defs_by_name).get(function.name.value, [])) != 1:
+        if not isinstance(function, cst.FunctionDef) or len(self.context.fact(defs_by_name).get(function.name.value, [])) != 1:
             return None
         if not any(a is function for a in self.context.module.body):
             return None
-        return _Helper(function.name.value, function)
+        return Helper(function.name.value, function)
 
     def _helper_calls(self, function: cst.FunctionDef) -> List[cst.Call]:
         """The calls ``name(...)`` of a module-level function in this module."""
         name = function.name.value
-        return [c for c in _calls_in(self.context.module) if isinstance(c.func, cst.Name) and c.func.value == name]
+        return [c for c in calls_in(self.context.module) if isinstance(c.func, cst.Name) and c.func.value == name]
 
     def _shuffled_by_callers(self, arg: Optional[cst.Arg], ancestors: Path) -> bool:
         """``shuffle=shuffle``, a parameter of the module-level helper the call stands in,
@@ -339,11 +345,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if "set_epoch" in self.context.code_for(loop):
             return True
         handed = {target} if isinstance(target, str) else set()
-        handed |= _names_bound_to(site)
+        handed |= names_bound_to(site)
         return self._calls_setter(loop, handed, 0)
 
     def _calls_setter(self, root: cst.CSTNode, handed: set, depth: int) -> bool:
-        for call in _calls_in(root):
+        for call in calls_in(root):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
                 return True
@@ -355,7 +361,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if self._project_sets_epoch(call):
                 return True
             if handed and any(isinstance(a.value, cst.Name) and a.value.value in handed for a in call.args):
-                return not _is_builtin_call(call)
+                return not is_builtin_call(call)
         return False
 
     def _local_defs(self, call: cst.Call) -> List[cst.FunctionDef]:
@@ -367,7 +373,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             name = func.attr.value
         else:
             return []
-        return self.context.fact(_defs_by_name).get(name, [])
+        return self.context.fact(defs_by_name).get(name, [])
 
     def _project_sets_epoch(self, call: cst.Call) -> bool:
         """A function of another project module (``engine.train_one_epoch(...)``) whose
@@ -391,11 +397,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, sampler: cst.Call, ancestors: Path, target, uncovered: Sequence[Tuple[Path, cst.CSTNode]]):
         loops = {id(loop): (loop, path) for path, loop in uncovered}
-        if len(loops) != 1 or target is None or isinstance(target, _Helper):
+        if len(loops) != 1 or target is None or isinstance(target, Helper):
             return self._shown()
         loop, path = next(iter(loops.values()))
-        epoch = _epoch_variable(loop)
-        loop_path = _ancestors_of(self.context.module, loop)
+        epoch = epoch_variable(loop)
+        loop_path = ancestors_of(self.context.module, loop)
         if epoch is None or loop_path is None or not isinstance(loop.body, cst.IndentedBlock):
             return self._shown()
         if isinstance(target, tuple):
@@ -407,7 +413,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         else:
             own = self.context.scope_for(sampler, ancestors)
             values = own.bindings.get(target, [])
-            visible = _binding_scope(self.context.scope_for(loop, loop_path), target) is own
+            visible = binding_scope(self.context.scope_for(loop, loop_path), target) is own
             if len(values) != 1 or values[0] is not sampler or not visible:
                 return self._shown()
             receiver = target
@@ -417,125 +423,3 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     def _shown(self):
         return self.fix([], message="Call `set_epoch(epoch)` on the sampler at the start of each epoch", applicability=Applicability.DISPLAY_ONLY)
-
-
-@dataclass(frozen=True)
-class _Helper:
-    """A module-level function that returns the sampler: loaders get it by calling it."""
-
-    name: str
-    function: cst.FunctionDef
-
-
-def _bound_name(call: cst.Call, ancestors: Path):
-    """``name`` for ``name = DistributedSampler(...)`` (also as a branch of ``x if c else
-    None``), ``(attr, class)`` for ``self.attr = ...`` in a method, else None."""
-    parent = ancestors[-1] if ancestors else None
-    if isinstance(parent, cst.IfExp) and parent.body is call and len(ancestors) > 1:
-        parent = ancestors[-2]
-    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
-        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-        if len(targets) != 1:
-            return None
-        if isinstance(targets[0], cst.Name):
-            return targets[0].value
-        attr = _self_attr(targets[0])
-        cls = _method_class(ancestors)
-        if attr is not None and cls is not None:
-            return (attr, cls)
-    return None
-
-
-def _self_attr(expr: cst.BaseExpression) -> Optional[str]:
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        return expr.attr.value
-    return None
-
-
-def _binding_scope(scope: Scope, name: str) -> Optional[Scope]:
-    """The scope whose binding of ``name`` a reference in ``scope`` sees."""
-    for current in scope.visible():
-        if name in current.declared_outer:
-            return None
-        if name in current.bindings or name in current.imports:
-            return current
-    return None
-
-
-def _names_bound_to(site: LoaderSite) -> set:
-    """``loader`` for ``loader = DataLoader(...)``: the name a pass may hand on."""
-    parent = site.ancestors[-1] if site.ancestors else None
-    if isinstance(parent, cst.Assign):
-        return {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
-    return set()
-
-
-def _evaluates(path: Path) -> bool:
-    """The pass evaluates: it runs under no_grad, or in a function named for evaluation."""
-    for index, ancestor in enumerate(path):
-        if isinstance(ancestor, cst.FunctionDef) and _EVALUATES.search(ancestor.name.value):
-            return True
-        if isinstance(ancestor, cst.With) and index + 1 < len(path) and path[index + 1] is ancestor.body:
-            if any(_NO_GRAD.search(cst.Module([]).code_for_node(item.item)) for item in ancestor.items):
-                return True
-    return False
-
-
-def _epoch_variable(loop: cst.CSTNode) -> Optional[str]:
-    """``epoch`` for ``for epoch in range(...)`` (``trange``, ``tqdm(range(...))``)."""
-    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
-        return None
-    if not _EPOCH_NAME.search(loop.target.value):
-        return None
-    it = loop.iter
-    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "tqdm" and it.args:
-        it = it.args[0].value
-    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _RANGES:
-        return loop.target.value
-    return None
-
-
-def _ancestors_of(root: cst.CSTNode, target: cst.CSTNode) -> Optional[Path]:
-    """The nodes from ``root`` down to ``target``'s parent (statements only are entered)."""
-    stack: List[Tuple[cst.CSTNode, Path]] = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if node is target:
-            return path
-        if isinstance(node, _STATEMENT_NODES):
-            stack.extend((child, path + (node,)) for child in node.children)
-    return None
-
-
-def _calls_in(root: cst.CSTNode):
-    stack: List[cst.CSTNode] = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
-            continue
-        stack.extend(node.children)
-
-
-_STATEMENT_NODES = (cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally)
-
-
-def _defs_by_name(context: FileContext) -> Dict[str, List[cst.FunctionDef]]:
-    """Every function and method of the module by name (a per-file fact)."""
-    found: Dict[str, List[cst.FunctionDef]] = {}
-    stack: List[cst.CSTNode] = [context.module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef):
-            found.setdefault(node.name.value, []).append(node)
-        if isinstance(node, _STATEMENT_NODES):
-            stack.extend(node.children)
-    return found
-
-
-_BUILTINS = frozenset({"len", "print", "iter", "next", "enumerate", "zip", "isinstance", "range", "str", "repr", "id", "type"})
-
-
-def _is_builtin_call(call: cst.Call) -> bool:
-    return isinstance(call.func, cst.Name) and call.func.value in _BUILTINS
