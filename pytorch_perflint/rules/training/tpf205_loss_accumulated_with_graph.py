@@ -123,6 +123,8 @@ class LossAccumulatedWithGraph(Rule):
         _SETUP + "total = 0\n" + _LOOP + "    total += accuracy(model(x), y)\n",
         # bound inside the loop by something else too
         _SETUP + "total = 0\n" + _LOOP + "    loss = loss.item()\n    total += loss\n",
+        # a dict entry that is not a fresh list
+        _SETUP + "history = {'loss': tracker}\n" + _LOOP + "    history['loss'].append(loss)\n",
         # a meter that converts before storing
         _SETUP + "class Meter:\n    def update(self, val, n=1):\n        self.sum += val.item() * n\n"
         + "meter = Meter()\n" + _LOOP + "    meter.update(loss)\n",
@@ -172,6 +174,12 @@ class LossAccumulatedWithGraph(Rule):
             + "for x, y in loader:\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()\n"
             + "    meter.update(loss.detach(), x.size(0))\n",
         ),
+        # a list in a dict of histories
+        Invalid(
+            _SETUP + "history = {'loss': [], 'acc': []}\n" + _LOOP + "    history['loss'].append(loss)\n",
+            line=9,
+            expected_fix=_SETUP + "history = {'loss': [], 'acc': []}\n" + _LOOP + "    history['loss'].append(loss.detach())\n",
+        ),
         # a reset every 100 steps still keeps 100 graphs alive
         Invalid(
             _SETUP + "running_loss = 0.0\nfor i, (x, y) in enumerate(loader):\n"
@@ -203,15 +211,20 @@ class LossAccumulatedWithGraph(Rule):
             return
         receiver = call.func.value
         method = call.func.attr.value
-        if method not in ("append", "update") or not isinstance(receiver, cst.Name) or not call.args:
+        if method not in ("append", "update") or not call.args:
             return
         first = call.args[0]
         if first.keyword is not None or first.star:
             return
-        self._check(node, receiver.value, first.value, "list" if method == "append" else "meter")
+        if isinstance(receiver, cst.Name):
+            self._check(node, receiver.value, first.value, "list" if method == "append" else "meter")
+        elif method == "append" and isinstance(receiver, cst.Subscript):
+            key = _literal_key(receiver)
+            if key is not None and isinstance(receiver.value, cst.Name):
+                self._check(node, receiver.value.value, first.value, "list", key)
 
     # -- the checks --------------------------------------------------------------------
-    def _check(self, statement: cst.CSTNode, into: str, value: cst.BaseExpression, kind: str) -> None:
+    def _check(self, statement: cst.CSTNode, into: str, value: cst.BaseExpression, kind: str, key: Optional[str] = None) -> None:
         ancestors = tuple(self.context.ancestors[:-1])  # the context's stack ends with the node
         found = self._training_loop(ancestors)
         if found is None:
@@ -224,6 +237,8 @@ class LossAccumulatedWithGraph(Rule):
         if not graph.carries(value, ancestors + (statement,)):
             return
         initial = initial_value(function, loop, into)
+        if initial is not None and key is not None:
+            initial = _dict_entry(initial, key)  # `history = {"loss": []}`, `history["loss"].append(...)`
         if initial is None:
             return
         if kind == "meter":
@@ -239,7 +254,7 @@ class LossAccumulatedWithGraph(Rule):
         shown = _short(self.context.code_for(value).strip())
         if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
             shown = f"({shown})"
-        message = self.message.format(value=shown, into=into)
+        message = self.message.format(value=shown, into=into if key is None else f"{into}[{key!r}]")
         fix = self.fix([(value, _detached(value))], message=f"Accumulate `{shown}.detach()`")
         self.report(statement, message=message, fix=fix)
 
@@ -292,6 +307,28 @@ class LossAccumulatedWithGraph(Rule):
             if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 stack.extend(node.children)
         return tuple(found)
+
+
+def _literal_key(subscript: cst.Subscript) -> Optional[str]:
+    """``"loss"`` for ``history["loss"]``."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    index = subscript.slice[0].slice.value
+    if isinstance(index, cst.SimpleString):
+        value = index.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _dict_entry(value: cst.BaseExpression, key: str) -> Optional[cst.BaseExpression]:
+    """The value a dict display gives ``key`` (``{"loss": [], ...}``)."""
+    if not isinstance(value, cst.Dict):
+        return None
+    for element in value.elements:
+        if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+            if element.key.evaluated_value == key:
+                return element.value
+    return None
 
 
 def _short(text: str, limit: int = 40) -> str:
