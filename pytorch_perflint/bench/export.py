@@ -42,6 +42,13 @@ def _equivalence(value: Any) -> Optional[Dict[str, Any]]:
     return {"ok": value.ok, "max_abs_diff": value.max_abs_diff, "rtol": value.rtol, "atol": value.atol, "detail": value.detail}
 
 
+def _orders(value: Any) -> Optional[Dict[str, Any]]:
+    """An orders scenario's epoch orders (``bench.orders``); None for the others."""
+    if value is None:
+        return None
+    return {"ok": value.ok, "before": [list(e) for e in value.before], "after": [list(e) for e in value.after], "detail": value.describe()}
+
+
 def result_dict(result: ScenarioResult) -> Dict[str, Any]:
     """One rule on one device."""
     scenario = result.scenario
@@ -71,6 +78,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
             "errors": list(check.errors),
             "equivalence": _equivalence(result.equivalence),
             "determinism": _equivalence(result.determinism),
+            "orders": _orders(result.orders),
             "result": list(result.result_shape),
         },
         "timing": {

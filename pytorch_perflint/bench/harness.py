@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .machine import load_average
@@ -99,6 +99,7 @@ class ScenarioResult:
     warnings: Tuple[str, ...] = ()  # what the programs warned about (once each)
     seconds: float = 0.0
     memory: Any = None  # memory.Peak, for scenarios with measure_memory
+    orders: Any = None  # bench.orders.Orders, for an orders scenario
 
     @property
     def code(self) -> str:
@@ -116,6 +117,8 @@ class ScenarioResult:
             found.append(f"before and after differ: {self.equivalence.detail}")
         if self.determinism is not None and not self.determinism.ok:
             found.append(f"the program is not deterministic: {self.determinism.detail}")
+        if self.orders is not None and not self.orders.ok:
+            found.append(f"epoch orders: {self.orders.describe()}")
         if self.error:
             found.append(self.error)
         return tuple(found)
@@ -249,6 +252,9 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
         return finish(skipped("error"), error=_describe(error))
     if programs.after == programs.before:
         return finish(skipped(reason), result_shape=shape_of(outputs["before"]))
+    if scenario.orders:
+        verdict, values = _orders_result(outputs, scenario)
+        return finish(verdict, **values)
     equivalence = compare(outputs["before"], outputs["after"], scenario.rtol, scenario.atol)
     determinism = compare(outputs["before"], outputs["control"], scenario.rtol, scenario.atol)
     values: Dict[str, Any] = dict(equivalence=equivalence, determinism=determinism, result_shape=shape_of(outputs["before"]))
@@ -310,6 +316,16 @@ def _peak_memory(loaded: Dict[str, Any], device: str, size: Dict[str, Any], seed
         return memory.Peak(figures[0], figures[1], memory.CPU_MEASURE)
     except Exception as error:  # noqa: BLE001 - a failed measurement is reported, not fatal
         return memory.Peak(None, None, memory.CUDA_MEASURE if device == "cuda" else memory.CPU_MEASURE, _describe(error))
+
+
+def _orders_result(outputs: Dict[str, Any], scenario: Scenario) -> Tuple[Verdict, Dict[str, Any]]:
+    """An orders scenario: the epoch orders decide, and nothing is timed (``bench.orders``)."""
+    from .equivalence import compare, shape_of
+    from .orders import REASON, check_orders
+
+    orders = check_orders(outputs["before"], outputs["after"])
+    determinism = compare(outputs["before"], outputs["control"], scenario.rtol, scenario.atol)
+    return skipped(REASON), dict(orders=orders, determinism=determinism, result_shape=shape_of(outputs["before"]))
 
 
 def _rule_name(code: str) -> str:

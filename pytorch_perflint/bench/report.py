@@ -45,6 +45,8 @@ def ratio_text(result: ScenarioResult) -> str:
 
 
 def equivalence_text(result: ScenarioResult) -> str:
+    if result.orders is not None:  # an orders scenario: its orders are the check
+        return "[green]orders ok[/]" if result.orders.ok else "[red]orders wrong[/]"
     if result.equivalence is None:
         return "[red]not run[/]" if result.error else "-"
     if not result.equivalence.ok:
@@ -52,6 +54,15 @@ def equivalence_text(result: ScenarioResult) -> str:
     if result.determinism is not None and not result.determinism.ok:
         return "[red]not deterministic[/]"
     return f"[green]ok[/] ({result.equivalence.max_abs_diff:.1g})"
+
+
+def orders_text(orders: Any, shown: int = 8) -> str:
+    """The epoch orders of an orders scenario, the first ``shown`` items of each epoch."""
+
+    def epochs(values: Any) -> str:
+        return " | ".join(" ".join(str(i) for i in epoch[:shown]) + (" ..." if len(epoch) > shown else "") for epoch in values)
+
+    return f"epoch orders before: {epochs(orders.before)}; after: {epochs(orders.after)}"
 
 
 def checks_text(result: ScenarioResult) -> str:
@@ -140,5 +151,7 @@ def print_report(console: Any, results: Sequence[ScenarioResult], machine: Any, 
         if result.memory is not None:
             console.print(memory_line(result), markup=False, highlight=False)
     for result in results:
+        if result.orders is not None:
+            console.print(f"{result.code} {result.device}: {orders_text(result.orders)}")
         for problem in result.problems:
             console.print(f"[red]{result.code} {result.device}:[/] {problem}")

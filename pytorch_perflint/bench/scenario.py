@@ -83,6 +83,9 @@ class Scenario:
     # program's peak (CUDA: torch.cuda.max_memory_allocated; CPU: the peak resident size of
     # a fresh process running it, see bench/memory.py) and reports it beside the times.
     measure_memory: bool = False
+    # A correctness scenario about data order (``bench.orders``): ``run`` returns the order
+    # of two epochs; before must repeat it, after must not. Checked, never timed.
+    orders: bool = False
     # Filled by discovery: the module that defined the scenario.
     module: str = field(default="", compare=False)
 
