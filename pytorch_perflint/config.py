@@ -23,6 +23,9 @@ from .testfiles import DEFAULT_POLICY as DEFAULT_TEST_FILES, POLICIES as TEST_FI
 # The time limit per file, in seconds: far above what any real file takes (the torch
 # package's largest file lints in a few seconds), low enough that a hang does not eat a CI job.
 DEFAULT_FILE_TIMEOUT = 120.0
+# The largest file analysed, in bytes (of its Python source): LibCST needs about 0.6 GB and
+# 6 s per MB. The torch package's largest file (1.4 MB, 27,820 lines) is well below it.
+DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
 
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
@@ -76,6 +79,8 @@ class Settings:
     force_exclude: bool = False
     # Seconds one file may take before it is reported as not linted (0: no limit).
     file_timeout: float = DEFAULT_FILE_TIMEOUT
+    # Bytes of Python source a file may have to be analysed (0: no limit); larger is TPF003.
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
     # Report findings on lines with a `# noqa` comment too (--ignore-noqa; flag only).
     ignore_noqa: bool = False
 
@@ -172,6 +177,12 @@ def _seconds(value: Any, where: str) -> float:
     return float(value)
 
 
+def _size(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _fail(where, f"expected a whole number of bytes (0 for no limit), got {_show(value)}")
+    return value
+
+
 def _test_files(value: Any, where: str) -> str:
     if not isinstance(value, str) or value not in TEST_FILE_POLICIES:
         raise _fail(where, f"expected one of {', '.join(repr(p) for p in TEST_FILE_POLICIES)}, got {_show(value)}")
@@ -197,6 +208,7 @@ _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "output-format": ("output_format", _output_format),
     "dataloader-num-workers": ("dataloader_num_workers", _workers),
     "file-timeout": ("file_timeout", _seconds),
+    "max-file-size": ("max_file_size", _size),
     "accelerator": ("accelerator", _accelerator),
     "test-files": ("test_files", _test_files),
 }

@@ -24,7 +24,6 @@ from typing import (
     Sequence,
     Tuple,
     Type,
-    Union,
 )
 
 import libcst as cst
@@ -44,6 +43,7 @@ from .rule import Rule
 from .selection import Selection, for_file
 from .suppression import FILE_NOQA, noqa_comments, suppressed, unused_noqa
 from .testfiles import policy_for
+from .unanalysed import source_size, too_large
 from .types import Applicability, Diagnostic, Fix, Location
 
 Range = Tuple[Tuple[int, int], Tuple[int, int]]
@@ -85,11 +85,11 @@ def _syntax_error(path: Path, python_error: Exception, libcst_error: Optional[Ex
     """TPF001 at Python's own position and message when it has one (they read better)."""
     row = getattr(libcst_error, "raw_line", 1) or 1
     column = (getattr(libcst_error, "raw_column", 0) or 0) + 1
-    message = getattr(libcst_error, "message", None) or str(libcst_error or python_error).splitlines()[0]
+    message = getattr(libcst_error, "message", None) or (str(libcst_error or python_error).splitlines() or [type(python_error).__name__])[0]
     kind = "SyntaxError"
     if isinstance(python_error, (RecursionError, MemoryError)):  # Python's own refusal, as it words it
         kind = type(python_error).__name__
-        message = f"{python_error or 'out of memory'} (Python cannot compile code nested this deeply)"
+        message = f"{python_error} (Python cannot compile code nested this deeply)"
     elif isinstance(python_error, SyntaxError):
         row = python_error.lineno or row
         column = python_error.offset or column
@@ -234,6 +234,8 @@ def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors:
             errors.append(f"{context.path}: too deeply nested to lint")
             context.findings = []
             return
+        except MemoryError:
+            raise  # not a rule's fault: the file is too large or complex (TPF003)
         except Exception as error:  # noqa: BLE001 - a rule's crash must not stop the run
             culprit = _culprit(error, instances)
             detail = "".join(traceback.format_exception_only(type(error), error)).strip()
@@ -273,6 +275,15 @@ def _screen_with_ast(
 def _ast_tree(source: str) -> Optional[ast.Module]:
     """The ``ast`` tree of a text, None for one Python cannot parse."""
     return verdict(source)[0]
+
+
+def _could_fire_in_project(rule: Type[Rule], tree: ast.Module, path: str, project: ProjectIndex) -> bool:
+    """The rule's project screen; one that fails keeps the rule, whose run then reports
+    any error as that rule's own (a screen must never cost the file its other findings)."""
+    try:
+        return rule.could_fire_project(tree, path, project)
+    except Exception:  # noqa: BLE001 - see above
+        return True
 
 
 def lint_source(
@@ -330,6 +341,11 @@ def _lint_source(
     codes, rule_classes = chosen.codes, chosen.rules
     if FILE_NOQA.search(source) and not settings.ignore_noqa:
         return result
+    limit = settings.max_file_size
+    if limit and source_size(source, limit) > limit:
+        if "TPF003" in codes:
+            result.diagnostics.append(too_large(path, source_size(source, limit), limit))
+        return result
     test_policy = policy_for(path, settings.test_files, settings.project_root)
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
         rule_classes, codes = (), codes & {"TPF001"}
@@ -377,6 +393,8 @@ def _lint_source(
     except RecursionError:
         result.errors.append(f"{path}: too deeply nested to parse")
         return result
+    except MemoryError:
+        raise  # past the worker's memory cap: TPF003 (runner, workers)
     except Exception as error:  # noqa: BLE001 - LibCST also fails on some valid code with a TypeError
         if narrowed is not None:  # a part of the file: decide on the whole file
             return _lint_source(source, path, settings, with_edits, chosen, project=project)

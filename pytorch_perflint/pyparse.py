@@ -63,5 +63,11 @@ def verdict(source: str, path: Union[Path, str] = "<unknown>") -> Tuple[Optional
     """``(tree, None)`` for a text Python accepts, ``(None, why)`` for one it rejects."""
     try:
         return compile_python(source, path), None
+    except MemoryError as error:
+        # Python's refusal says why ("Parser stack overflowed - Python source too complex
+        # to parse"); a bare one is this process out of memory, not a verdict.
+        if not str(error):
+            raise
+        return None, error
     except REJECTED as error:
         return None, error

@@ -10,6 +10,8 @@ was given them: minutes and gigabytes at 5,000 to 10,000 levels), and a low
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import libcst as cst
@@ -129,3 +131,98 @@ def test_flake8_plugin_and_language_server_report_tpf001(tmp_path, no_libcst):
     for for_fixes in (True, False):
         linted = call_deep(lambda: lint_buffer(Buffer("file:///m.py", path, source), for_fixes=for_fixes))
         assert [d.code for d in linted.lint.diagnostics] == ["TPF001"]
+
+
+# -- too large to analyse (max-file-size, and the memory cap that follows it) -----------
+
+BIG = "from torch.utils.data import DataLoader\n" + "".join(f"x{i} = [{i}] * 3\n" for i in range(40)) + "loader = DataLoader(ds)\n"
+
+
+def test_max_file_size_is_a_config_key_with_a_default_that_keeps_torch_whole():
+    assert Settings().max_file_size == 4 * 1024 * 1024  # torch's largest file: 1.4 MB
+
+
+def test_max_file_size_in_pyproject_and_bad_values(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.pytorch-perflint]\nmax-file-size = 1000\n")
+    assert load_settings([tmp_path]).max_file_size == 1000
+    for bad in ("-1", '"4MB"', "1.5", "true"):
+        (tmp_path / "pyproject.toml").write_text(f"[tool.pytorch-perflint]\nmax-file-size = {bad}\n")
+        with pytest.raises(ConfigError, match=r"max-file-size: expected a whole number of bytes \(0 for no limit\)"):
+            load_settings([tmp_path])
+
+
+def test_a_file_over_the_limit_is_tpf003_and_never_parsed(no_libcst):
+    result = engine.lint_source(BIG, Path("m.py"), Settings(max_file_size=100))
+    assert [d.code for d in result.diagnostics] == ["TPF003"]
+    message = result.diagnostics[0].message
+    assert f"too large to analyse ({len(BIG):,} bytes" in message and "over the limit of 100)" in message
+    assert "`max-file-size`" in message
+    assert engine.lint_source(BIG, Path("m.py"), Settings(max_file_size=100, ignore=("TPF003",))).diagnostics == []
+
+
+def test_the_size_counts_utf8_bytes():
+    text = "s = '" + "é" * 60 + "'\n"  # 68 characters, 128 bytes
+    assert [d.code for d in engine.lint_source(text, Path("m.py"), Settings(max_file_size=100)).diagnostics] == ["TPF003"]
+    assert engine.lint_source(text, Path("m.py"), Settings(max_file_size=200)).diagnostics == []
+
+
+def test_check_reports_a_large_file_without_reading_it_and_the_limit_can_be_raised(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text(BIG)
+    (tmp_path / "small.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.pytorch-perflint]\nmax-file-size = 200\n")
+    result = _check(".")
+    assert result.exit_code == 1, result.output
+    assert f"m.py:1:1: TPF003 File not checked: too large to analyse ({len(BIG):,} bytes" in result.stdout
+    assert "small.py:2:10: TPF101" in result.stdout
+    result = _check("-", "--stdin-filename", "s.py", input=BIG)
+    assert "s.py:1:1: TPF003" in result.stdout, result.output
+    (tmp_path / "pyproject.toml").write_text("[tool.pytorch-perflint]\nmax-file-size = 0\n")
+    result = _check(".")
+    assert "TPF003" not in result.stdout and "m.py:42:10: TPF101" in result.stdout, result.output
+
+
+def test_read_source_gives_the_size_of_a_file_over_the_limit(tmp_path):
+    from pytorch_perflint.tree_files import read_source
+
+    path = tmp_path / "m.py"
+    path.write_bytes(b"x = 1\n" * 10)
+    assert read_source(path, 59) == 60
+    assert read_source(path, 60) == b"x = 1\n" * 10 and read_source(path, 0) == b"x = 1\n" * 10
+
+
+def _allocate(size):
+    return len(bytearray(size))
+
+
+def _abort(_):
+    import faulthandler
+
+    faulthandler.disable()  # (pytest's would print every thread's stack)
+    os.abort()  # what LibCST's native parser does when an allocation fails
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the cap is Linux's RLIMIT_AS")
+def test_a_worker_past_its_memory_cap_gives_an_out_of_memory_failure():
+    from pytorch_perflint import workers
+
+    out = list(workers.run_tasks(_allocate, [1000, 8 << 30, 10], jobs=1, time_limit=None, memory_limit=512 << 20))
+    assert out[0] == 1000 and out[2] == 10
+    assert isinstance(out[1], workers.Failure) and out[1].out_of_memory
+    aborted = list(workers.run_tasks(_abort, [1], jobs=1, time_limit=None, memory_limit=512 << 20))
+    assert isinstance(aborted[0], workers.Failure) and aborted[0].out_of_memory and "SIGABRT" in aborted[0].detail
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the cap is Linux's RLIMIT_AS")
+def test_a_file_past_the_memory_cap_is_tpf003_naming_the_cap(tmp_path, monkeypatch):
+    """A low cap stands in for a huge file: LibCST runs out of memory and the file is
+    reported as too large to analyse, the run goes on."""
+    from pytorch_perflint import workers
+
+    monkeypatch.setattr(workers, "memory_limit_for", lambda size: 150 << 20)
+    monkeypatch.chdir(tmp_path)
+    lines = "".join(f"x{i} = [{i}, ({i} + 1) * 2]\n" for i in range(20_000))
+    (tmp_path / "m.py").write_text("from torch.utils.data import DataLoader\n" + lines + "loader = DataLoader(ds)\n")
+    result = _check("m.py", "--config", "max-file-size = 0")
+    assert "m.py:1:1: TPF003 File not checked: too large to analyse (its analysis needed more than" in result.stdout, result.output
+    assert result.exit_code == 1
