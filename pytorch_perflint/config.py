@@ -253,12 +253,25 @@ def _table_of(path: Path, data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if path.name != "pyproject.toml":
         return data
     tool = data.get("tool")
+    if isinstance(tool, dict) and TABLE not in tool:
+        _misspelt_table(path, tool)
     if not isinstance(tool, dict) or TABLE not in tool:
         return None
     table = tool[TABLE]
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
     return table
+
+
+def _misspelt_table(path: Path, tool: Mapping[str, Any]) -> None:
+    """A ``[tool.*]`` table that is ours misspelt (``pytorch_perflint``, ``perflint``,
+    ``pytorch-perf-lint``) would be silently ignored: say which table is read instead."""
+    import difflib
+
+    for name in tool:
+        squashed = re.sub(r"[^a-z]", "", name.lower())
+        if squashed in ("pytorchperflint", "perflint", "torchperflint") or difflib.get_close_matches(name, [TABLE], cutoff=0.85):
+            raise ConfigError(f"{path}: [tool.{name}] is not read: the settings table is [tool.{TABLE}] (rename it)")
 
 
 def find_config(start: Path) -> Optional[Path]:
