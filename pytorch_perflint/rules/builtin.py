@@ -29,7 +29,8 @@ BUILTINS: Tuple[BuiltinCode, ...] = (
         "syntax-error",
         "The file cannot be parsed: a syntax error, or bytes that are not Python source.",
         "## What it does\nReports a file that Python itself cannot parse: a syntax error (at "
-        "Python's own position and message), bytes that are not valid in the file's encoding, "
+        "Python's own position and message), code nested deeper than Python compiles at its "
+        "default recursion limit (a RecursionError from `python file.py`), bytes that are not valid in the file's encoding, "
         "a binary file, or a notebook that is not valid notebook JSON.\n\n## Why is this bad?\n"
         "No rule can check a file that does not parse. The run goes on with the other files.\n\n"
         "## Fix safety\nThere is no fix: correct the file, or exclude it.",
