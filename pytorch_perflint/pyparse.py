@@ -54,7 +54,10 @@ def compile_python(source: Union[str, ast.Module], path: Union[Path, str], flags
     ``x is 1``) silenced: they are the user's business, printed they would clutter every
     run (in each worker), and under ``-W error`` they would turn valid code into a
     SyntaxError."""
-    with warnings.catch_warnings(), _python_limit():
+    # Only a text is judged at Python's limit: turning a tree (the tool's own object) back
+    # into code takes deeper recursion than compiling the same text, and is not the user's.
+    limit = _python_limit() if isinstance(source, (str, bytes)) else contextlib.nullcontext()
+    with warnings.catch_warnings(), limit:
         warnings.simplefilter("ignore")
         return compile(source, str(path), "exec", flags=flags, dont_inherit=True)
 

@@ -226,3 +226,13 @@ def test_a_file_past_the_memory_cap_is_tpf003_naming_the_cap(tmp_path, monkeypat
     result = _check("m.py", "--config", "max-file-size = 0")
     assert "m.py:1:1: TPF003 File not checked: too large to analyse (its analysis needed more than" in result.stdout, result.output
     assert result.exit_code == 1
+
+
+def test_a_long_valid_sum_is_fixed_and_its_fix_checked():
+    """The ecosystem's mutation run: a fixed file with a 2,000-term sum (valid Python) was
+    refused, its tree compiled back at Python's limit ("maximum recursion depth exceeded
+    while traversing 'expr' node"); only texts are judged at that limit."""
+    source = "import torch\nx = torch.zeros(3).to('cuda')\n_long = " + " + ".join(["_a"] * 2000) + "\n"
+    outcome = call_deep(lambda: fix_source(source, Path("m.py"), Settings(unsafe_fixes=True)))
+    assert not outcome.fix_errors and not outcome.errors, outcome.fix_errors
+    assert outcome.fixed == 1 and "torch.zeros(3, device='cuda')" in outcome.source
