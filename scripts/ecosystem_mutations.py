@@ -91,13 +91,18 @@ KINDS = ("crashes", "hangs", "unparsable", "non_idempotent", "rejected_rewritten
 
 
 def python_rejects(data: bytes) -> bool:
-    """Whether ``python file.py`` would fail to compile it (the default recursion limit)."""
+    """Whether ``python file.py`` would fail to compile it (at its default recursion limit,
+    whatever this process's is)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(data, "<mutation>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
+    finally:
+        sys.setrecursionlimit(limit)
     return False
 
 
