@@ -132,3 +132,47 @@ def test_syntax_problems_are_found_without_running_anything(tmp_path):
     assert "SyntaxError" in ecosystem.syntax_problem(b"import os\nfrom __future__ import annotations\n", "a.py")
     assert ecosystem.syntax_problem(b'{"cells": []}', "a.ipynb") is None
     assert ecosystem.syntax_problem(b"{", "a.ipynb") is not None
+
+
+# -- the mutation cases (issue 21) -------------------------------------------------------
+
+
+def _load_mutations():
+    spec = importlib.util.spec_from_file_location("ecosystem_mutations", SCRIPT.parent / "ecosystem_mutations.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ecosystem_mutations"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_mutations_are_the_issues_cases():
+    mutations = _load_mutations()
+    data = TRAIN.encode()
+    for name, (change, rejected) in mutations.MUTATIONS.items():
+        assert mutations.python_rejects(change(data)) is rejected, name
+    assert mutations.MUTATIONS["crlf-first-line"][0](data) == b"\r\n" + data
+
+
+def test_a_mutation_run_on_a_tiny_mirror_finds_no_problem(mirror, tmp_path, capsys):
+    mutations = _load_mutations()
+    checkouts, repos, _ = mirror
+    out = tmp_path / "mutations.json"
+    assert mutations.main(["--checkouts", str(checkouts), "--repos", str(repos), "--files", "1", "--json", str(out), "--timeout", "300"]) == 0
+    result = json.loads(out.read_text())["owner/proj"]
+    assert result["files"] == len(mutations.MUTATIONS) and not result["skipped"]
+    assert all(result[kind] == [] for kind in mutations.KINDS)
+    assert "0 problems" in capsys.readouterr().out
+
+
+def test_a_rejected_file_the_tool_passes_is_a_problem(tmp_path, monkeypatch):
+    """The check would have caught issue 21's defect: a file Python rejects, no TPF001."""
+    mutations = _load_mutations()
+    monkeypatch.setattr(mutations, "run_tool", lambda root, extra, timeout: ecosystem.Run(0, "[]", "", 0.1))
+    source = tmp_path / "plain" / "owner+proj"
+    source.mkdir(parents=True)
+    (source / "train.py").write_text(TRAIN)
+    work = tmp_path / "work"
+    work.mkdir()
+    result = mutations.check_mutations(ecosystem.Repo("owner/proj", "0" * 40), tmp_path / "plain", work, 60, 1)
+    rejected = sum(1 for _, is_rejected in mutations.MUTATIONS.values() if is_rejected)
+    assert len(result.rejected_not_reported) == rejected and result.problems == rejected

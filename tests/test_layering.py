@@ -18,7 +18,7 @@ NAME = "pytorch_perflint"
 
 # Lowest first. A module may import its own layer and those below it, never one above.
 LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    ("base", ("types", "comments", "testfiles", "tree_files", "analysis")),
+    ("base", ("types", "comments", "testfiles", "tree_files", "pyparse", "analysis")),
     ("file", ("context", "finding")),
     ("contract", ("rule",)),
     ("project", ("project",)),
