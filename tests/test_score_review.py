@@ -70,12 +70,15 @@ def test_counts_precision_recall_and_unlabelled(tmp_path: Path) -> None:
     assert "| all | 4 | 3 | 1 | 1 | 1 | 0.75 | 0.75 |" in sr.table(report)
 
 
-def test_the_shipped_labels_load_and_are_unique() -> None:
-    repos = sr.load_labels(sr.DEFAULT_LABELS)
+@pytest.mark.parametrize("labels", sorted(SCRIPT.parent.parent.glob("docs/precision/**/labels.toml")),
+                         ids=lambda path: path.parent.name)
+def test_the_shipped_labels_load_and_are_unique(labels: Path) -> None:
+    repos = sr.load_labels(labels)
     assert len(repos) >= 10
     keys = [(r.name, label.path, label.line, label.code) for r in repos for label in r.labels]
     assert len(keys) == len(set(keys))
     assert all(len(r.commit) == 40 for r in repos)
+    assert len({r.name for r in repos}) == len(repos)
 
 
 def test_select_keeps_only_the_named_rules_labels(tmp_path: Path) -> None:
