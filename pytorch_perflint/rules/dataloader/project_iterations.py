@@ -17,7 +17,7 @@ import ast
 import os
 import re
 import warnings
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from ...project import ProjectIndex
 from ...project.forms import dotted
@@ -25,6 +25,7 @@ from ...project.forms import dotted
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _PASS_THROUGH = frozenset({"enumerate", "iter", "tqdm"})
+_NO_GRAD = re.compile(r"no_grad|inference_mode")
 
 
 def iterated_every_epoch(
@@ -55,9 +56,65 @@ def iterated_every_epoch(
             continue
         tree = _parse(text) if text is not None else None
         body = _scope_body(tree, site.caller) if tree is not None else None
-        if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name):
+        walker = _Walker(index, caller_path, unless_text, unless_name)
+        if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name, walker):
             return True
     return False
+
+
+class _Walker:
+    """Whether a statement of a caller's loop starts a pass over a name: ``for x in
+    name`` (through ``enumerate``/``iter``/``tqdm``), or ``train(model, name)`` where
+    ``train`` is a project function (this module or another, one call deep) that walks
+    that parameter. A function whose module mentions ``unless_text`` does not count, nor
+    (when ``unless_name`` is given: TPF105, where an evaluation pass's order does not
+    matter) one whose name ``unless_name`` matches or that mentions ``no_grad``."""
+
+    def __init__(self, index: ProjectIndex, path: str, unless_text: Optional[str], unless_name: Optional["re.Pattern[str]"]) -> None:
+        self.index = index
+        self.path = path
+        self.unless_text = unless_text
+        self.unless_name = unless_name
+
+    def walks(self, node: ast.AST, names: Sequence[str]) -> bool:
+        if _walks(node, names):
+            return True
+        if type(node) is not ast.Call:
+            return False
+        for position, arg in enumerate(node.args):  # type: ignore[attr-defined]
+            if type(arg) is ast.Starred:
+                return False
+            if type(arg) is ast.Name and arg.id in names and self._walks_parameter(node, position):  # type: ignore[attr-defined]
+                return True
+        return False
+
+    def _walks_parameter(self, call: ast.Call, position: int) -> bool:
+        callee = dotted(call.func)
+        found = self.index.resolve(self.path, callee) if callee else None
+        if found is None or found.kind != "function" or found.function is None or found.path is None:
+            return False
+        params = found.function.params
+        if position >= len(params) or found.function.decorators or found.function.is_async:
+            return False
+        text = self.index.text(found.path)
+        if text is None or (self.unless_text is not None and self.unless_text in text):
+            return False
+        tree = _parse(text)
+        function = next(
+            (s for s in tree.body if type(s) is ast.FunctionDef and s.name == found.function.name and s.lineno == found.function.line),
+            None,
+        ) if tree is not None else None
+        if function is None or function.args.posonlyargs or function.args.vararg is not None:
+            return False
+        if self.unless_name is not None:
+            segment = ast.get_source_segment(text, function) or ""
+            if self.unless_name.search(function.name) or _NO_GRAD.search(segment):
+                return False
+        parameter = function.args.args[position].arg if position < len(function.args.args) else None
+        if parameter is None or parameter in ("self", "cls"):
+            return False
+        rebound = [n for n in _own_nodes(function.body) if type(n) is ast.Name and n.id == parameter and type(n.ctx) is not ast.Load]
+        return not rebound and any(_walks(n, _aliases(function.body, parameter, None)) for n in _own_nodes(function.body))
 
 
 def _mentions(index: ProjectIndex, path: str, text: str, word: str) -> bool:
@@ -103,7 +160,12 @@ def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
 
 
 def _walked_in_a_loop(
-    body: Sequence[ast.stmt], line: int, callee: str, element: Optional[int], unless_name: Optional["re.Pattern[str]"] = None
+    body: Sequence[ast.stmt],
+    line: int,
+    callee: str,
+    element: Optional[int],
+    unless_name: Optional["re.Pattern[str]"] = None,
+    walker: Optional[_Walker] = None,
 ) -> bool:
     assign = next(
         (
@@ -129,9 +191,44 @@ def _walked_in_a_loop(
     for loop in _own_nodes(body):
         if not isinstance(loop, _LOOPS) or _holds(loop, assign) or _holds_in_loop(body, assign):
             continue
-        if any(_walks(inner, name) for inner in _own_nodes(loop.body) if inner is not loop):
+        names = _aliases(body, name, loop)
+        if any(walker.walks(inner, names) if walker else _walks(inner, names) for inner in _own_nodes(loop.body) if inner is not loop):
             return True
     return False
+
+
+def _aliases(body: Sequence[ast.stmt], name: str, loop: Optional[ast.AST]) -> Tuple[str, ...]:
+    """``name`` and the names bound once to a wrapper of it (``pbar = tqdm(name)``): any
+    wrapper inside ``loop`` (made anew each pass), only ``tqdm`` outside it (a tqdm bar
+    walks its iterable again each time; an ``enumerate`` object is spent after one pass)."""
+    found = [name]
+    for node in _own_nodes(body):
+        if type(node) is not ast.Assign or len(node.targets) != 1 or type(node.targets[0]) is not ast.Name:
+            continue
+        alias = node.targets[0].id  # type: ignore[attr-defined]
+        wrappers = _wrappers(node.value, name)
+        if not wrappers or alias == name:
+            continue
+        inside = loop is not None and _holds(loop, node)
+        if not inside and any(w != "tqdm" for w in wrappers):
+            continue
+        stores = [n for n in _own_nodes(body) if type(n) is ast.Name and n.id == alias and type(n.ctx) is not ast.Load]
+        if len(stores) == 1:
+            found.append(alias)
+    return tuple(found)
+
+
+def _wrappers(expr: ast.AST, name: str) -> List[str]:
+    """The pass-through calls around ``name`` (``tqdm(enumerate(name))``), or [] when
+    ``expr`` is not such a chain."""
+    wrappers: List[str] = []
+    while type(expr) is ast.Call and expr.args and type(expr.args[0]) is not ast.Starred:  # type: ignore[attr-defined]
+        func = (dotted(expr.func) or "").split(".")[-1]  # type: ignore[attr-defined]
+        if func not in _PASS_THROUGH:
+            return []
+        wrappers.append(func)
+        expr = expr.args[0]  # type: ignore[attr-defined]
+    return wrappers if type(expr) is ast.Name and expr.id == name else []  # type: ignore[attr-defined]
 
 
 def _bound_name(target: ast.AST, element: Optional[int]) -> Optional[str]:
@@ -155,8 +252,8 @@ def _holds_in_loop(body: Sequence[ast.stmt], node: ast.AST) -> bool:
     return any(isinstance(n, _LOOPS) and _holds(n, node) for n in _own_nodes(body))
 
 
-def _walks(node: ast.AST, name: str) -> bool:
-    """``for ... in name`` (or ``enumerate(name)``, ``iter(name)``, ``tqdm(name)``)."""
+def _walks(node: ast.AST, names: Sequence[str]) -> bool:
+    """``for ... in name`` (or ``enumerate(name)``, ``iter(name)``, ``tqdm(name)``) for one of ``names``."""
     if not isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
         return False
     expr = node.iter
@@ -165,4 +262,4 @@ def _walks(node: ast.AST, name: str) -> bool:
         if func.split(".")[-1] not in _PASS_THROUGH:
             return False
         expr = expr.args[0]  # type: ignore[attr-defined]
-    return type(expr) is ast.Name and expr.id == name  # type: ignore[attr-defined]
+    return type(expr) is ast.Name and expr.id in names  # type: ignore[attr-defined]

@@ -47,9 +47,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     that loop calls `set_epoch(...)`: not on the sampler, not through `loader.sampler`, and
     not in a project helper the loop calls. The loader is followed as TPF103 follows it
     (names, `self` attributes, helpers that return it, functions it is passed to), also
-    into another module of the project: a helper here returns the loader and a caller
-    there binds it once and walks it in an epoch loop, and neither that module nor the
-    project modules it imports mention `set_epoch`.
+    into another module of the project, as TPF103 follows it there: a helper here returns
+    the loader and a caller there binds it once and walks it in an epoch loop (itself,
+    through a `tqdm` bar, or by passing it each epoch to a project function that walks it,
+    `engine.train_one_epoch(model, loader, optimizer)`), and neither that module, the
+    project modules it imports, nor the function's module mention `set_epoch`.
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
     evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
