@@ -32,9 +32,10 @@ class Helper:
 
 def bound_name(call: cst.Call, ancestors: Path):
     """``name`` for ``name = DistributedSampler(...)`` (also as a branch of ``x if c else
-    None``), ``(attr, class)`` for ``self.attr = ...`` in a method, else None."""
+    None`` or ``RandomSampler(ds) if c else x``), ``(attr, class)`` for ``self.attr = ...``
+    in a method, else None."""
     parent = ancestors[-1] if ancestors else None
-    if isinstance(parent, cst.IfExp) and parent.body is call and len(ancestors) > 1:
+    if isinstance(parent, cst.IfExp) and (parent.body is call or parent.orelse is call) and len(ancestors) > 1:
         parent = ancestors[-2]
     if isinstance(parent, (cst.Assign, cst.AnnAssign)):
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]

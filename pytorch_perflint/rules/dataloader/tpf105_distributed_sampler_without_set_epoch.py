@@ -31,6 +31,7 @@ from .sampler_facts import (
 )
 
 _SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
+_BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
 # An evaluation loader, by its name (`val_loader`, `test_sampler`).
 _EVAL_NAMES = re.compile(r"val|test|eval", re.IGNORECASE)
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
@@ -51,7 +52,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     the loader and a caller there binds it once and walks it in an epoch loop (itself,
     through a `tqdm` bar, or by passing it each epoch to a project function that walks it,
     `engine.train_one_epoch(model, loader, optimizer)`), and neither that module, the
-    project modules it imports, nor the function's module mention `set_epoch`.
+    project modules it imports, nor the function's module mention `set_epoch`. A
+    sampler wrapped in a `BatchSampler` (`batch_sampler=`) counts, and so does one chosen
+    by a conditional expression (`RandomSampler(ds) if rank == -1 else
+    DistributedSampler(ds)`).
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
     evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
@@ -165,6 +169,22 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         + "loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=True, distributed=ddp))\n"
         + "eval_loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=False, distributed=ddp))\n"
         + _epoch_loop_text("loader"),
+        # a sampler inside a BatchSampler, its epoch set; one that does not shuffle
+        _SETUP
+        + "from torch.utils.data import BatchSampler\n"
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, batch_sampler=BatchSampler(sampler, 8, False))\n"
+        + "for epoch in range(3):\n    loader.batch_sampler.sampler.set_epoch(epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        _SETUP
+        + "from torch.utils.data import BatchSampler\n"
+        + "sampler = DistributedSampler(ds, shuffle=False)\nbatches = BatchSampler(sampler, 8, False)\n"
+        + "loader = DataLoader(ds, batch_sampler=batches)\n" + _epoch_loop_text("loader"),
+        # the sampler is the other branch's, and the loop sets its epoch when it is there
+        _SETUP
+        + "from torch.utils.data import RandomSampler\n"
+        + "sampler = RandomSampler(ds) if rank == -1 else DistributedSampler(ds)\n"
+        + "loader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    if rank != -1:\n        sampler.set_epoch(epoch)\n"
+        + "    for x, y in loader:\n        loss(x, y).backward()\n",
         # a comment or a string is not code
         "from torch.utils.data import DataLoader\n# DistributedSampler(ds)\nx = 'DistributedSampler(ds)'\n",
     )
@@ -225,6 +245,32 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             + _epoch_loop_text("loader"),
             line=5,
         ),
+        # inside a BatchSampler (bound to a name): the fix sets the sampler's epoch
+        Invalid(
+            _SETUP
+            + "from torch.utils.data import BatchSampler\n"
+            + "sampler = DistributedSampler(ds)\nbatches = BatchSampler(sampler, 8, False)\n"
+            + "loader = DataLoader(ds, batch_sampler=batches)\n" + _epoch_loop_text("loader"),
+            line=4,
+            expected_fix=_SETUP
+            + "from torch.utils.data import BatchSampler\n"
+            + "sampler = DistributedSampler(ds)\nbatches = BatchSampler(sampler, 8, False)\n"
+            + "loader = DataLoader(ds, batch_sampler=batches)\n"
+            + "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    for x, y in loader:\n"
+            + "        loss(x, y).backward()\n",
+        ),
+        # the other branch of a conditional expression: shown, not applied (a RandomSampler has no set_epoch)
+        Invalid(
+            _SETUP
+            + "from torch.utils.data import RandomSampler\n"
+            + "sampler = RandomSampler(ds) if rank == -1 else DistributedSampler(ds)\n"
+            + "loader = DataLoader(ds, sampler=sampler)\n" + _epoch_loop_text("loader"),
+            line=4,
+            expected_fix=_SETUP
+            + "from torch.utils.data import RandomSampler\n"
+            + "sampler = RandomSampler(ds) if rank == -1 else DistributedSampler(ds)\n"
+            + "loader = DataLoader(ds, sampler=sampler)\n" + _epoch_loop_text("loader"),
+        ),
         # passed inline; a step loop that starts a new pass when the loader runs out
         Invalid(
             _SETUP
@@ -252,10 +298,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             target = self._returned_by(node, ancestors)
         facts = self.context.fact(loader_facts)
         uncovered: List[Tuple[Path, cst.CSTNode]] = []
-        elsewhere = False
+        elsewhere = batched = False
         for site in facts.sites.values():
             if not self._feeds(site, node, ancestors, target):
                 continue
+            batched = batched or argument(site.call, "sampler", 3).node is None
             names = names_bound_to(site) | ({target} if isinstance(target, str) else set())
             if any(_EVAL_NAMES.search(name) for name in names):
                 continue
@@ -274,6 +321,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             sampler = target
         else:
             sampler = f"self.{target[0]}" if isinstance(target, tuple) and uncovered else "loader.sampler"
+        if batched and sampler == "loader.sampler":  # a loader given a batch_sampler has a default .sampler
+            sampler = "loader.batch_sampler.sampler"
         message = self.message.format(sampler=sampler)
         fix = self._fix(node, ancestors, target, uncovered) if uncovered and not elsewhere else self._shown()
         self.report(node, message=message, fix=fix)
@@ -282,10 +331,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     def _feeds(self, site: LoaderSite, sampler: cst.Call, ancestors: Path, target) -> bool:
         """The DataLoader's ``sampler`` is this call, or the name (``self`` attribute) this
         call is assigned to, in the same scope (class)."""
-        passed = argument(site.call, "sampler", 3).node
-        if passed is None:
+        value = self._sampler_of(site)
+        if value is None:
             return False
-        value = passed.value
         if value is sampler:
             return True
         if isinstance(target, str) and isinstance(value, cst.Name) and value.value == target:
@@ -297,6 +345,21 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if isinstance(target, Helper) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             return value.func.value == target.name and any(c is value for c in self._helper_calls(target.function))
         return False
+
+    def _sampler_of(self, site: LoaderSite) -> Optional[cst.BaseExpression]:
+        """What the loader's ``sampler=`` is, or the sampler a ``batch_sampler=BatchSampler(
+        sampler, ...)`` wraps (inline, or a name bound once in the loader's scope)."""
+        passed = argument(site.call, "sampler", 3).node
+        if passed is not None:
+            return passed.value
+        batches = argument(site.call, "batch_sampler", 4).node
+        value = batches.value if batches is not None else None
+        if isinstance(value, cst.Name):
+            value = self.context.scope_for(site.call, site.ancestors).lookup_value(value.value)
+        if not isinstance(value, cst.Call) or self.context.qualname(value.func) not in _BATCH_SAMPLERS:
+            return None
+        inner = argument(value, "sampler", 0).node
+        return inner.value if inner is not None else None
 
     # -- a sampler a same-module helper returns ------------------------------------------
     def _returned_by(self, call: cst.Call, ancestors: Path) -> Optional["Helper"]:
