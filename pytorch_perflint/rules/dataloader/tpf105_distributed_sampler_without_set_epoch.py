@@ -10,7 +10,6 @@ import libcst as cst
 
 from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import argument
-from ...analysis.scope import dotted_name
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .loader_args import Path
@@ -18,6 +17,7 @@ from .loader_facts import loader_facts, walked_every_epoch_elsewhere
 from .loader_sites import LoaderSite, _method_class
 from .sampler_facts import (
     Helper,
+    Keyed,
     ancestors_of,
     binding_scope,
     bound_name,
@@ -27,11 +27,12 @@ from .sampler_facts import (
     evaluates,
     is_builtin_call,
     names_bound_to,
+    project_sets_epoch,
+    sampler_of,
     self_attr,
 )
 
 _SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
-_BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
 # An evaluation loader, by its name (`val_loader`, `test_sampler`).
 _EVAL_NAMES = re.compile(r"val|test|eval", re.IGNORECASE)
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
@@ -55,7 +56,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     project modules it imports, nor the function's module mention `set_epoch`. A
     sampler wrapped in a `BatchSampler` (`batch_sampler=`) counts, and so does one chosen
     by a conditional expression (`RandomSampler(ds) if rank == -1 else
-    DistributedSampler(ds)`).
+    DistributedSampler(ds)`), or kept in a dict comprehension whose entries the loaders
+    take (`sampler=samplers[x]`).
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
     evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
@@ -185,6 +187,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         + "loader = DataLoader(ds, sampler=sampler)\n"
         + "for epoch in range(3):\n    if rank != -1:\n        sampler.set_epoch(epoch)\n"
         + "    for x, y in loader:\n        loss(x, y).backward()\n",
+        # samplers in a dict comprehension, each phase's epoch set
+        _SETUP
+        + "samplers = {x: DistributedSampler(ds[x]) for x in ['train', 'val']}\n"
+        + "loaders = {x: DataLoader(ds[x], sampler=samplers[x]) for x in ['train', 'val']}\n"
+        + "for epoch in range(3):\n    for phase in ['train', 'val']:\n        samplers[phase].set_epoch(epoch)\n"
+        + "        for x, y in loaders[phase]:\n            loss(x, y).backward()\n",
         # a comment or a string is not code
         "from torch.utils.data import DataLoader\n# DistributedSampler(ds)\nx = 'DistributedSampler(ds)'\n",
     )
@@ -271,6 +279,20 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             + "sampler = RandomSampler(ds) if rank == -1 else DistributedSampler(ds)\n"
             + "loader = DataLoader(ds, sampler=sampler)\n" + _epoch_loop_text("loader"),
         ),
+        # samplers in a dict comprehension, loaders picked by phase: shown, not applied
+        Invalid(
+            _SETUP
+            + "samplers = {x: DistributedSampler(ds[x]) for x in ['train', 'val']}\n"
+            + "loaders = {x: DataLoader(ds[x], sampler=samplers[x]) for x in ['train', 'val']}\n"
+            + "for epoch in range(3):\n    for phase in ['train', 'val']:\n"
+            + "        for x, y in loaders[phase]:\n            loss(x, y).backward()\n",
+            line=3,
+            expected_fix=_SETUP
+            + "samplers = {x: DistributedSampler(ds[x]) for x in ['train', 'val']}\n"
+            + "loaders = {x: DataLoader(ds[x], sampler=samplers[x]) for x in ['train', 'val']}\n"
+            + "for epoch in range(3):\n    for phase in ['train', 'val']:\n"
+            + "        for x, y in loaders[phase]:\n            loss(x, y).backward()\n",
+        ),
         # passed inline; a step loop that starts a new pass when the loader runs out
         Invalid(
             _SETUP
@@ -331,7 +353,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     def _feeds(self, site: LoaderSite, sampler: cst.Call, ancestors: Path, target) -> bool:
         """The DataLoader's ``sampler`` is this call, or the name (``self`` attribute) this
         call is assigned to, in the same scope (class)."""
-        value = self._sampler_of(site)
+        value = sampler_of(self.context, site)
         if value is None:
             return False
         if value is sampler:
@@ -342,24 +364,13 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if isinstance(target, tuple) and isinstance(value, cst.Attribute):
             attr, cls = target
             return self_attr(value) == attr and _method_class(site.ancestors) is cls
+        if isinstance(target, Keyed) and isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+            own = self.context.scope_for(sampler, ancestors)
+            scope = self.context.scope_for(site.call, site.ancestors)
+            return value.value.value == target.name and binding_scope(scope, target.name) is own
         if isinstance(target, Helper) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             return value.func.value == target.name and any(c is value for c in self._helper_calls(target.function))
         return False
-
-    def _sampler_of(self, site: LoaderSite) -> Optional[cst.BaseExpression]:
-        """What the loader's ``sampler=`` is, or the sampler a ``batch_sampler=BatchSampler(
-        sampler, ...)`` wraps (inline, or a name bound once in the loader's scope)."""
-        passed = argument(site.call, "sampler", 3).node
-        if passed is not None:
-            return passed.value
-        batches = argument(site.call, "batch_sampler", 4).node
-        value = batches.value if batches is not None else None
-        if isinstance(value, cst.Name):
-            value = self.context.scope_for(site.call, site.ancestors).lookup_value(value.value)
-        if not isinstance(value, cst.Call) or self.context.qualname(value.func) not in _BATCH_SAMPLERS:
-            return None
-        inner = argument(value, "sampler", 0).node
-        return inner.value if inner is not None else None
 
     # -- a sampler a same-module helper returns ------------------------------------------
     def _returned_by(self, call: cst.Call, ancestors: Path) -> Optional["Helper"]:
@@ -409,7 +420,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         loader to code this module cannot see."""
         if "set_epoch" in self.context.code_for(loop):
             return True
-        handed = {target} if isinstance(target, str) else set()
+        handed = {target} if isinstance(target, str) else {target.name} if isinstance(target, Keyed) else set()
         handed |= names_bound_to(site)
         return self._calls_setter(loop, handed, 0)
 
@@ -423,7 +434,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 if depth < 2 and any(self._calls_setter(d, set(), depth + 1) for d in definitions):
                     return True
                 continue
-            if self._project_sets_epoch(call):
+            if project_sets_epoch(self.context, call):
                 return True
             if handed and any(isinstance(a.value, cst.Name) and a.value.value in handed for a in call.args):
                 return not is_builtin_call(call)
@@ -439,25 +450,6 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         else:
             return []
         return self.context.fact(defs_by_name).get(name, [])
-
-    def _project_sets_epoch(self, call: cst.Call) -> bool:
-        """A function of another project module (``engine.train_one_epoch(...)``) whose
-        module's text mentions ``set_epoch``; one that cannot be read counts as setting it."""
-        project = self.context.project
-        func = call.func
-        if project is None or not isinstance(func, (cst.Name, cst.Attribute)):
-            return False
-        dotted = dotted_name(func)
-        if dotted is None:
-            return False
-        try:
-            definition = project.resolve(str(self.context.path), dotted)
-        except Exception:  # noqa: BLE001 - an unresolvable name is unknown
-            return False
-        if definition is None or definition.path is None or definition.kind not in ("function", "method", "class"):
-            return False
-        text = project.text(definition.path)
-        return text is None or "set_epoch" in text
 
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, sampler: cst.Call, ancestors: Path, target, uncovered: Sequence[Tuple[Path, cst.CSTNode]]):
