@@ -57,7 +57,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     sampler wrapped in a `BatchSampler` (`batch_sampler=`) counts, and so does one chosen
     by a conditional expression (`RandomSampler(ds) if rank == -1 else
     DistributedSampler(ds)`), or kept in a dict comprehension whose entries the loaders
-    take (`sampler=samplers[x]`).
+    take (`sampler=samplers[x]`). A function that rebinds its loader parameter to a
+    generator over it (`loader = sample_data(loader)`) still walks the loader it was given.
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
     evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
@@ -193,6 +194,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         + "loaders = {x: DataLoader(ds[x], sampler=samplers[x]) for x in ['train', 'val']}\n"
         + "for epoch in range(3):\n    for phase in ['train', 'val']:\n        samplers[phase].set_epoch(epoch)\n"
         + "        for x, y in loaders[phase]:\n            loss(x, y).backward()\n",
+        # a parameter rebound to a one-pass generator over it: walked once
+        _SETUP
+        + "def batches(loader):\n    for b in loader:\n        yield b\n"
+        + "def train(loader):\n    loader = batches(loader)\n    for b in loader:\n        loss(b).backward()\n"
+        + "train(DataLoader(ds, sampler=DistributedSampler(ds)))\n",
         # a comment or a string is not code
         "from torch.utils.data import DataLoader\n# DistributedSampler(ds)\nx = 'DistributedSampler(ds)'\n",
     )
@@ -292,6 +298,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             + "loaders = {x: DataLoader(ds[x], sampler=samplers[x]) for x in ['train', 'val']}\n"
             + "for epoch in range(3):\n    for phase in ['train', 'val']:\n"
             + "        for x, y in loaders[phase]:\n            loss(x, y).backward()\n",
+        ),
+        # a parameter rebound to an endless generator over the loader it was given
+        Invalid(
+            _SETUP
+            + "def sample_data(loader):\n    while True:\n        for batch in loader:\n            yield batch\n"
+            + "def train(loader, steps):\n    loader = sample_data(loader)\n"
+            + "    for i in range(steps):\n        loss(next(loader)).backward()\n"
+            + "sampler = DistributedSampler(ds, shuffle=True)\ntrain(DataLoader(ds, sampler=sampler), 1000)\n",
+            line=11,
         ),
         # passed inline; a step loop that starts a new pass when the loader runs out
         Invalid(
