@@ -68,7 +68,8 @@ class _Walker:
     ``train`` is a project function (this module or another, one call deep) that walks
     that parameter. A function whose module mentions ``unless_text`` does not count, nor
     (when ``unless_name`` is given: TPF105, where an evaluation pass's order does not
-    matter) one whose name ``unless_name`` matches or that mentions ``no_grad``."""
+    matter) one whose name ``unless_name`` matches, one decorated with ``no_grad``, or a
+    walk under ``with torch.no_grad():``."""
 
     def __init__(self, index: ProjectIndex, path: str, unless_text: Optional[str], unless_name: Optional["re.Pattern[str]"]) -> None:
         self.index = index
@@ -106,15 +107,22 @@ class _Walker:
         ) if tree is not None else None
         if function is None or function.args.posonlyargs or function.args.vararg is not None:
             return False
+        guarded: List[ast.AST] = []
         if self.unless_name is not None:
-            segment = ast.get_source_segment(text, function) or ""
-            if self.unless_name.search(function.name) or _NO_GRAD.search(segment):
+            if self.unless_name.search(function.name) or any(_NO_GRAD.search(ast.unparse(d)) for d in function.decorator_list):
                 return False
+            guarded = [w for w in _own_nodes(function.body) if type(w) is ast.With and any(_NO_GRAD.search(ast.unparse(i.context_expr)) for i in w.items)]
         parameter = function.args.args[position].arg if position < len(function.args.args) else None
         if parameter is None or parameter in ("self", "cls"):
             return False
-        rebound = [n for n in _own_nodes(function.body) if type(n) is ast.Name and n.id == parameter and type(n.ctx) is not ast.Load]
-        return not rebound and any(_walks(n, _aliases(function.body, parameter, None)) for n in _own_nodes(function.body))
+        rebound = [
+            n
+            for n in _own_nodes(function.body)
+            if type(n) is ast.Name and n.id == parameter and type(n.ctx) is not ast.Load and not _wraps_itself(function.body, n)
+        ]
+        names = _aliases(function.body, parameter, None)
+        walks = [n for n in _own_nodes(function.body) if _walks(n, names)]
+        return not rebound and any(not any(_holds(g, n) for g in guarded) for n in walks)
 
 
 def _mentions(index: ProjectIndex, path: str, text: str, word: str) -> bool:
@@ -167,7 +175,15 @@ def _walked_in_a_loop(
     unless_name: Optional["re.Pattern[str]"] = None,
     walker: Optional[_Walker] = None,
 ) -> bool:
-    assign = next(
+    assign = _assignment(body, line, callee)
+    if assign is None:
+        return False
+    return _name_walked(body, assign, _bound_name(assign.targets[0], element), unless_name, walker)
+
+
+def _assignment(body: Sequence[ast.stmt], line: int, callee: str) -> Optional[ast.Assign]:
+    """``x = callee(...)`` (one target) whose call starts on ``line``."""
+    return next(
         (
             n
             for n in _own_nodes(body)
@@ -179,9 +195,16 @@ def _walked_in_a_loop(
         ),
         None,
     )
-    if assign is None:
-        return False
-    name = _bound_name(assign.targets[0], element)
+
+
+def _name_walked(
+    body: Sequence[ast.stmt],
+    assign: ast.Assign,
+    name: Optional[str],
+    unless_name: Optional["re.Pattern[str]"],
+    walker: Optional["_Walker"],
+) -> bool:
+    """``name``, bound once by ``assign`` outside any loop, is walked in a loop of the scope."""
     if name is None or (unless_name is not None and unless_name.search(name)):
         return False
     stores = [n for n in _own_nodes(body) if type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load]
@@ -263,3 +286,75 @@ def _walks(node: ast.AST, names: Sequence[str]) -> bool:
             return False
         expr = expr.args[0]  # type: ignore[attr-defined]
     return type(expr) is ast.Name and expr.id in names  # type: ignore[attr-defined]
+
+
+def _wraps_itself(body: Sequence[ast.stmt], store: ast.Name) -> bool:
+    """``loader = tqdm(loader)``: a rebinding to a pass-through wrapper of the same name,
+    which still walks what the name held."""
+    return any(
+        type(n) is ast.Assign and len(n.targets) == 1 and n.targets[0] is store and bool(_wrappers(n.value, store.id))
+        for n in _own_nodes(body)
+    )
+
+
+def sampler_walked_every_epoch(
+    index: ProjectIndex, path: str, helper: str, shuffle: Optional[str], unless_text: str, unless_name: "re.Pattern[str]"
+) -> bool:
+    """TPF105 across files, for a sampler: module-level function ``helper`` of ``path``
+    returns it, and a caller in another module binds the result to a name (passing a
+    literal ``True`` for the parameter ``shuffle`` names, when given), hands that name as
+    ``sampler=`` to a ``DataLoader`` bound once, and walks the loader every epoch (as
+    ``iterated_every_epoch`` reads a caller, with the same screens)."""
+    path = os.path.abspath(path)
+    found = index.resolve(path, helper)
+    if found is None or found.kind != "function" or found.path != path or found.function is None:
+        return False
+    params = [p.name for p in found.function.params if p.kind == "positional"]
+    for caller_path, site in index.callers(found) or ():
+        if caller_path == path or site.in_loop or site.star or site.dstar:
+            continue
+        text = index.text(caller_path)
+        if text is None or _mentions(index, caller_path, text, unless_text):
+            continue
+        tree = _parse(text)
+        body = _scope_body(tree, site.caller) if tree is not None else None
+        assign = _assignment(body, site.line, site.callee) if body is not None else None
+        if assign is None or type(assign.targets[0]) is not ast.Name or not _bound_once(body, assign.targets[0].id):  # type: ignore[attr-defined]
+            continue
+        if shuffle is not None and not _passes_true(assign.value, shuffle, params):  # type: ignore[arg-type]
+            continue
+        loader = _loader_taking(body, assign.targets[0].id)  # type: ignore[arg-type, attr-defined]
+        walker = _Walker(index, caller_path, unless_text, unless_name)
+        if loader is not None and _name_walked(body, loader, _bound_name(loader.targets[0], None), unless_name, walker):  # type: ignore[arg-type]
+            return True
+    return False
+
+
+def _passes_true(call: ast.Call, name: str, params: Sequence[str]) -> bool:
+    """The call passes the literal ``True`` for parameter ``name`` (by keyword or position)."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return type(keyword.value) is ast.Constant and keyword.value.value is True
+    position = params.index(name) if name in params else None
+    if position is None or position >= len(call.args) or any(type(a) is ast.Starred for a in call.args[: position + 1]):
+        return False
+    value = call.args[position]
+    return type(value) is ast.Constant and value.value is True
+
+
+def _loader_taking(body: Sequence[ast.stmt], sampler: str) -> Optional[ast.Assign]:
+    """The one ``loader = DataLoader(..., sampler=sampler)`` of the scope."""
+    found = [
+        n
+        for n in _own_nodes(body)
+        if type(n) is ast.Assign
+        and len(n.targets) == 1
+        and type(n.value) is ast.Call
+        and (dotted(n.value.func) or "").split(".")[-1] == "DataLoader"
+        and any(k.arg == "sampler" and type(k.value) is ast.Name and k.value.id == sampler for k in n.value.keywords)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _bound_once(body: Sequence[ast.stmt], name: str) -> bool:
+    return len([n for n in _own_nodes(body) if type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load]) == 1

@@ -197,3 +197,15 @@ def project_sets_epoch(context: FileContext, call: cst.Call) -> bool:
         return False
     text = project.text(definition.path)
     return text is None or "set_epoch" in text
+
+
+def local_defs(context: FileContext, call: cst.Call) -> List[cst.FunctionDef]:
+    """Same-module functions or methods a call may run, by name (``f()``, ``self.f()``)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        name = func.value
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        name = func.attr.value
+    else:
+        return []
+    return context.fact(defs_by_name).get(name, [])

@@ -14,6 +14,7 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from .loader_args import Path
 from .loader_facts import loader_facts, walked_every_epoch_elsewhere
+from .project_iterations import sampler_walked_every_epoch
 from .loader_sites import LoaderSite, _method_class
 from .sampler_facts import (
     Helper,
@@ -26,6 +27,7 @@ from .sampler_facts import (
     epoch_variable,
     evaluates,
     is_builtin_call,
+    local_defs,
     names_bound_to,
     project_sets_epoch,
     sampler_of,
@@ -59,6 +61,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     DistributedSampler(ds)`), or kept in a dict comprehension whose entries the loaders
     take (`sampler=samplers[x]`). A function that rebinds its loader parameter to a
     generator over it (`loader = sample_data(loader)`) still walks the loader it was given.
+    A sampler that a module-level helper returns (`def data_sampler(ds, shuffle,
+    distributed): ...`) is also followed to callers in other modules that bind it once,
+    pass it as `sampler=` to a `DataLoader` bound once and walk that loader every epoch
+    (with `shuffle=True` when the helper takes `shuffle`).
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
     evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
@@ -108,9 +114,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code names ``DistributedSampler`` and a ``DataLoader``."""
-        names = code_identifiers(tree)
-        return "DistributedSampler" in names and "DataLoader" in names
+        """The code names ``DistributedSampler`` (a helper that only returns one is read
+        for its callers in other modules)."""
+        return "DistributedSampler" in code_identifiers(tree)
 
     VALID = (
         _SETUP
@@ -328,15 +334,17 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return
         ancestors = tuple(self.context.ancestors[:-1])  # the context's stack ends with the node
         shuffle = argument(node, "shuffle", 3, self.context.lookup)
-        if not (shuffle.missing or shuffle.value is True or self._shuffled_by_callers(shuffle.node, ancestors)):
-            return
         target = bound_name(node, ancestors)
         if target is None:
             target = self._returned_by(node, ancestors)
+        # `shuffle=shuffle` of a helper no call here decides: only callers elsewhere can
+        only_elsewhere = not (shuffle.missing or shuffle.value is True or self._shuffled_by_callers(shuffle.node, ancestors))
+        if only_elsewhere and not (isinstance(target, Helper) and isinstance(shuffle.node, cst.Arg) and isinstance(shuffle.node.value, cst.Name)):
+            return
         facts = self.context.fact(loader_facts)
         uncovered: List[Tuple[Path, cst.CSTNode]] = []
         elsewhere = batched = False
-        for site in facts.sites.values():
+        for site in () if only_elsewhere else facts.sites.values():
             if not self._feeds(site, node, ancestors, target):
                 continue
             batched = batched or argument(site.call, "sampler", 3).node is None
@@ -352,6 +360,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 if any(self._sets_epoch(loop, path, target, site) for loop in loops):
                     continue
                 uncovered.append((path, loops[0]))
+        if not uncovered and not elsewhere and isinstance(target, Helper) and self.context.project is not None:
+            knob = shuffle.node.value.value if only_elsewhere else None  # type: ignore[union-attr]
+            elsewhere = sampler_walked_every_epoch(self.context.project, str(self.context.path), target.name, knob, "set_epoch", _EVAL_NAMES)
         if not uncovered and not elsewhere:
             return
         if isinstance(target, str) and uncovered:
@@ -444,7 +455,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
                 return True
-            definitions = self._local_defs(call)
+            definitions = local_defs(self.context, call)
             if definitions:
                 if depth < 2 and any(self._calls_setter(d, set(), depth + 1) for d in definitions):
                     return True
@@ -455,16 +466,6 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 return not is_builtin_call(call)
         return False
 
-    def _local_defs(self, call: cst.Call) -> List[cst.FunctionDef]:
-        """Same-module functions or methods a call may run, by name (``f()``, ``self.f()``)."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            name = func.value
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
-            name = func.attr.value
-        else:
-            return []
-        return self.context.fact(defs_by_name).get(name, [])
 
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, sampler: cst.Call, ancestors: Path, target, uncovered: Sequence[Tuple[Path, cst.CSTNode]]):
