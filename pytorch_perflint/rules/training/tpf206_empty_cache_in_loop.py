@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -141,6 +141,9 @@ class EmptyCacheInLoop(Rule):
         "    def run(self, loader):\n        for x in loader:\n            self.stats()\n            torch.cuda.empty_cache()\n",
         "import torch\nfor i, x in enumerate(loader):\n    with torch.no_grad():\n        outs.append(model(x))\n"
         "    if i % 50 == 0:\n        torch.cuda.empty_cache()\n",
+        # A loop over checkpoints of a model put in eval mode: loading is no forward.
+        "import torch\nvqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        vqgan.load_state_dict(torch.load(path))\n"
+        "    torch.cuda.empty_cache()\n",
         # Not torch's.
         "def empty_cache():\n    pass\n" + _LOOP + "    empty_cache()\n",
         "import torch\nfor x in loader:\n    model(x).backward()\n    opt.step()\n    cache.empty_cache()\n",
@@ -166,6 +169,24 @@ class EmptyCacheInLoop(Rule):
             "    def validation(self, loader):\n        for data in loader:\n            self.feed_data(data)\n            self.test()\n"
             "            torch.cuda.empty_cache()\n",
             line=10,
+        ),
+        # A model named otherwise, put in eval mode before the loop (and its submodules).
+        Invalid(
+            "import torch\nvqgan.eval()\ndef run(paths):\n    for path in paths:\n        with torch.no_grad():\n"
+            "            out = vqgan(load(path))\n        torch.cuda.empty_cache()\n",
+            line=7,
+        ),
+        Invalid(
+            "import torch\nvqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        z = vqgan.encoder(load(path))\n"
+            "    torch.cuda.empty_cache()\n",
+            line=6,
+        ),
+        # An options dict named `opt` is no optimizer.
+        Invalid(
+            "import torch\nclass Model:\n    def test(self):\n        with torch.no_grad():\n            self.output = self.net_g(self.lq)\n"
+            "    def validation(self, loader):\n        for data in loader:\n            self.test()\n            torch.cuda.empty_cache()\n"
+            "            for name, o in self.opt['val']['metrics'].items():\n                score(name, o)\n",
+            line=9,
         ),
         Invalid(
             "import torch\ndef predict(net, x):\n    return net(x).softmax(1)\n@torch.no_grad()\ndef evaluate(net, loader):\n"
@@ -229,7 +250,8 @@ class EmptyCacheInLoop(Rule):
         if facts is not None and facts.is_training:
             return None  # an epoch loop: once per epoch is no harm
         helpers = self.context.fact(forward_helpers)
-        forward, without_grad = _model_calls(loop, _class_of(ancestors[:index]), helpers, self.context.qualname)
+        evaluated = _evaluated_names(self.context.module, ancestors[:index], loop)
+        forward, without_grad = _model_calls(loop, _class_of(ancestors[:index]), helpers, self.context.qualname, evaluated)
         if without_grad and _needs_grad(loop, _class_of(ancestors[:index]), facts_all.grad_functions):
             without_grad = False  # a no-grad target network inside a training step, say
         evaluates = without_grad or under_no_grad(self.context, ancestors) or any(
@@ -262,21 +284,59 @@ def _class_of(ancestors: Sequence[cst.CSTNode]) -> Optional[str]:
 
 
 def _needs_grad(loop: cst.CSTNode, class_name: Optional[str], grad_functions) -> bool:
-    """Something in the loop needs gradients, as TPF203 reads it: ``.backward``, an
-    optimizer, ``.grad``, ``requires_grad``..., or a same-module helper that does."""
+    """Something in the loop needs gradients: ``.backward``, ``.grad`` or
+    ``requires_grad``; an optimizer's or a loss scaler's step (``opt.step()``,
+    ``optimizer.zero_grad()``, ``scaler.scale(loss)``); a same-module helper that does.
+    (An options dict named ``self.opt`` is no optimizer: only those methods count.)"""
     stack: List[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             continue
-        if type(node) is cst.Name and needs_grad_name(node.value):
+        if type(node) is cst.Attribute and node.attr.value in ("grad", "requires_grad", "backward"):
             return True
-        if type(node) is cst.Attribute and needs_grad_name(node.attr.value):
-            return True
-        if type(node) is cst.Call and callee_key(node, class_name) in grad_functions:
-            return True
+        if type(node) is cst.Call:
+            if callee_key(node, class_name) in grad_functions:
+                return True
+            if type(node.func) is cst.Attribute and node.func.attr.value in _GRAD_METHODS:
+                receiver = last_name(node.func.value) if type(node.func.value) in (cst.Name, cst.Attribute) else None
+                if receiver is not None and needs_grad_name(receiver):
+                    return True
         stack.extend(child_nodes(node))
     return False
+
+
+# What an optimizer or a loss scaler is called for (not ``self.opt.get(...)``, an options dict).
+_GRAD_METHODS = frozenset({"step", "zero_grad", "scale", "unscale_"})
+_NOT_FORWARD = frozenset(
+    {"eval", "train", "to", "cuda", "cpu", "half", "float", "load_state_dict", "state_dict", "parameters", "zero_grad"}
+)
+
+
+def _submodule_of(root: str, evaluated: FrozenSet[str]) -> bool:
+    """``vqgan.encoder`` of an evaluated ``vqgan`` (not ``vqgan.load_state_dict``)."""
+    owner, _, attr = root.rpartition(".")
+    return owner in evaluated and attr not in _NOT_FORWARD
+
+
+def _evaluated_names(module: cst.Module, ancestors: Sequence[cst.CSTNode], loop: cst.CSTNode) -> FrozenSet[str]:
+    """Names put in eval mode (``x.eval()`` as a statement) at module level, or in the
+    loop's function before the loop: the models that TPF203 sees evaluated."""
+    names = set()
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    roots: List[cst.CSTNode] = list(module.body) + ([function.body] if function is not None else [])
+    for root in roots:
+        stack: List[cst.CSTNode] = [root]
+        while stack:
+            node = stack.pop()
+            if node is loop or isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not root:
+                continue
+            if type(node) is cst.Call and method_name(node) == "eval" and not node.args:
+                name = dotted_name(node.func.value)  # type: ignore[attr-defined]
+                if name is not None:
+                    names.add(name)
+            stack.extend(child_nodes(node))
+    return frozenset(names)
 
 
 def _model_calls(
@@ -284,6 +344,7 @@ def _model_calls(
     class_name: Optional[str],
     helpers: ForwardHelpers,
     qualname: Callable[[cst.CSTNode], Optional[str]],
+    evaluated: FrozenSet[str] = frozenset(),
 ) -> Tuple[bool, bool]:
     """Whether the loop's own body (not a nested loop or function) runs a model forward,
     and whether it does so with autograd off, in a no-grad ``with`` of its body or through
@@ -293,7 +354,9 @@ def _model_calls(
     ``model.forward(x)``) that the loop does not bind, or of a same-module loop-free helper
     that runs one (``forward_helpers``): a loop over models or checkpoints (``for name,
     model in models.items():``) frees one model's memory before the next, which is what
-    the cache is emptied for, and a helper that loops itself evaluates a whole set."""
+    the cache is emptied for, and a helper that loops itself evaluates a whole set. A
+    name put in eval mode before the loop (``evaluated``) is a model too: ``vqgan(x)``,
+    and under no-grad its submodules, ``vqgan.encoder(x)``."""
     bound = loop_bound_names(loop)  # type: ignore[arg-type]
     forward = without_grad = False
     stack: List[Tuple[cst.CSTNode, bool]] = [(loop.body, False)]  # type: ignore[attr-defined]
@@ -307,7 +370,10 @@ def _model_calls(
             target = node.func.value if method_name(node) == "forward" else node.func  # type: ignore[attr-defined]
             root = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
             key = callee_key(node, class_name)
-            if is_model_call(node) and root is not None and root.split(".")[0] not in bound:
+            head = root.split(".")[0] if root is not None else None
+            if head is not None and head not in bound and (
+                is_model_call(node) or root in evaluated or (off and _submodule_of(root, evaluated))
+            ):
                 forward = True
                 without_grad |= off
             elif key is not None and key in helpers.forward:
