@@ -28,8 +28,11 @@ steps the optimizer around an inner micro-batch loop that only runs backward (gr
 accumulation) is a step loop, and so is the inner loop.
 
 Helpers are resolved by name only: ``f(...)`` to a function ``f`` defined in the module
-(outside classes), ``self.f(...)`` / ``cls.f(...)`` to a method of the enclosing class. This
-is cheap and precise enough; anything else is not followed.
+(outside classes), ``self.f(...)`` / ``cls.f(...)`` to a method of the enclosing class. With a
+project index, a call of a function or method of another module that trains (itself or
+through the project functions it calls, ``project_calls.training_reach``) makes the loops
+around it and the function it stands in train, as a same-module step helper would; one that
+loops over steps makes them epoch loops and an epoch helper. Anything else is not followed.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
-"""Project functions and methods that a call reaches in other modules (TPF202).
+"""Project functions and methods that a call reaches in other modules (TPF202, and the
+training loops every TPF2xx rule shares).
 
 Training code calls its step and its helpers across files: ``trainer.train_step(x, y)``
 with ``trainer = Trainer(...)`` from ``trainer.py``, ``calculate_accuracy(...)`` from
 ``utils.py``, ``meter.add(loss)``. This module answers, through the project index
 (``ctx.project``), which project definitions a LibCST call runs and what their bodies do:
-whether they run a training step, have loops of their own, or sync with the device
-unconditionally (any depth, through the project functions they call unconditionally).
+whether they run a training step (``training_reach``: one step or a loop of them, any
+depth), have loops of their own, or sync with the device on every call (any depth).
 
-Bodies are read with ``ast`` on demand (only for callees a training loop reaches) and kept
-per index while the module's summary is unchanged.
+Bodies are read with ``ast`` on demand and kept per index while the module's summary is
+unchanged.
 """
 
 from __future__ import annotations
