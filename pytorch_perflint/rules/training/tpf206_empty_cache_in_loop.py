@@ -48,9 +48,10 @@ class EmptyCacheInLoop(Rule):
     """## What it does
     Flags `torch.cuda.empty_cache()` (and `torch.accelerator.empty_cache()`,
     `torch.mps.empty_cache()`, `torch.xpu.empty_cache()`) called on every iteration of a
-    training loop (a loop that runs `.backward()` or an optimizer step once per step) or of
-    an evaluation loop (a loop that calls a model under `torch.no_grad()` /
-    `torch.inference_mode()`, or one TPF203 sees as evaluation).
+    training loop (a loop that runs `.backward()` or an optimizer step once per step, itself
+    or through project functions it calls, in any module) or of an evaluation loop (a loop
+    that calls a model under `torch.no_grad()` / `torch.inference_mode()`, around it or in
+    its own body, or through a loop-free helper that does; or one TPF203 sees as evaluation).
 
     Silent outside loops, in an epoch loop around a helper that trains a whole epoch, under
     a guard that runs it every N steps (`if step % 100 == 0:`) or behind a flag, in an
