@@ -41,6 +41,7 @@ MET = {
     "conv_bias_defaults",
     "arch_from_args",
     "distributed_epochs",
+    "steps_elsewhere",
 }
 
 Finding = Tuple[str, int, str]  # (file relative to the project, line, code)

@@ -9,6 +9,7 @@ import pytest
 
 from pytorch_perflint.context import FileContext
 from pytorch_perflint.rules.training.classifiers import is_optimizer_name
+from pytorch_perflint.rules.training.forward_helpers import forward_helpers
 from pytorch_perflint.rules.training.gradients import writes_into_grads
 from pytorch_perflint.rules.training.loops import (
     loop_bound_names,
@@ -152,3 +153,21 @@ def test_gradient_accumulation_keeps_the_outer_step_loop():
 )
 def test_test_files_are_what_pytest_and_unittest_collect(path, expected):
     assert is_test_path(PurePath(path)) is expected
+
+
+def test_forward_helpers_are_loop_free_and_know_when_grad_is_off():
+    source = (
+        "import torch\n"
+        "class M:\n"
+        "    def test(self):\n        with torch.no_grad():\n            self.out = self.net_g(self.lq)\n"
+        "    def outer(self):\n        self.test()\n"
+        "    def plain(self, x):\n        return self.net(x)\n"
+        "    def stats(self):\n        with torch.no_grad():\n            return self.meter.mean()\n"
+        "@torch.no_grad()\ndef predict(model, x):\n    return model(x)\n"
+        "def evaluate(model, loader):\n    for x in loader:\n        model(x)\n"
+        "def wrap(model, x):\n    with torch.no_grad():\n        return plain_call(model, x)\n"
+        "def plain_call(model, x):\n    return model(x)\n"
+    )
+    helpers = context(source).fact(forward_helpers)
+    assert helpers.forward == {("M", "test"), ("M", "outer"), ("M", "plain"), (None, "predict"), (None, "wrap"), (None, "plain_call")}
+    assert helpers.no_grad_forward == {("M", "test"), ("M", "outer"), (None, "predict"), (None, "wrap")}

@@ -24,6 +24,7 @@ from pytorch_perflint.rules.training.project_calls import (
     loop_call_sites,
     plain_loop_call,
     syncs_every_call,
+    training_reach,
 )
 from pytorch_perflint.testing import FIXTURES
 
@@ -218,3 +219,26 @@ def test_a_module_summary_keeps_its_words_only_when_it_calls_eval_or_train():
     assert {"run_batches", "model", "eval"} <= set(evaluating.extra(MODE_WORDS))
     assert summarize(None, "def constraint(x):\n    return evaluate(x)\n").extra(MODE_WORDS) is None
     assert summarize(None, "model.ｅval()\nrun_batches(model)\n").extra(MODE_WORDS) is not None  # NFKC
+
+
+def test_training_reach_follows_project_calls_and_tells_one_step_from_an_epoch(tmp_path):
+    root = _project(
+        tmp_path,
+        {
+            "optim.py": "def backward_and_step(loss, opt):\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
+            "ppo.py": (
+                "from optim import backward_and_step\n\n"
+                "def ppo_step(net, opt, x, l2):\n    loss = net(x).mean()\n    for p in net.parameters():\n"
+                "        loss = loss + p.pow(2).sum() * l2\n    backward_and_step(loss, opt)\n\n"
+                "def epoch(net, opt, loader):\n    for x in loader:\n        ppo_step(net, opt, x, 0.0)\n\n"
+                "def own_epoch(net, opt, loader):\n    for x in loader:\n        net(x).mean().backward()\n        opt.step()\n\n"
+                "def log(x):\n    print(x)\n"
+            ),
+        },
+    )
+    index = ProjectIndex(root)
+    ppo = str(root / "ppo.py")
+    assert training_reach(index, index.resolve(ppo, "ppo_step")) is False  # one step; the loop is over parameters
+    assert training_reach(index, index.resolve(ppo, "epoch")) is True  # calls a step in a loop
+    assert training_reach(index, index.resolve(ppo, "own_epoch")) is True
+    assert training_reach(index, index.resolve(ppo, "log")) is None

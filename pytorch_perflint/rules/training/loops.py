@@ -28,8 +28,11 @@ steps the optimizer around an inner micro-batch loop that only runs backward (gr
 accumulation) is a step loop, and so is the inner loop.
 
 Helpers are resolved by name only: ``f(...)`` to a function ``f`` defined in the module
-(outside classes), ``self.f(...)`` / ``cls.f(...)`` to a method of the enclosing class. This
-is cheap and precise enough; anything else is not followed.
+(outside classes), ``self.f(...)`` / ``cls.f(...)`` to a method of the enclosing class. With a
+project index, a call of a function or method of another module that trains (itself or
+through the project functions it calls, ``project_calls.training_reach``) makes the loops
+around it and the function it stands in train, as a same-module step helper would; one that
+loops over steps makes them epoch loops and an epoch helper. Anything else is not followed.
 """
 
 from __future__ import annotations
@@ -64,9 +67,7 @@ from .classifiers import (
     method_name,
 )
 from .host_syncs import is_sync_call
-from .project_calls import BodyFacts, body_facts, own_path, project_callees, trains
-
-_UNREAD = BodyFacts(True, (), ())  # a body that cannot be read may loop
+from .project_calls import own_path, project_callees, training_reach
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,6 +225,7 @@ class _Func:
     step: bool = False
     grad: bool = False
     sync: bool = False
+    epoch: bool = False  # calls a project function of another module that loops over steps
     callees: Set[FuncKey] = field(default_factory=set)
     loops: List["_Loop"] = field(default_factory=list)
 
@@ -375,8 +377,8 @@ class TrainingFactsBuilder:
             for loop in loops:
                 loop.backward |= backward
                 loop.step |= step
-        elif loops and self.context.project is not None:
-            self.on_project_call(call, stack, loops)
+        elif self.context.project is not None and (loops or func.node is not None):
+            self.on_project_call(call, stack, func, loops)
         key = callee_key(call, func.class_name)
         if key is not None:
             func.callees.add(key)
@@ -387,20 +389,26 @@ class TrainingFactsBuilder:
             if start is not None and not guarded_between([*stack[start:], call]):
                 func.sync = True
 
-    def on_project_call(self, call: cst.Call, stack: List[cst.CSTNode], loops: List["_Loop"]) -> None:
-        """A call in a loop of a project function or method of another module that runs
-        a training step (``trainer.train_step(x)``, ``agent.update(rollouts)``): the loop
-        trains; when that function loops itself, the loop is an epoch loop."""
+    def on_project_call(self, call: cst.Call, stack: List[cst.CSTNode], func: _Func, loops: List["_Loop"]) -> None:
+        """A call of a project function or method of another module that runs a training
+        step, itself or through the project functions it calls (``trainer.train_step(x)``,
+        ``agent.update(rollouts)``, ``ppo_step(...)`` from ``core/``): the loops around the
+        call train, and so does the function it stands in (a loop that calls that function
+        trains, as with any same-module step helper). When the callee loops over steps
+        itself, the loops around it are epoch loops and the function is an epoch helper."""
         if type(call.func) not in (cst.Name, cst.Attribute):
             return
         scope = self.context.scope_for(stack[-1] if stack else self.context.module, stack)
         callees = project_callees(self.context, call, scope)
         if not callees or any(d.path == own_path(self.context) for d in callees):
             return  # unknown, or this module's own (the walk sees those)
-        if not all(d.function is not None and trains(d.function) for d in callees):
-            return
         index = self.context.project
-        epoch = any((body_facts(index, d) or _UNREAD).has_loop for d in callees)
+        reaches = [training_reach(index, d) for d in callees]
+        if any(reach is None for reach in reaches):
+            return
+        epoch = any(reaches)
+        func.backward = func.step = True
+        func.epoch |= epoch
         for loop in loops:
             loop.backward = loop.step = True
             loop.epoch_call |= epoch
@@ -432,7 +440,7 @@ class TrainingFactsBuilder:
         def trains(loop: _Loop) -> bool:
             return any(training[id(loop)])
 
-        loop_fns = self._closure(lambda f: any(trains(loop) for loop in f.loops))
+        loop_fns = self._closure(lambda f: f.epoch or any(trains(loop) for loop in f.loops))
 
         def nested_steps(loop: _Loop, own_step: bool) -> bool:
             """A nested training loop that runs the optimizer steps (a batch loop inside an

@@ -1,14 +1,15 @@
-"""Project functions and methods that a call reaches in other modules (TPF202).
+"""Project functions and methods that a call reaches in other modules (TPF202, and the
+training loops every TPF2xx rule shares).
 
 Training code calls its step and its helpers across files: ``trainer.train_step(x, y)``
 with ``trainer = Trainer(...)`` from ``trainer.py``, ``calculate_accuracy(...)`` from
 ``utils.py``, ``meter.add(loss)``. This module answers, through the project index
 (``ctx.project``), which project definitions a LibCST call runs and what their bodies do:
-whether they run a training step, have loops of their own, or sync with the device
-unconditionally (any depth, through the project functions they call unconditionally).
+whether they run a training step (``training_reach``: one step or a loop of them, any
+depth), have loops of their own, or sync with the device on every call (any depth).
 
-Bodies are read with ``ast`` on demand (only for callees a training loop reaches) and kept
-per index while the module's summary is unchanged.
+Bodies are read with ``ast`` on demand and kept per index while the module's summary is
+unchanged.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class BodyFacts:
     has_loop: bool  # a loop of its own: a train-one-epoch helper, not one step
     syncs: Tuple[int, ...]  # lines of device-to-host syncs that run on every call
     calls: Tuple[str, ...]  # callees (as written) called on every call
+    callees: Tuple[str, ...] = ()  # every callee (as written), conditional or in a loop too
+    loop_callees: Tuple[str, ...] = ()  # the callees called inside a loop of the body
+    loop_trains: bool = False  # runs backward or an optimizer step inside a loop of its own
 
 
 # ---------------------------------------------------------------------------------------
@@ -183,6 +187,38 @@ def body_facts(index: ProjectIndex, definition: Definition) -> Optional[BodyFact
     return facts
 
 
+def training_reach(index: ProjectIndex, definition: Definition, depth: int = 0, seen: Optional[Set[Tuple]] = None) -> Optional[bool]:
+    """Whether calling a project function runs a training step, through the project
+    functions it calls (any module, up to ``MAX_DEPTH`` calls away): None when it does not
+    (as far as the project shows), False when it runs one step per call, True when it loops
+    over steps (a train-one-epoch helper: backward or a step inside one of its loops, or a
+    training callee called in a loop, at any depth). A body that cannot be read counts as
+    looping, which keeps the loops around it quiet."""
+    seen = set() if seen is None else seen
+    function = definition.function
+    if function is None or definition.key in seen:
+        return None
+    seen.add(definition.key)
+    own = trains(function)
+    facts = body_facts(index, definition)
+    if facts is None:
+        return True if own else None
+    if facts.loop_trains:
+        return True
+    found: Optional[bool] = False if own else None
+    if depth >= MAX_DEPTH:
+        return found
+    for callee in facts.callees:
+        target = _callee_of(index, definition, callee)
+        reach = None if target is None else training_reach(index, target, depth + 1, seen)
+        if reach is None:
+            continue
+        if reach or callee in facts.loop_callees:
+            return True
+        found = False
+    return found
+
+
 def syncs_every_call(index: ProjectIndex, definition: Definition, depth: int = 0, seen: Optional[Set[Tuple]] = None) -> bool:
     """Whether calling the function always syncs with the device: a sync in its own body
     outside any condition or loop, or such a call of a project function that does."""
@@ -216,7 +252,11 @@ def _callee_of(index: ProjectIndex, caller: Definition, callee: str) -> Optional
 def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     syncs: List[int] = []
     calls: List[str] = []
+    callees: List[str] = []
+    loop_callees: List[str] = []
     has_loop = [False]
+    loop_trains = [False]
+    in_loop = [0]
 
     def visit(child: ast.AST, always: bool) -> None:
         if isinstance(child, _SCOPES):
@@ -224,9 +264,19 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
         if isinstance(child, _LOOPS):
             has_loop[0] = True
             visit(child.iter if isinstance(child, (ast.For, ast.AsyncFor)) else child.test, always)
+            in_loop[0] += 1
             for part in (*child.body, *child.orelse):
                 visit(part, False)
+            in_loop[0] -= 1
             return
+        if isinstance(child, ast.Call):
+            name = dotted(child.func)
+            if name is not None:
+                callees.append(name)
+                if in_loop[0]:
+                    loop_callees.append(name)
+            if in_loop[0] and _trains_call(child):
+                loop_trains[0] = True
         if isinstance(child, ast.If):
             visit(child.test, always)
             block(child.body, False)
@@ -272,7 +322,29 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
                 always = False  # `if not self.enabled: return` makes the rest conditional
 
     block(node.body, True)  # type: ignore[attr-defined]
-    return BodyFacts(has_loop[0], tuple(syncs), tuple(dict.fromkeys(calls)))
+    return BodyFacts(
+        has_loop[0],
+        tuple(syncs),
+        tuple(dict.fromkeys(calls)),
+        tuple(dict.fromkeys(callees)),
+        tuple(dict.fromkeys(loop_callees)),
+        loop_trains[0],
+    )
+
+
+def _trains_call(call: ast.Call) -> bool:
+    """``x.backward()`` / ``x.manual_backward()``, or ``.step()`` on a receiver named like an
+    optimizer (or ``scaler.step(opt)``): the same words as ``trains`` reads in a summary."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in ("backward", "manual_backward"):
+        return True
+    if func.attr != "step":
+        return False
+    receiver = dotted(func.value) or ""
+    last = receiver.rsplit(".", 1)[-1]
+    return ("scaler" in last.lower() and bool(call.args)) or bool(last and is_optimizer_name(last))
 
 
 def _may_exit(statement: ast.stmt) -> bool:

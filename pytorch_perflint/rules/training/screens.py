@@ -12,6 +12,7 @@ import ast
 import bisect
 import functools
 import re
+import string
 from typing import Callable, FrozenSet, Iterator, Optional, Set, Union
 
 from ...analysis.ast_index import (
@@ -37,6 +38,63 @@ Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 
 _NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
 
+
+# The text screen's words: one ``in`` each, and a regex only where one is there (a pattern
+# that starts with ``\w`` or ``\b`` is tried at every position of every file).
+_OPTIMIZE_CALL = re.compile(r"\.optimi[sz]e(?:_\w*)?\(")
+# ``name = SomeClass(...)`` / ``name = mod.SomeClass(...)`` at the start of a line (of
+# "\n" + the text: a literal first character is searched for, ``^`` is tried everywhere).
+_BUILT_NAME = re.compile(r"\n[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:\w+\.)*[A-Z]")
+
+
+_IDENTIFIER_START = frozenset(string.ascii_letters + "_")
+
+
+def _is_word_character(character: str) -> bool:
+    """What ``\\w`` matches."""
+    return character.isalnum() or character == "_"
+
+
+def _after_word(source: str, needle: str) -> bool:
+    """``needle`` right after a word character somewhere (the regex ``\\w`` + needle)."""
+    at = source.find(needle, 1)
+    while at != -1:
+        if _is_word_character(source[at - 1]):
+            return True
+        at = source.find(needle, at + 1)
+    return False
+
+
+def _update_receivers(source: str) -> Set[str]:
+    """The names ``x`` of the ``x.update(`` calls (a whole word that starts with an ASCII
+    letter or ``_``: what ``\\b[A-Za-z_]\\w*`` before ``.update(`` finds)."""
+    out: Set[str] = set()
+    at = source.find(".update(")
+    while at != -1:
+        start = at
+        while start > 0 and _is_word_character(source[start - 1]):
+            start -= 1
+        if start < at and source[start] in _IDENTIFIER_START:
+            out.add(source[start:at])
+        at = source.find(".update(", at + 1)
+    return out
+
+
+def could_train_text(source: str) -> bool:
+    """The text screen of the rules that need a training loop (TPF202, TPF205): a loop
+    that trains, or a call of what may be a step function of another module:
+    ``train_step(``, ``.learn(``, ``.optimize_parameters(``, ``.train_batch(``, or
+    ``x.update(`` where ``x = SomeClass(...)`` (not ``dict.update``)."""
+    if ".backward(" in source or ".step(" in source or ".learn(" in source:
+        return True
+    if _after_word(source, "_step(") or _after_word(source, "_batch("):
+        return True
+    if ".optimi" in source and _OPTIMIZE_CALL.search(source):
+        return True
+    if ".update(" not in source:
+        return False
+    receivers = _update_receivers(source)
+    return bool(receivers) and not receivers.isdisjoint(_BUILT_NAME.findall("\n" + source))
 
 def _own_nodes(root: ast.AST) -> Iterator[ast.AST]:
     """The nodes under ``root`` that belong to its own frame: not those of nested functions
@@ -273,8 +331,10 @@ def _is_training_call(node: ast.AST, tree: ast.Module) -> bool:
 def could_have_training_loop(tree: ast.Module) -> bool:
     """The rough shape of ``training.training_facts``' training loops: the file calls
     backward or an optimizer's ``.step()`` somewhere, and some loop calls one itself or calls a function
-    (or method) defined in this file, which may be a training-step helper."""
-    if not calls_training_step(tree):
+    (or method) defined in this file, which may be a training-step helper. A file that
+    only calls a function named like a step (``ppo_step(...)``, of another module, from a
+    helper here) passes too: the helper may be a step function through it."""
+    if not calls_training_step(tree) and not _calls_step_by_name(tree):
         return False
     index = tree_index(tree)
     defined = {function.name for function in index.functions}
@@ -296,6 +356,12 @@ def calls_training_step(tree: ast.Module) -> bool:
 _STEP_WORDS = re.compile(r"(?:^|_)step(?:$|_)|^update$|^learn$|^optimi[sz]e(?:$|_)|_batch$", re.IGNORECASE)
 # Classes whose ``.update()`` fills a container, not a model (``OrderedSet()``, ``Counter()``).
 _CONTAINERS = re.compile(r"(?:Set|Dict|Counter|Map|List|Cache|Queue|Stack|Tuple)$")
+
+
+def _calls_step_by_name(tree: ast.Module) -> bool:
+    """Some call, anywhere, of a function named like a training step (``a2c_step(...)``,
+    ``step(...)``, ``update(...)``)."""
+    return any(isinstance(call.func, ast.Name) and _STEP_WORDS.search(call.func.id) for call in tree_index(tree).calls)
 
 
 def loop_calls_step_by_name(tree: ast.Module) -> bool:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
-import string
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
 
 import libcst as cst
@@ -21,7 +19,7 @@ from .loops import (
     training_facts,
     walk,
 )
-from .screens import could_have_training_loop, loop_calls_step_by_name, step_function_syncs
+from .screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
 from .test_code import in_test_code
 
 _CONVERSIONS = frozenset({"float", "int", "bool"})
@@ -30,49 +28,8 @@ _TORCH_REDUCTIONS = frozenset(
     f"torch.{n}" for n in ("sum", "mean", "max", "min", "norm", "argmax", "count_nonzero", "any", "all", "isnan", "isfinite")
 )
 _PREAMBLE = "import torch\nmodel.cuda()\n"
-# The text screen's words: one ``in`` each, and a regex only where one is there (a pattern
-# that starts with ``\w`` or ``\b`` is tried at every position of every file).
-_OPTIMIZE_CALL = re.compile(r"\.optimi[sz]e(?:_\w*)?\(")
-# ``name = SomeClass(...)`` / ``name = mod.SomeClass(...)`` at the start of a line (of
-# "\n" + the text: a literal first character is searched for, ``^`` is tried everywhere).
-_BUILT_NAME = re.compile(r"\n[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:\w+\.)*[A-Z]")
-
-
 # Methods whose result is already on the host: printing or converting it syncs nothing more.
 _HOST_RESULTS = frozenset({"item", "tolist", "numpy", "cpu"})
-
-
-_IDENTIFIER_START = frozenset(string.ascii_letters + "_")
-
-
-def _is_word_character(character: str) -> bool:
-    """What ``\\w`` matches."""
-    return character.isalnum() or character == "_"
-
-
-def _after_word(source: str, needle: str) -> bool:
-    """``needle`` right after a word character somewhere (the regex ``\\w`` + needle)."""
-    at = source.find(needle, 1)
-    while at != -1:
-        if _is_word_character(source[at - 1]):
-            return True
-        at = source.find(needle, at + 1)
-    return False
-
-
-def _update_receivers(source: str) -> Set[str]:
-    """The names ``x`` of the ``x.update(`` calls (a whole word that starts with an ASCII
-    letter or ``_``: what ``\\b[A-Za-z_]\\w*`` before ``.update(`` finds)."""
-    out: Set[str] = set()
-    at = source.find(".update(")
-    while at != -1:
-        start = at
-        while start > 0 and _is_word_character(source[start - 1]):
-            start -= 1
-        if start < at and source[start] in _IDENTIFIER_START:
-            out.add(source[start:at])
-        at = source.find(".update(", at + 1)
-    return out
 
 
 class HostSyncInTrainingLoop(Rule):
@@ -137,19 +94,10 @@ class HostSyncInTrainingLoop(Rule):
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A training loop, or a call of what may be a step function of another module:
-        ``train_step(``, ``.learn(``, ``.optimize_parameters(``, ``.train_batch(``, or
-        ``x.update(`` where ``x = SomeClass(...)`` (not ``dict.update``)."""
-        if ".backward(" in source or ".step(" in source or ".learn(" in source:
-            return True
-        if _after_word(source, "_step(") or _after_word(source, "_batch("):
-            return True
-        if ".optimi" in source and _OPTIMIZE_CALL.search(source):
-            return True
-        if ".update(" not in source:
-            return False
-        receivers = _update_receivers(source)
-        return bool(receivers) and not receivers.isdisjoint(_BUILT_NAME.findall("\n" + source))
+        """A training loop, or a call of what may be a step function of another module
+        (``screens.could_train_text``)."""
+        return could_train_text(source)
+
     needs_cuda = True
 
     @classmethod

@@ -20,7 +20,7 @@ from .graph_values import (
 )
 from .loops import training_facts
 from .no_grad import under_no_grad
-from .screens import could_have_training_loop, loop_calls_step_by_name
+from .screens import could_have_training_loop, could_train_text, loop_calls_step_by_name
 from .test_code import in_test_code
 
 _SETUP = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
@@ -90,7 +90,13 @@ class LossAccumulatedWithGraph(Rule):
         "memory grows each iteration; accumulate `{value}.detach()` instead"
     )
     fix_applicability = Applicability.SAFE
-    triggers = (".backward(", ".step(")
+    triggers = (".backward(", ".step(")  # a training loop (see could_fire for step functions)
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """TPF202's text screen: a training loop, or a call of a step function of another
+        module (``screens.could_train_text``)."""
+        return could_train_text(source)
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:

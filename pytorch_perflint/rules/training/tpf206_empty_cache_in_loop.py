@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -13,9 +13,10 @@ from ...analysis.scope import dotted_name
 from ...analysis.walk import child_nodes
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .classifiers import last_name, method_name
+from .classifiers import callee_key, is_no_grad_expr, last_name, method_name
+from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
 from .loops import guarded_between, loop_bound_names, step_loop_around, training_facts
-from .no_grad import MODEL_NAME, evaluation_loops, under_no_grad
+from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
 from .test_code import in_test_code
 
 # Every spelling of "give the caching allocator's free blocks back to the driver".
@@ -47,9 +48,10 @@ class EmptyCacheInLoop(Rule):
     """## What it does
     Flags `torch.cuda.empty_cache()` (and `torch.accelerator.empty_cache()`,
     `torch.mps.empty_cache()`, `torch.xpu.empty_cache()`) called on every iteration of a
-    training loop (a loop that runs `.backward()` or an optimizer step once per step) or of
-    an evaluation loop (a loop that calls a model under `torch.no_grad()` /
-    `torch.inference_mode()`, or one TPF203 sees as evaluation).
+    training loop (a loop that runs `.backward()` or an optimizer step once per step, itself
+    or through project functions it calls, in any module) or of an evaluation loop (a loop
+    that calls a model under `torch.no_grad()` / `torch.inference_mode()`, around it or in
+    its own body, or through a loop-free helper that does; or one TPF203 sees as evaluation).
 
     Silent outside loops, in an epoch loop around a helper that trains a whole epoch, under
     a guard that runs it every N steps (`if step % 100 == 0:`) or behind a flag, in an
@@ -128,6 +130,21 @@ class EmptyCacheInLoop(Rule):
         "    torch.cuda.empty_cache()\n",
         "import torch\n@torch.no_grad()\ndef run(paths, x):\n    for path in paths:\n        net = torch.load(path)\n"
         "        outs.append(net(x))\n        torch.cuda.empty_cache()\n",
+        # A loop over checkpoints, each evaluated by a helper that loops over the data.
+        "import torch\n@torch.no_grad()\ndef evaluate(model, loader):\n    for x in loader:\n        out = model(x)\n"
+        "def sweep(model, paths, loader):\n    for path in paths:\n        model.load_state_dict(torch.load(path))\n"
+        "        evaluate(model, loader)\n        torch.cuda.empty_cache()\n",
+        # A no-grad target network inside a step whose training is out of sight.
+        "import torch\nfor s, s2 in loader:\n    with torch.no_grad():\n        nxt = target_net(s2)\n"
+        "    optimizer.zero_grad()\n    agent.learn(s, nxt)\n    torch.cuda.empty_cache()\n",
+        # A no-grad helper that is not a forward (no model called), and one every N batches.
+        "import torch\nclass V:\n    def stats(self):\n        with torch.no_grad():\n            return self.meter.mean()\n"
+        "    def run(self, loader):\n        for x in loader:\n            self.stats()\n            torch.cuda.empty_cache()\n",
+        "import torch\nfor i, x in enumerate(loader):\n    with torch.no_grad():\n        outs.append(model(x))\n"
+        "    if i % 50 == 0:\n        torch.cuda.empty_cache()\n",
+        # A loop over checkpoints of a model put in eval mode: loading is no forward.
+        "import torch\nvqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        vqgan.load_state_dict(torch.load(path))\n"
+        "    torch.cuda.empty_cache()\n",
         # Not torch's.
         "def empty_cache():\n    pass\n" + _LOOP + "    empty_cache()\n",
         "import torch\nfor x in loader:\n    model(x).backward()\n    opt.step()\n    cache.empty_cache()\n",
@@ -135,6 +152,48 @@ class EmptyCacheInLoop(Rule):
         _LOOP + "    # torch.cuda.empty_cache()\n    s = 'torch.cuda.empty_cache()'\n",
     )
     INVALID = (
+        # The training step runs in a helper the loop calls.
+        Invalid(
+            "import torch\ndef update(batch):\n    loss = model(batch).mean()\n    loss.backward()\n    opt.step()\n"
+            "for batch in loader:\n    update(batch)\n    torch.cuda.empty_cache()\n",
+            line=8,
+        ),
+        # The forward runs under no-grad inside the loop (one image at a time).
+        Invalid(
+            "import torch\nfor path in paths:\n    img = load(path)\n    with torch.no_grad():\n        out = net(img)[0]\n"
+            "    save(out)\n    torch.cuda.empty_cache()\n",
+            line=7,
+        ),
+        # ... or in a loop-free helper method of the class (basicsr's validation).
+        Invalid(
+            "import torch\nclass Model:\n    def test(self):\n        with torch.no_grad():\n            self.output = self.net_g(self.lq)\n"
+            "    def validation(self, loader):\n        for data in loader:\n            self.feed_data(data)\n            self.test()\n"
+            "            torch.cuda.empty_cache()\n",
+            line=10,
+        ),
+        # A model named otherwise, put in eval mode before the loop (and its submodules).
+        Invalid(
+            "import torch\nvqgan.eval()\ndef run(paths):\n    for path in paths:\n        with torch.no_grad():\n"
+            "            out = vqgan(load(path))\n        torch.cuda.empty_cache()\n",
+            line=7,
+        ),
+        Invalid(
+            "import torch\nvqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        z = vqgan.encoder(load(path))\n"
+            "    torch.cuda.empty_cache()\n",
+            line=6,
+        ),
+        # An options dict named `opt` is no optimizer.
+        Invalid(
+            "import torch\nclass Model:\n    def test(self):\n        with torch.no_grad():\n            self.output = self.net_g(self.lq)\n"
+            "    def validation(self, loader):\n        for data in loader:\n            self.test()\n            torch.cuda.empty_cache()\n"
+            "            for name, o in self.opt['val']['metrics'].items():\n                score(name, o)\n",
+            line=9,
+        ),
+        Invalid(
+            "import torch\ndef predict(net, x):\n    return net(x).softmax(1)\n@torch.no_grad()\ndef evaluate(net, loader):\n"
+            "    for x in loader:\n        probs = predict(net, x)\n        torch.cuda.empty_cache()\n",
+            line=8,
+        ),
         Invalid(_LOOP + "    torch.cuda.empty_cache()\n", line=6),
         Invalid(
             "from torch.cuda import empty_cache\n" + _LOOP.replace("import torch\n", "") + "    empty_cache()\n",
@@ -187,13 +246,19 @@ class EmptyCacheInLoop(Rule):
         if index is None:
             return None
         loop = ancestors[index]
-        facts = self.context.fact(training_facts).loop(loop)
+        facts_all = self.context.fact(training_facts)
+        facts = facts_all.loop(loop)
         if facts is not None and facts.is_training:
             return None  # an epoch loop: once per epoch is no harm
-        evaluates = under_no_grad(self.context, ancestors) or any(
+        helpers = self.context.fact(forward_helpers)
+        evaluated = _evaluated_names(self.context.module, ancestors[:index], loop)
+        forward, without_grad = _model_calls(loop, _class_of(ancestors[:index]), helpers, self.context.qualname, evaluated)
+        if without_grad and _needs_grad(loop, _class_of(ancestors[:index]), facts_all.grad_functions):
+            without_grad = False  # a no-grad target network inside a training step, say
+        evaluates = without_grad or under_no_grad(self.context, ancestors) or any(
             e.node is loop for e in self.context.fact(evaluation_loops)
         )
-        if evaluates and _calls_a_model(loop):
+        if evaluates and forward:
             return index, "an evaluation"
         return None
 
@@ -211,25 +276,112 @@ def _innermost_loop(ancestors: Sequence[cst.CSTNode]) -> Optional[int]:
     return None
 
 
-def _calls_a_model(loop: cst.CSTNode) -> bool:
-    """The loop's own body (not a nested loop or function) calls something named like a
-    model (``model(x)``, ``self.net(x)``, ``model.forward(x)``) that the loop does not bind:
-    a loop over models or checkpoints (``for name, model in models.items():``) frees one
-    model's memory before the next, which is what the cache is emptied for."""
-    bound = loop_bound_names(loop)  # type: ignore[arg-type]
+def _class_of(ancestors: Sequence[cst.CSTNode]) -> Optional[str]:
+    """The class whose method (or a function nested in it) holds the node."""
+    for index in range(len(ancestors) - 1, 1, -1):
+        if type(ancestors[index]) is cst.FunctionDef and type(ancestors[index - 2]) is cst.ClassDef:
+            return ancestors[index - 2].name.value  # type: ignore[attr-defined]
+    return None
+
+
+def _needs_grad(loop: cst.CSTNode, class_name: Optional[str], grad_functions) -> bool:
+    """Something in the loop needs gradients: ``.backward``, ``.grad`` or
+    ``requires_grad``; an optimizer's or a loss scaler's step (``opt.step()``,
+    ``optimizer.zero_grad()``, ``scaler.scale(loss)``); a same-module helper that does.
+    (An options dict named ``self.opt`` is no optimizer: only those methods count.)"""
     stack: List[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             continue
+        if type(node) is cst.Attribute and node.attr.value in ("grad", "requires_grad", "backward"):
+            return True
         if type(node) is cst.Call:
-            target = node.func.value if method_name(node) == "forward" else node.func  # type: ignore[attr-defined]
-            name = last_name(target)
-            root = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
-            if name is not None and MODEL_NAME.match(name) and root is not None and root.split(".")[0] not in bound:
+            if callee_key(node, class_name) in grad_functions:
                 return True
+            if type(node.func) is cst.Attribute and node.func.attr.value in _GRAD_METHODS:
+                receiver = last_name(node.func.value) if type(node.func.value) in (cst.Name, cst.Attribute) else None
+                if receiver is not None and needs_grad_name(receiver):
+                    return True
         stack.extend(child_nodes(node))
     return False
+
+
+# What an optimizer or a loss scaler is called for (not ``self.opt.get(...)``, an options dict).
+_GRAD_METHODS = frozenset({"step", "zero_grad", "scale", "unscale_"})
+_NOT_FORWARD = frozenset(
+    {"eval", "train", "to", "cuda", "cpu", "half", "float", "load_state_dict", "state_dict", "parameters", "zero_grad"}
+)
+
+
+def _submodule_of(root: str, evaluated: FrozenSet[str]) -> bool:
+    """``vqgan.encoder`` of an evaluated ``vqgan`` (not ``vqgan.load_state_dict``)."""
+    owner, _, attr = root.rpartition(".")
+    return owner in evaluated and attr not in _NOT_FORWARD
+
+
+def _evaluated_names(module: cst.Module, ancestors: Sequence[cst.CSTNode], loop: cst.CSTNode) -> FrozenSet[str]:
+    """Names put in eval mode (``x.eval()`` as a statement) at module level, or in the
+    loop's function before the loop: the models that TPF203 sees evaluated."""
+    names = set()
+    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    roots: List[cst.CSTNode] = list(module.body) + ([function.body] if function is not None else [])
+    for root in roots:
+        stack: List[cst.CSTNode] = [root]
+        while stack:
+            node = stack.pop()
+            if node is loop or isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not root:
+                continue
+            if type(node) is cst.Call and method_name(node) == "eval" and not node.args:
+                name = dotted_name(node.func.value)  # type: ignore[attr-defined]
+                if name is not None:
+                    names.add(name)
+            stack.extend(child_nodes(node))
+    return frozenset(names)
+
+
+def _model_calls(
+    loop: cst.CSTNode,
+    class_name: Optional[str],
+    helpers: ForwardHelpers,
+    qualname: Callable[[cst.CSTNode], Optional[str]],
+    evaluated: FrozenSet[str] = frozenset(),
+) -> Tuple[bool, bool]:
+    """Whether the loop's own body (not a nested loop or function) runs a model forward,
+    and whether it does so with autograd off, in a no-grad ``with`` of its body or through
+    a helper that turns it off (``self.test()``).
+
+    A forward is a call of something named like a model (``model(x)``, ``self.net(x)``,
+    ``model.forward(x)``) that the loop does not bind, or of a same-module loop-free helper
+    that runs one (``forward_helpers``): a loop over models or checkpoints (``for name,
+    model in models.items():``) frees one model's memory before the next, which is what
+    the cache is emptied for, and a helper that loops itself evaluates a whole set. A
+    name put in eval mode before the loop (``evaluated``) is a model too: ``vqgan(x)``,
+    and under no-grad its submodules, ``vqgan.encoder(x)``."""
+    bound = loop_bound_names(loop)  # type: ignore[arg-type]
+    forward = without_grad = False
+    stack: List[Tuple[cst.CSTNode, bool]] = [(loop.body, False)]  # type: ignore[attr-defined]
+    while stack:
+        node, off = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
+            continue
+        if type(node) is cst.With and any(is_no_grad_expr(item.item, qualname) for item in node.items):
+            off = True
+        if type(node) is cst.Call:
+            target = node.func.value if method_name(node) == "forward" else node.func  # type: ignore[attr-defined]
+            root = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
+            key = callee_key(node, class_name)
+            head = root.split(".")[0] if root is not None else None
+            if head is not None and head not in bound and (
+                is_model_call(node) or root in evaluated or (off and _submodule_of(root, evaluated))
+            ):
+                forward = True
+                without_grad |= off
+            elif key is not None and key in helpers.forward:
+                forward = True
+                without_grad |= off or key in helpers.no_grad_forward
+        stack.extend((child, off) for child in child_nodes(node))
+    return forward, without_grad
 
 
 def _without_device_checks(
