@@ -10,7 +10,7 @@ import unicodedata
 from typing import Callable, Container, List, Sequence, Set, Tuple, Union
 
 from ...analysis.ast_index import TreeIndex, enclosing_functions, tree_index, walk_ast
-from .numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
+from ...project.numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
 
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 

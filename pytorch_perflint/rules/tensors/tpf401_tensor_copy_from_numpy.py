@@ -12,8 +12,8 @@ from ...analysis.call_edits import keyword_arg, with_keywords
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .array_forms import function_returns_array
-from .numpy_values import is_numpy_array
+from ...project.kinds import Array
+from ...project.values import engine_for
 from .screens import names_a_constructor, numpy_copy_candidates, numpy_copy_candidates_without
 
 if TYPE_CHECKING:
@@ -116,7 +116,9 @@ class TensorCopyFromNumpy(Rule):
 
         def never_array(name: str) -> bool:
             definition = project.resolve(path, name)
-            return definition is not None and definition.kind == "function" and not function_returns_array(project, definition)
+            if definition is None or definition.kind != "function":
+                return False
+            return type(engine_for(project).returns(definition)) is not Array
 
         return bool(numpy_copy_candidates_without(tree, never_array))
 
@@ -176,7 +178,7 @@ class TensorCopyFromNumpy(Rule):
             return
         if "pin_memory" in keywords or not set(keywords) <= {*_KEPT, "requires_grad"}:
             return
-        if not is_numpy_array(data.value, self.context):
+        if type(self.context.value_of(data.value)) is not Array:
             return
         callee = self.context.code_for(node.func)
         fix = None if "requires_grad" in keywords else self._fix(node, name, keywords)
