@@ -22,7 +22,7 @@ from .context import FileContext
 from .positions import statement_lines, statement_ranges
 from .project.forms import FormBuilder
 from .project.kinds import UNKNOWN, Kind
-from .project.scopes import Each, Entry, Scope, build_scope
+from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
 from .project.values import Answer, Where, engine_for
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -66,7 +66,7 @@ class FileValues:
         if where is None:
             return Answer(UNKNOWN)
         assert where.scope is not None
-        return self.engine.answer(FormBuilder(where.scope.aliases).form(expression), where)
+        return self.engine.answer(expression_form(expression, where.scope), where)
 
     # -- from LibCST to ast ----------------------------------------------------------------
     def _locate(self, node: cst.CSTNode) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
@@ -167,7 +167,7 @@ def _span(node: ast.AST) -> Tuple[int, int]:
 def _comprehension_scope(node: ast.AST, outer: Scope) -> Scope:
     """A comprehension's targets: an element of what each ``for`` walks."""
     scope = Scope(outer.path, None, (), outer.aliases, inline=True)
-    builder = FormBuilder(outer.aliases)
+    builder = FormBuilder(outer.aliases, DEEP)
     for generator in node.generators:  # type: ignore[attr-defined]
         target = generator.target
         if isinstance(target, ast.Name):

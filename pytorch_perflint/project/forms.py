@@ -177,8 +177,9 @@ def _canonical(name: str) -> Optional[str]:
 class FormBuilder:
     """Builds forms in one scope: ``aliases`` are the imports visible there."""
 
-    def __init__(self, aliases: Mapping[str, str]) -> None:
+    def __init__(self, aliases: Mapping[str, str], max_depth: int = MAX_DEPTH) -> None:
         self.aliases = aliases
+        self.max_depth = max_depth  # summaries keep forms shallow; the value engine reads deeper
 
     def ref(self, name: str) -> Ref:
         return Ref(name, qualify(name, self.aliases))
@@ -186,7 +187,7 @@ class FormBuilder:
     def form(self, node: Optional[ast.AST], depth: int = 0) -> Form:
         if node is None:
             return Lit(None)
-        if depth > MAX_DEPTH:
+        if depth > self.max_depth:
             return Unknown("deep")
         kind = type(node)
         if kind is ast.Constant:

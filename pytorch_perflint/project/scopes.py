@@ -23,6 +23,7 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # index resolves them; in a function they are not values the engine follows.
 DEFINED = "<defined>"
 IMPORTED = "<imported>"
+DEEP = 12  # how deep the engine's own forms go (summaries keep theirs shallower)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Compound statements and their bodies (as ``statements._BODIES``, plus handlers).
 _FIELDS = ("body", "orelse", "finalbody")
@@ -33,6 +34,13 @@ class Each:
     """An element of ``iterable`` (``for x in loader``: ``x``); dispatched to ``__iter__``."""
 
     iterable: Form
+
+
+@dataclass(frozen=True)
+class Branches:
+    """One of several bindings reaches a read (``if``/``else`` arms): their forms and lines."""
+
+    forms: Tuple[Tuple[object, int], ...]
 
 
 @dataclass(frozen=True)
@@ -92,15 +100,20 @@ class Scope:
             return ("value", entry.form, entry.line) if usable else ("unknown", None, 0)
         here = self.blocks_at(line)
         before = [e for e in entries if e.line < line]
-        if not before:
+        enclosing = [e for e in before if e.blocks == here[: len(e.blocks)]]
+        if not enclosing and name in self.params:
+            return ("unknown", None, 0)  # the parameter's own value may reach the read
+        start = before.index(enclosing[-1]) if enclosing else 0
+        reaching = before[start:]  # the latest binding around the read, and those in branches after it
+        if not reaching or any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in reaching):
             return ("unknown", None, 0)
-        latest = before[-1]
-        if latest.form is None or latest.form is DEFINED or latest.form is IMPORTED or latest.blocks != here[: len(latest.blocks)]:
-            return ("unknown", None, 0)
-        for block, _ in here[len(latest.blocks):]:
+        for block, _ in here:
             span = self.loops.get(block)
-            if span is not None and any(span[0] <= e.line <= span[1] for e in entries if e is not latest):
-                return ("unknown", None, 0)  # rebound in a loop around the read
+            if span is not None and any(span[0] <= e.line <= span[1] and e not in reaching for e in entries):
+                return ("unknown", None, 0)  # rebound later in a loop around the read
+        if len(reaching) > 1:
+            return ("value", Branches(tuple((e.form, e.line) for e in reaching)), line)
+        latest = reaching[0]
         return ("value", latest.form, latest.line)
 
 
@@ -147,7 +160,7 @@ def build_scope(node: ast.AST, aliases: Mapping[str, str], path: Optional[str], 
 
 
 def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: Scope, own: Optional[str], imports: List[ast.stmt]) -> None:
-    builder = FormBuilder(scope.aliases)
+    builder = FormBuilder(scope.aliases, DEEP)
     for stmt in body:
         line = stmt.lineno
         scope.statements.append((line, getattr(stmt, "end_lineno", None) or line, blocks))
@@ -245,3 +258,8 @@ def _bind(target: ast.AST, value: ast.AST, line: int, blocks, scope: Scope, own:
 
 def _add(scope: Scope, name: str, entry: Entry) -> None:
     scope.entries.setdefault(name, []).append(entry)
+
+
+def expression_form(node: ast.AST, scope: Scope) -> Form:
+    """The form of an ``ast`` expression read in ``scope`` (its imports qualify names)."""
+    return FormBuilder(scope.aliases, DEEP).form(node)

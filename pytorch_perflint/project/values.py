@@ -24,17 +24,16 @@ Each ``Answer`` says which modules it read, for the cache's dependencies.
 
 from __future__ import annotations
 
-import ast
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 
 from . import library_values as library
 from .bodies import locate
-from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, FormBuilder, Item, Joined, Lit, Ref, Seq
+from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
 from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, ProjectCallable, Text, Unknown, join
 from .resolution import Definition
-from .scopes import Each, Scope, build_scope
+from .scopes import Branches, Each, Scope, build_scope
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -194,6 +193,8 @@ class ValueEngine:
             if scope is None:
                 return self._module_name(current.path, dotted or name, depth, whole=dotted is not None)
             status, value, line = scope.value_at(name, current.line if first else 0)
+            if status == "value" and type(value) is Branches:
+                return _join_all([self._eval(form, current.at(at), depth + 1) for form, at in value.forms])  # type: ignore[union-attr]
             if status == "value":
                 return self._eval(value, current.at(line), depth + 1)
             if status == "param":
@@ -285,6 +286,8 @@ class ValueEngine:
                 return entered if type(entered) is H5File else UNKNOWN
             if func.qualname is not None and library.knows(func.qualname):
                 return library.call(func.qualname, form, evaluate)
+            if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
+                return self._by_name(form.args[0].name, form.args[1], where, depth)  # type: ignore[union-attr]
             head, _, method = func.name.rpartition(".")
             if head:
                 callee = self._ref(func, where, depth + 1)
@@ -295,7 +298,30 @@ class ValueEngine:
             return self._call_kind(self._ref(func, where, depth + 1), depth)
         if type(func) is Attr:
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
+        if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
+            return self._call_kind(self._eval(func, where, depth + 1), depth)
+        if type(func) is Item and type(func.value) is Ref and func.value.name.endswith(".__dict__"):
+            owner = func.value.name[: -len(".__dict__")]
+            return self._call_kind(self._by_name(owner, func.index, where, depth), depth)
         return UNKNOWN
+
+    def _by_name(self, owner: str, name: Form, where: Where, depth: int) -> Kind:
+        """A factory chosen by name: ``models.__dict__[arch]``, ``getattr(models, arch)``
+        with ``arch`` a known string (a literal, or a name bound to one)."""
+        chosen = self._eval(name, where, depth + 1)
+        if type(chosen) is not Text or chosen.value is None or not chosen.value.isidentifier():
+            return UNKNOWN
+        return self._ref(Ref(f"{owner}.{chosen.value}"), where, depth + 1)
+
+    @staticmethod
+    def _free(where: Where, name: str) -> bool:
+        """Whether no scope around ``where`` binds ``name`` (a builtin, then)."""
+        current: Optional[Where] = where
+        while current is not None:
+            if current.scope is not None and current.scope.binds(name):
+                return False
+            current = current.parent
+        return True
 
     def _call_kind(self, callee: Kind, depth: int) -> Kind:
         if type(callee) is ProjectCallable:
@@ -429,8 +455,3 @@ def _join_all(kinds) -> Kind:
     for kind in kinds[1:]:
         out = join(out, kind)
     return out
-
-
-def expression_form(node: ast.AST, scope: Scope) -> Form:
-    """The form of an ``ast`` expression read in ``scope`` (its imports qualify names)."""
-    return FormBuilder(scope.aliases).form(node)
