@@ -272,7 +272,9 @@ def _visible_arrays(
     # or ``nonlocal`` somewhere, or the assignment is a ``:=`` (in a default value or a
     # lambda its scope is not what its lines say): those count everywhere.
     source_scopes = [tuple(map(id, around)) for around in enclosing_functions(index.functions, sources)]
-    call_scopes = [tuple(map(id, around)) for around in enclosing_functions(index.functions, candidates)]
+    call_functions = enclosing_functions(index.functions, candidates)
+    call_scopes = [tuple(map(id, around)) for around in call_functions]
+    passed = {tuple(map(id, around)): _passed_parameters(tree, around) for around in call_functions}
     declared = index.declared
     found: List[ast.Call] = []
     for scope in sorted(set(call_scopes)):
@@ -282,10 +284,27 @@ def _visible_arrays(
             for node, around in zip(sources, source_scopes)
             if isinstance(node, ast.NamedExpr) or all(key in seen for key in around) or (declared and _targets(node) & declared)
         ]
-        names = _array_names(visible, roots, set(opened))
+        names = _array_names(visible, roots, set(opened) | passed[scope])
         found.extend(c for c, where in zip(candidates, call_scopes) if where == scope and _could_be_array(c.args[0], roots, names))
     order = {id(c): i for i, c in enumerate(candidates)}
     return tuple(sorted(found, key=lambda c: order[id(c)]))
+
+
+def _passed_parameters(tree: ast.Module, around: Sequence[ast.AST]) -> Set[str]:
+    """The parameters of the function a call is in, when the engine can know what every
+    caller passes: a module-level function, or a private method (``_sample``) of a
+    module-level class (a public method may be called on any object)."""
+    if not around or len(around) > 1:
+        return set()
+    function = around[0]
+    name = function.name  # type: ignore[attr-defined]
+    top = any(function is node for node in tree.body)
+    private = name.startswith("_") and not name.endswith("__")
+    if not top and not (private and any(isinstance(n, ast.ClassDef) and any(function is m for m in n.body) for n in tree.body)):
+        return set()
+    args = function.args  # type: ignore[attr-defined]
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    return set(names[1:] if not top else names)
 
 
 def _targets(node: Assignment) -> Set[str]:
