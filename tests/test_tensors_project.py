@@ -317,3 +317,8 @@ PARAMETERS = {
 
 def test_a_parameter_is_an_array_when_every_project_caller_passes_one(tmp_path: Path):
     assert _findings(tmp_path, PARAMETERS, "TPF401") == _marked(PARAMETERS)
+
+
+def test_a_comprehension_element_alone_in_its_file(tmp_path: Path):
+    files = {"only.py": "import numpy as np\nimport torch\n\nxs = [torch.tensor(a) for a in (np.zeros(2), np.ones(2))]  #!\n"}
+    assert _findings(tmp_path, files, "TPF401") == _marked(files)

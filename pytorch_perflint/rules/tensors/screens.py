@@ -207,6 +207,8 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     if not candidates:
         return ()
     sources = [node for node in index.assignments if node.value is not None and _could_be_array(node.value, roots, _EVERY_NAME)]
+    if any(isinstance(call.args[0], ast.Name) for call in candidates):
+        sources += [node for node in _comprehension_bindings(tree) if _could_be_array(node.value, roots, _EVERY_NAME)]
     return _visible_arrays(tree, index, candidates, sources, roots)
 
 
@@ -221,8 +223,11 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
     index = tree_index(tree)
     array_roots = _array_roots(index)
     roots = _AskedRoots(array_roots, _project_roots(index) - array_roots, never_array)
+    assignments = list(index.assignments)
+    if any(isinstance(call.args[0], ast.Name) for call in candidates):
+        assignments += _comprehension_bindings(tree)
     assigned: dict = {}
-    for node in index.assignments:
+    for node in assignments:
         if node.value is not None:
             for name in _targets(node):
                 assigned.setdefault(name, []).append(node)
@@ -238,7 +243,7 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
             if id(node) not in relevant:
                 relevant.add(id(node))
                 pending.extend(n.id for n in walk_ast(node.value) if isinstance(n, ast.Name))
-    sources = [node for node in index.assignments if id(node) in relevant]
+    sources = [node for node in assignments if id(node) in relevant]
     return _visible_arrays(tree, index, list(candidates), sources, roots)
 
 
@@ -288,6 +293,19 @@ def _visible_arrays(
         found.extend(c for c, where in zip(candidates, call_scopes) if where == scope and _could_be_array(c.args[0], roots, names))
     order = {id(c): i for i, c in enumerate(candidates)}
     return tuple(sorted(found, key=lambda c: order[id(c)]))
+
+
+def _comprehension_bindings(tree: ast.Module) -> List[ast.Assign]:
+    """``x = item`` for each item a comprehension's ``for x in ...`` walks (each item of a
+    display, else the iterable), as assignments the screen can read."""
+    out = []
+    for node in walk_ast(tree):
+        if isinstance(node, ast.comprehension):
+            items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [node.iter]
+            for item in items:
+                assign = ast.Assign(targets=[node.target], value=item)
+                out.append(ast.copy_location(assign, item))
+    return out
 
 
 def _passed_parameters(tree: ast.Module, around: Sequence[ast.AST]) -> Set[str]:
