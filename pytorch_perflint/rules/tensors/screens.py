@@ -101,7 +101,7 @@ _EVERY_NAME = _EveryName()
 
 
 def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str]) -> bool:
-    """Over-approximates ``numpy_values``' known arrays: ``.numpy()``, an expression rooted
+    """Over-approximates the value engine's known arrays: ``.numpy()``, an expression rooted
     in an array module or in a name assigned one, array-preserving methods of those."""
     if isinstance(node, ast.Starred):
         node = node.value
@@ -126,7 +126,7 @@ def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str])
     ):
         # `self.state.get(p)`: the analysis knows `self.method(...)` and attributes of
         # `self`; a method of one of them gives an array only as an array method of an
-        # array (``numpy_values._call_returns_array``).
+        # array (``project/library_values.method``).
         attr = node.func.attr
         return attr in TO_NUMPY_METHODS or attr == "to_numpy" or (attr in ARRAY_METHODS and _could_be_array(node.func.value, roots, names))
     root = _root_name(node)
