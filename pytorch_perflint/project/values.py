@@ -130,7 +130,9 @@ class ValueEngine:
             return None
         self._fresh()
         key = (definition.path, definition.name, function.line)
-        if key not in self._scopes:
+        if key in self._scopes:
+            self.index.note_read(definition.path)  # what reading it the first time noted
+        else:
             text = self.index.text(definition.path)
             node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
             aliases = dict(self.index.summary(definition.path).aliases)
