@@ -230,3 +230,49 @@ def test_a_changed_module_is_read_again(tmp_path):
     assert engine.kind_of(expression_form(ast.parse("x", mode="eval").body, scope), Where(path, scope, 3)) == Array()
     index.summary(tmp_path / "helpers.py", source="def make():\n    return [1, 2, 3, 4]\n")  # an editor's buffer
     assert type(engine.kind_of(expression_form(ast.parse("x", mode="eval").body, scope), Where(path, scope, 3))) is Items
+
+
+SUBCLASSES = """
+    import numpy as np
+
+    class Base:
+        def __init__(self):
+            self.state = np.zeros(3)
+
+        def get(self):
+            return self.state
+
+        def make(self):
+            return np.zeros(3)
+
+        def read(self):
+            return self.state, self.make()
+
+    class Listy(Base):
+        def __init__(self):
+            self.state = [0.0]
+
+        def make(self):
+            return [0.0]
+
+    base = Base()
+    listy = Listy()
+    xs = [np.zeros(3)]
+    xs.append([1.0])
+    first = xs[0]
+    ys = [np.zeros(3)]
+    kept = ys[0]
+"""
+
+
+@pytest.mark.parametrize("expression", ["base.read()[0]", "base.read()[1]", "listy.get()", "listy.make()", "first"])
+def test_a_method_self_may_be_a_subclass_and_lists_change(tmp_path, expression):
+    """In ``Base.read``, ``self`` may be a ``Listy``: its assignment and override count; a
+    list appended to is not known by its display."""
+    assert type(_kind(tmp_path, {"main.py": SUBCLASSES}, expression)) is not Array
+
+
+def test_an_exact_instance_and_an_unchanged_list(tmp_path):
+    assert _kind(tmp_path, {"main.py": SUBCLASSES}, "base.state") == Array()
+    assert _kind(tmp_path, {"main.py": SUBCLASSES}, "base.make()") == Array()
+    assert _kind(tmp_path, {"main.py": SUBCLASSES}, "kept") == Array()

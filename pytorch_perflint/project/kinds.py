@@ -98,9 +98,12 @@ class Items:
 
 @dataclass(frozen=True)
 class Instance:
-    """An object of a project class (methods dispatch to it, attributes read from it)."""
+    """An object of a project class (methods dispatch to it, attributes read from it).
+    ``exact``: made by calling that class; else (a method's ``self``) it may be an object
+    of a project subclass, whose overrides and assignments count too."""
 
     klass: Definition
+    exact: bool = True
 
 
 @dataclass(frozen=True)

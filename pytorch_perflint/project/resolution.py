@@ -315,6 +315,17 @@ class Resolution:
                 )
         return tuple(out)
 
+    def subclasses(self, definition: Definition) -> List[Definition]:
+        """The project classes derived from a project class, at any depth."""
+        out: List[Definition] = []
+        stack = [definition]
+        while stack and len(out) < 32:
+            for sub in self._subclasses(stack.pop()):
+                if all(sub.key != seen.key for seen in out):
+                    out.append(sub)
+                    stack.append(sub)
+        return out
+
     def _subclasses(self, definition: Definition) -> List[Definition]:
         """Project classes that name ``definition`` among their bases (their modules spell
         its name)."""

@@ -15,7 +15,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref
+from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
+from .forms import Dict as DictForm
 from .statements import alias_target, import_records, scope_statements, target_names
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -71,6 +72,7 @@ class Scope:
     loops: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # id -> line span
     statements: List[Tuple[int, int, Tuple[Tuple[int, str], ...]]] = field(default_factory=list)
     module: bool = False
+    mutated: set = field(default_factory=set)  # names a statement changes in place
     inline: bool = False  # a comprehension: the scope around it is read at the same line
 
     def binds(self, name: str) -> bool:
@@ -94,6 +96,8 @@ class Scope:
             return ("param", None, 0) if name in self.params else ("free", None, 0)
         if all(e.form is IMPORTED for e in entries) or (len(entries) == 1 and entries[0].form is DEFINED):
             return ("defined", None, 0) if self.module else ("unknown", None, 0)
+        if name in self.mutated and any(mutable_display(e.form) for e in entries):
+            return ("unknown", None, 0)  # a list or dict display changed in place since
         if len(entries) == 1 and name not in self.params:
             entry = entries[0]
             usable = entry.form is not None and entry.form is not DEFINED
@@ -115,6 +119,11 @@ class Scope:
             return ("value", Branches(tuple((e.form, e.line) for e in reaching)), line)
         latest = reaching[0]
         return ("value", latest.form, latest.line)
+
+
+def mutable_display(form: object) -> bool:
+    """A list, set or dict display: code may change it in place after binding it."""
+    return type(form) is DictForm or (type(form) is Seq and form.kind != "tuple")  # type: ignore[union-attr]
 
 
 def build_scope(node: ast.AST, aliases: Mapping[str, str], path: Optional[str], owner: Optional[str]) -> Scope:
@@ -179,6 +188,10 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             scope.returns.append((line, blocks, builder.form(stmt.value)))  # type: ignore[attr-defined]
         elif kind is ast.Expr and type(stmt.value) in (ast.Yield, ast.YieldFrom):  # type: ignore[attr-defined]
             scope.generator = True
+        elif kind is ast.Expr and type(stmt.value) is ast.Call and type(stmt.value.func) is ast.Attribute:  # type: ignore[attr-defined]
+            receiver = stmt.value.func.value  # type: ignore[attr-defined]
+            if type(receiver) is ast.Name:
+                scope.mutated.add(receiver.id)  # `xs.append(...)`
         elif kind in _DEFS or kind is ast.ClassDef:
             _add(scope, stmt.name, Entry(line, blocks, DEFINED))  # type: ignore[attr-defined]
         elif kind is ast.Import or kind is ast.ImportFrom:
@@ -239,6 +252,8 @@ def _bind(target: ast.AST, value: ast.AST, line: int, blocks, scope: Scope, own:
     kind = type(target)
     if kind is ast.Name:
         _add(scope, target.id, Entry(line, blocks, builder.form(value)))  # type: ignore[attr-defined]
+    elif kind is ast.Subscript and type(target.value) is ast.Name:  # type: ignore[attr-defined]
+        scope.mutated.add(target.value.id)  # type: ignore[attr-defined]
     elif kind is ast.Attribute:
         if own is not None and type(target.value) is ast.Name and target.value.id == own:  # type: ignore[attr-defined]
             scope.own_attrs.append((line, blocks, target.attr, builder.form(value)))  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ from .bodies import locate
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
 from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, ProjectCallable, Text, Unknown, join
 from .resolution import Definition
-from .scopes import Branches, Each, Scope, build_scope
+from .scopes import Branches, Each, Scope, build_scope, mutable_display
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -248,7 +248,7 @@ class ValueEngine:
             if decorators & {"staticmethod", "classmethod"}:
                 return UNKNOWN
             owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
-            return Instance(owner) if owner is not None and owner.kind == "class" else UNKNOWN
+            return Instance(owner, exact=False) if owner is not None and owner.kind == "class" else UNKNOWN
         if not decorators <= _PLAIN:
             return UNKNOWN
         key = ("param", scope.path, scope.owner, definition.function.line, name)
@@ -329,10 +329,11 @@ class ValueEngine:
         if type(callee) is ProjectCallable:
             return self._call_callable(callee, depth)
         if type(callee) is Instance:
-            found = self._method_of(callee.klass, "__call__") or (
-                self._method_of(callee.klass, "forward") if self.index.is_nn_module(callee.klass) else None  # type: ignore[union-attr]
-            )
-            return UNKNOWN if found is None else self.returns(found, depth)
+            if self._method_of(callee.klass, "__call__") is not None:
+                return self._dispatch(callee, "__call__", depth)
+            if self.index.is_nn_module(callee.klass):  # type: ignore[union-attr]
+                return self._dispatch(callee, "forward", depth)
+            return UNKNOWN
         return UNKNOWN
 
     def _call_callable(self, callee: ProjectCallable, depth: int) -> Kind:
@@ -343,9 +344,22 @@ class ValueEngine:
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
         if type(receiver) is Instance:
-            found = self._method_of(receiver.klass, name)
-            return UNKNOWN if found is None else self.returns(found, depth)
+            return self._dispatch(receiver, name, depth)
         return library.method(receiver, name, form, evaluate)
+
+    def _dispatch(self, receiver: Instance, name: str, depth: int) -> Kind:
+        """What calling method ``name`` of the instance returns: its class's method, joined
+        with the overrides of project subclasses when the object may be one of theirs."""
+        found = self._method_of(receiver.klass, name)
+        if found is None:
+            return UNKNOWN
+        kinds = [self.returns(found, depth)]
+        if not receiver.exact:
+            for sub in self.index.resolution.subclasses(receiver.klass):  # type: ignore[union-attr]
+                if sub.klass is not None and sub.klass.method(name) is not None:
+                    override = self._method_of(sub, name)
+                    kinds.append(UNKNOWN if override is None else self.returns(override, depth))
+        return _join_all(kinds)
 
     def _method_of(self, klass: Definition, name: str, seen: Tuple = ()) -> Optional[Definition]:
         """The method ``name`` of a project class, or of its project bases (in order)."""
@@ -378,20 +392,25 @@ class ValueEngine:
     # -- attributes, items, iteration ---------------------------------------------------------
     def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
         if type(receiver) is Instance:
-            klass = receiver.klass
-            key = ("attr", klass.path, klass.name, name)
-            return self._memoised(key, lambda: self._instance_attribute(klass, name, depth))
+            klass, exact = receiver.klass, receiver.exact
+            key = ("attr", klass.path, klass.name, name, exact)
+            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth))
         if type(receiver) is ProjectCallable and receiver.definition.kind == "class" and self.index is not None:
             definition = receiver.definition
             found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
             return self._definition(found, depth)
         return library.attribute(receiver, name)
 
-    def _instance_attribute(self, klass: Definition, name: str, depth: int) -> Kind:
-        """Every ``self.name = ...`` in the methods of the class and its project bases, and
-        a class attribute of that name: the kind all of them agree on."""
+    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int) -> Kind:
+        """Every ``self.name = ...`` in the methods of the class and its project bases (and
+        subclasses, when the object may be one of theirs), and a class attribute of that
+        name: the kind all of them agree on. A list or dict display is not followed (code
+        appends to it)."""
         kinds = []
-        for owner in self._classes(klass):
+        owners = list(self._classes(klass))
+        if not exact:
+            owners += [sub for sub in self.index.resolution.subclasses(klass) if sub.klass is not None]  # type: ignore[union-attr]
+        for owner in owners:
             assert owner.klass is not None
             binding = next((b for b in owner.klass.bindings if b.name == name), None)
             if binding is not None:
@@ -404,7 +423,7 @@ class ValueEngine:
                 for line, _, attr, form in self._own_attrs(definition):
                     if attr != name:
                         continue
-                    if form is None:
+                    if form is None or mutable_display(form):
                         return UNKNOWN
                     scope = scope or self.scope_of(definition)
                     kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
@@ -436,8 +455,7 @@ class ValueEngine:
             values = [v for k, v in form.value.items if type(k) is Lit and k.value == index.value]
             return self._eval(values[-1], where, depth + 1) if values and not form.value.truncated else UNKNOWN
         if type(receiver) is Instance:
-            found = self._method_of(receiver.klass, "__getitem__")
-            return UNKNOWN if found is None else self.returns(found, depth)
+            return self._dispatch(receiver, "__getitem__", depth)
         known = library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         return UNKNOWN if known is None else known
 
