@@ -62,7 +62,7 @@ class FileValues:
         if found is None:
             return Answer(UNKNOWN)
         expression, chain = found
-        where = self._where(chain, getattr(expression, "lineno", 0))
+        where = self._where([*chain, expression], getattr(expression, "lineno", 0))
         if where is None:
             return Answer(UNKNOWN)
         assert where.scope is not None
@@ -103,11 +103,12 @@ class FileValues:
 
     def _find(self, tree: ast.Module, start: Tuple[int, int], end: Tuple[int, int]) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
         body = tree.body
-        position = bisect.bisect_right([s.lineno for s in body], start[0]) - 1
+        firsts = [min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]) for s in body]
+        position = bisect.bisect_right(firsts, start[0]) - 1
         if position < 0:
             return None
         best: Optional[Tuple[ast.AST, List[ast.AST]]] = None
-        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s in body[position:] if s.lineno <= end[0]]
+        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s, first in zip(body[position:], firsts[position:]) if first <= end[0]]
         while stack:
             node, chain = stack.pop()
             if not isinstance(node, ast.expr) or not hasattr(node, "end_lineno"):
@@ -133,7 +134,12 @@ class FileValues:
         where = functions
         names: List[str] = []
         nested = False
-        for node in chain[1:]:
+        for position, node in enumerate(chain[1:-1], start=1):
+            inner = chain[position + 1]
+            if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and not any(inner is stmt for stmt in node.body):
+                continue  # decorators, defaults, bases: read where the statement stands
+            if isinstance(node, ast.Lambda) and inner is not node.body:
+                continue
             if isinstance(node, ast.Lambda):
                 # It runs later: the names around it hold the values they are bound to once.
                 args = node.args

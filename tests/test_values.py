@@ -13,6 +13,8 @@ import pytest
 from pytorch_perflint.project.kinds import Array, Arrays, Instance, Items, Number, Unknown
 from pytorch_perflint.project.scopes import build_scope, expression_form
 from pytorch_perflint.project.values import Where, engine_for
+from pytorch_perflint.registry import rule_by_code
+from pytorch_perflint.testing import lint_example
 
 from project_tree import index_of
 
@@ -276,3 +278,18 @@ def test_an_exact_instance_and_an_unchanged_list(tmp_path):
     assert _kind(tmp_path, {"main.py": SUBCLASSES}, "base.state") == Array()
     assert _kind(tmp_path, {"main.py": SUBCLASSES}, "base.make()") == Array()
     assert _kind(tmp_path, {"main.py": SUBCLASSES}, "kept") == Array()
+
+
+MAPPED = [
+    ("import torch\nimport numpy as np\ns = 'héllo'; x = torch.tensor((np.zeros(3)))\n", [3]),  # columns past non-ASCII text, parentheses
+    ("import torch\nimport numpy as np\nx = torch.tensor(\n    (np.zeros(3)\n     / 2.0)\n)\n", [3]),
+    ("import torch\nimport numpy as np\n@dec(torch.tensor(np.zeros(3)))\ndef f():\n    pass\n", [3]),  # a decorator
+    ("import torch\nimport numpy as np\nclass A:\n    z = np.zeros(3)\n    t = torch.tensor(z)\n", [5]),  # a class body
+    ("import torch\nimport numpy as np\nclass A:\n    z = np.zeros(3)\n    def f(self):\n        return torch.tensor(z)\n", []),
+    ("import torch\nimport numpy as np\ndef f(x=np.zeros(3)):\n    return torch.tensor(x)\n", []),  # a lone file: callers not known
+]
+
+
+@pytest.mark.parametrize(("code", "lines"), MAPPED)
+def test_a_libcst_node_is_read_at_its_ast_twin(code, lines):
+    assert [line for line, _ in lint_example(rule_by_code("TPF401"), code)] == lines
