@@ -135,3 +135,10 @@ def test_devices(code):
 @pytest.mark.parametrize("code", NOT_DEVICES)
 def test_not_devices(code):
     assert _probe(code, _device) == [False]
+
+
+def test_a_name_rebound_in_the_loop_that_also_binds_it_before_the_read():
+    code = "traj = np.load('t.npy')\nwhile go:\n    x = traj[np.random.randint(0, 9, 4), :]\n    x = probe(x)\n"
+    assert _probe(code, is_numpy_array) == [True]
+    code = "x = np.zeros(3)\nwhile go:\n    probe(x)\n    x = [1]\n"
+    assert _probe(code, is_numpy_array) == [False]

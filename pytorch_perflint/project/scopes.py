@@ -111,7 +111,8 @@ class Scope:
         reaching = before[start:]  # the latest binding around the read, and those in branches after it
         if not reaching or any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in reaching):
             return ("unknown", None, 0)
-        for block, _ in here:
+        outer = len(enclosing[-1].blocks) if enclosing else 0
+        for block, _ in here[outer:]:  # loops around the read that the binding is not in
             span = self.loops.get(block)
             if span is not None and any(span[0] <= e.line <= span[1] and e not in reaching for e in entries):
                 return ("unknown", None, 0)  # rebound later in a loop around the read
