@@ -293,3 +293,12 @@ MAPPED = [
 @pytest.mark.parametrize(("code", "lines"), MAPPED)
 def test_a_libcst_node_is_read_at_its_ast_twin(code, lines):
     assert [line for line, _ in lint_example(rule_by_code("TPF401"), code)] == lines
+
+
+def test_a_large_project_is_not_scanned_for_callers(tmp_path, monkeypatch):
+    """Callers and subclasses cost a scan of every module: past the bound a parameter is
+    unknown (a cold run of the torch package stays cheap)."""
+    from pytorch_perflint.project import values
+
+    monkeypatch.setattr(values, "MAX_SCANNED_MODULES", 0)
+    assert type(_kind(tmp_path, {"main.py": PARAMS}, "a")) is Unknown

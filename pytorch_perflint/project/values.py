@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 
 MAX_DEPTH = 24
 MAX_CALLERS = 16  # more callers than this: the parameter is not known
+# Callers and subclasses are found by scanning every module's text: in a larger project
+# (the torch package) parameters stay unknown and a method's ``self`` is taken for an
+# object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
+MAX_SCANNED_MODULES = 400
 _IN_PROGRESS = Unknown("recursion")
 _PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
 
@@ -69,21 +73,26 @@ class Answer:
 _ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def engine_for(index: Optional["ProjectIndex"]) -> "ValueEngine":
-    """The engine of an index (one per index; a lone file gets a fresh one)."""
+def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "ValueEngine":
+    """The engine of an index (one per index; a lone file gets a fresh one). An
+    ``optimistic`` engine answers a screen's question ("could it be an array?") cheaply:
+    it takes a parameter for an array instead of reading every caller."""
     if index is None:
-        return ValueEngine(None)
-    engine = _ENGINES.get(index)
-    if engine is None:
-        engine = _ENGINES[index] = ValueEngine(index)
-    return engine
+        return ValueEngine(None, optimistic)
+    engines = _ENGINES.get(index)
+    if engines is None:
+        engines = _ENGINES[index] = {}
+    if optimistic not in engines:
+        engines[optimistic] = ValueEngine(index, optimistic)
+    return engines[optimistic]
 
 
 class ValueEngine:
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
-    def __init__(self, index: Optional["ProjectIndex"]) -> None:
+    def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
         self.index = index
+        self.optimistic = optimistic
         self._generation = -1
         self._memo: Dict[Tuple, Tuple[Kind, FrozenSet[str]]] = {}
         self._scopes: Dict[Tuple, Optional[Scope]] = {}
@@ -99,6 +108,10 @@ class ValueEngine:
 
     def kind_of(self, form: Form, where: Where) -> Kind:
         return self.answer(form, where).kind
+
+    def _scannable(self) -> bool:
+        """Whether the project is small enough to scan for callers and subclasses."""
+        return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES
 
     # -- memos ---------------------------------------------------------------------------------
     def _fresh(self) -> None:
@@ -248,8 +261,15 @@ class ValueEngine:
             if decorators & {"staticmethod", "classmethod"}:
                 return UNKNOWN
             owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
-            return Instance(owner, exact=False) if owner is not None and owner.kind == "class" else UNKNOWN
+            return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
         if not decorators <= _PLAIN:
+            return UNKNOWN
+        method = definition.name.rpartition(".")[2]
+        if definition.kind == "method" and not (method.startswith("_") and not method.endswith("__")):
+            return UNKNOWN  # a public method or a constructor: its callers are not all known cheaply
+        if self.optimistic:
+            return Array()  # a screen's question: could it be an array?
+        if not self._scannable():
             return UNKNOWN
         key = ("param", scope.path, scope.owner, definition.function.line, name)
         return self._memoised(key, lambda: self._arguments(definition, name, depth))

@@ -121,7 +121,7 @@ class TensorCopyFromNumpy(Rule):
             definition = project.resolve(path, name)
             if definition is None or definition.kind != "function":
                 return False
-            return type(engine_for(project).returns(definition)) is not Array
+            return type(engine_for(project, optimistic=True).returns(definition)) is not Array
 
         return bool(numpy_copy_candidates_without(tree, never_array))
 
