@@ -11,6 +11,7 @@ from typing import Mapping
 import pytest
 
 from pytorch_perflint.project.kinds import Array, Arrays, Instance, Items, Number, Unknown
+from pytorch_perflint.project import values
 from pytorch_perflint.project.scopes import build_scope, expression_form
 from pytorch_perflint.project.values import Where, engine_for
 from pytorch_perflint.registry import rule_by_code
@@ -298,7 +299,5 @@ def test_a_libcst_node_is_read_at_its_ast_twin(code, lines):
 def test_a_large_project_is_not_scanned_for_callers(tmp_path, monkeypatch):
     """Callers and subclasses cost a scan of every module: past the bound a parameter is
     unknown (a cold run of the torch package stays cheap)."""
-    from pytorch_perflint.project import values
-
     monkeypatch.setattr(values, "MAX_SCANNED_MODULES", 0)
     assert type(_kind(tmp_path, {"main.py": PARAMS}, "a")) is Unknown
