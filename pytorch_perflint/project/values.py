@@ -17,9 +17,8 @@ module) and a line, inside the scopes around it. The engine follows
   (all agree) or a class attribute; items of containers and library values;
 * library calls through ``library_values``.
 
-Depth and callers are bounded, recursion is cut (unknown), answers of returns, parameters
-and attributes are memoised for as long as no summary changes (``ProjectIndex.generation``).
-Each ``Answer`` says which modules it read, for the cache's dependencies.
+Depth and callers are bounded, recursion is cut, answers are memoised while no summary
+changes (``ProjectIndex.generation``); an ``Answer`` says which modules it read (the cache).
 """
 
 from __future__ import annotations
@@ -109,6 +108,10 @@ class ValueEngine:
     def kind_of(self, form: Form, where: Where) -> Kind:
         return self.answer(form, where).kind
 
+    def reads_parameters(self) -> bool:
+        """Whether a parameter's value can come from its callers here (screens ask)."""
+        return not self.optimistic and self._scannable()
+
     def _scannable(self) -> bool:
         """Whether the project is small enough to scan for callers and subclasses."""
         return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES
@@ -184,9 +187,7 @@ class ValueEngine:
             return Text(tail=form.tail)  # type: ignore[union-attr]
         if kind is Each:
             return self._element(self._eval(form.iterable, where, depth + 1))  # type: ignore[union-attr]
-        if kind is DictForm:
-            return UNKNOWN  # dict displays: their items are read through ``Item`` below
-        return UNKNOWN
+        return UNKNOWN  # dict displays: their items are read through ``Item``
 
     def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
         head, _, rest = form.name.partition(".")

@@ -212,7 +212,7 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     return _visible_arrays(tree, index, candidates, sources, roots)
 
 
-def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str], bool]) -> Tuple[ast.Call, ...]:
+def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str], bool], parameters: bool = True) -> Tuple[ast.Call, ...]:
     """``numpy_copy_candidates`` once the names ``never_array`` answers True for (project
     functions whose returns are not all arrays, said by the index) no longer count as
     roots of an array. Only the roots of what the candidates read are asked about: the
@@ -244,7 +244,7 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
                 relevant.add(id(node))
                 pending.extend(n.id for n in walk_ast(node.value) if isinstance(n, ast.Name))
     sources = [node for node in assignments if id(node) in relevant]
-    return _visible_arrays(tree, index, list(candidates), sources, roots)
+    return _visible_arrays(tree, index, list(candidates), sources, roots, parameters)
 
 
 class _AskedRoots:
@@ -266,7 +266,12 @@ class _AskedRoots:
 
 
 def _visible_arrays(
-    tree: ast.Module, index: TreeIndex, candidates: Sequence[ast.Call], sources: Sequence[Assignment], roots: Container[str]
+    tree: ast.Module,
+    index: TreeIndex,
+    candidates: Sequence[ast.Call],
+    sources: Sequence[Assignment],
+    roots: Container[str],
+    parameters: bool = True,
 ) -> Tuple[ast.Call, ...]:
     """The candidates whose argument could be an array, given the assignments in scopes
     they can see."""
@@ -279,7 +284,7 @@ def _visible_arrays(
     source_scopes = [tuple(map(id, around)) for around in enclosing_functions(index.functions, sources)]
     call_functions = enclosing_functions(index.functions, candidates)
     call_scopes = [tuple(map(id, around)) for around in call_functions]
-    passed = {tuple(map(id, around)): _passed_parameters(tree, around) for around in call_functions}
+    passed = {tuple(map(id, around)): _passed_parameters(tree, around) if parameters else set() for around in call_functions}
     declared = index.declared
     found: List[ast.Call] = []
     for scope in sorted(set(call_scopes)):

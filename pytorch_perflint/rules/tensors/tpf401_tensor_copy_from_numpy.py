@@ -115,7 +115,8 @@ class TensorCopyFromNumpy(Rule):
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
         """As ``could_fire_tree``, once the project's functions that never return an array
-        (``to_dtype(x)`` in torch's lowering) are no longer taken for array sources."""
+        (``to_dtype(x)`` in torch's lowering) are no longer taken for array sources, and
+        parameters only where the engine reads them from their callers."""
 
         def never_array(name: str) -> bool:
             definition = project.resolve(path, name)
@@ -123,7 +124,8 @@ class TensorCopyFromNumpy(Rule):
                 return False
             return type(engine_for(project, optimistic=True).returns(definition)) is not Array
 
-        return bool(numpy_copy_candidates_without(tree, never_array))
+        # Parameters count only where the engine reads them from their callers.
+        return bool(numpy_copy_candidates_without(tree, never_array, engine_for(project).reads_parameters()))
 
     @classmethod
     def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:
