@@ -64,6 +64,7 @@ class FileContext:
         project: Optional["ProjectIndex"] = None,
         on_accelerator: Optional[bool] = None,
         accelerator: Optional[Callable[[], bool]] = None,
+        values: Optional[Callable[["FileContext"], Any]] = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -77,6 +78,8 @@ class FileContext:
         self._on_accelerator = on_accelerator  # the engine's answer, when it asked already
         self._accelerator = accelerator  # how to ask otherwise (the engine knows the project)
         self.findings: List[Finding] = []
+        self._values_factory = values  # builds what answers ``value_of`` (the engine's)
+        self._values: Any = None
 
     # -- the single pass keeps these current -------------------------------------------
     def enter(self, node: cst.CSTNode) -> None:
@@ -157,6 +160,16 @@ class FileContext:
         if self.scope.lookup_import("torch") not in (None, "torch"):
             return None
         return "torch", ("torch",)
+
+    def value_of(self, node: cst.BaseExpression) -> Any:
+        """What kind of value ``node`` (an expression under the current node of the pass)
+        holds, from the project's value engine: a ``project.kinds`` value, ``Unknown``
+        when not known (and None when this context was built without the engine)."""
+        if self._values_factory is None:
+            return None
+        if self._values is None:
+            self._values = self._values_factory(self)
+        return self._values.kind_of(node)
 
     # -- shared facts ----------------------------------------------------------------------
     def fact(self, compute: Callable[["FileContext"], T]) -> T:

@@ -33,6 +33,7 @@ from .analysis.walk import child_nodes
 from .config import Settings
 from .context import FileContext
 from .edits import FixEdits
+from .file_values import FileValues
 from .finding import Finding, NodeFix
 from .positions import NodePositions
 from .project.index import ProjectIndex
@@ -403,7 +404,8 @@ def _lint_source(
     if narrowed is None:
         result.module = module
     ask = functools.partial(runs_on_accelerator, path, source, tree, settings, project)
-    context = FileContext(path, source, module, settings, project, on_accelerator, ask)
+    values = functools.partial(FileValues, text=narrowed or source, tree=None if narrowed is not None else tree)
+    context = FileContext(path, source, module, settings, project, on_accelerator, ask, values)
     if active:
         _run_rules(context, active, result.errors)
     findings = context.findings

@@ -177,3 +177,10 @@ def statement_lines(module: cst.Module, tree: ast.Module) -> Optional[Sequence[i
     if next(statements, None) is not None:
         return None
     return starts
+
+
+def statement_ranges(module: cst.Module, index: int, wanted: Dict[int, cst.CSTNode], first_line: int) -> Dict[int, CodeRange]:
+    """The ranges of ``wanted`` nodes held by the top-level statement ``module.body[index]``
+    whose code starts on 0-based line ``first_line`` (``statement_lines``): only that
+    statement is generated."""
+    return _spans_to_ranges(_generate(module, module.body[index], wanted), first_line)

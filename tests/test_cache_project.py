@@ -141,3 +141,21 @@ def test_a_result_from_before_a_change_is_not_revived_by_a_later_partial_run(tmp
     (root / "launch.py").write_text("import data\n\nx = x.cuda()\n")
     assert _findings(root, "train.py") == []  # a pre-commit run of another file
     assert _findings(root, "data.py") == [("data.py", 5, "TPF102")]
+
+
+AGENT = "import torch\n\n\ndef to_tensor(x):\n    return torch.tensor(x)\n"
+MAIN_ARRAY = "import numpy as np\nfrom agent import to_tensor\n\nto_tensor(np.zeros(3))\n"
+MAIN_LIST = "import numpy as np\nfrom agent import to_tensor\n\nto_tensor([1.0, 2.0])\n"
+
+
+def test_a_finding_from_the_value_engine_depends_on_the_callers_it_read(tmp_path):
+    """TPF401 in agent.py holds because main.py passes an array: agent.py's cached findings
+    must follow main.py's changes (the engine's answer read it)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text('[tool.pytorch-perflint]\nselect = ["TPF401"]\n')
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "main.py").write_text(MAIN_ARRAY)
+    assert _findings(tmp_path, ".") == [("agent.py", 5, "TPF401")]
+    assert _findings(tmp_path, ".") == [("agent.py", 5, "TPF401")]  # warm
+    _rewrite(tmp_path / "main.py", MAIN_LIST)
+    assert _findings(tmp_path, ".") == []

@@ -1,16 +1,20 @@
-"""Which expressions the NumPy analysis knows to be arrays, and which it must not claim."""
+"""Which expressions the value engine knows to be NumPy arrays in the linted file (asked
+through ``FileContext.value_of``), and which it must not claim."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import List
 
+import functools
+
 import libcst as cst
 import pytest
 
 from pytorch_perflint.context import FileContext
+from pytorch_perflint.file_values import FileValues
+from pytorch_perflint.project.kinds import Array
 from pytorch_perflint.rules.tensors.device_targets import device_target
-from pytorch_perflint.rules.tensors.numpy_values import is_numpy_array
 from pytorch_perflint.testing import settings_with
 
 HEADER = "import numpy as np\nimport torch\nimport os\nimport pandas as pd\nimport cv2\n"
@@ -33,7 +37,7 @@ class _Probe(cst.BatchableCSTVisitor):
 def _probe(code: str, check) -> List[bool]:
     source = HEADER + code
     module = cst.parse_module(source)
-    context = FileContext(Path("t.py"), source, module, settings_with({}))
+    context = FileContext(Path("t.py"), source, module, settings_with({}), values=functools.partial(FileValues, text=source))
     probe = _Probe(context, check)
     cst.visit_batched(module, [probe], context.enter, context.leave)
     return probe.results
@@ -96,6 +100,10 @@ NOT_ARRAYS = [
 ]
 
 
+def is_numpy_array(expr, context) -> bool:
+    return type(context.value_of(expr)) is Array
+
+
 @pytest.mark.parametrize("code", ARRAYS)
 def test_known_arrays(code):
     assert _probe(code, is_numpy_array) == [True]
@@ -127,3 +135,10 @@ def test_devices(code):
 @pytest.mark.parametrize("code", NOT_DEVICES)
 def test_not_devices(code):
     assert _probe(code, _device) == [False]
+
+
+def test_a_name_rebound_in_the_loop_that_also_binds_it_before_the_read():
+    code = "traj = np.load('t.npy')\nwhile go:\n    x = traj[np.random.randint(0, 9, 4), :]\n    x = probe(x)\n"
+    assert _probe(code, is_numpy_array) == [True]
+    code = "x = np.zeros(3)\nwhile go:\n    probe(x)\n    x = [1]\n"
+    assert _probe(code, is_numpy_array) == [False]

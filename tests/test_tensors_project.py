@@ -218,3 +218,107 @@ def test_project_screen_drops_a_file_whose_helpers_never_return_arrays(tmp_path:
         tree = ast.parse(path.read_text())
         assert rule.could_fire_tree(tree)  # without the project, helpers may give arrays
         assert rule.could_fire_project(tree, str(path), index) is kept
+
+
+# What the value engine adds (issue 22): arrays through unpacking of library tuples, archive
+# keys and slices, attributes set in any method, fancy indexing, arithmetic and `.astype`,
+# comprehension elements; each with a look-alike that stays silent.
+ENGINE = {
+    "buffer.py": """
+        import numpy as np
+        import torch
+
+        class Replay:
+            def __init__(self, size, dim):
+                self.state = np.zeros((size, dim))
+                self.reward = np.zeros(size)
+                self.count = 0
+                self.names = []
+
+            def reset(self, size, dim):
+                self.state = np.empty((size, dim), dtype=np.float32)
+
+            def sample(self, batch):
+                ind = np.random.randint(0, self.count, size=batch)
+                s = torch.FloatTensor(self.state[ind])  #!
+                r = torch.FloatTensor(self.reward[ind] * 0.5)  #!
+                one = torch.tensor(self.state[self.count])
+                names = torch.tensor(self.names)
+                shape = torch.tensor(self.state.shape)
+                return s, r, one, names, shape
+    """,
+    "data.py": """
+        import numpy as np
+        import torch
+
+        def split(labels, path):
+            pos = np.where(labels > 0)[0]
+            values, inverse = np.unique(labels, return_inverse=True)
+            archive = np.load(path)
+            images = archive["images"][:]
+            a = torch.tensor(pos)  #!
+            b = torch.tensor(inverse)  #!
+            c = torch.tensor(images)  #!
+            d = torch.tensor(archive["labels"].astype(np.int64))  #!
+            e = torch.tensor(np.where(labels > 0))
+            f = torch.tensor(np.load(path, allow_pickle=True)["x"])
+            g = [torch.tensor(x) for x in (pos, inverse)]  #!
+            h = torch.tensor(labels)
+            if labels.any():
+                chosen = pos
+            else:
+                chosen = []
+            i = torch.tensor(chosen)
+            return a, b, c, d, e, f, g, h, i
+    """,
+}
+
+
+def test_the_value_engine_closes_recall_cases(tmp_path: Path):
+    assert _findings(tmp_path, ENGINE, "TPF401") == _marked(ENGINE)
+
+
+PARAMETERS = {
+    "agent.py": """
+        import numpy as np
+        import torch
+
+        def to_tensor(x):
+            return torch.FloatTensor(x)  #!
+
+        def mixed(x):
+            return torch.tensor(x)
+
+        def unused(x):
+            return torch.tensor(x)
+
+        class Agent:
+            def _prep(self, obs):
+                return torch.tensor(obs)  #!
+
+            def act(self, obs):
+                return self._prep(np.array(obs, dtype=np.float32))
+
+            def public(self, obs):
+                return torch.tensor(obs)
+    """,
+    "main.py": """
+        import numpy as np
+        from agent import Agent, mixed, to_tensor
+
+        to_tensor(np.zeros(3))
+        to_tensor(np.ones(3) / 2)
+        mixed(np.zeros(3))
+        mixed([1, 2])
+        Agent().public(np.zeros(3))
+    """,
+}
+
+
+def test_a_parameter_is_an_array_when_every_project_caller_passes_one(tmp_path: Path):
+    assert _findings(tmp_path, PARAMETERS, "TPF401") == _marked(PARAMETERS)
+
+
+def test_a_comprehension_element_alone_in_its_file(tmp_path: Path):
+    files = {"only.py": "import numpy as np\nimport torch\n\nxs = [torch.tensor(a) for a in (np.zeros(2), np.ones(2))]  #!\n"}
+    assert _findings(tmp_path, files, "TPF401") == _marked(files)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .codec import serialisable
-from .forms import Attr, Call, Either, Form, FormBuilder, Item, Ref, Seq, Unknown
+from .forms import Attr, BinOp, Call, Either, Form, FormBuilder, Item, Ref, Seq, Unknown
 from .forms import Dict as DictForm
 from .statements import read_scope
 from .summary import Attribute, Binding
@@ -72,6 +72,8 @@ def _read_names(forms: Sequence[Form]) -> Set[str]:
             stack.extend((item.body, item.orelse))
         elif kind is Attr or kind is Item:
             stack.append(item.value)
+        elif kind is BinOp:
+            stack.extend((item.left, item.right))
     return out
 
 

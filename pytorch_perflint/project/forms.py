@@ -120,13 +120,31 @@ class Either:
 
 @serialisable
 @dataclass(frozen=True)
+class BinOp:
+    """Arithmetic: ``arr / 255.0``; ``op`` is the ``ast`` operator's name (``Div``)."""
+
+    op: str
+    left: "Form"
+    right: "Form"
+
+
+@serialisable
+@dataclass(frozen=True)
+class Joined:
+    """An f-string; ``tail`` is its last literal part (``f"{root}/x.npy"`` -> ``/x.npy``)."""
+
+    tail: str
+
+
+@serialisable
+@dataclass(frozen=True)
 class Unknown:
     """A value this layer does not describe; ``kind`` says what it was (``"binop"``)."""
 
     kind: str = ""
 
 
-Form = Union[Lit, Ref, Attr, Item, Call, Seq, Dict, Either, Unknown]
+Form = Union[Lit, Ref, Attr, Item, Call, Seq, Dict, Either, BinOp, Joined, Unknown]
 
 
 def dotted(node: ast.AST) -> Optional[str]:
@@ -159,8 +177,9 @@ def _canonical(name: str) -> Optional[str]:
 class FormBuilder:
     """Builds forms in one scope: ``aliases`` are the imports visible there."""
 
-    def __init__(self, aliases: Mapping[str, str]) -> None:
+    def __init__(self, aliases: Mapping[str, str], max_depth: int = MAX_DEPTH) -> None:
         self.aliases = aliases
+        self.max_depth = max_depth  # summaries keep forms shallow; the value engine reads deeper
 
     def ref(self, name: str) -> Ref:
         return Ref(name, qualify(name, self.aliases))
@@ -168,7 +187,7 @@ class FormBuilder:
     def form(self, node: Optional[ast.AST], depth: int = 0) -> Form:
         if node is None:
             return Lit(None)
-        if depth > MAX_DEPTH:
+        if depth > self.max_depth:
             return Unknown("deep")
         kind = type(node)
         if kind is ast.Constant:
@@ -208,6 +227,12 @@ class FormBuilder:
                 return Lit(-value)
         if kind is ast.Slice:
             return Unknown("slice")
+        if kind is ast.BinOp:
+            return BinOp(type(node.op).__name__, self.form(node.left, depth + 1), self.form(node.right, depth + 1))  # type: ignore[attr-defined]
+        if kind is ast.JoinedStr:
+            last = node.values[-1] if node.values else None  # type: ignore[attr-defined]
+            tail = last.value if type(last) is ast.Constant and isinstance(last.value, str) else ""
+            return Joined(tail[-MAX_STRING:])
         return Unknown(kind.__name__.lower())
 
     def _call(self, node: ast.Call, depth: int) -> Call:

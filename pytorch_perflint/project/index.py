@@ -119,6 +119,9 @@ class ProjectIndex:
         self._texts: Dict[str, Tuple[int, int]] = {}
         # Every path whose on-disk entry was set, in order (``entries_since``).
         self._order: List[str] = []
+        # Moves whenever a summary is replaced: what was worked out from summaries (the
+        # value engine's memos) is stale.
+        self.generation = 0
 
     @classmethod
     def for_path(cls, path: Union[str, Path], settings: Optional[Settings] = None, **options) -> "ProjectIndex":
@@ -268,6 +271,7 @@ class ProjectIndex:
         accelerator fact rebuild the import graph, which reads the whole project."""
         if previous == summary:
             return
+        self.generation += 1
         self.resolution.forget()
         if (
             previous is None

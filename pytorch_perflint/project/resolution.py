@@ -315,6 +315,17 @@ class Resolution:
                 )
         return tuple(out)
 
+    def subclasses(self, definition: Definition) -> List[Definition]:
+        """The project classes derived from a project class, at any depth."""
+        out: List[Definition] = []
+        stack = [definition]
+        while stack and len(out) < 32:
+            for sub in self._subclasses(stack.pop()):
+                if all(sub.key != seen.key for seen in out):
+                    out.append(sub)
+                    stack.append(sub)
+        return out
+
     def _subclasses(self, definition: Definition) -> List[Definition]:
         """Project classes that name ``definition`` among their bases (their modules spell
         its name)."""
@@ -370,27 +381,33 @@ class Resolution:
         """The forms ``parameter`` gets across the project: what each caller passes, and the
         default where a caller passes nothing. None when a caller is not known or passes
         ``*args``/``**kwargs`` (then any value is possible)."""
+        found = self.arguments(definition, parameter)
+        return None if found is None else tuple(form for _, _, form in found)
+
+    def arguments(self, definition: Definition, parameter: str) -> Optional[Tuple[Tuple[str, Optional[CallSite], Form], ...]]:
+        """As ``argument_values``, with where each form is read: ``(calling module, call,
+        form)``, the call None for the default (a form of the definition's module)."""
         found = self._parameter(definition, parameter)
         sites = None if found is None else self.callers(definition)
-        if found is None or sites is None:
+        if found is None or sites is None or definition.path is None:
             return None
         param, position = found
-        values: List[Form] = []
-        for _, site in sites:
+        values: List[Tuple[str, Optional[CallSite], Form]] = []
+        for path, site in sites:
             arguments = site.arguments
             if site.star or site.dstar or arguments is None:
                 return None
             if parameter in site.keywords:
-                value = arguments.keyword(parameter)
+                value, where = arguments.keyword(parameter), site
             elif position is not None and site.positional > position:
-                value = arguments.args[position] if position < len(arguments.args) else None
+                value, where = (arguments.args[position] if position < len(arguments.args) else None), site
             else:
-                value = param.default
+                value, where, path = param.default, None, definition.path
             if value is None:
                 return None
-            values.append(value)
+            values.append((path, where, value))
         if not sites and param.default is not None:
-            values.append(param.default)
+            values.append((definition.path, None, param.default))
         return tuple(values)
 
     @staticmethod

@@ -10,7 +10,7 @@ import unicodedata
 from typing import Callable, Container, List, Sequence, Set, Tuple, Union
 
 from ...analysis.ast_index import TreeIndex, enclosing_functions, tree_index, walk_ast
-from .numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
+from ...project.numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
 
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 
@@ -101,7 +101,7 @@ _EVERY_NAME = _EveryName()
 
 
 def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str]) -> bool:
-    """Over-approximates ``numpy_values``' known arrays: ``.numpy()``, an expression rooted
+    """Over-approximates the value engine's known arrays: ``.numpy()``, an expression rooted
     in an array module or in a name assigned one, array-preserving methods of those."""
     if isinstance(node, ast.Starred):
         node = node.value
@@ -126,7 +126,7 @@ def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str])
     ):
         # `self.state.get(p)`: the analysis knows `self.method(...)` and attributes of
         # `self`; a method of one of them gives an array only as an array method of an
-        # array (``numpy_values._call_returns_array``).
+        # array (``project/library_values.method``).
         attr = node.func.attr
         return attr in TO_NUMPY_METHODS or attr == "to_numpy" or (attr in ARRAY_METHODS and _could_be_array(node.func.value, roots, names))
     root = _root_name(node)
@@ -207,10 +207,12 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     if not candidates:
         return ()
     sources = [node for node in index.assignments if node.value is not None and _could_be_array(node.value, roots, _EVERY_NAME)]
+    if any(isinstance(call.args[0], ast.Name) for call in candidates):
+        sources += [node for node in _comprehension_bindings(tree) if _could_be_array(node.value, roots, _EVERY_NAME)]
     return _visible_arrays(tree, index, candidates, sources, roots)
 
 
-def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str], bool]) -> Tuple[ast.Call, ...]:
+def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str], bool], parameters: bool = True) -> Tuple[ast.Call, ...]:
     """``numpy_copy_candidates`` once the names ``never_array`` answers True for (project
     functions whose returns are not all arrays, said by the index) no longer count as
     roots of an array. Only the roots of what the candidates read are asked about: the
@@ -221,8 +223,11 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
     index = tree_index(tree)
     array_roots = _array_roots(index)
     roots = _AskedRoots(array_roots, _project_roots(index) - array_roots, never_array)
+    assignments = list(index.assignments)
+    if any(isinstance(call.args[0], ast.Name) for call in candidates):
+        assignments += _comprehension_bindings(tree)
     assigned: dict = {}
-    for node in index.assignments:
+    for node in assignments:
         if node.value is not None:
             for name in _targets(node):
                 assigned.setdefault(name, []).append(node)
@@ -238,8 +243,8 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
             if id(node) not in relevant:
                 relevant.add(id(node))
                 pending.extend(n.id for n in walk_ast(node.value) if isinstance(n, ast.Name))
-    sources = [node for node in index.assignments if id(node) in relevant]
-    return _visible_arrays(tree, index, list(candidates), sources, roots)
+    sources = [node for node in assignments if id(node) in relevant]
+    return _visible_arrays(tree, index, list(candidates), sources, roots, parameters)
 
 
 class _AskedRoots:
@@ -261,7 +266,12 @@ class _AskedRoots:
 
 
 def _visible_arrays(
-    tree: ast.Module, index: TreeIndex, candidates: Sequence[ast.Call], sources: Sequence[Assignment], roots: Container[str]
+    tree: ast.Module,
+    index: TreeIndex,
+    candidates: Sequence[ast.Call],
+    sources: Sequence[Assignment],
+    roots: Container[str],
+    parameters: bool = True,
 ) -> Tuple[ast.Call, ...]:
     """The candidates whose argument could be an array, given the assignments in scopes
     they can see."""
@@ -272,7 +282,9 @@ def _visible_arrays(
     # or ``nonlocal`` somewhere, or the assignment is a ``:=`` (in a default value or a
     # lambda its scope is not what its lines say): those count everywhere.
     source_scopes = [tuple(map(id, around)) for around in enclosing_functions(index.functions, sources)]
-    call_scopes = [tuple(map(id, around)) for around in enclosing_functions(index.functions, candidates)]
+    call_functions = enclosing_functions(index.functions, candidates)
+    call_scopes = [tuple(map(id, around)) for around in call_functions]
+    passed = {tuple(map(id, around)): _passed_parameters(tree, around) if parameters else set() for around in call_functions}
     declared = index.declared
     found: List[ast.Call] = []
     for scope in sorted(set(call_scopes)):
@@ -282,10 +294,40 @@ def _visible_arrays(
             for node, around in zip(sources, source_scopes)
             if isinstance(node, ast.NamedExpr) or all(key in seen for key in around) or (declared and _targets(node) & declared)
         ]
-        names = _array_names(visible, roots, set(opened))
+        names = _array_names(visible, roots, set(opened) | passed[scope])
         found.extend(c for c, where in zip(candidates, call_scopes) if where == scope and _could_be_array(c.args[0], roots, names))
     order = {id(c): i for i, c in enumerate(candidates)}
     return tuple(sorted(found, key=lambda c: order[id(c)]))
+
+
+def _comprehension_bindings(tree: ast.Module) -> List[ast.Assign]:
+    """``x = item`` for each item a comprehension's ``for x in ...`` walks (each item of a
+    display, else the iterable), as assignments the screen can read."""
+    out = []
+    for node in walk_ast(tree):
+        if isinstance(node, ast.comprehension):
+            items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [node.iter]
+            for item in items:
+                assign = ast.Assign(targets=[node.target], value=item)
+                out.append(ast.copy_location(assign, item))
+    return out
+
+
+def _passed_parameters(tree: ast.Module, around: Sequence[ast.AST]) -> Set[str]:
+    """The parameters of the function a call is in, when the engine can know what every
+    caller passes: a module-level function, or a private method (``_sample``) of a
+    module-level class (a public method may be called on any object)."""
+    if not around or len(around) > 1:
+        return set()
+    function = around[0]
+    name = function.name  # type: ignore[attr-defined]
+    top = any(function is node for node in tree.body)
+    private = name.startswith("_") and not name.endswith("__")
+    if not top and not (private and any(isinstance(n, ast.ClassDef) and any(function is m for m in n.body) for n in tree.body)):
+        return set()
+    args = function.args  # type: ignore[attr-defined]
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    return set(names[1:] if not top else names)
 
 
 def _targets(node: Assignment) -> Set[str]:

@@ -12,8 +12,8 @@ from ...analysis.call_edits import keyword_arg, with_keywords
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .array_forms import function_returns_array
-from .numpy_values import is_numpy_array
+from ...project.kinds import Array
+from ...project.values import engine_for
 from .screens import names_a_constructor, numpy_copy_candidates, numpy_copy_candidates_without
 
 if TYPE_CHECKING:
@@ -50,16 +50,19 @@ class TensorCopyFromNumpy(Rule):
     """## What it does
     Flags `torch.tensor(x)`, `torch.Tensor(x)` and the legacy typed constructors
     (`torch.FloatTensor(x)`, `torch.LongTensor(x)`, ...) when `x` is known to be a NumPy
-    array: the result of a NumPy function that returns an array (also unpacked from
-    `np.meshgrid`), of `.numpy()`, an OpenCV/imageio read, an `h5py` dataset read whole or
-    sliced (`f["x"][:]`), a SciPy filter or matrix routine, a field of a known structured
-    array (`table["state"]`), or a name bound to one of these. With the project index it also
-    knows a project function (in this module or imported) or a method of the enclosing class
-    whose every `return` is such an array, and an attribute set once in `__init__` to one
-    and never assigned again in its class (`self.mean`, `self.buffer.data`). A function
-    that may return something else (a list on one path, a generator, `np.load` of a path
-    that may be an `.npz`) is not known, and nothing is known of other definitions in a
-    file linted outside any project.
+    array. What `x` holds is the project's value engine's answer (`context.value_of`): the
+    result of a NumPy function that returns an array (`np.where(m)[0]`, the arrays of
+    `np.unique(..., return_inverse=True)` and `np.meshgrid`), `.numpy()`, an OpenCV/imageio
+    read, an `h5py` dataset or `np.load` archive key read whole or sliced (`f["x"][:]`), a
+    SciPy filter or matrix routine, a field of a structured array, arithmetic or `.astype`
+    of an array, a slice or fancy index of one (`self.state[ind]`), or a name bound to one
+    of these. With the project index it also follows a project function's returns (any
+    module), a method of the object's class, an attribute every assignment of its class
+    sets to an array, and a parameter that every project caller passes an array (the
+    default when none passes it). A value the engine does not know (a helper that may
+    return a list, `np.load` of a path that may hold a pickle, `arr[i]`, which may be a
+    scalar) is not reported, and nothing is known of other definitions in a file linted
+    outside any project.
 
     ## Why is this bad?
     `torch.tensor` always copies its data. For a NumPy array the copy is wasted work and
@@ -112,13 +115,17 @@ class TensorCopyFromNumpy(Rule):
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
         """As ``could_fire_tree``, once the project's functions that never return an array
-        (``to_dtype(x)`` in torch's lowering) are no longer taken for array sources."""
+        (``to_dtype(x)`` in torch's lowering) are no longer taken for array sources, and
+        parameters only where the engine reads them from their callers."""
 
         def never_array(name: str) -> bool:
             definition = project.resolve(path, name)
-            return definition is not None and definition.kind == "function" and not function_returns_array(project, definition)
+            if definition is None or definition.kind != "function":
+                return False
+            return type(engine_for(project, optimistic=True).returns(definition)) is not Array
 
-        return bool(numpy_copy_candidates_without(tree, never_array))
+        # Parameters count only where the engine reads them from their callers.
+        return bool(numpy_copy_candidates_without(tree, never_array, engine_for(project).reads_parameters()))
 
     @classmethod
     def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:
@@ -140,6 +147,11 @@ class TensorCopyFromNumpy(Rule):
         "import numpy as np\ndef f(torch):\n    return torch.tensor(np.zeros(3))\n",
         "import torch\nimport numpy as np\nx = torch.from_numpy(np.zeros(3))\n",
         "import torch\nimport numpy as np\nx = torch.Tensor(3, 4)\n",
+        "import torch\nimport numpy as np\na = np.zeros(3)\nx = torch.tensor(a[0])\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.where(m))\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.load(p, allow_pickle=True)['x'])\n",
+        "import torch\nimport numpy as np\na = np.zeros(3)\nx = torch.tensor([a, a])\n",
+        "import torch\nimport numpy as np\nif c:\n    a = np.zeros(3)\nelse:\n    a = [0.0]\nx = torch.tensor(a)\n",
     )
     INVALID = (
         Invalid(
@@ -158,6 +170,14 @@ class TensorCopyFromNumpy(Rule):
             expected_fix="from torch import tensor\nimport torch\n\nx = torch.as_tensor(t.cpu().numpy(), dtype=d)\n",
         ),
         Invalid("import torch\nimport numpy as np\nx = torch.tensor(np.ones(2), requires_grad=True)\n", line=3),
+        Invalid(
+            "import torch\nimport numpy as np\nx = torch.tensor(np.where(m > 0)[0])\n",
+            line=3,
+            expected_fix="import torch\nimport numpy as np\nx = torch.from_numpy(np.where(m > 0)[0])\n",
+        ),
+        Invalid("import torch\nimport numpy as np\nv, inv = np.unique(a, return_inverse=True)\nx = torch.tensor(inv)\n", line=4),
+        Invalid("import torch\nimport numpy as np\nx = torch.tensor(np.load(p)['images'][:])\n", line=3),
+        Invalid("import torch\nimport numpy as np\nx = [torch.tensor(a) for a in (np.zeros(2), np.ones(2))]\n", line=3),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -176,7 +196,7 @@ class TensorCopyFromNumpy(Rule):
             return
         if "pin_memory" in keywords or not set(keywords) <= {*_KEPT, "requires_grad"}:
             return
-        if not is_numpy_array(data.value, self.context):
+        if type(self.context.value_of(data.value)) is not Array:
             return
         callee = self.context.code_for(node.func)
         fix = None if "requires_grad" in keywords else self._fix(node, name, keywords)

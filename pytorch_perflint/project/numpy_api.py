@@ -1,8 +1,7 @@
 """Which NumPy, SciPy and image-library calls certainly return a ``numpy.ndarray``.
 
-Shared by the in-file analysis (``numpy_values``, on LibCST) and the one that reads other
-modules' return values (``array_forms``, on the project index's forms): both answer "known
-array" only from these allow-lists, so a scalar or a list never passes for an array.
+The value-flow engine's knowledge of these libraries (``values``): it answers "known array"
+only from these allow-lists, so a scalar or a list never passes for an array.
 """
 
 from __future__ import annotations
@@ -85,3 +84,10 @@ OTHER_ARRAY_FUNCTIONS: FrozenSet[str] = frozenset(
     | {f"scipy.spatial.distance.{name}" for name in ("cdist", "pdist", "squareform")}
     | {f"scipy.linalg.{name}" for name in ("inv", "pinv", "expm", "sqrtm", "block_diag", "cholesky")}
 )
+
+# Calls that return a tuple or list of arrays, which code unpacks (``xs, ys = np.meshgrid(...)``).
+ARRAY_TUPLES: FrozenSet[str] = frozenset({"numpy.meshgrid", "numpy.broadcast_arrays", "numpy.nonzero"})
+# ``np.unique`` returns a tuple of arrays when any of these is true.
+UNIQUE_EXTRAS = ("return_index", "return_inverse", "return_counts")
+H5PY_FILES: FrozenSet[str] = frozenset({"h5py.File"})
+PATH_JOINERS: FrozenSet[str] = frozenset({"os.path.join", "posixpath.join", "pathlib.Path"})

@@ -1,0 +1,185 @@
+"""``FileContext.value_of``: what a LibCST expression of the linted file holds, asked of the
+project's value engine (``project/values.py``).
+
+The engine reads ``ast``, for the linted file as for every other module, so that each
+mechanism has one implementation. A LibCST node is mapped to its ``ast`` counterpart by
+position: only the top-level statement that holds it is generated (``positions``), its
+``ast`` twin is found on the same lines, and the scopes around the node (module, classes,
+functions, comprehensions) are built from the ``ast`` tree. A node that cannot be mapped
+(a lambda's body: it runs later) is unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from .context import FileContext
+from .positions import statement_lines, statement_ranges
+from .project.forms import FormBuilder
+from .project.kinds import UNKNOWN, Kind
+from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
+from .project.values import Answer, Where, engine_for
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+class FileValues:
+    """The value engine's answers about one linted file (``text``: what LibCST parsed, the
+    whole file or its narrowed copy; ``tree``: its ``ast`` tree when the run has it)."""
+
+    def __init__(self, context: FileContext, text: str, tree: Optional[ast.Module] = None) -> None:
+        self.context = context
+        self.text = text
+        self._tree = tree
+        self._lines: Optional[List[str]] = None
+        self._starts: Optional[Sequence[int]] = None
+        self._statement_index: Dict[int, int] = {}
+        self._scopes: Dict[int, Scope] = {}
+        self._path = os.path.abspath(context.path) if context.project is not None else None
+        self.engine = engine_for(context.project)
+
+    @property
+    def tree(self) -> Optional[ast.Module]:
+        if self._tree is None:
+            try:
+                self._tree = ast.parse(self.text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        return self._tree
+
+    def kind_of(self, node: cst.BaseExpression) -> Kind:
+        return self.answer(node).kind
+
+    def answer(self, node: cst.BaseExpression) -> Answer:
+        """The engine's answer for an expression under the current node of the pass."""
+        found = self._locate(node)
+        if found is None:
+            return Answer(UNKNOWN)
+        expression, chain = found
+        where = self._where([*chain, expression], getattr(expression, "lineno", 0))
+        if where is None:
+            return Answer(UNKNOWN)
+        assert where.scope is not None
+        return self.engine.answer(expression_form(expression, where.scope), where)
+
+    # -- from LibCST to ast ----------------------------------------------------------------
+    def _locate(self, node: cst.CSTNode) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
+        """The ``ast`` node at the LibCST node's position, and its ancestors."""
+        tree = self.tree
+        ancestors = self.context.ancestors
+        if tree is None or len(ancestors) < 2 and node not in self.context.module.body:
+            return None
+        statement = ancestors[1] if len(ancestors) > 1 else node
+        index = self._index_of(statement)
+        if self._starts is None:
+            self._starts = statement_lines(self.context.module, tree) or ()
+        if index is None or index >= len(self._starts):
+            return None
+        ranges = statement_ranges(self.context.module, index, {id(node): node}, self._starts[index])
+        span = ranges.get(id(node))
+        if span is None:
+            return None
+        start = (span.start.line, span.start.column)
+        end = (span.end.line, span.end.column)
+        return self._find(tree, start, end)
+
+    def _index_of(self, statement: cst.CSTNode) -> Optional[int]:
+        if not self._statement_index:
+            self._statement_index = {id(s): i for i, s in enumerate(self.context.module.body)}
+        return self._statement_index.get(id(statement))
+
+    def _column(self, line: int, offset: int) -> int:
+        """A character column from ``ast``'s byte offset."""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        return offset if text.isascii() else len(text.encode("utf-8")[:offset].decode("utf-8", "ignore"))
+
+    def _find(self, tree: ast.Module, start: Tuple[int, int], end: Tuple[int, int]) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
+        body = tree.body
+        firsts = [min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]) for s in body]
+        position = bisect.bisect_right(firsts, start[0]) - 1
+        if position < 0:
+            return None
+        best: Optional[Tuple[ast.AST, List[ast.AST]]] = None
+        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s, first in zip(body[position:], firsts[position:]) if first <= end[0]]
+        while stack:
+            node, chain = stack.pop()
+            if not isinstance(node, ast.expr) or not hasattr(node, "end_lineno"):
+                inner = [*chain, node]
+                stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+                continue
+            first = (node.lineno, self._column(node.lineno, node.col_offset))
+            last = (node.end_lineno, self._column(node.end_lineno, node.end_col_offset))  # type: ignore[arg-type]
+            if first == start and last == end:
+                return node, chain
+            if start <= first and last <= end and (best is None or _span(best[0]) < _span(node)):
+                best = (node, chain)  # inside parentheses LibCST counts
+            if first <= start and end <= last:
+                inner = [*chain, node]
+                stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        return best
+
+    # -- scopes ----------------------------------------------------------------------------
+    def _where(self, chain: List[ast.AST], line: int) -> Optional[Where]:
+        """The scopes around an expression: the module, then each function; a class body
+        is a scope only for the expressions written in it (its methods do not see it)."""
+        functions = Where(self._path, self._scope(chain[0], None), line)
+        where = functions
+        names: List[str] = []
+        nested = False
+        for position, node in enumerate(chain[1:-1], start=1):
+            inner = chain[position + 1]
+            if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and not any(inner is stmt for stmt in node.body):
+                continue  # decorators, defaults, bases: read where the statement stands
+            if isinstance(node, ast.Lambda) and inner is not node.body:
+                continue
+            if isinstance(node, ast.Lambda):
+                # It runs later: the names around it hold the values they are bound to once.
+                args = node.args
+                params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a is not None)
+                where = functions = Where(self._path, Scope(self._path, None, params, where.scope.aliases), line, where)  # type: ignore[union-attr]
+            if isinstance(node, ast.ClassDef):
+                names.append(node.name)
+                where = Where(self._path, self._scope(node, None), line, functions)
+            elif isinstance(node, _FUNCTIONS):
+                owner = ".".join([*names, node.name]) if not nested and len(names) <= 1 else None
+                names.append(node.name)
+                nested = True
+                where = functions = Where(self._path, self._scope(node, owner), line, functions)
+            elif isinstance(node, _COMPREHENSIONS):
+                where = Where(self._path, _comprehension_scope(node, where.scope), line, where)  # type: ignore[arg-type]
+        return where
+
+    def _scope(self, node: ast.AST, owner: Optional[str]) -> Scope:
+        scope = self._scopes.get(id(node))
+        if scope is None:
+            outer = self._scopes.get(id(self.tree))
+            aliases = outer.aliases if outer is not None and node is not self.tree else {}
+            scope = self._scopes[id(node)] = build_scope(node, aliases, self._path, owner)
+        return scope
+
+
+def _span(node: ast.AST) -> Tuple[int, int]:
+    return (node.end_lineno - node.lineno, node.end_col_offset - node.col_offset)  # type: ignore[operator]
+
+
+def _comprehension_scope(node: ast.AST, outer: Scope) -> Scope:
+    """A comprehension's targets: an element of what each ``for`` walks."""
+    scope = Scope(outer.path, None, (), outer.aliases, inline=True)
+    builder = FormBuilder(outer.aliases, DEEP)
+    for generator in node.generators:  # type: ignore[attr-defined]
+        target = generator.target
+        if isinstance(target, ast.Name):
+            scope.entries.setdefault(target.id, []).append(Entry(0, (), Each(builder.form(generator.iter))))
+        else:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    scope.entries.setdefault(sub.id, []).append(Entry(0, (), None))
+    return scope

@@ -1,0 +1,186 @@
+"""The kinds of value the value-flow engine (``values``) tells apart: a small lattice.
+
+Each kind is a frozen dataclass. ``Unknown`` is the top of the lattice and the honest
+default: every value the engine cannot describe, and every disagreement (two callers
+passing different kinds, two branches returning different ones), is ``Unknown``, and a rule
+stays silent on it. ``join`` is the only way two answers meet.
+
+Kinds rules ask about (``Array``, the tensors, ``Loader``, ``Batch``, ``Module``,
+``Optimizer``, ``Wrapper``, ``Accelerator``) sit beside carriers the engine needs on the way
+(a project class's instance to dispatch methods on, an ``.npz`` archive whose keys are
+arrays, a literal string for a factory's name...). Not every kind has a producer yet: the
+engine grows them family by family (issue 22).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+from .resolution import Definition
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """Not known (``why`` is for debugging, never for deciding)."""
+
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Array:
+    """A ``numpy.ndarray`` (possibly 0-d): certainly an array, never a NumPy scalar."""
+
+
+@dataclass(frozen=True)
+class Arrays:
+    """A tuple or list of arrays: ``np.meshgrid(...)``, ``np.where(cond)``,
+    ``np.unique(x, return_inverse=True)``; an item at a literal index is an array."""
+
+
+@dataclass(frozen=True)
+class ArrayArchive:
+    """What ``np.load`` of an ``.npz`` (or of a path not known) gives, or a structured array:
+    a string key gives an array. ``may_be_array``: it may be a plain array (``np.load`` of a
+    path not known), so a slice of it is an array too (an archive cannot be sliced)."""
+
+    may_be_array: bool = False
+
+
+@dataclass(frozen=True)
+class H5File:
+    """An ``h5py.File``: a string key gives a dataset."""
+
+
+@dataclass(frozen=True)
+class H5Dataset:
+    """An ``h5py`` dataset: read whole or sliced (``[:]``, ``[a:b]``, ``[...]``) it is an array."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A pandas object: its ``.values`` / ``.to_numpy()`` are arrays."""
+
+
+@dataclass(frozen=True)
+class RandomGenerator:
+    """``np.random.default_rng(...)`` / ``RandomState(...)``: its sized draws are arrays."""
+
+
+@dataclass(frozen=True)
+class Number:
+    """A Python int or float (a literal, or arithmetic of them)."""
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string: ``value`` when known whole, else ``tail`` (its known ending: an f-string,
+    ``root + "/x.npy"``, ``os.path.join(root, "x.npy")``)."""
+
+    value: Optional[str] = None
+    tail: str = ""
+
+    def endswith(self, suffix: str) -> bool:
+        return (self.value if self.value is not None else self.tail).endswith(suffix)
+
+
+@dataclass(frozen=True)
+class NoneValue:
+    """``None``."""
+
+
+@dataclass(frozen=True)
+class Items:
+    """A list or tuple display whose items are known kinds (``(obs, actions)``)."""
+
+    items: Tuple["Kind", ...]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An object of a project class (methods dispatch to it, attributes read from it).
+    ``exact``: made by calling that class; else (a method's ``self``) it may be an object
+    of a project subclass, whose overrides and assignments count too."""
+
+    klass: Definition
+    exact: bool = True
+
+
+@dataclass(frozen=True)
+class ProjectCallable:
+    """A project function or class as a value (``factory = models.resnet18``)."""
+
+    definition: Definition
+
+
+# -- kinds the engine describes for the other families (producers arrive family by family) --
+@dataclass(frozen=True)
+class HostTensor:
+    """A ``torch.Tensor`` in host memory."""
+
+
+@dataclass(frozen=True)
+class DeviceTensor:
+    """A ``torch.Tensor`` on an accelerator."""
+
+
+@dataclass(frozen=True)
+class GraphTensor:
+    """A tensor that carries an autograd graph (``requires_grad``)."""
+
+
+@dataclass(frozen=True)
+class Loader:
+    """A ``torch.utils.data.DataLoader``: its known arguments (name -> form's repr) and its
+    dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
+
+    arguments: Tuple[Tuple[str, str], ...] = ()
+    dataset: str = ""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch from a loader, or an element of one (``path``: the keys/indices taken)."""
+
+    loader: Loader
+    path: Tuple[Union[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Module:
+    """An ``nn.Module``: ``conv`` whether it holds convolutions (None: not known), and its
+    device when known."""
+
+    conv: Optional[bool] = None
+    device: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """A ``torch.optim`` optimizer."""
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A ``DistributedDataParallel`` / ``DataParallel`` wrapper of a module."""
+
+    parallel: str
+    module: Optional[Module] = None
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """The accelerator device (``torch.device("cuda")``)."""
+
+
+Kind = Union[
+    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, NoneValue,
+    Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
+    Wrapper, Accelerator,
+]
+UNKNOWN = Unknown()
+
+
+def join(first: Kind, second: Kind) -> Kind:
+    """Where two values meet (branches, callers): the kind both are, else ``Unknown``."""
+    return first if first == second else Unknown("disagree")

@@ -1,0 +1,225 @@
+"""What library calls, methods, attributes and subscripts give, as kinds: the value engine's
+knowledge of NumPy, SciPy, pandas, h5py and the image readers (``numpy_api`` lists them).
+
+Pure functions of kinds already worked out: the engine (``values``) evaluates the operands
+and asks here. Each answer is a known kind only where the library always returns it (a
+NumPy scalar or a list never passes for an array); anything else is ``Unknown``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from .forms import Call, Form, Lit, Seq, Unknown as UnknownForm
+from .kinds import (
+    UNKNOWN,
+    Array,
+    ArrayArchive,
+    Arrays,
+    Frame,
+    H5Dataset,
+    H5File,
+    HostTensor,
+    Items,
+    Kind,
+    NoneValue,
+    Number,
+    RandomGenerator,
+    Text,
+)
+from .numpy_api import (
+    ALWAYS_ARRAY_DRAWS,
+    ARRAY_FUNCTIONS,
+    ARRAY_METHODS,
+    ARRAY_TUPLES,
+    ELEMENTWISE,
+    GENERATORS,
+    H5PY_FILES,
+    OTHER_ARRAY_FUNCTIONS,
+    PATH_JOINERS,
+    SHAPE_AS_ARGS,
+    SIZED_RANDOM,
+    TO_NUMPY_METHODS,
+    UNIQUE_EXTRAS,
+)
+
+Evaluate = Callable[[Form], Kind]
+# The libraries this module knows: a qualified name under another one is not asked about.
+LIBRARIES = ("numpy.", "scipy.", "cv2.", "imageio.", "skimage.", "pandas.", "h5py.", "os.", "posixpath.", "pathlib.", "torch.")
+_ARITHMETIC = frozenset({"Add", "Sub", "Mult", "Div", "FloorDiv", "Pow", "Mod"})
+
+
+def knows(qualname: str) -> bool:
+    return qualname.startswith(LIBRARIES)
+
+
+def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
+    """What calling the library function ``qualname`` with ``form``'s arguments gives."""
+    if qualname in ARRAY_FUNCTIONS or qualname in OTHER_ARRAY_FUNCTIONS:
+        return Array()
+    if form.star or form.dstar:
+        return UNKNOWN
+    if qualname in ELEMENTWISE:
+        return Array() if any(type(evaluate(arg)) is Array for arg in form.args[:2]) else UNKNOWN
+    if qualname == "numpy.linspace":
+        retstep = form.keyword("retstep") or (form.args[5] if len(form.args) > 5 else None)
+        return Array() if retstep is None or (type(retstep) is Lit and retstep.value is False) else UNKNOWN
+    if qualname == "numpy.where":
+        return Array() if len(form.args) == 3 else Arrays() if len(form.args) == 1 and not form.kwargs else UNKNOWN
+    if qualname == "numpy.unique":
+        flags = [form.keyword(name) for name in UNIQUE_EXTRAS]
+        if all(flag is None or (type(flag) is Lit and flag.value is False) for flag in flags) and len(form.args) == 1:
+            return Array()
+        if all(flag is None or type(flag) is Lit for flag in flags) and len(form.args) == 1:
+            return Arrays()  # a tuple: the unique values and what was asked for
+        return UNKNOWN
+    if qualname in ARRAY_TUPLES:
+        return Arrays()
+    if qualname == "numpy.load":
+        return _load(form, evaluate)
+    if qualname in GENERATORS:
+        return RandomGenerator()
+    if qualname.startswith("numpy.random."):
+        return draw(qualname[len("numpy.random."):], form, evaluate)
+    if qualname in H5PY_FILES:
+        return H5File()
+    if qualname.startswith("pandas."):
+        return Frame()
+    if qualname in PATH_JOINERS:
+        last = evaluate(form.args[-1]) if form.args else UNKNOWN
+        return Text(tail=last.value or last.tail) if type(last) is Text else UNKNOWN
+    if qualname == "torch.from_numpy":
+        return HostTensor()
+    return UNKNOWN
+
+
+def _load(form: Call, evaluate: Evaluate) -> Kind:
+    """``np.load``: an array for an ``.npy`` path; else an archive (an ``.npz``) or an array,
+    unless pickles are allowed (then it may be any object)."""
+    path = form.args[0] if form.args else form.keyword("file")
+    where = evaluate(path) if path is not None else UNKNOWN
+    if type(where) is Text and where.endswith(".npy"):
+        return Array()
+    pickles = form.keyword("allow_pickle")
+    if pickles is not None and not (type(pickles) is Lit and pickles.value is False):
+        return ArrayArchive() if type(where) is Text and where.endswith(".npz") else UNKNOWN
+    return ArrayArchive(may_be_array=not (type(where) is Text and where.endswith(".npz")))
+
+
+def draw(method: str, form: Call, evaluate: Evaluate) -> Kind:
+    """A NumPy random draw (``np.random.<method>`` or a generator's): an array only with a
+    size (``np.random.rand()`` is a float)."""
+    if method in ALWAYS_ARRAY_DRAWS:
+        return Array()
+    if form.star or form.dstar:
+        return UNKNOWN
+    if method in SHAPE_AS_ARGS:
+        return Array() if form.args and not form.kwargs else UNKNOWN
+    position = SIZED_RANDOM.get(method)
+    if position is None:
+        return UNKNOWN
+    size = form.keyword("size")
+    if size is None and len(form.args) > position:
+        size = form.args[position]
+    if size is None or type(evaluate(size)) is NoneValue:
+        return UNKNOWN
+    return Array()
+
+
+def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
+    """What ``receiver.name(...)`` gives for a library kind."""
+    if name in TO_NUMPY_METHODS:
+        return Array() if not form.args else UNKNOWN  # `.numpy()` of a tensor or a pandas object
+    kind = type(receiver)
+    if kind is Array and name in ARRAY_METHODS:
+        return Array()
+    if kind is Frame:
+        return Array() if name == "to_numpy" else Frame()
+    if kind is RandomGenerator:
+        return draw(name, form, evaluate)
+    return UNKNOWN
+
+
+def attribute(receiver: Kind, name: str) -> Kind:
+    kind = type(receiver)
+    if kind is Array and name == "T":
+        return Array()
+    if kind is Frame:
+        return Array() if name == "values" else Frame()
+    return UNKNOWN
+
+
+def item(receiver: Kind, index: Form, evaluate: Evaluate) -> Optional[Kind]:
+    """``receiver[index]`` for a library kind (None: not one of those)."""
+    kind = type(receiver)
+    if kind is Array:
+        return Array() if _keeps_array(index, evaluate) else UNKNOWN
+    if kind is ArrayArchive:
+        if _is_key(index) or (receiver.may_be_array and _reads_whole(index)):  # type: ignore[union-attr]
+            return Array()
+        return UNKNOWN
+    if kind is Arrays:
+        return Array() if type(index) is Lit and type(index.value) is int else UNKNOWN
+    if kind is H5File:
+        return H5Dataset() if _is_key(index) else UNKNOWN
+    if kind is H5Dataset:
+        parts = index.items if type(index) is Seq and index.kind == "tuple" else (index,)
+        return Array() if parts and all(_reads_whole(p) for p in parts) else UNKNOWN
+    if kind is Frame:
+        return Frame()
+    return None
+
+
+def _is_key(index: Form) -> bool:
+    return type(index) is Lit and isinstance(index.value, str)
+
+
+def _reads_whole(index: Form) -> bool:
+    """``[:]``, ``[a:b]`` or ``[...]`` (``[0]`` of a dataset may be a scalar)."""
+    return type(index) is UnknownForm and index.kind in ("slice", "ellipsis")
+
+
+def _keeps_array(index: Form, evaluate: Evaluate) -> bool:
+    """An array indexed by a slice, ``None``, a field name, a list or an array stays an
+    array (an int index may give a scalar)."""
+    if _is_key(index):
+        return True  # a field of a structured array
+    parts = index.items if type(index) is Seq and index.kind == "tuple" else (index,)
+    for part in parts:
+        if type(part) is UnknownForm and part.kind == "slice":
+            return True
+        if type(part) is Lit and part.value is None:
+            return True
+        if type(part) is Seq and part.kind == "list":
+            return True
+        if type(part) is not Lit and type(evaluate(part)) is Array:
+            return True
+    return False
+
+
+def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
+    """``arr / 255.0``: an array with a number or another array; numbers stay numbers; a
+    path joined to a text ending keeps that ending."""
+    if op in _ARITHMETIC:
+        kinds = {type(left), type(right)}
+        if Array in kinds and kinds <= {Array, Number}:
+            return Array()
+        if kinds == {Number}:
+            return Number()
+    if op in ("Add", "Div") and type(right) is Text:
+        return Text(tail=right.value if right.value is not None else right.tail)  # type: ignore[union-attr]
+    return UNKNOWN
+
+
+def literal(value: object) -> Kind:
+    if value is None:
+        return NoneValue()
+    if isinstance(value, str):
+        return Text(value=value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Number()
+    return UNKNOWN
+
+
+def items(kinds) -> Kind:
+    return Items(tuple(kinds))

@@ -1,0 +1,281 @@
+"""The names one scope binds, where, and to what form: what the value engine reads a local
+name through (``values``).
+
+Built from a function's (or a module's) ``ast`` statements with ``statements``' walk and
+``forms``' builder, for the linted file and for any project module alike. A name read at a
+line holds the value of its latest binding before that line in a block around the read
+(``x = np.array(x)`` after ``x = zip(*batch)``), unless another binding of it lies between
+them, or in a loop around the read that the binding is not in; a name bound once holds
+that value everywhere. Anything else is not known.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
+from .forms import Dict as DictForm
+from .statements import alias_target, import_records, scope_statements, target_names
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Entry forms of names bound by a ``def``/``class`` and by an import: at module level the
+# index resolves them; in a function they are not values the engine follows.
+DEFINED = "<defined>"
+IMPORTED = "<imported>"
+DEEP = 12  # how deep the engine's own forms go (summaries keep theirs shallower)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Compound statements and their bodies (as ``statements._BODIES``, plus handlers).
+_FIELDS = ("body", "orelse", "finalbody")
+
+
+@dataclass(frozen=True)
+class Each:
+    """An element of ``iterable`` (``for x in loader``: ``x``); dispatched to ``__iter__``."""
+
+    iterable: Form
+
+
+@dataclass(frozen=True)
+class Branches:
+    """One of several bindings reaches a read (``if``/``else`` arms): their forms and lines."""
+
+    forms: Tuple[Tuple[object, int], ...]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One binding of a name: its line, the blocks around it (outermost first, as
+    ``(id(statement), field)``; loops are marked), and its form (None: not known)."""
+
+    line: int
+    blocks: Tuple[Tuple[int, str], ...]
+    form: Optional[object]
+
+
+@dataclass
+class Scope:
+    """A function's or module's bindings. ``params``: parameter names in order (a method's
+    first is its instance); ``owner``: ``(path, qualified name)`` of the project function
+    or method this is, for its callers; ``aliases``: imports visible here."""
+
+    path: Optional[str]
+    owner: Optional[str]
+    params: Tuple[str, ...]
+    aliases: Mapping[str, str]
+    entries: Dict[str, List[Entry]] = field(default_factory=dict)
+    returns: List[Tuple[int, Tuple[Tuple[int, str], ...], Form]] = field(default_factory=list)
+    generator: bool = False
+    # (line, attribute, form or None) of ``self.attr = value`` (first parameter ``self``)
+    own_attrs: List[Tuple[int, Tuple[Tuple[int, str], ...], str, Optional[Form]]] = field(default_factory=list)
+    loops: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # id -> line span
+    statements: List[Tuple[int, int, Tuple[Tuple[int, str], ...]]] = field(default_factory=list)
+    module: bool = False
+    mutated: set = field(default_factory=set)  # names a statement changes in place
+    inline: bool = False  # a comprehension: the scope around it is read at the same line
+
+    def binds(self, name: str) -> bool:
+        return name in self.entries or name in self.params
+
+    def blocks_at(self, line: int) -> Tuple[Tuple[int, str], ...]:
+        """The blocks around the innermost statement that holds ``line``."""
+        best: Tuple[Tuple[int, str], ...] = ()
+        best_span = None
+        for start, end, blocks in self.statements:
+            if start <= line <= end and (best_span is None or end - start <= best_span):
+                best, best_span = blocks, end - start
+        return best
+
+    def value_at(self, name: str, line: int) -> Tuple[str, Optional[object], int]:
+        """``("value", form, line bound)`` when the name's value at ``line`` is one known
+        binding; ``("param", None, 0)`` for a parameter not rebound; ``("free", None, 0)``
+        when this scope does not bind it; else ``("unknown", None, 0)``."""
+        entries = self.entries.get(name)
+        if not entries:
+            return ("param", None, 0) if name in self.params else ("free", None, 0)
+        if all(e.form is IMPORTED for e in entries) or (len(entries) == 1 and entries[0].form is DEFINED):
+            return ("defined", None, 0) if self.module else ("unknown", None, 0)
+        if name in self.mutated and any(mutable_display(e.form) for e in entries):
+            return ("unknown", None, 0)  # a list or dict display changed in place since
+        if len(entries) == 1 and name not in self.params:
+            entry = entries[0]
+            usable = entry.form is not None and entry.form is not DEFINED
+            return ("value", entry.form, entry.line) if usable else ("unknown", None, 0)
+        here = self.blocks_at(line)
+        before = [e for e in entries if e.line < line]
+        enclosing = [e for e in before if e.blocks == here[: len(e.blocks)]]
+        if not enclosing and name in self.params:
+            return ("unknown", None, 0)  # the parameter's own value may reach the read
+        start = before.index(enclosing[-1]) if enclosing else 0
+        reaching = before[start:]  # the latest binding around the read, and those in branches after it
+        if not reaching or any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in reaching):
+            return ("unknown", None, 0)
+        outer = len(enclosing[-1].blocks) if enclosing else 0
+        for block, _ in here[outer:]:  # loops around the read that the binding is not in
+            span = self.loops.get(block)
+            if span is not None and any(span[0] <= e.line <= span[1] and e not in reaching for e in entries):
+                return ("unknown", None, 0)  # rebound later in a loop around the read
+        if len(reaching) > 1:
+            return ("value", Branches(tuple((e.form, e.line) for e in reaching)), line)
+        latest = reaching[0]
+        return ("value", latest.form, latest.line)
+
+
+def mutable_display(form: object) -> bool:
+    """A list, set or dict display: code may change it in place after binding it."""
+    return type(form) is DictForm or (type(form) is Seq and form.kind != "tuple")  # type: ignore[union-attr]
+
+
+def build_scope(node: ast.AST, aliases: Mapping[str, str], path: Optional[str], owner: Optional[str]) -> Scope:
+    """The scope of a ``def`` node, or of a module (``ast.Module``)."""
+    if isinstance(node, (ast.Module, ast.ClassDef)):
+        params: Tuple[str, ...] = ()
+        body = node.body
+    else:
+        args = node.args  # type: ignore[attr-defined]
+        params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+        params += tuple(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+        body = node.body  # type: ignore[attr-defined]
+    local: Dict[str, str] = {}
+    scope = Scope(path, owner, params, local, module=isinstance(node, ast.Module))
+    own = None if isinstance(node, (ast.Module, ast.ClassDef)) or not params else params[0]
+    statements = scope_statements(body)
+    targets: Dict[str, set] = {}
+    other: set = set(params)
+    for stmt in statements:
+        kind = type(stmt)
+        if kind is ast.Import or kind is ast.ImportFrom:
+            for record in import_records(stmt, scope.module):
+                if not record.star:
+                    targets.setdefault(record.bound, set()).add(alias_target(record))
+        elif kind in _DEFS or kind is ast.ClassDef:
+            other.add(stmt.name)  # type: ignore[attr-defined]
+        else:
+            for target in (*getattr(stmt, "targets", ()), getattr(stmt, "target", None)):
+                if target is not None:
+                    other.update(target_names(target))
+            for item in getattr(stmt, "items", ()):
+                if item.optional_vars is not None:
+                    other.update(target_names(item.optional_vars))
+    # The outer imports, unless bound here; this scope's own, where every binding of the
+    # name is the same import (a ``try``/``except`` fallback to another module is not).
+    local.update((name, target) for name, target in aliases.items() if name not in other and name not in targets)
+    for name, found in targets.items():
+        if len(found) == 1 and None not in found and name not in other:
+            local[name] = next(iter(found))  # type: ignore[assignment]
+    _walk(body, (), scope, own, [])
+    return scope
+
+
+
+def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: Scope, own: Optional[str], imports: List[ast.stmt]) -> None:
+    builder = FormBuilder(scope.aliases, DEEP)
+    for stmt in body:
+        line = stmt.lineno
+        scope.statements.append((line, getattr(stmt, "end_lineno", None) or line, blocks))
+        kind = type(stmt)
+        if kind is ast.Assign:
+            for target in stmt.targets:  # type: ignore[attr-defined]
+                _bind(target, stmt.value, line, blocks, scope, own, builder)  # type: ignore[attr-defined]
+        elif kind is ast.AnnAssign and stmt.value is not None:  # type: ignore[attr-defined]
+            _bind(stmt.target, stmt.value, line, blocks, scope, own, builder)  # type: ignore[attr-defined]
+        elif kind is ast.AugAssign:
+            target = stmt.target  # type: ignore[attr-defined]
+            if type(target) is ast.Name:
+                form = BinOp(type(stmt.op).__name__, Ref(target.id), builder.form(stmt.value))  # type: ignore[attr-defined]
+                _add(scope, target.id, Entry(line, blocks, form))
+        elif kind is ast.Return:
+            scope.returns.append((line, blocks, builder.form(stmt.value)))  # type: ignore[attr-defined]
+        elif kind is ast.Expr and type(stmt.value) in (ast.Yield, ast.YieldFrom):  # type: ignore[attr-defined]
+            scope.generator = True
+        elif kind is ast.Expr and type(stmt.value) is ast.Call and type(stmt.value.func) is ast.Attribute:  # type: ignore[attr-defined]
+            receiver = stmt.value.func.value  # type: ignore[attr-defined]
+            if type(receiver) is ast.Name:
+                scope.mutated.add(receiver.id)  # `xs.append(...)`
+        elif kind in _DEFS or kind is ast.ClassDef:
+            _add(scope, stmt.name, Entry(line, blocks, DEFINED))  # type: ignore[attr-defined]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            for record in import_records(stmt, scope.module):
+                if not record.star:
+                    _add(scope, record.bound, Entry(line, blocks, IMPORTED))
+        elif kind is ast.Global or kind is ast.Nonlocal or kind is ast.Delete:
+            names = stmt.names if kind is not ast.Delete else [n for t in stmt.targets for n in target_names(t)]  # type: ignore[attr-defined]
+            for name in names:
+                _add(scope, name, Entry(line, blocks, None))
+        if kind in _LOOPS:
+            scope.loops[id(stmt)] = (line, getattr(stmt, "end_lineno", None) or line)
+        if kind in (ast.For, ast.AsyncFor):
+            iterable = builder.form(stmt.iter)  # type: ignore[attr-defined]
+            target = stmt.target  # type: ignore[attr-defined]
+            form = Each(iterable)
+            inner = blocks + ((id(stmt), "body"),)
+            if type(target) is ast.Name:
+                _add(scope, target.id, Entry(line, inner, form))
+            else:
+                for name in target_names(target):
+                    _add(scope, name, Entry(line, inner, None))
+        elif kind in (ast.With, ast.AsyncWith):
+            for item in stmt.items:  # type: ignore[attr-defined]
+                target = item.optional_vars
+                if type(target) is ast.Name:
+                    entered = builder.form(item.context_expr)
+                    _add(scope, target.id, Entry(line, blocks, Call(Ref("<enter>"), (entered,))))
+                elif target is not None:
+                    for name in target_names(target):
+                        _add(scope, name, Entry(line, blocks, None))
+        for name in _FIELDS:
+            inner_body = getattr(stmt, name, None)
+            if isinstance(inner_body, list) and inner_body and isinstance(inner_body[0], ast.stmt) and kind not in _DEFS and kind is not ast.ClassDef:
+                _walk(inner_body, blocks + ((id(stmt), name),), scope, own, imports)
+        for handler in getattr(stmt, "handlers", ()):
+            if handler.name:
+                _add(scope, handler.name, Entry(handler.lineno, blocks, None))
+            _walk(handler.body, blocks + ((id(handler), "body"),), scope, own, imports)
+        for case in getattr(stmt, "cases", ()) if kind.__name__ == "Match" else ():
+            _walk(case.body, blocks + ((id(case), "body"),), scope, own, imports)
+        for header in _headers(stmt, kind):
+            for sub in ast.walk(header):
+                if type(sub) is ast.NamedExpr and type(sub.target) is ast.Name:
+                    _add(scope, sub.target.id, Entry(line, blocks, None))
+
+
+def _headers(stmt: ast.stmt, kind: type) -> List[ast.AST]:
+    """The expressions a statement runs itself (not its nested blocks' statements)."""
+    if kind in _DEFS or kind is ast.ClassDef:
+        return []
+    if hasattr(stmt, "body"):
+        return [n for n in (getattr(stmt, "test", None), getattr(stmt, "iter", None)) if n is not None]
+    return [stmt]
+
+
+def _bind(target: ast.AST, value: ast.AST, line: int, blocks, scope: Scope, own: Optional[str], builder: FormBuilder) -> None:
+    kind = type(target)
+    if kind is ast.Name:
+        _add(scope, target.id, Entry(line, blocks, builder.form(value)))  # type: ignore[attr-defined]
+    elif kind is ast.Subscript and type(target.value) is ast.Name:  # type: ignore[attr-defined]
+        scope.mutated.add(target.value.id)  # type: ignore[attr-defined]
+    elif kind is ast.Attribute:
+        if own is not None and type(target.value) is ast.Name and target.value.id == own:  # type: ignore[attr-defined]
+            scope.own_attrs.append((line, blocks, target.attr, builder.form(value)))  # type: ignore[attr-defined]
+    elif kind in (ast.Tuple, ast.List):
+        elts = target.elts  # type: ignore[attr-defined]
+        starred = any(type(e) is ast.Starred for e in elts)
+        source = builder.form(value)
+        for position, elt in enumerate(elts):
+            if starred or type(elt) is not ast.Name:
+                for name in target_names(elt):
+                    _add(scope, name, Entry(line, blocks, None))
+                if not starred and type(elt) in (ast.Attribute, ast.Tuple, ast.List):
+                    _bind(elt, ast.Subscript(value=value, slice=ast.Constant(position)), line, blocks, scope, own, builder)
+                continue
+            _add(scope, elt.id, Entry(line, blocks, Item(source, Lit(position))))
+
+
+def _add(scope: Scope, name: str, entry: Entry) -> None:
+    scope.entries.setdefault(name, []).append(entry)
+
+
+def expression_form(node: ast.AST, scope: Scope) -> Form:
+    """The form of an ``ast`` expression read in ``scope`` (its imports qualify names)."""
+    return FormBuilder(scope.aliases, DEEP).form(node)

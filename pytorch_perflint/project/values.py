@@ -1,0 +1,498 @@
+"""The value-flow engine: what kind of value (``kinds``) a form holds where it is read.
+
+One engine per project index, for the linted file and every other module alike. A form
+is read at a ``Where``: a scope (``scopes.Scope``, built from the ``ast`` of a function or
+module) and a line, inside the scopes around it. The engine follows
+
+* local names to their binding at that line (assignments, unpacking, augmented
+  assignment, ``with ... as``, ``for`` and comprehension targets);
+* module names through the index (``resolve``: imports, re-exports, module bindings);
+* parameters to every project caller's argument, read in the caller's scope (all agree,
+  else unknown), or the default when no caller passes one; a method's first parameter is
+  an instance of its class;
+* calls of project functions to their returns (any module, any depth), of project
+  classes to an instance, of instances to ``__call__``/``forward``, methods to the class's
+  method (its project bases included), ``for x in obj`` to the items of a known container;
+* attributes of instances to every ``self.attr = ...`` of the class and its project bases
+  (all agree) or a class attribute; items of containers and library values;
+* library calls through ``library_values``.
+
+Depth and callers are bounded, recursion is cut, answers are memoised while no summary
+changes (``ProjectIndex.generation``); an ``Answer`` says which modules it read (the cache).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Tuple
+
+from . import library_values as library
+from .bodies import locate
+from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, ProjectCallable, Text, Unknown, join
+from .resolution import Definition
+from .scopes import Branches, Each, Scope, build_scope, mutable_display
+
+if TYPE_CHECKING:
+    from .index import ProjectIndex
+
+MAX_DEPTH = 24
+MAX_CALLERS = 16  # more callers than this: the parameter is not known
+# Callers and subclasses are found by scanning every module's text: in a larger project
+# (the torch package) parameters stay unknown and a method's ``self`` is taken for an
+# object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
+MAX_SCANNED_MODULES = 400
+_IN_PROGRESS = Unknown("recursion")
+_PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a form is read: ``scope`` at ``line`` inside ``parent`` (the enclosing scope);
+    a ``scope`` of None is the module level of ``path`` read through the index."""
+
+    path: Optional[str]
+    scope: Optional[Scope] = None
+    line: int = 0
+    parent: Optional["Where"] = None
+
+    def at(self, line: int) -> "Where":
+        return Where(self.path, self.scope, line, self.parent)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A kind, and the project modules reading it took (what a finding depends on)."""
+
+    kind: Kind
+    reads: FrozenSet[str] = frozenset()
+
+
+_ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "ValueEngine":
+    """The engine of an index (one per index; a lone file gets a fresh one). An
+    ``optimistic`` engine answers a screen's question ("could it be an array?") cheaply:
+    it takes a parameter for an array instead of reading every caller."""
+    if index is None:
+        return ValueEngine(None, optimistic)
+    engines = _ENGINES.get(index)
+    if engines is None:
+        engines = _ENGINES[index] = {}
+    if optimistic not in engines:
+        engines[optimistic] = ValueEngine(index, optimistic)
+    return engines[optimistic]
+
+
+class ValueEngine:
+    """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
+
+    def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
+        self.index = index
+        self.optimistic = optimistic
+        self._generation = -1
+        self._memo: Dict[Tuple, Tuple[Kind, FrozenSet[str]]] = {}
+        self._scopes: Dict[Tuple, Optional[Scope]] = {}
+
+    # -- the question ------------------------------------------------------------------------
+    def answer(self, form: Form, where: Where) -> Answer:
+        """The kind of ``form`` read at ``where``, with the modules the answer read."""
+        if self.index is None:
+            return Answer(self._eval(form, where, 0))
+        with self.index.recording() as used:
+            kind = self._eval(form, where, 0)
+        return Answer(kind, frozenset(used))
+
+    def kind_of(self, form: Form, where: Where) -> Kind:
+        return self.answer(form, where).kind
+
+    def reads_parameters(self) -> bool:
+        """Whether a parameter's value can come from its callers here (screens ask)."""
+        return not self.optimistic and self._scannable()
+
+    def _scannable(self) -> bool:
+        """Whether the project is small enough to scan for callers and subclasses."""
+        return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES
+
+    # -- memos ---------------------------------------------------------------------------------
+    def _fresh(self) -> None:
+        generation = getattr(self.index, "generation", 0)
+        if generation != self._generation:
+            self._memo.clear()
+            self._scopes.clear()
+            self._generation = generation
+
+    def _memoised(self, key: Tuple, compute: Callable[[], Kind]) -> Kind:
+        """A memoised answer; its reads are told again to the recordings on a hit, and a
+        key met again while it is computed (recursion) is unknown."""
+        self._fresh()
+        kept = self._memo.get(key)
+        if kept is not None:
+            for read in kept[1]:
+                self.index.note_read(read)  # type: ignore[union-attr]
+            return kept[0]
+        self._memo[key] = (_IN_PROGRESS, frozenset())
+        with self.index.recording() as used:  # type: ignore[union-attr]
+            kind = compute()
+        self._memo[key] = (kind, frozenset(used))
+        return kind
+
+    def scope_of(self, definition: Definition) -> Optional[Scope]:
+        """The scope of a project function or method (its own lines, parsed on demand)."""
+        function = definition.function
+        if self.index is None or function is None or definition.path is None:
+            return None
+        self._fresh()
+        key = (definition.path, definition.name, function.line)
+        if key in self._scopes:
+            self.index.note_read(definition.path)  # what reading it the first time noted
+        else:
+            text = self.index.text(definition.path)
+            node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
+            aliases = dict(self.index.summary(definition.path).aliases)
+            self._scopes[key] = None if node is None else build_scope(node, aliases, definition.path, definition.name)
+        return self._scopes[key]
+
+    def _where_in(self, definition: Definition, line: int) -> Optional[Where]:
+        scope = self.scope_of(definition)
+        return None if scope is None else Where(definition.path, scope, line, Where(definition.path))
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def _eval(self, form: object, where: Where, depth: int) -> Kind:
+        if depth > MAX_DEPTH:
+            return UNKNOWN
+        kind = type(form)
+        if kind is Ref:
+            return self._ref(form, where, depth)  # type: ignore[arg-type]
+        if kind is Call:
+            return self._call(form, where, depth)  # type: ignore[arg-type]
+        if kind is Lit:
+            return library.literal(form.value)  # type: ignore[union-attr]
+        if kind is Item:
+            return self._item(form, where, depth)  # type: ignore[arg-type]
+        if kind is Attr:
+            return self._attribute(self._eval(form.value, where, depth + 1), form.attr, depth)  # type: ignore[union-attr]
+        if kind is BinOp:
+            left = self._eval(form.left, where, depth + 1)  # type: ignore[union-attr]
+            return library.arithmetic(form.op, left, self._eval(form.right, where, depth + 1))  # type: ignore[union-attr]
+        if kind is Either:
+            return join(self._eval(form.body, where, depth + 1), self._eval(form.orelse, where, depth + 1))  # type: ignore[union-attr]
+        if kind is Seq:
+            if form.truncated or form.kind == "set":  # type: ignore[union-attr]
+                return UNKNOWN
+            return Items(tuple(self._eval(item, where, depth + 1) for item in form.items))  # type: ignore[union-attr]
+        if kind is Joined:
+            return Text(tail=form.tail)  # type: ignore[union-attr]
+        if kind is Each:
+            return self._element(self._eval(form.iterable, where, depth + 1))  # type: ignore[union-attr]
+        return UNKNOWN  # dict displays: their items are read through ``Item``
+
+    def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
+        head, _, rest = form.name.partition(".")
+        found = self._name(head, where, depth, form.name if rest else None)
+        if isinstance(found, tuple):  # a dotted name the index resolved whole
+            return found[0]
+        kind = found
+        for part in rest.split(".") if rest else ():
+            kind = self._attribute(kind, part, depth)
+        return kind
+
+    def _name(self, name: str, where: Where, depth: int, dotted: Optional[str]):
+        """The kind ``name`` holds at ``where``; a module-level dotted name is resolved
+        whole (``helpers.load``), given back as a 1-tuple."""
+        current: Optional[Where] = where
+        first = True
+        while current is not None:
+            scope = current.scope
+            if scope is None:
+                return self._module_name(current.path, dotted or name, depth, whole=dotted is not None)
+            status, value, line = scope.value_at(name, current.line if first else 0)
+            if status == "value" and type(value) is Branches:
+                return _join_all([self._eval(form, current.at(at), depth + 1) for form, at in value.forms])  # type: ignore[union-attr]
+            if status == "value":
+                return self._eval(value, current.at(line), depth + 1)
+            if status == "param":
+                return self._parameter(scope, name, current, depth)
+            if status == "defined":
+                return self._module_name(current.path, dotted or name, depth, whole=dotted is not None)
+            if status == "unknown":
+                return UNKNOWN
+            if scope.module:
+                return self._module_name(current.path, dotted or name, depth, whole=dotted is not None)
+            current = current.parent if current.parent is not None else Where(current.path)
+            first = first and scope.inline
+        return UNKNOWN
+
+    def _module_name(self, path: Optional[str], name: str, depth: int, whole: bool = False):
+        if self.index is None or path is None:
+            return UNKNOWN
+        definition = self.index.resolve(path, name)
+        if definition is None and whole:
+            return self._name_then_attributes(path, name, depth)
+        kind = self._definition(definition, depth)
+        return (kind,) if whole else kind
+
+    def _name_then_attributes(self, path: str, name: str, depth: int):
+        head, _, rest = name.partition(".")
+        kind = self._module_name(path, head, depth)
+        for part in rest.split("."):
+            kind = self._attribute(kind, part, depth)
+        return (kind,)
+
+    def _definition(self, definition: Optional[Definition], depth: int) -> Kind:
+        if definition is None:
+            return UNKNOWN
+        if definition.kind in ("function", "class", "method"):
+            return ProjectCallable(definition)
+        if definition.kind == "binding" and definition.binding is not None and not definition.binding.mutated:
+            return self._eval(definition.binding.form, Where(definition.path), depth + 1)
+        return UNKNOWN
+
+    # -- parameters ----------------------------------------------------------------------------
+    def _parameter(self, scope: Scope, name: str, where: Where, depth: int) -> Kind:
+        if self.index is None or scope.owner is None or scope.path is None:
+            return UNKNOWN
+        definition = self.index.resolve(scope.path, scope.owner)
+        if definition is None or definition.kind not in ("function", "method") or definition.function is None:
+            return UNKNOWN
+        decorators = {getattr(d, "qualname", None) or getattr(d, "name", None) for d in definition.function.decorators}
+        if definition.kind == "method" and scope.params and name == scope.params[0]:
+            if decorators & {"staticmethod", "classmethod"}:
+                return UNKNOWN
+            owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
+            return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
+        if not decorators <= _PLAIN:
+            return UNKNOWN
+        method = definition.name.rpartition(".")[2]
+        if definition.kind == "method" and not (method.startswith("_") and not method.endswith("__")):
+            return UNKNOWN  # a public method or a constructor: its callers are not all known cheaply
+        if self.optimistic:
+            return Array()  # a screen's question: could it be an array?
+        if not self._scannable():
+            return UNKNOWN
+        key = ("param", scope.path, scope.owner, definition.function.line, name)
+        return self._memoised(key, lambda: self._arguments(definition, name, depth))
+
+    def _arguments(self, definition: Definition, name: str, depth: int) -> Kind:
+        found = self.index.resolution.arguments(definition, name)  # type: ignore[union-attr]
+        if not found or len(found) > MAX_CALLERS:
+            return UNKNOWN
+        kinds = []
+        for path, site, form in found:
+            where = Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
+            if where is None:
+                return UNKNOWN
+            kind = self._eval(form, where, depth + 1)
+            if type(kind) is Unknown:
+                return kind
+            kinds.append(kind)
+        return _join_all(kinds)
+
+    def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
+        definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
+        if definition is None or definition.kind not in ("function", "method"):
+            return None
+        return self._where_in(definition, line)
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _call(self, form: Call, where: Where, depth: int) -> Kind:
+        func = form.func
+
+        def evaluate(arg: Form) -> Kind:
+            return self._eval(arg, where, depth + 1)
+
+        if type(func) is Ref:
+            if func.name == "<enter>":  # `with h5py.File(p) as f`: the file itself
+                entered = evaluate(form.args[0]) if form.args else UNKNOWN
+                return entered if type(entered) is H5File else UNKNOWN
+            if func.qualname is not None and library.knows(func.qualname):
+                return library.call(func.qualname, form, evaluate)
+            if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
+                return self._by_name(form.args[0].name, form.args[1], where, depth)  # type: ignore[union-attr]
+            head, _, method = func.name.rpartition(".")
+            if head:
+                callee = self._ref(func, where, depth + 1)
+                if type(callee) is ProjectCallable:
+                    return self._call_callable(callee, depth)
+                receiver = self._ref(Ref(head), where, depth + 1)
+                return self._method(receiver, method, form, evaluate, depth)
+            return self._call_kind(self._ref(func, where, depth + 1), depth)
+        if type(func) is Attr:
+            return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
+        if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
+            return self._call_kind(self._eval(func, where, depth + 1), depth)
+        if type(func) is Item and type(func.value) is Ref and func.value.name.endswith(".__dict__"):
+            owner = func.value.name[: -len(".__dict__")]
+            return self._call_kind(self._by_name(owner, func.index, where, depth), depth)
+        return UNKNOWN
+
+    def _by_name(self, owner: str, name: Form, where: Where, depth: int) -> Kind:
+        """A factory chosen by name: ``models.__dict__[arch]``, ``getattr(models, arch)``
+        with ``arch`` a known string (a literal, or a name bound to one)."""
+        chosen = self._eval(name, where, depth + 1)
+        if type(chosen) is not Text or chosen.value is None or not chosen.value.isidentifier():
+            return UNKNOWN
+        return self._ref(Ref(f"{owner}.{chosen.value}"), where, depth + 1)
+
+    @staticmethod
+    def _free(where: Where, name: str) -> bool:
+        """Whether no scope around ``where`` binds ``name`` (a builtin, then)."""
+        current: Optional[Where] = where
+        while current is not None:
+            if current.scope is not None and current.scope.binds(name):
+                return False
+            current = current.parent
+        return True
+
+    def _call_kind(self, callee: Kind, depth: int) -> Kind:
+        if type(callee) is ProjectCallable:
+            return self._call_callable(callee, depth)
+        if type(callee) is Instance:
+            if self._method_of(callee.klass, "__call__") is not None:
+                return self._dispatch(callee, "__call__", depth)
+            if self.index.is_nn_module(callee.klass):  # type: ignore[union-attr]
+                return self._dispatch(callee, "forward", depth)
+            return UNKNOWN
+        return UNKNOWN
+
+    def _call_callable(self, callee: ProjectCallable, depth: int) -> Kind:
+        definition = callee.definition
+        if definition.kind == "class":
+            return Instance(definition)
+        return self.returns(definition, depth)
+
+    def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
+        if type(receiver) is Instance:
+            return self._dispatch(receiver, name, depth)
+        return library.method(receiver, name, form, evaluate)
+
+    def _dispatch(self, receiver: Instance, name: str, depth: int) -> Kind:
+        """What calling method ``name`` of the instance returns: its class's method, joined
+        with the overrides of project subclasses when the object may be one of theirs."""
+        found = self._method_of(receiver.klass, name)
+        if found is None:
+            return UNKNOWN
+        kinds = [self.returns(found, depth)]
+        if not receiver.exact:
+            for sub in self.index.resolution.subclasses(receiver.klass):  # type: ignore[union-attr]
+                if sub.klass is not None and sub.klass.method(name) is not None:
+                    override = self._method_of(sub, name)
+                    kinds.append(UNKNOWN if override is None else self.returns(override, depth))
+        return _join_all(kinds)
+
+    def _method_of(self, klass: Definition, name: str, seen: Tuple = ()) -> Optional[Definition]:
+        """The method ``name`` of a project class, or of its project bases (in order)."""
+        if self.index is None or klass.klass is None or klass.key in seen or len(seen) > 8:
+            return None
+        method = klass.klass.method(name)
+        if method is not None:
+            return Definition("method", klass.path, f"{klass.name}.{name}", function=method, klass=klass.klass)
+        for base in self.index.resolution.project_bases(klass):
+            found = self._method_of(base, name, (*seen, klass.key))
+            if found is not None:
+                return found
+        return None
+
+    def returns(self, definition: Definition, depth: int = 0) -> Kind:
+        """What every ``return`` of a project function or method gives (all agree)."""
+        if self.index is None or definition.function is None or depth > MAX_DEPTH:
+            return UNKNOWN
+        key = ("returns", definition.path, definition.name, definition.function.line)
+        return self._memoised(key, lambda: self._returns(definition, depth))
+
+    def _returns(self, definition: Definition, depth: int) -> Kind:
+        scope = self.scope_of(definition)
+        if scope is None or scope.generator or not scope.returns:
+            return UNKNOWN
+        outer = Where(definition.path)
+        kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
+        return _join_all(kinds)
+
+    # -- attributes, items, iteration ---------------------------------------------------------
+    def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
+        if type(receiver) is Instance:
+            klass, exact = receiver.klass, receiver.exact
+            key = ("attr", klass.path, klass.name, name, exact)
+            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth))
+        if type(receiver) is ProjectCallable and receiver.definition.kind == "class" and self.index is not None:
+            definition = receiver.definition
+            found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
+            return self._definition(found, depth)
+        return library.attribute(receiver, name)
+
+    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int) -> Kind:
+        """Every ``self.name = ...`` in the methods of the class and its project bases (and
+        subclasses, when the object may be one of theirs), and a class attribute of that
+        name: the kind all of them agree on. A list or dict display is not followed (code
+        appends to it)."""
+        kinds = []
+        owners = list(self._classes(klass))
+        if not exact:
+            owners += [sub for sub in self.index.resolution.subclasses(klass) if sub.klass is not None]  # type: ignore[union-attr]
+        for owner in owners:
+            assert owner.klass is not None
+            binding = next((b for b in owner.klass.bindings if b.name == name), None)
+            if binding is not None:
+                kinds.append(self._eval(binding.form, Where(owner.path), depth + 1))
+            for method in owner.klass.methods:
+                definition = Definition("method", owner.path, f"{owner.name}.{method.name}", function=method, klass=owner.klass)
+                if method.name == name:
+                    return UNKNOWN  # a method or property: not followed here
+                scope = None
+                for line, _, attr, form in self._own_attrs(definition):
+                    if attr != name:
+                        continue
+                    if form is None or mutable_display(form):
+                        return UNKNOWN
+                    scope = scope or self.scope_of(definition)
+                    kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
+        return _join_all(kinds) if kinds else UNKNOWN
+
+    def _own_attrs(self, definition: Definition) -> Iterable:
+        scope = self.scope_of(definition)
+        return () if scope is None else scope.own_attrs
+
+    def _classes(self, klass: Definition) -> Tuple[Definition, ...]:
+        """The class and its project bases (a base outside the project is not read)."""
+        out = [klass]
+        stack = [klass]
+        while stack and len(out) < 8:
+            for base in self.index.resolution.project_bases(stack.pop()):  # type: ignore[union-attr]
+                if base.klass is not None and all(base.key != seen.key for seen in out):
+                    out.append(base)
+                    stack.append(base)
+        return tuple(out)
+
+    def _item(self, form: Item, where: Where, depth: int) -> Kind:
+        receiver = self._eval(form.value, where, depth + 1)
+        index = form.index
+        if type(receiver) is Items:
+            if type(index) is Lit and type(index.value) is int and -len(receiver.items) <= index.value < len(receiver.items):
+                return receiver.items[index.value]
+            return UNKNOWN
+        if type(form.value) is DictForm and type(index) is Lit:
+            values = [v for k, v in form.value.items if type(k) is Lit and k.value == index.value]
+            return self._eval(values[-1], where, depth + 1) if values and not form.value.truncated else UNKNOWN
+        if type(receiver) is Instance:
+            return self._dispatch(receiver, "__getitem__", depth)
+        known = library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
+        return UNKNOWN if known is None else known
+
+    def _element(self, iterable: Kind) -> Kind:
+        """An item of what a ``for`` or a comprehension walks (a known container's items)."""
+        if type(iterable) is Items and iterable.items:
+            return _join_all(list(iterable.items))
+        if type(iterable) is Arrays:
+            return Array()
+        return UNKNOWN
+
+
+def _join_all(kinds) -> Kind:
+    if not kinds:
+        return UNKNOWN
+    out = kinds[0]
+    for kind in kinds[1:]:
+        out = join(out, kind)
+    return out
