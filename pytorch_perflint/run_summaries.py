@@ -14,7 +14,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from .cache import Stamp
 from .config import Settings
@@ -109,8 +109,26 @@ def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Option
     stamp = None
     if screen.stamped and not result.errors and stat_key(path) == key:
         # Its result depends on its text alone: no rule asked the project anything.
-        stamp = Stamp(key, hashlib.sha256(data).hexdigest(), {}, False, root)
+        stamp = Stamp(key, hashlib.sha256(data).hexdigest())
     return path, key, summary, text_hash, Done(result, stamp)
+
+
+def _missing(index, linted: Mapping[str, Path]) -> List[str]:
+    """The modules to summarise: the linted ones, and those the index holds no summary of
+    for the file's stat key (a cache's kept summaries are taken here, in the parent)."""
+    held = index.entries()
+    missing = []
+    with collector_paused():
+        for path in sorted(p for p in index.files if p.endswith(".py")):
+            key = stat_key(path)
+            if path in held and held[path][0] == key:
+                continue
+            if path not in linted and key is not None and index.stored is not None:
+                summary = index.stored(path, key)
+                if summary is not None and index.add(path, key, summary):
+                    continue
+            missing.append(path)
+    return missing
 
 
 def summarise_projects(
@@ -131,8 +149,10 @@ def summarise_projects(
         index = projects.for_file(Path(root) / "__init__.py")
         if index is None:
             continue
-        held = index.entries()
-        missing = sorted(p for p in index.files if p.endswith(".py") and (p not in held or held[p][0] != stat_key(p)))
+        if index.graph_state() is not None:  # a cache's checked graph: read only the linted files
+            missing = sorted(p for p in linted if projects.root_of(linted[p]) == root)
+        else:
+            missing = _missing(index, linted)
         if len(missing) >= MIN_MODULES:
             task = functools.partial(_summarise_task, root=root, linted=linted, screen=screen)
             values = run_tasks(task, missing, jobs=jobs, time_limit=time_limit)
