@@ -26,14 +26,15 @@ import functools
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import __version__
 from .config import Settings
 from .tree_files import StatKey, read_regular, stat_key as _stat_key
-from .types import Applicability, Diagnostic, Edit, Fix, Location
+from .cache_json import _Invalid, _diagnostic_from_json, _diagnostic_to_json
+from .types import Diagnostic
 
 CACHE_DIR = ".pytorch_perflint_cache"
 # The layout of lint.json and summaries/: a cache of another format is a miss.
@@ -98,64 +99,6 @@ def cache_root(settings: Settings, paths: Sequence[Path]) -> Optional[Path]:
 
 
 # -- to and from JSON --------------------------------------------------------------------
-
-
-class _Invalid(ValueError):
-    """A cache entry of another shape than this version writes."""
-
-
-def _diagnostic_to_json(diagnostic: Diagnostic) -> Dict[str, Any]:
-    data = asdict(diagnostic)
-    data["path"] = str(diagnostic.path)
-    if diagnostic.fix is not None:
-        data["fix"]["applicability"] = diagnostic.fix.applicability.value
-    return data
-
-
-def _field(data: Any, key: str, kind: type, optional: bool = False) -> Any:
-    if not isinstance(data, dict):
-        raise _Invalid(key)
-    value = data.get(key)
-    if value is None and optional:
-        return None
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _Invalid(key)
-    return value
-
-
-def _location(data: Any, key: str) -> Location:
-    value = _field(data, key, dict)
-    return Location(_field(value, "row", int), _field(value, "column", int))
-
-
-def _fix_from_json(data: Any) -> Optional[Fix]:
-    raw = _field(data, "fix", dict, optional=True)
-    if raw is None:
-        return None
-    try:
-        applicability = Applicability(_field(raw, "applicability", str))
-    except ValueError:
-        raise _Invalid("applicability") from None
-    edits = tuple(
-        Edit(_field(e, "content", str), _location(e, "location"), _location(e, "end_location"))
-        for e in _field(raw, "edits", list)
-    )
-    return Fix(applicability, _field(raw, "message", str), edits)
-
-
-def _diagnostic_from_json(data: Any) -> Diagnostic:
-    """A diagnostic from its JSON, every field checked (``_Invalid`` otherwise)."""
-    return Diagnostic(
-        code=_field(data, "code", str),
-        name=_field(data, "name", str),
-        message=_field(data, "message", str),
-        path=Path(_field(data, "path", str)),
-        location=_location(data, "location"),
-        end_location=_location(data, "end_location"),
-        fix=_fix_from_json(data),
-        noqa_row=_field(data, "noqa_row", int, optional=True),
-        cell=_field(data, "cell", int, optional=True),
-    )
 
 
 def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
@@ -320,7 +263,7 @@ class Cache:
                 index = self.index_of(root)
                 if index is not None:
                     result = cache_graph.checked(state, index)
-                    if result[0] is not None:
+                    if result[0] is not None and index.graph_state() is None:
                         graph, selecting = result[0].graph()
                         index.seed_graph(result[0].files, graph, selecting)
                         if not result[1]:
@@ -328,6 +271,12 @@ class Cache:
                             self.dirty = True
             self._states_now[root] = result
         return self._states_now[root]
+
+    def new_run(self) -> None:
+        """Forget the stat keys and digests taken (a long-lived server asks again later)."""
+        self._keys_now.clear()
+        self._digests_now.clear()
+        self._states_now.clear()
 
     def set_state(self, root: str, state: Any) -> None:
         """Keep a project's state (``cache_graph.State``) as the one this run read."""

@@ -18,6 +18,10 @@ from ..discovery import is_excluded
 from ..engine import FileLint
 from ..project.linted import index_for
 from ..types import Diagnostic
+from .project import ProjectCaches
+
+# The on-disk caches of the projects the server's buffers are in.
+PROJECTS = ProjectCaches()
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Linted:
     lint: FileLint
     settings: Optional[Settings] = None
     error: Optional[str] = None
+    from_cache: bool = False  # answered by the on-disk cache, not linted
 
 
 def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
@@ -75,7 +80,12 @@ def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
         return Linted(buffer.text, FileLint(path, buffer.text), error=str(error))
     if is_excluded(path, settings):
         return Linted(buffer.text, FileLint(path, buffer.text), settings)
+    if not for_fixes and not buffer.is_notebook:
+        answer = PROJECTS.answer(path, buffer.text, settings)
+        if answer is not None:
+            return Linted(buffer.text, answer, settings, from_cache=True)
     project = index_for(path, settings)
+    PROJECTS.prepare(project, path, settings)
     lint = engine.lint_source(buffer.text, path, settings, with_edits=False, keep_module=for_fixes, project=project)
     return Linted(buffer.text, lint, settings)
 

@@ -125,6 +125,9 @@ class ProjectIndex(Details):
         self.stored: Optional[Callable[[str, StatKey], Optional[ModuleSummary]]] = None
         # The modules whose summary selects an accelerator, kept with the graph.
         self._selecting: Optional[FrozenSet[str]] = None
+        # Bumped when the graph is dropped: a graph built meanwhile (the language server
+        # lints documents on several threads) is not kept.
+        self._generation = 0
 
     @classmethod
     def for_path(cls, path: Union[str, Path], settings: Optional[Settings] = None, **options) -> "ProjectIndex":
@@ -303,6 +306,7 @@ class ProjectIndex(Details):
             same_edges = path in self._graph and self._edges(path, summary) == self._graph[path]
         selects = self._selecting is not None and path in self._selecting
         if not same_edges or selects != (summary.accelerator is not None):
+            self._generation += 1
             self._graph = None
             self._sharing = None
             self._selecting = None
@@ -352,13 +356,20 @@ class ProjectIndex(Details):
 
     def import_graph(self) -> Mapping[str, FrozenSet[str]]:
         """Each of ``module_paths`` -> the project modules it imports (reads the whole project once)."""
+        return self._built()[0]
+
+    def _built(self) -> Tuple[Mapping[str, FrozenSet[str]], FrozenSet[str]]:
+        """The import graph and the modules that select an accelerator, built together."""
         with self._graph_reads():
-            if self._graph is None:
+            graph, selecting = self._graph, self._selecting
+            if graph is None or selecting is None:
+                generation = self._generation
                 with collector_paused():
                     graph = {path: self.imported_modules(path) for path in sorted(self.module_paths())}
-                    self._selecting = frozenset(p for p in graph if self.summary(p).accelerator is not None)
-                self._graph = graph
-            return self._graph
+                    selecting = frozenset(p for p in graph if self.summary(p).accelerator is not None)
+                if generation == self._generation:
+                    self._graph, self._selecting = graph, selecting
+            return graph, selecting
 
     def graph_state(self) -> Optional[Tuple[Mapping[str, FrozenSet[str]], FrozenSet[str]]]:
         """The import graph and the modules that select an accelerator, when built: all
@@ -444,16 +455,18 @@ class ProjectIndex(Details):
     def _sharing_set(self, path: str) -> FrozenSet[str]:
         """The modules that run on an accelerator, ``path`` included in the graph (a file
         outside the discovered ones, linted by name, is added for this answer only)."""
-        graph: Mapping[str, FrozenSet[str]] = self.import_graph()
+        graph, selecting = self._built()
         with self._graph_reads():
-            selecting = self._selecting if self._selecting is not None else frozenset()
             if path not in graph:
                 extended = {**graph, path: self.imported_modules(path)}
                 own = [path] if self.summary(path).accelerator is not None else []
                 return sharing_modules([*selecting, *own], extended)
-            if self._sharing is None:
-                self._sharing = sharing_modules(sorted(selecting), graph)
-            return self._sharing
+            sharing = self._sharing
+            if sharing is None or graph is not self._graph:
+                sharing = sharing_modules(sorted(selecting), graph)
+                if graph is self._graph:
+                    self._sharing = sharing
+            return sharing
 
     # -- names -------------------------------------------------------------------------------
     def resolve(self, path: Union[str, Path], name: str) -> Optional[Definition]:
