@@ -194,14 +194,17 @@ class Cache:
     def _digest(self, content: bytes) -> str:
         return hashlib.sha256(content).hexdigest()
 
-    def _diagnostics(self, entry: Dict[str, Any]) -> Optional[Tuple[Diagnostic, ...]]:
+    def _diagnostics(self, entry: Dict[str, Any], path: Path) -> Optional[Tuple[Diagnostic, ...]]:
+        """The entry's diagnostics, about ``path`` as this run spells it (entries are kept
+        by absolute path: a run from another folder, or the server, finds them too)."""
         diagnostics = entry.get("diagnostics")
         if not isinstance(diagnostics, list):
             return None
         try:
-            return tuple(_diagnostic_from_json(d) for d in diagnostics)
+            found = tuple(_diagnostic_from_json(d) for d in diagnostics)
         except _Invalid:
             return None
+        return tuple(d if d.path == path else dataclasses.replace(d, path=path) for d in found)
 
     def _depends_unchanged(self, entry: Dict[str, Any]) -> bool:
         """The recorded dependencies still hold (read as untrusted data)."""
@@ -296,7 +299,7 @@ class Cache:
 
     def lookup(self, path: Path) -> Optional[Tuple[Diagnostic, ...]]:
         """The cached diagnostics of an unchanged file, decided from ``stat`` first."""
-        entry = self.entries.get(str(path))
+        entry = self.entries.get(os.path.abspath(path))
         if entry is None:
             return None
         key = _stat_key(str(path))
@@ -312,14 +315,14 @@ class Cache:
             self.dirty = True
         if not self._depends_unchanged(entry):
             return None
-        return self._diagnostics(entry)
+        return self._diagnostics(entry, path)
 
     def get(self, path: Path, content: bytes) -> Optional[Tuple[Diagnostic, ...]]:
         """The cached diagnostics for ``path`` with this ``content`` (no stat shortcut)."""
-        entry = self.entries.get(str(path))
+        entry = self.entries.get(os.path.abspath(path))
         if entry is None or entry.get("sha256") != self._digest(content) or not self._depends_unchanged(entry):
             return None
-        return self._diagnostics(entry)
+        return self._diagnostics(entry, path)
 
     def put(self, path: Path, content: bytes, diagnostics: Iterable[Diagnostic], stamp: Optional[Stamp] = None) -> None:
         if stamp is None:
@@ -333,14 +336,14 @@ class Cache:
             entry["deps"] = {p: [kind, list(k) if k is not None else None, digest] for p, (kind, k, digest) in stamp.deps.items()}
         if stamp.graph is not None or stamp.texts is not None:
             if stamp.root is None:
-                self.entries.pop(str(path), None)  # nothing to check it against: not kept
+                self.entries.pop(os.path.abspath(path), None)  # nothing to check it against: not kept
                 return
             entry["root"] = stamp.root
             if stamp.graph is not None:
                 entry["graph"] = stamp.graph
             if stamp.texts is not None:
                 entry["texts"] = stamp.texts
-        self.entries[str(path)] = entry
+        self.entries[os.path.abspath(path)] = entry
         self.dirty = True
 
     def save(self) -> None:

@@ -7,13 +7,14 @@ a later analysis can be handed in there without touching the protocol code.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import engine, notebook
-from ..config import ConfigError, Settings, load_settings
+from ..config import ConfigError, Settings, load_settings, project_root
 from ..discovery import is_excluded
 from ..engine import FileLint
 from ..project.linted import index_for
@@ -65,6 +66,18 @@ class Linted:
     from_cache: bool = False  # answered by the on-disk cache, not linted
 
 
+def settings_for(path: Path) -> Settings:
+    """The settings ``check`` uses for ``path`` when run from its project's root: without
+    a config file, paths in the settings are relative to the project's root marker, not
+    to wherever the editor started the server (and ``check``'s cache is then shared)."""
+    settings = load_settings([path])
+    if settings.config_path is None:
+        root = project_root(settings, path)
+        if root is not None:
+            settings = dataclasses.replace(settings, project_root=str(root))
+    return settings
+
+
 def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
     """Lint the buffer's text as ``check`` would lint its file: the config found by walking
     up from its path, per-file-ignores, and excludes (an excluded file gets no findings).
@@ -75,7 +88,7 @@ def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
     """
     path = buffer.path
     try:
-        settings = load_settings([path])
+        settings = settings_for(path)
     except ConfigError as error:
         return Linted(buffer.text, FileLint(path, buffer.text), error=str(error))
     if is_excluded(path, settings):

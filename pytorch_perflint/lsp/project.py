@@ -77,7 +77,8 @@ class ProjectCaches:
         return FileLint(path, text, diagnostics=list(diagnostics))
 
     def needs_indexing(self, path: Path, settings: Settings) -> bool:
-        """Whether the project's graph is still to be built (once per project and settings)."""
+        """Whether the project is to be indexed and kept in the cache: it has no checked
+        state there (asked once per project and settings)."""
         cache = self.cache_for(path, settings)
         index = index_for(path, settings)
         if cache is None or index is None:
@@ -87,7 +88,8 @@ class ProjectCaches:
             if self._indexed.get(key):
                 return False
             self._indexed[key] = True
-        return index.graph_state() is None
+            self.prepare(index, path, settings)
+            return cache.state_now(cache.root)[0] is None  # nothing kept for the next start
 
     def index_project(self, path: Path, settings: Settings, report: Callable[[int, int], None]) -> int:
         """Summarise every module of the project (kept summaries first), build the import
@@ -100,17 +102,24 @@ class ProjectCaches:
         if cache is None or index is None:
             return 0
         self.prepare(index, path, settings)
-        stats = cache_graph.snapshot(index)  # before any module is read
-        modules = sorted(p for p in index.files if p.endswith(".py"))
+        # The files on disk only, not the open buffers: a fresh index, given what the
+        # server's index read from disk already.
+        disk = ProjectIndex(index.root, settings)
+        disk.stored = cache.stored_summary
+        stats = cache_graph.snapshot(disk)  # before any module is read
+        for module, (key, summary) in index.entries().items():
+            if stats.get(module) == tuple(key):
+                disk.add(module, key, summary)
+        modules = sorted(p for p in disk.files if p.endswith(".py"))
         for number, module in enumerate(modules, start=1):
-            index.summary(module)
+            disk.summary(module)
             if number % REPORT_EVERY == 0:
                 report(number, len(modules))
-        index.import_graph()
-        state = cache_graph.state_of(index, stats)
+        disk.import_graph()
+        state = cache_graph.state_of(disk, stats)
         with self._lock:
             if state is not None:
                 cache.set_state(cache.root, state)
-            cache.save_summaries(index.entries(), index.files)
+            cache.save_summaries(disk.entries(), disk.files)
             cache.save()
         return len(modules)

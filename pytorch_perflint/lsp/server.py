@@ -133,11 +133,14 @@ class PerflintServer(LanguageServer):
         started = time.perf_counter()
         running = self.running.get(key)
         if running is not None and running[0] != buffer.text:
-            self.lanes.cancel(running[1])  # superseded: its result would be thrown away
+            if not running[1].future.done():
+                self.lanes.cancel(running[1])  # superseded: its result would be thrown away
+                self.trace(f"stopped a lint of {buffer.uri}: its text was replaced")
             running = None
         if running is None:
             job = self.lanes.submit(functools.partial(lint_buffer, buffer, for_fixes=for_fixes))
             running = self.running[key] = (buffer.text, job)
+            self.trace(f"linting {buffer.uri} version {buffer.version}{' (for fixes)' if for_fixes else ''}")
         try:
             linted = await asyncio.wrap_future(running[1].future)
         except (Cancelled, asyncio.CancelledError):
