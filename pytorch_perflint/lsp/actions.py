@@ -24,7 +24,7 @@ from . import convert
 from .convert import Positions
 from .documents import Buffer, Linted, split_cells
 
-FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{convert.SOURCE}"
+FIX_ALL_KIND = convert.FIX_ALL_KIND
 QUICK_FIX_KIND = types.CodeActionKind.QuickFix.value
 
 

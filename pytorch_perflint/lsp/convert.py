@@ -18,6 +18,7 @@ from ..types import Diagnostic, Location
 from .documents import Buffer, Linted, by_cell
 
 SOURCE = "pytorch-perflint"
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 # Findings that stop the file from being linted at all read as errors, the rest as warnings.
 ERROR_CODES = frozenset({"TPF001"})
 

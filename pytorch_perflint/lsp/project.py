@@ -12,18 +12,31 @@ cache for the next start.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..cache import Cache
 from ..config import Settings, project_root
 from ..decoding import Undecodable, decode
-from ..engine import FileLint
 from ..project.index import ProjectIndex
 from ..project.linted import index_for
 
 # The modules summarised between two progress reports.
 REPORT_EVERY = 100
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A buffer's result that no lint made (the cache's answer, or nothing linted): what
+    the server reads of an ``engine.FileLint``, without importing the engine (or LibCST)."""
+
+    path: Path
+    source: str
+    diagnostics: List[Any] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+    module: None = None
+    candidates: Tuple[()] = ()
 
 
 class ProjectCaches:
@@ -57,7 +70,7 @@ class ProjectCaches:
                 index.stored = cache.stored_summary
                 cache.state_now(cache.root)
 
-    def answer(self, path: Path, text: str, settings: Settings) -> Optional[FileLint]:
+    def answer(self, path: Path, text: str, settings: Settings) -> Optional[Answer]:
         """The cached result of a buffer whose text is the file's on disk, when it holds."""
         cache = self.cache_for(path, settings)
         if cache is None or path.suffix != ".py":
@@ -74,7 +87,7 @@ class ProjectCaches:
             diagnostics = cache.get(path, data)
         if diagnostics is None:
             return None
-        return FileLint(path, text, diagnostics=list(diagnostics))
+        return Answer(path, text, diagnostics=list(diagnostics))
 
     def needs_indexing(self, path: Path, settings: Settings) -> bool:
         """Whether the project is to be indexed and kept in the cache: it has no checked

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -27,9 +27,12 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from . import actions, convert, transport
+from . import convert, transport
 from .documents import PROJECTS, Buffer, Cell, Linted, by_cell, join_cells, lint_buffer
 from .lanes import Cancelled, Job, Lanes
+
+if TYPE_CHECKING:
+    from . import actions
 
 # Seconds of quiet after a change before it is linted (initializationOptions.lintDelay).
 LINT_DELAY = 0.25
@@ -62,6 +65,7 @@ class PerflintServer(LanguageServer):
         # The lint in progress of each (document, for fixes): its text and job.
         self.running: Dict[Tuple[str, bool], Tuple[str, Job]] = {}
         self.progress_tokens = 0
+        self.rules_loaded = False
 
     def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
         """Serve on stdin and stdout with ``transport``'s reader (see its docstring)."""
@@ -192,6 +196,12 @@ class PerflintServer(LanguageServer):
         if linted is None or current is None or current.text != buffer.text:
             return  # changed meanwhile: the lint of the new text is scheduled
         self.publish(buffer, linted)
+        if linted.from_cache and not self.rules_loaded:
+            from .. import registry
+
+            # Import the rules now that the first answer is out, not on the first keystroke.
+            self.rules_loaded = True
+            self.lanes.submit(registry.all_rules)
         if linted.settings is not None and not buffer.is_notebook:
             await self.index_in_background(buffer.path, linted.settings)
 
@@ -261,8 +271,10 @@ class PerflintServer(LanguageServer):
 
     async def action_request(
         self, uri: str, where: types.Range, only: Optional[Tuple[str, ...]], sent: Tuple[types.Diagnostic, ...] = ()
-    ) -> Optional[actions.Request]:
+    ) -> Optional["actions.Request"]:
         """A code action request on the buffer's current text, in the client's terms."""
+        from . import actions  # the fixer and LibCST: when the editor first asks
+
         buffer = self.buffer(uri)
         if buffer is None:
             return None
@@ -322,10 +334,6 @@ def create_server() -> PerflintServer:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: PerflintServer, params: types.InitializedParams) -> None:
-        from .. import registry
-
-        # Import the rules while the editor is still starting, not on the first keystroke.
-        ls.lanes.submit(registry.all_rules)
         workspace = ls.client_capabilities.workspace
         watched = workspace.did_change_watched_files if workspace is not None else None
         if watched is not None and watched.dynamic_registration:
@@ -404,7 +412,7 @@ def create_server() -> PerflintServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND], resolve_provider=True),
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL_KIND], resolve_provider=True),
     )
     async def code_action(ls: PerflintServer, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
         only = params.context.only
@@ -413,6 +421,8 @@ def create_server() -> PerflintServer:
         request = await ls.action_request(params.text_document.uri, params.range, kinds, sent)
         if request is None:
             return None
+        from . import actions
+
         return await ls.in_lane(actions.code_actions, request)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
@@ -423,6 +433,8 @@ def create_server() -> PerflintServer:
         position = types.Position(line=0, character=0)
         request = await ls.action_request(uri, types.Range(start=position, end=position), None)
         if request is not None:
+            from . import actions
+
             action.edit = await ls.in_lane(actions.fix_all_edit, request)
         return action
 
