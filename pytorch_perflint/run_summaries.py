@@ -10,6 +10,7 @@ file no rule can fire on (most of a large project) gets its whole result there, 
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import os
 from dataclasses import dataclass
@@ -72,7 +73,14 @@ def _summarise_task(path: str, root: str, linted: Mapping[str, Path], screen: Op
 
     With Python's cyclic collector paused (see ``collector_paused``): with it on, it
     scanned the trees and summaries being built over and over and doubled this phase's
-    cost on the torch package."""
+    cost on the torch package.
+
+    A worker forked while its parent had the collector paused (the parent reads the
+    results in a paused block) would run every task with it off, and the cycles of each
+    file's work were never freed: 1.3 GB in the one worker of ``-j 1`` on the torch
+    package. The collector is on between tasks."""
+    if not gc.isenabled():
+        gc.enable()
     with collector_paused():
         return _summarised(path, root, linted, screen)
 

@@ -44,10 +44,17 @@ _MEASURE = (
 )
 
 
+def with_bytecode() -> Dict[str, str]:
+    """The environment of every run, with Python's bytecode cache on: an installed package
+    has its ``.pyc`` files, and compiling the linter's own modules on every run
+    (``PYTHONDONTWRITEBYTECODE``, set on some machines) would be most of a warm run."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def measured(args: Sequence[str], cwd: Path) -> Tuple[float, float, float]:
     """(wall s, CPU s, peak RSS in MB) of ``pytorch-perflint ARGS`` run in ``cwd``."""
     command = [PYTHON, "-c", _MEASURE, PYTHON, "-m", "pytorch_perflint", *args]
-    out = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=True, env=with_bytecode()).stdout.split()
     return float(out[0]), float(out[1]), float(out[2]) / 1024
 
 
@@ -77,7 +84,12 @@ class Server:
 
     def __init__(self, cwd: Path) -> None:
         self.process = subprocess.Popen(
-            [PYTHON, "-m", "pytorch_perflint", "server"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            [PYTHON, "-m", "pytorch_perflint", "server"],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=with_bytecode(),
         )
         self.arrived: List[Tuple[float, Dict[str, Any]]] = []
         self.lock = threading.Condition()

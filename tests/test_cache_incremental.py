@@ -69,3 +69,21 @@ def test_the_pre_commit_path_decodes_only_the_summaries_its_file_needs(tmp_path,
     assert "train.py:4" in run(["check", "--output-format", "concise", "train.py"], root).output
     decoded = log.read_text().count("1") if log.exists() else 0
     assert decoded <= 2  # model.py's, at most: not the 40 others
+
+
+def test_a_summarising_worker_forked_while_the_collector_was_paused_turns_it_back_on(tmp_path):
+    """Issue 25: ``check -j 1 --no-cache`` peaked at 1.45 GB on the torch package. Its
+    summarising worker was forked inside the parent's paused block and ran every file
+    with the cyclic collector off, so each file's cycles were never freed."""
+    import gc
+
+    from pytorch_perflint.run_summaries import _summarise_task
+
+    module = tmp_path / "model.py"
+    module.write_text(MODEL_CPU)
+    gc.disable()  # as in a worker forked from ``summarise_projects``' loop
+    try:
+        _summarise_task(str(module), str(tmp_path), {}, None)
+        assert gc.isenabled()
+    finally:
+        gc.enable()
