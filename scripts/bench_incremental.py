@@ -164,11 +164,12 @@ def server_times(root: Path, opened: Path) -> Tuple[Optional[float], Optional[fl
         server.open(opened)
         uri = opened.as_uri()
         diagnostics = server.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
+        # Indexing, when the server does it, begins right after the first answer.
+        began = server.wait(lambda m: m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "begin", timeout=10)
         ended = server.wait(
             lambda m: m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "end",
-            timeout=600 if diagnostics is not None else 0,
+            timeout=600 if began is not None else 0,
         )
-        began = server.wait(lambda m: m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "begin", timeout=0)
     finally:
         server.close()
     first = diagnostics[0] - started if diagnostics else None
