@@ -2,18 +2,20 @@
 findings depended on are unchanged is not re-linted.
 
 ``lint.json`` holds, for one key of (settings, tool version and code, whether fix edits
-were wanted), each file's stat key and content digest, the stat keys of the project
-modules the rules read about it (``ProjectIndex.recording``), and its diagnostics; and per
-project root a snapshot of every project file's and folder's stat key, for results that
-needed the whole import graph (who runs on an accelerator). ``summaries.json`` keeps the
-index's module summaries between runs. JSON, not pickle: the cache sits in the user's
-tree and is read back on every run.
+were wanted), each file's stat key and content digest, its diagnostics, and what the
+rules read about it from other modules (``ProjectIndex.recording``): each module's
+summary or text, by stat key and content digest, so that an edit that leaves a summary
+as it was (a comment, a docstring) does not invalidate the modules that read it; and,
+for a result that read the project as a whole, the digest of the project's state
+(``cache_graph``), kept per project root. ``summaries/`` keeps the index's module
+summaries between runs, one file per module, read only when a module is needed. JSON,
+not pickle: the cache sits in the user's tree and is read back on every run.
 
 The cache is the tree's data, so nothing in it is trusted: a cache of any other shape, at
 any depth, is a miss, never an error. It lives at the project root (the config file's
 folder, else the nearest folder with a ``pyproject.toml``, ``.git`` or config file above
-the linted path; without one, nothing is cached), never wherever the tool happens to
-run. A cache folder or file that is a symlink is not used: the tree must not be able to
+the linted path); without one, in the current folder as ruff's does when the linted paths
+are inside it, else in the folder that holds them all. A cache folder or file that is a symlink is not used: the tree must not be able to
 make the tool read or write elsewhere.
 """
 
@@ -24,16 +26,20 @@ import functools
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import __version__
 from .config import Settings
 from .tree_files import StatKey, read_regular, stat_key as _stat_key
-from .types import Applicability, Diagnostic, Edit, Fix, Location
+from .cache_json import _Invalid, _diagnostic_from_json, _diagnostic_to_json
+from .types import Diagnostic
 
 CACHE_DIR = ".pytorch_perflint_cache"
+# The layout of lint.json and summaries/: a cache of another format is a miss.
+FORMAT = 2
+SUMMARIES = "summaries"
 # A cache file larger than this is a miss (a large tree's cache is a few MB).
 MAX_CACHE_BYTES = 1024 * 1024 * 1024
 _MISSING = object()
@@ -64,73 +70,35 @@ def _settings_key(settings: Settings, with_edits: bool) -> str:
 
 
 def project_root(settings: Settings, start: Path) -> Optional[Path]:
-    """Where the cache of a run that starts at ``start`` (its first path) goes: the
-    project's root (``config.project_root``); None without one (a cache is not dropped
-    into whatever folder was linted)."""
+    """The project's root above ``start`` (``config.project_root``), None without one."""
     from .config import project_root as root_of
 
     return root_of(settings, start)
 
 
-# -- to and from JSON --------------------------------------------------------------------
-
-
-class _Invalid(ValueError):
-    """A cache entry of another shape than this version writes."""
-
-
-def _diagnostic_to_json(diagnostic: Diagnostic) -> Dict[str, Any]:
-    data = asdict(diagnostic)
-    data["path"] = str(diagnostic.path)
-    if diagnostic.fix is not None:
-        data["fix"]["applicability"] = diagnostic.fix.applicability.value
-    return data
-
-
-def _field(data: Any, key: str, kind: type, optional: bool = False) -> Any:
-    if not isinstance(data, dict):
-        raise _Invalid(key)
-    value = data.get(key)
-    if value is None and optional:
+def cache_root(settings: Settings, paths: Sequence[Path]) -> Optional[Path]:
+    """Where the cache of a run over ``paths`` goes: the project root of the first path;
+    without one, the current folder when every path is inside it (ruff's choice), else
+    the deepest folder that holds them all (None: only the file system's root does)."""
+    if not paths:
         return None
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _Invalid(key)
-    return value
-
-
-def _location(data: Any, key: str) -> Location:
-    value = _field(data, key, dict)
-    return Location(_field(value, "row", int), _field(value, "column", int))
-
-
-def _fix_from_json(data: Any) -> Optional[Fix]:
-    raw = _field(data, "fix", dict, optional=True)
-    if raw is None:
-        return None
+    root = project_root(settings, paths[0])
+    if root is not None:
+        return root
+    here = os.getcwd()
+    absolute = [os.path.abspath(p) for p in paths]
     try:
-        applicability = Applicability(_field(raw, "applicability", str))
-    except ValueError:
-        raise _Invalid("applicability") from None
-    edits = tuple(
-        Edit(_field(e, "content", str), _location(e, "location"), _location(e, "end_location"))
-        for e in _field(raw, "edits", list)
-    )
-    return Fix(applicability, _field(raw, "message", str), edits)
+        common = os.path.commonpath([here, *absolute])
+    except ValueError:  # different drives
+        return None
+    if common == here:
+        return Path(here)
+    folders = [p if os.path.isdir(p) else os.path.dirname(p) for p in absolute]
+    common = os.path.commonpath(folders)
+    return Path(common) if os.path.dirname(common) != common else None
 
 
-def _diagnostic_from_json(data: Any) -> Diagnostic:
-    """A diagnostic from its JSON, every field checked (``_Invalid`` otherwise)."""
-    return Diagnostic(
-        code=_field(data, "code", str),
-        name=_field(data, "name", str),
-        message=_field(data, "message", str),
-        path=Path(_field(data, "path", str)),
-        location=_location(data, "location"),
-        end_location=_location(data, "end_location"),
-        fix=_fix_from_json(data),
-        noqa_row=_field(data, "noqa_row", int, optional=True),
-        cell=_field(data, "cell", int, optional=True),
-    )
+# -- to and from JSON --------------------------------------------------------------------
 
 
 def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
@@ -148,14 +116,16 @@ def _entries(data: Any) -> Dict[str, Dict[str, Any]]:
 @dataclass(frozen=True)
 class Stamp:
     """What a fresh result depended on, taken where the file was linted: the file's stat
-    key before it was read and the digest of the bytes linted, the stat keys of the
-    project modules whose summaries or text the rules read, and whether an answer needed
-    every project file (the import graph: then the project's snapshot must not change)."""
+    key before it was read and the digest of the bytes linted; per project module the
+    rules read, ``(kind, stat key, digest)`` with kind ``"s"`` (its summary) or ``"t"``
+    (its text); the digest of the project's graph state when an answer read the import
+    graph, and of its stat keys when one read every module's text (``cache_graph``)."""
 
     key: Optional[StatKey]
     sha256: str
-    deps: Mapping[str, Optional[StatKey]] = field(default_factory=dict)
-    all_files: bool = False
+    deps: Mapping[str, Tuple[str, Optional[StatKey], str]] = field(default_factory=dict)
+    graph: Optional[str] = None
+    texts: Optional[str] = None
     root: Optional[str] = None
 
 
@@ -168,26 +138,46 @@ def _as_key(value: Any) -> Optional[StatKey]:
     return (value[0], value[1], value[2])
 
 
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def summary_digest(summary: Any) -> str:
+    from .project.codec import to_json
+
+    return hashlib.sha256(json.dumps(to_json(summary), separators=(",", ":")).encode()).hexdigest()[:40]
+
+
+def _shard(path: str) -> str:
+    """The file name of a module's summary in ``summaries/``."""
+    return hashlib.sha1(path.encode("utf-8", "surrogatepass")).hexdigest()[:24] + ".json"
+
+
 class Cache:
     """The cache of one project root for one set of settings.
 
     The warm path (``lookup``) decides from ``stat`` alone: a file whose size, mtime and
     inode are the ones recorded, and whose recorded dependencies' are too, is a hit
     without its content being read (ruff's cache does the same). A changed stat falls back
-    to the content's digest (a ``touch`` is not a change).
+    to the content's digest (a ``touch`` is not a change); a dependency whose stat changed
+    is read again and holds when its summary (or text) digest is the recorded one.
     """
 
     def __init__(self, root: Path, settings: Settings, with_edits: bool) -> None:
         folder = root / CACHE_DIR
         # A symlinked cache folder is not used at all: no read, no write.
         self.folder: Optional[Path] = None if os.path.islink(folder) else folder
+        self.root = os.path.abspath(root)
         self.file = folder / "lint.json"
         self.key = _settings_key(settings, with_edits)
         self.entries: Dict[str, Dict[str, Any]] = {}
-        self.snapshots: Dict[str, Dict[str, Any]] = {}
-        self._snapshot_ok: Dict[str, bool] = {}
-        self._digests: Dict[str, Tuple[Dict[str, Any], str]] = {}  # root -> (snapshot, its digest)
+        self.states: Dict[str, Any] = {}  # project root -> its state's JSON (cache_graph)
+        # The project index of a root, for checking its state (set by the run).
+        self.index_of: Optional[Callable[[str], Any]] = None
+        self._states_now: Dict[str, Tuple[Any, bool]] = {}  # root -> (checked State or None, nothing changed)
         self._keys_now: Dict[str, Optional[List[int]]] = {}  # see _key_now
+        self._digests_now: Dict[Tuple[str, str], Optional[str]] = {}
+        self._shards: Dict[str, StatKey] = {}  # summaries read from or written to summaries/
         self.dirty = False
         raw = read_regular(self.file, MAX_CACHE_BYTES) if self.folder is not None else None
         if raw is not None:
@@ -195,74 +185,129 @@ class Cache:
                 data = json.loads(raw.decode("utf-8"))
             except (ValueError, RecursionError):  # not JSON, not UTF-8, or absurdly deep
                 data = None
-            if isinstance(data, dict) and data.get("settings") == self.key:
+            if isinstance(data, dict) and data.get("settings") == self.key and data.get("format") == FORMAT:
                 self.entries = _entries(data)
-                snapshots = data.get("projects")
-                if isinstance(snapshots, dict):
-                    self.snapshots = {k: v for k, v in snapshots.items() if isinstance(v, dict)}
+                states = data.get("projects")
+                if isinstance(states, dict):
+                    self.states = {k: v for k, v in states.items() if isinstance(v, dict)}
 
     def _digest(self, content: bytes) -> str:
         return hashlib.sha256(content).hexdigest()
 
-    def _diagnostics(self, entry: Dict[str, Any]) -> Optional[Tuple[Diagnostic, ...]]:
+    def _diagnostics(self, entry: Dict[str, Any], path: Path) -> Optional[Tuple[Diagnostic, ...]]:
+        """The entry's diagnostics, about ``path`` as this run spells it (entries are kept
+        by absolute path: a run from another folder, or the server, finds them too)."""
         diagnostics = entry.get("diagnostics")
         if not isinstance(diagnostics, list):
             return None
         try:
-            return tuple(_diagnostic_from_json(d) for d in diagnostics)
+            found = tuple(_diagnostic_from_json(d) for d in diagnostics)
         except _Invalid:
             return None
+        return tuple(d if d.path == path else dataclasses.replace(d, path=path) for d in found)
 
     def _depends_unchanged(self, entry: Dict[str, Any]) -> bool:
-        """The recorded dependencies still have their stat keys (read as untrusted data)."""
+        """The recorded dependencies still hold (read as untrusted data)."""
         deps = entry.get("deps", {})
-        if not isinstance(deps, dict):
+        if not isinstance(deps, dict) or not all(self._dep_holds(path, dep) for path, dep in deps.items()):
             return False
-        if any(self._key_now(path) != key for path, key in deps.items()):
+        graph, texts = entry.get("graph"), entry.get("texts")
+        if graph is None and texts is None:
+            return True
+        root = entry.get("root")
+        if not isinstance(root, str):
             return False
-        if entry.get("all", False) is not False:
-            root = entry.get("root")
-            return (
-                isinstance(root, str)
-                and entry.get("all") is True
-                and entry.get("snapshot") == self._snapshot_digest(root)
-                and self._unchanged_project(root)
-            )
+        state, unchanged = self.state_now(root)
+        if state is None:
+            return False
+        if graph is not None and graph != state.graph_digest():
+            return False
+        return texts is None or (unchanged and texts == state.texts_digest())
+
+    def _dep_holds(self, path: str, dep: Any) -> bool:
+        if not isinstance(dep, list) or len(dep) != 3 or dep[0] not in ("s", "t") or not isinstance(dep[2], str):
+            return False
+        if self._key_now(path) == dep[1]:
+            return True
+        if self._digest_now(dep[0], path) != dep[2]:
+            return False
+        dep[1] = self._key_now(path)  # changed, not in what was read: a stat hit next time
+        self.dirty = True
         return True
 
+    def _digest_now(self, kind: str, path: str) -> Optional[str]:
+        """The digest of a changed dependency's text or summary now, once per run."""
+        if (kind, path) not in self._digests_now:
+            from .project.index import read_source
+
+            text, _ = read_source(path)
+            digest = None
+            if text is not None and kind == "t":
+                digest = text_digest(text)
+            elif text is not None:
+                from . import registry
+                from .project.summarizer import summarize
+
+                registry.all_rules()  # the families' summarisers are part of a summary
+                digest = summary_digest(summarize(None, text))
+            self._digests_now[(kind, path)] = digest
+        return self._digests_now[(kind, path)]
+
+    def state_now(self, root: str) -> Tuple[Any, bool]:
+        """The project's state checked against the files on disk (once per run; see
+        ``cache_graph.checked``), and whether nothing changed at all. A state whose stat
+        keys all hold is decided from ``stat`` alone: no index is made (the warm path)."""
+        if root not in self._states_now:
+            from . import cache_graph
+
+            state = cache_graph.from_json(self.states.get(root))
+            result: Tuple[Any, bool] = (None, False)
+            if state is not None and cache_graph.unchanged(state):
+                result = (state, True)
+            elif state is not None and self.index_of is not None:
+                index = self.index_of(root)
+                if index is not None:
+                    result = cache_graph.checked(state, index)
+                    if result[0] is not None and not result[1]:
+                        self.states[root] = result[0].to_json()
+                        self.dirty = True
+            self._states_now[root] = result
+        return self._states_now[root]
+
+    def seed(self, root: str, index: Any) -> Tuple[Any, bool]:
+        """``state_now``, its graph handed to the run's ``index`` of that root (graph
+        questions are then answered without reading any module)."""
+        result = self.state_now(root)
+        if result[0] is not None and index.graph_state() is None:
+            graph, selecting = result[0].graph()
+            index.seed_graph(result[0].files, graph, selecting)
+        return result
+
+    def new_run(self) -> None:
+        """Forget the stat keys and digests taken (a long-lived server asks again later)."""
+        self._keys_now.clear()
+        self._digests_now.clear()
+        self._states_now.clear()
+
+    def set_state(self, root: str, state: Any) -> None:
+        """Keep a project's state (``cache_graph.State``) as the one this run read."""
+        self.states[root] = state.to_json()
+        self._states_now[root] = (state, True)
+        self.dirty = True
+
     def _key_now(self, path: str) -> Optional[List[int]]:
-        """A dependency's or snapshot entry's stat key in its JSON form (what the cache file
-        holds: a value of any other shape is simply not equal), taken once per run: many
-        files depend on one module."""
+        """A dependency's stat key in its JSON form (what the cache file holds: a value of
+        any other shape is simply not equal), taken once per run: many files depend on
+        one module."""
         key = self._keys_now.get(path, _MISSING)
         if key is _MISSING:
             now = _stat_key(path)
             key = self._keys_now[path] = list(now) if now is not None else None
         return key  # type: ignore[return-value]
 
-    def _snapshot_digest(self, root: str) -> Optional[str]:
-        """Which snapshot of the project a result was computed against: a result from
-        before a later run replaced the snapshot is not made valid by the new one."""
-        snapshot = self.snapshots.get(root)
-        if not snapshot:
-            return None
-        kept = self._digests.get(root)
-        if kept is None or kept[0] is not snapshot:  # once per snapshot, not once per file
-            kept = self._digests[root] = (snapshot, hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).hexdigest())
-        return kept[1]
-
-    def _unchanged_project(self, root: str) -> bool:
-        """Every project file and folder has the stat key recorded (a new, removed or
-        changed module changes one of them), asked once per run."""
-        if root not in self._snapshot_ok:
-            snapshot = self.snapshots.get(root)
-            ok = bool(snapshot) and all(self._key_now(p) == k for p, k in snapshot.items())  # type: ignore[union-attr]
-            self._snapshot_ok[root] = ok
-        return self._snapshot_ok[root]
-
     def lookup(self, path: Path) -> Optional[Tuple[Diagnostic, ...]]:
         """The cached diagnostics of an unchanged file, decided from ``stat`` first."""
-        entry = self.entries.get(str(path))
+        entry = self.entries.get(os.path.abspath(path))
         if entry is None:
             return None
         key = _stat_key(str(path))
@@ -278,14 +323,14 @@ class Cache:
             self.dirty = True
         if not self._depends_unchanged(entry):
             return None
-        return self._diagnostics(entry)
+        return self._diagnostics(entry, path)
 
     def get(self, path: Path, content: bytes) -> Optional[Tuple[Diagnostic, ...]]:
         """The cached diagnostics for ``path`` with this ``content`` (no stat shortcut)."""
-        entry = self.entries.get(str(path))
+        entry = self.entries.get(os.path.abspath(path))
         if entry is None or entry.get("sha256") != self._digest(content) or not self._depends_unchanged(entry):
             return None
-        return self._diagnostics(entry)
+        return self._diagnostics(entry, path)
 
     def put(self, path: Path, content: bytes, diagnostics: Iterable[Diagnostic], stamp: Optional[Stamp] = None) -> None:
         if stamp is None:
@@ -296,28 +341,26 @@ class Cache:
             "diagnostics": [_diagnostic_to_json(d) for d in diagnostics],
         }
         if stamp.deps:
-            entry["deps"] = {p: list(k) if k is not None else None for p, k in stamp.deps.items()}
-        if stamp.all_files:
-            digest = self._snapshot_digest(stamp.root) if stamp.root is not None else None
-            if digest is None:
-                self.entries.pop(str(path), None)  # nothing to check it against: not kept
+            entry["deps"] = {p: [kind, list(k) if k is not None else None, digest] for p, (kind, k, digest) in stamp.deps.items()}
+        if stamp.graph is not None or stamp.texts is not None:
+            if stamp.root is None:
+                self.entries.pop(os.path.abspath(path), None)  # nothing to check it against: not kept
                 return
-            entry["all"], entry["root"], entry["snapshot"] = True, stamp.root, digest
-        self.entries[str(path)] = entry
-        self.dirty = True
-
-    def set_snapshot(self, root: str, snapshot: Mapping[str, Optional[StatKey]]) -> None:
-        """The stat keys of a project's files and folders, taken before its files were read."""
-        self.snapshots[root] = {p: list(k) if k is not None else None for p, k in snapshot.items()}
-        self._snapshot_ok.pop(root, None)
+            entry["root"] = stamp.root
+            if stamp.graph is not None:
+                entry["graph"] = stamp.graph
+            if stamp.texts is not None:
+                entry["texts"] = stamp.texts
+        self.entries[os.path.abspath(path)] = entry
         self.dirty = True
 
     def save(self) -> None:
         """Write the cache atomically; a cache that cannot be written is simply skipped."""
         if not self.dirty:
             return
-        payload = {"version": __version__, "settings": self.key, "files": self.entries, "projects": self.snapshots}
-        self._write("lint.json", json.dumps(payload))
+        payload = {"version": __version__, "format": FORMAT, "settings": self.key, "files": self.entries, "projects": self.states}
+        self._write(self.folder, "lint.json", json.dumps(payload))  # type: ignore[arg-type]
+        self.dirty = False
 
     def prepare_folder(self) -> bool:
         """Create the cache folder (before a project snapshot is taken: creating it changes
@@ -336,18 +379,17 @@ class Cache:
             return False
         return True
 
-    def _write(self, name: str, payload: str) -> None:
+    def _write(self, folder: Path, name: str, payload: str) -> None:
         if not self.prepare_folder():
             return
-        assert self.folder is not None
         try:
             import tempfile  # only when something is written: a warm run writes nothing
 
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".lint-", suffix=".json")
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".lint-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write(payload)
-                os.replace(tmp, self.folder / name)  # replaces a symlink there, never follows it
+                os.replace(tmp, folder / name)  # replaces a symlink there, never follows it
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
@@ -355,36 +397,57 @@ class Cache:
             pass
 
     # -- module summaries (the project index's, kept between runs) --------------------
-    def load_summaries(self, index: Any) -> Dict[str, StatKey]:
-        """Hand the summaries kept from earlier runs to ``index`` (``ProjectIndex.add``);
-        the stat keys handed in. Anything unreadable is left out."""
+    def stored_summary(self, path: str, key: StatKey) -> Optional[Any]:
+        """The summary kept for the module at ``path`` when its file still has stat
+        ``key`` (``ProjectIndex.stored``); None for anything else."""
         from .project.codec import DecodeError, from_json
 
-        raw = read_regular(self.folder / "summaries.json", MAX_CACHE_BYTES) if self.folder is not None else None
+        if self.folder is None:
+            return None
+        raw = read_regular(self.folder / SUMMARIES / _shard(path), MAX_CACHE_BYTES)
         if raw is None:
-            return {}
+            return None
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (ValueError, RecursionError):
-            return {}
-        if not isinstance(data, dict) or data.get("code") != _code_key() or not isinstance(data.get("modules"), dict):
-            return {}
-        added: Dict[str, StatKey] = {}
-        for path, value in data["modules"].items():
-            try:
-                key = _as_key(value[0])
-                summary = from_json(value[1])
-            except (_Invalid, DecodeError, LookupError, TypeError, ValueError, RecursionError):
-                continue
-            if key is not None and index.add(path, key, summary):
-                added[path] = key
-        return added
+            if not isinstance(data, dict) or data.get("code") != _code_key() or data.get("path") != path:
+                return None
+            if _as_key(data.get("stat")) != tuple(key):
+                return None
+            summary = from_json(data.get("summary"))
+        except (_Invalid, DecodeError, LookupError, TypeError, ValueError, RecursionError):
+            return None
+        self._shards[path] = tuple(key)  # type: ignore[assignment]
+        return summary
 
-    def save_summaries(self, entries: Mapping[str, Tuple[StatKey, Any]]) -> None:
+    def save_summaries(self, entries: Mapping[str, Tuple[StatKey, Any]], files: Optional[Iterable[str]] = None) -> None:
+        """Keep the summaries not kept yet, one file each; with ``files`` (the project's
+        files, when listed), drop the kept summaries of files no longer there."""
         from .project.codec import to_json
 
-        modules = {path: [list(key), to_json(summary)] for path, (key, summary) in entries.items()}
-        self._write("summaries.json", json.dumps({"code": _code_key(), "modules": modules}))
+        if self.folder is None or not self.prepare_folder():
+            return
+        folder = self.folder / SUMMARIES
+        if os.path.islink(folder):
+            return
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError:
+            return
+        code = _code_key()
+        for path, (key, summary) in entries.items():
+            if self._shards.get(path) == tuple(key):
+                continue
+            payload = json.dumps({"code": code, "path": path, "stat": list(key), "summary": to_json(summary)})
+            self._write(folder, _shard(path), payload)
+            self._shards[path] = tuple(key)  # type: ignore[assignment]
+        if files is not None:
+            wanted = {_shard(p) for p in files}
+            try:
+                for name in os.listdir(folder):
+                    if name.endswith(".json") and name not in wanted:
+                        os.unlink(folder / name)
+            except OSError:
+                pass
 
     def _write_gitignore(self) -> None:
         assert self.folder is not None

@@ -15,24 +15,42 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, List, MutableMapping, Optional, Sequence, Set
+from typing import Callable, Dict, FrozenSet, List, MutableMapping, Optional, Sequence, Set
 
 from .types import FileResult
 
-if TYPE_CHECKING:
-    from .cache import Stamp
-
 MAX_PASSES = 5
 
+
+@dataclass(frozen=True)
+class Reads:
+    """What one file's findings read in a pass: the project modules (absolute paths), or
+    the whole project (the import graph, every module's text), in the project at ``root``."""
+
+    deps: FrozenSet[str]
+    all_files: bool
+    root: Optional[str]
+
+    @classmethod
+    def of(cls, used: Set[str], root: Optional[str]) -> "Reads":
+        """From what a ``ProjectIndex.recording()`` collected (modules read for their
+        summary or their text, or the whole project)."""
+        from .project.index import ALL_FILES, ALL_TEXTS, TEXT_OF
+
+        deps = frozenset(u[len(TEXT_OF):] if u.startswith(TEXT_OF) else u for u in used)
+        return cls(deps, ALL_FILES in used or ALL_TEXTS in used, root)
+
+
 # Runs one pass over the files given; records in the mapping, for each file linted with
-# its project's index, what the rules read (``Stamp``: the modules, or the whole project).
-RunPass = Callable[[Sequence[Path], MutableMapping[Path, "Stamp"]], List[FileResult]]
+# its project's index, what the rules read.
+RunPass = Callable[[Sequence[Path], MutableMapping[Path, Reads]], List[FileResult]]
 
 
 def fix_until_settled(files: Sequence[Path], run_pass: RunPass) -> List[FileResult]:
     """Every file's result over all the passes, in the order of ``files``."""
-    reads: Dict[Path, "Stamp"] = {}
+    reads: Dict[Path, Reads] = {}
     results = list(run_pass(files, reads))
     position = {path: index for index, path in enumerate(files)}
     written = [result.path for result in results if result.fixed]
@@ -40,7 +58,7 @@ def fix_until_settled(files: Sequence[Path], run_pass: RunPass) -> List[FileResu
         again = [path for path in files if _reads_any(path, reads.get(path), written, reads)]
         if not again:
             break
-        fresh_reads: Dict[Path, "Stamp"] = {}
+        fresh_reads: Dict[Path, Reads] = {}
         fresh = run_pass(again, fresh_reads)
         reads.update(fresh_reads)
         written = [result.path for result in fresh if result.fixed]
@@ -50,7 +68,7 @@ def fix_until_settled(files: Sequence[Path], run_pass: RunPass) -> List[FileResu
     return results
 
 
-def _reads_any(path: Path, stamp: Optional["Stamp"], written: Sequence[Path], reads: Dict[Path, "Stamp"]) -> bool:
+def _reads_any(path: Path, stamp: Optional[Reads], written: Sequence[Path], reads: Dict[Path, Reads]) -> bool:
     """Whether the findings of ``path`` read a fact of a written file (its own fixes
     settled with its own facts)."""
     if stamp is None or not written:

@@ -1,14 +1,15 @@
-"""The cache side of a run: the cache opened at the project root, the project indexes
-prepared before the workers start (summaries kept from earlier runs, a snapshot of the
-project's stat keys), cached results answered from ``stat``, fresh ones stored with what
-they depended on, and the summaries the workers read kept for the next run."""
+"""The cache side of a run: the cache opened where the run's files are, cached results
+answered from ``stat``, the project indexes prepared before the workers start (summaries
+kept from earlier runs, read only when a module is needed; the project's state checked
+against the disk), fresh results stored with what they depended on, and the summaries and
+the project state the run read kept for the next run."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence, Tuple
 
 from .cache import Stamp
 from .config import Settings
@@ -21,51 +22,89 @@ if TYPE_CHECKING:  # the project layer is imported only when some file is linted
 
 @dataclass(frozen=True)
 class Done:
-    """A worker's answer for one file: its result and, for the cache, what it depended on
-    and the module summaries the worker read for it (for the parent to keep)."""
+    """A worker's answer for one file: its result and, for the cache, what it depended on,
+    the module summaries the worker read for it (for the parent to keep) and the project
+    state when the worker built the import graph itself."""
 
     result: FileResult
     stamp: Optional[Stamp] = None
     summaries: Optional[Tuple[str, dict]] = None  # (project root, path -> (stat key, summary))
+    state: Optional[Tuple[str, Any]] = None  # (project root, cache_graph.State)
 
 
-def open_cache(settings: Settings, with_edits: bool, start: Path):
-    from .cache import Cache, project_root
+class LazyProjects:
+    """The run's ``RunProjects``, made when first needed: a warm run that the cache answers
+    from ``stat`` alone imports no project code."""
 
-    root = project_root(settings, start)
-    return Cache(root, settings, with_edits) if root is not None else None
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.made: Optional["RunProjects"] = None
+
+    def get(self) -> "RunProjects":
+        if self.made is None:
+            from .project.linted import RunProjects
+
+            self.made = RunProjects(self.settings)
+        return self.made
+
+    def index(self, root: str):
+        return self.get().for_file(Path(root) / "__init__.py")
 
 
-def prepare_projects(projects: RunProjects, todo: Sequence[Path], cache) -> None:
-    """Before the workers start: the cache's project gets the summaries kept from earlier
-    runs and a snapshot of its files' stat keys (taken before any is read)."""
-    from .project.index import collector_paused
+def open_cache(settings: Settings, with_edits: bool, paths: Sequence[Path], projects: LazyProjects):
+    from .cache import Cache, cache_root
+
+    root = cache_root(settings, paths)
+    if root is None:
+        return None
+    cache = Cache(root, settings, with_edits)
+    cache.index_of = projects.index
+    return cache
+
+
+def prepare_projects(projects: RunProjects, todo: Sequence[Path], cache, many: bool) -> None:
+    """Before the workers start: the cache's project reads kept summaries on demand, and
+    its state is checked (its graph seeded into the index when still valid). A run over
+    many files also takes the stat keys of the project's files before any is read (what
+    the results that read every module depend on); a run over one file lists nothing."""
+    from .cache_graph import texts_digest_of
     from .project.linted import snapshot
 
-    cache_root = os.path.abspath(cache.file.parent.parent)
     for root in sorted({r for r in (projects.root_of(p) for p in todo) if r is not None}):
+        if root != cache.root:
+            continue
         index = projects.for_file(Path(root) / "__init__.py")
         if index is None:
             continue
-        if root == cache_root:
-            with collector_paused():
-                projects.known[root] = cache.load_summaries(index)
+        index.stored = cache.stored_summary
         cache.prepare_folder()  # first: creating it changes the root folder's mtime
-        cache.set_snapshot(root, snapshot(index))
+        state, unchanged = cache.seed(root, index)
+        if many:
+            projects.stats[root] = snapshot(index)
+            projects.texts[root] = texts_digest_of(projects.stats[root])
+        elif state is not None and unchanged:
+            projects.texts[root] = state.texts_digest()
 
 
-def save_summaries(projects: RunProjects, cache) -> None:
-    """Keep the summaries of the cache's project for the next run (stale ones dropped)."""
+def save_project(projects: RunProjects, cache, states: Dict[str, Any]) -> None:
+    """Keep what the run read of the cache's project for the next run: the summaries not
+    kept yet, and the project's state (from the graph built here, or by a worker)."""
+    from . import cache_graph
     from .project.index import collector_paused
 
-    cache_root = os.path.abspath(cache.file.parent.parent)
-    index = projects.indexes.get(cache_root)
+    index = projects.indexes.get(cache.root)
     if index is None:
         return
+    state = None
+    if cache.root in projects.stats:  # the graph was built here, after the stats were taken
+        state = cache_graph.state_of(index, projects.stats[cache.root])
+    elif cache.root in states and cache.state_now(cache.root)[0] is None:
+        state = states[cache.root]
+    if state is not None:
+        cache.set_state(cache.root, state)
     entries = {p: (k, s) for p, (k, s) in index.entries().items() if stat_key(p) == k}
-    if entries:
-        with collector_paused():
-            cache.save_summaries(entries)
+    with collector_paused():
+        cache.save_summaries(entries, index.files if index.has_files() and cache.root in projects.stats else None)
 
 
 def cache_lookup(cache, path: Path) -> Optional[FileResult]:
@@ -91,9 +130,12 @@ def cache_lookup(cache, path: Path) -> Optional[FileResult]:
     return FileResult(path, diagnostics, source=source)
 
 
-def merge(files: Sequence[Path], cached: dict, fresh: Iterator[Done], cache, projects: RunProjects) -> Iterator[FileResult]:
+def merge(
+    files: Sequence[Path], cached: dict, fresh: Iterator[Done], cache, projects: RunProjects, states: Dict[str, Any]
+) -> Iterator[FileResult]:
     """Results in the order of ``files``; fresh results without errors go into the cache,
-    and the summaries the workers read into the parent's index (to be kept)."""
+    the summaries the workers read into the parent's index (to be kept), and the project
+    state a worker built into ``states``."""
     for path in files:
         if path in cached:
             yield cached[path]
@@ -108,4 +150,62 @@ def merge(files: Sequence[Path], cached: dict, fresh: Iterator[Done], cache, pro
             if index is not None:
                 for module, (key, summary) in entries.items():
                     index.add(module, key, summary)
+        if done.state is not None:
+            states.setdefault(done.state[0], done.state[1])
         yield result
+
+
+_STATES: Dict[str, Tuple[Any, Any, Optional[str]]] = {}  # root -> (graph, its state, digest)
+
+
+def _state_of(project) -> Tuple[Any, Optional[str]]:
+    """The project state of the index's graph and its digest, once per graph built."""
+    from . import cache_graph
+
+    held = project.graph_state()
+    if held is None:
+        return None, None
+    kept = _STATES.get(project.root)
+    if kept is None or kept[0] is not held[0]:
+        state = cache_graph.state_of(project)
+        kept = _STATES[project.root] = (held[0], state, state.graph_digest() if state is not None else None)
+    return kept[1], kept[2]
+
+
+def stamp_of(projects: RunProjects, project, path: Path, key, digest: str, used) -> Optional[Tuple[Stamp, Any]]:
+    """What a fresh result of ``path`` depended on (``Stamp``), and the project state when
+    this worker built the graph; None when a module it read changed meanwhile (not cached)."""
+    from .cache import summary_digest, text_digest
+    from .project.index import ALL_FILES, ALL_TEXTS, TEXT_OF
+
+    own = os.path.abspath(path)
+    root = project.root
+    texts = None
+    if ALL_TEXTS in used:
+        texts = projects.texts.get(root)
+        if texts is None:
+            return None  # nothing taken before the run read every module: not kept
+    deps: Dict[str, Tuple[str, Any, str]] = {}
+    if texts is None:
+        for what in sorted(used):
+            if what in (ALL_FILES, own, TEXT_OF + own):
+                continue
+            module = what[len(TEXT_OF) :] if what.startswith(TEXT_OF) else what
+            read_at = project.stat_key_read(module)
+            if stat_key(module) != read_at:
+                return None
+            if what.startswith(TEXT_OF):
+                text = project.text(module)
+                if text is None:
+                    return None
+                deps[module] = ("t", read_at, text_digest(text))
+            elif module not in deps:
+                deps[module] = ("s", read_at, summary_digest(project.summary(module)))
+    state = None
+    graph = None
+    if ALL_FILES in used:
+        state, graph = _state_of(project)
+        if state is None:
+            return None
+    stamp = Stamp(key, digest, deps, graph, texts, root)
+    return stamp, state

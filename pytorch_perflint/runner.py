@@ -25,10 +25,10 @@ from .config import Settings
 from .decoding import Undecodable, decode
 from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
-from .cache import Stamp
-from .run_cache import Done as _Done, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
-from .run_cache import prepare_projects as _prepare_projects, save_summaries as _save_summaries
-from .fix_passes import fix_until_settled
+from .cache import Stamp as _Stamp
+from .run_cache import Done as _Done, LazyProjects, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
+from .run_cache import prepare_projects as _prepare_projects, save_project as _save_project, stamp_of as _stamp_of
+from .fix_passes import Reads, fix_until_settled
 from .tree_files import read_source, stat_key
 
 # The project layer, the workers and the writers are imported where they are used: a warm
@@ -247,18 +247,24 @@ def _lint_task(
     """``process_file`` with the index of the file's project, recording the project modules
     the rules read (for the cache, with the file's stat key and digest). ``passed``: what
     the screens of the summarising phase let through, by file."""
-    from .project.index import ALL_FILES
-
     project = projects.for_file(path) if projects is not None else None
     key = stat_key(str(path))  # before the read: a change meanwhile shows next run
-    if project is None:
-        return _Done(process_file(path, settings, mode, with_edits, rules, roots))
+    if project is None:  # a file of no project: its result depends on its text alone
+        result = process_file(path, settings, mode, with_edits, rules, roots)
+        if not stamped or result.errors:
+            return _Done(result)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return _Done(result)
+        return _Done(result, _Stamp(key, hashlib.sha256(data).hexdigest()) if stat_key(str(path)) == key else None)
+    inherited = project.graph_state() is not None
     with project.recording() as used:
         result = process_file(path, settings, mode, with_edits, rules, roots, project=project, passed=passed.get(path) if passed else None)
     # The text last linted is the file's now (fixed and written, or as it was read).
     project.settle(path, stat_key(str(path)) if result.fixed else key)
     if mode is Mode.FIX:  # what the findings read, for the next pass (``fix_passes``)
-        return _Done(result, Stamp(key, "", dict.fromkeys(used), ALL_FILES in used, project.root))
+        return _Done(result, Reads.of(used, project.root))  # type: ignore[arg-type]
     if not stamped or result.errors:
         return _Done(result)
     try:
@@ -267,13 +273,12 @@ def _lint_task(
         return _Done(result)
     if stat_key(str(path)) != key:
         return _Done(result)  # changed while it was linted: not cached
-    all_files = ALL_FILES in used
-    deps: dict = {}
-    if not all_files:
-        own = os.path.abspath(path)
-        deps = {p: project.stat_key_read(p) for p in used if p != own}
-    stamp = Stamp(key, digest, deps, all_files, project.root)
-    return _Done(result, stamp, (project.root, projects.new_entries(project)))  # type: ignore[union-attr]
+    stamped_as = _stamp_of(projects, project, path, key, digest, used)  # type: ignore[arg-type]
+    summaries = (project.root, projects.new_entries(project))  # type: ignore[union-attr]
+    if stamped_as is None:
+        return _Done(result, None, summaries)
+    stamp, state = stamped_as
+    return _Done(result, stamp, summaries, (project.root, state) if state is not None and not inherited else None)
 
 
 def _internal_error(path: Path, error: BaseException) -> str:
@@ -341,7 +346,7 @@ def run(
     rules: Optional[Sequence[Type]] = None,
     use_cache: bool = False,
     roots: Optional[Sequence[str]] = None,
-    reads: Optional[Dict[Path, Stamp]] = None,
+    reads: Optional[Dict[Path, Reads]] = None,
 ) -> Tuple[List[FileResult], RunSummary]:
     """Lint (or fix) every file; results in the order of ``files``.
 
@@ -362,8 +367,9 @@ def run(
         return results, summarize(results, settings, mode)
     jobs = max(1, jobs or os.cpu_count() or 1)
     cache = None
+    lazy = LazyProjects(settings)
     if use_cache and mode is Mode.CHECK and rules is None and files:
-        cache = _open_cache(settings, with_edits, Path(roots[0]) if roots else files[0])
+        cache = _open_cache(settings, with_edits, [Path(r) for r in roots] if roots else list(files), lazy)
     cached: dict = {}
     todo = list(files)
     if cache is not None:
@@ -378,19 +384,18 @@ def run(
         results = [cached[path] for path in files]
         cache.save()
         return results, summarize(results, settings, mode)
-    from .project.linted import RunProjects
     from .run_summaries import Passed, Screen, summarise_projects
     from .safe_write import real_roots
 
     real = real_roots(roots) if roots is not None else None
-    projects = RunProjects(settings)
+    projects = lazy.get()
     if todo:
         # Import the engine and discover the rules once, here: forked workers inherit them.
         from . import engine, fixer, registry  # noqa: F401
 
         registry.all_rules()
         if cache is not None:
-            _prepare_projects(projects, todo, cache)
+            _prepare_projects(projects, todo, cache, many=len(todo) >= PARALLEL_MIN_FILES)
     workers = min(jobs, len(todo)) if len(todo) >= PARALLEL_MIN_FILES else 1
     screened: Dict[Path, _Done] = {}
     passed: Dict[Path, Passed] = {}
@@ -415,7 +420,8 @@ def run(
         passed=passed,
     )
     fresh = _isolated([p for p in todo if p not in screened], work, workers, settings)
-    stream = _merge(files, cached, _in_order(todo, screened, fresh, reads), cache, projects)
+    states: Dict[str, object] = {}
+    stream = _merge(files, cached, _in_order(todo, screened, fresh, reads), cache, projects, states)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
     # Few files: while a long one is worked on, a status line says so instead of the bar.
     status = LongFileStatus("Fixing" if mode is Mode.FIX else "Checking") if progress and not show and sys.stderr.isatty() else None
@@ -443,13 +449,13 @@ def run(
         if frozen:
             gc.unfreeze()
     if cache is not None:
-        cache.save()
         if todo:
-            _save_summaries(projects, cache)
+            _save_project(projects, cache, states)
+        cache.save()
     return results, summarize(results, settings, mode)
 
 
-def _in_order(todo: Sequence[Path], screened: Mapping[Path, _Done], fresh: Iterator[_Done], reads: Optional[Dict[Path, Stamp]]) -> Iterator[_Done]:
+def _in_order(todo: Sequence[Path], screened: Mapping[Path, _Done], fresh: Iterator[_Done], reads: Optional[Dict[Path, Reads]]) -> Iterator[_Done]:
     """The results of ``todo`` in its order: those screened while summarising, the rest
     from the lint workers; what each read goes into ``reads`` (a fix pass)."""
     for path in todo:

@@ -104,12 +104,35 @@ def test_the_cache_goes_at_the_project_root_not_the_current_folder(tmp_path):
     assert not (project / "pkg" / CACHE_DIR).exists()
 
 
-def test_without_a_project_root_nothing_is_cached(tmp_path):
+def test_without_a_project_root_the_cache_goes_in_the_current_folder_and_clean_removes_it(tmp_path, monkeypatch):
+    """Issue 25: a tree with no marker had no cache at all (the second run cost as much
+    as the first); ruff keeps its cache in the current folder."""
+    loose = tmp_path / "loose"
+    (loose / "pkg").mkdir(parents=True)
+    (loose / "pkg" / "train.py").write_text(DP)
+    result = run(["check", "--output-format", "concise", "."], loose)
+    assert result.exit_code == 1 and "TPF501" in result.output
+    data = json.loads((loose / CACHE_DIR / "lint.json").read_text())
+    assert [Path(k).name for k in data["files"]] == ["train.py"]
+    # The second run is answered from the cache: the engine is never asked.
+    import pytorch_perflint.engine as engine
+
+    monkeypatch.setattr(engine, "lint_source", lambda *a, **k: (_ for _ in ()).throw(AssertionError("linted again")))
+    again = run(["check", "--output-format", "concise", "."], loose)
+    assert again.exit_code == 1 and "TPF501" in again.output
+    assert run(["clean"], loose).exit_code == 0
+    assert not (loose / CACHE_DIR).exists()
+
+
+def test_without_a_project_root_a_run_from_elsewhere_caches_beside_the_paths(tmp_path):
     loose = tmp_path / "loose"
     loose.mkdir()
     (loose / "train.py").write_text(DP)
-    result = run(["check", "--output-format", "concise", "."], loose)
-    assert result.exit_code == 1 and not (loose / CACHE_DIR).exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = run(["check", "--output-format", "concise", str(loose)], elsewhere)
+    assert result.exit_code == 1
+    assert list(elsewhere.iterdir()) == [] and (loose / CACHE_DIR / "lint.json").is_file()
 
 
 def test_a_symlinked_cache_folder_is_not_used(tmp_path):

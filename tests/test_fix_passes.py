@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from pytorch_perflint import fix_passes
-from pytorch_perflint.cache import Stamp
 from pytorch_perflint.types import FileResult
 
 from project_tree import write_project
@@ -96,7 +95,7 @@ def test_the_summary_of_a_fix_run_counts_what_a_check_then_reports(tmp_path):
 
 
 def _stamp(deps=(), all_files=False, root="/p"):
-    return Stamp(None, "", dict.fromkeys(deps), all_files, root)
+    return fix_passes.Reads(frozenset(deps), all_files, root)
 
 
 def test_only_the_files_that_read_a_written_file_are_fixed_again(tmp_path):
@@ -136,3 +135,12 @@ def test_a_file_a_later_pass_fixes_counts_what_check_found_before_the_run():
     then = FileResult(Path("t.py"), fixed=1, fixes=(("TPF104", "n", 1),), found_before_fix=1)
     merged = fix_passes.combined(first, then)
     assert merged.fixed == 1 and merged.found_before_fix == 0  # the finding was revealed
+
+
+def test_reads_of_a_recording_name_the_modules_and_the_whole_project():
+    from pytorch_perflint.project.index import ALL_FILES, ALL_TEXTS, TEXT_OF
+
+    reads = fix_passes.Reads.of({"/p/a.py", TEXT_OF + "/p/b.py"}, "/p")
+    assert reads == fix_passes.Reads(frozenset({"/p/a.py", "/p/b.py"}), False, "/p")
+    assert fix_passes.Reads.of({ALL_FILES}, "/p").all_files
+    assert fix_passes.Reads.of({ALL_TEXTS}, "/p").all_files

@@ -24,7 +24,7 @@ from . import convert
 from .convert import Positions
 from .documents import Buffer, Linted, split_cells
 
-FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{convert.SOURCE}"
+FIX_ALL_KIND = convert.FIX_ALL_KIND
 QUICK_FIX_KIND = types.CodeActionKind.QuickFix.value
 
 
@@ -42,6 +42,8 @@ class Request:
     # The client asks for an action's edit when it is picked (``codeAction/resolve``): "fix
     # all", which runs the fixer's rounds, is then not computed at every cursor move.
     resolves: bool = False
+    # The diagnostics the client sent in the request's context (its own, of the cursor's line).
+    sent: Tuple[types.Diagnostic, ...] = ()
 
 
 def wanted(only: Optional[Sequence[str]], kind: str) -> bool:
@@ -55,7 +57,8 @@ def code_actions(request: Request) -> List[types.CodeAction]:
         return []
     actions: List[types.CodeAction] = []
     if wanted(request.only, QUICK_FIX_KIND):
-        for raw, shown in convert.findings_at(request.buffer, request.linted, request.uri, request.range, request.units):
+        found = convert.findings_at(request.buffer, request.linted, request.uri, request.range, request.units, request.sent)
+        for raw, shown in found:
             actions.extend(_fix_action(request, raw, shown))
             actions.extend(_noqa_action(request, raw, shown))
     if wanted(request.only, FIX_ALL_KIND):

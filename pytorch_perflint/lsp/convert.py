@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
 
@@ -18,6 +18,7 @@ from ..types import Diagnostic, Location
 from .documents import Buffer, Linted, by_cell
 
 SOURCE = "pytorch-perflint"
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 # Findings that stop the file from being linted at all read as errors, the rest as warnings.
 ERROR_CODES = frozenset({"TPF001"})
 
@@ -104,16 +105,31 @@ def _key(position: types.Position) -> Tuple[int, int]:
 
 
 def findings_at(
-    buffer: Buffer, linted: Linted, uri: str, where: types.Range, units: Callable[[str], int]
+    buffer: Buffer,
+    linted: Linted,
+    uri: str,
+    where: types.Range,
+    units: Callable[[str], int],
+    sent: Sequence[types.Diagnostic] = (),
 ) -> List[Tuple[Diagnostic, types.Diagnostic]]:
     """(the engine's diagnostic on the buffer's text, its LSP form in document ``uri``) for
-    each finding that ``where`` touches; ``uri`` is the buffer's, or one of its cells'."""
+    each finding that ``where`` touches or that the client sent in the request's context
+    (``sent``: editors send the diagnostics of the cursor's line, so a cursor at column 0
+    of a flagged line gets its quick fixes, as in ruff); ``uri`` is the buffer's, or one
+    of its cells'."""
+    wanted = {_identity(d) for d in sent if d.source in (None, SOURCE)}
     found: List[Tuple[Diagnostic, types.Diagnostic]] = []
     for raw, text, shown_at in _shown(buffer, linted, uri):
         shown = diagnostic(shown_at, Positions(text, units))
-        if touches(shown.range, where):
+        if touches(shown.range, where) or _identity(shown) in wanted:
             found.append((raw, shown))
     return found
+
+
+def _identity(shown: types.Diagnostic) -> Tuple[str, int, int, int, int]:
+    """What tells a published diagnostic from another: its code and range."""
+    start, end = shown.range.start, shown.range.end
+    return (str(shown.code), start.line, start.character, end.line, end.character)
 
 
 def _shown(buffer: Buffer, linted: Linted, uri: str) -> List[Tuple[Diagnostic, str, Diagnostic]]:

@@ -7,17 +7,24 @@ a later analysis can be handed in there without touching the protocol code.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
-from .. import engine, notebook
-from ..config import ConfigError, Settings, load_settings
+from ..config import ConfigError, Settings, load_settings, project_root
 from ..discovery import is_excluded
-from ..engine import FileLint
 from ..project.linted import index_for
 from ..types import Diagnostic
+from .project import Answer, ProjectCaches
+
+if TYPE_CHECKING:  # the engine and LibCST are imported when a buffer is linted, not before
+    from .. import notebook
+    from ..engine import FileLint
+
+# The on-disk caches of the projects the server's buffers are in.
+PROJECTS = ProjectCaches()
 
 
 @dataclass(frozen=True)
@@ -55,9 +62,22 @@ class Linted:
     (``error`` says why) and nothing was linted."""
 
     text: str
-    lint: FileLint
+    lint: Union["FileLint", Answer]
     settings: Optional[Settings] = None
     error: Optional[str] = None
+    from_cache: bool = False  # answered by the on-disk cache, not linted
+
+
+def settings_for(path: Path) -> Settings:
+    """The settings ``check`` uses for ``path`` when run from its project's root: without
+    a config file, paths in the settings are relative to the project's root marker, not
+    to wherever the editor started the server (and ``check``'s cache is then shared)."""
+    settings = load_settings([path])
+    if settings.config_path is None:
+        root = project_root(settings, path)
+        if root is not None:
+            settings = dataclasses.replace(settings, project_root=str(root))
+    return settings
 
 
 def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
@@ -70,12 +90,19 @@ def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
     """
     path = buffer.path
     try:
-        settings = load_settings([path])
+        settings = settings_for(path)
     except ConfigError as error:
-        return Linted(buffer.text, FileLint(path, buffer.text), error=str(error))
+        return Linted(buffer.text, Answer(path, buffer.text), error=str(error))
     if is_excluded(path, settings):
-        return Linted(buffer.text, FileLint(path, buffer.text), settings)
+        return Linted(buffer.text, Answer(path, buffer.text), settings)
+    if not for_fixes and not buffer.is_notebook:
+        answer = PROJECTS.answer(path, buffer.text, settings)
+        if answer is not None:
+            return Linted(buffer.text, answer, settings, from_cache=True)
+    from .. import engine
+
     project = index_for(path, settings)
+    PROJECTS.prepare(project, path, settings)
     lint = engine.lint_source(buffer.text, path, settings, with_edits=False, keep_module=for_fixes, project=project)
     return Linted(buffer.text, lint, settings)
 
@@ -86,6 +113,8 @@ def lint_buffer(buffer: Buffer, *, for_fixes: bool) -> Linted:
 
 def join_cells(texts: Sequence[str]) -> notebook.Notebook:
     """The code cells' texts as the CLI reads a notebook file with those cells."""
+    from .. import notebook
+
     cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": text} for text in texts]
     data = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
     return notebook.load(json.dumps(data))
@@ -94,12 +123,16 @@ def join_cells(texts: Sequence[str]) -> notebook.Notebook:
 def split_cells(book: notebook.Notebook, source: str) -> List[str]:
     """Each code cell's text once the joined source is ``source`` (a fix's result); raises
     ``notebook.NotebookError`` when a cell marker was lost."""
+    from .. import notebook
+
     cells = json.loads(notebook.dump(book, source))["cells"]
     return [cells[index]["source"] for index in book.code_cells]
 
 
 def by_cell(book: notebook.Notebook, diagnostics: Sequence[Diagnostic]) -> Dict[int, List[Diagnostic]]:
     """Cell number (1-based) -> its diagnostics, rows relative to the cell."""
+    from .. import notebook
+
     out: Dict[int, List[Diagnostic]] = {}
     for diagnostic in diagnostics:
         mapped = notebook.map_diagnostic(book, diagnostic)

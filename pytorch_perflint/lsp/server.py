@@ -1,9 +1,13 @@
 """The language server on pygls: keeps the open buffers, lints them, answers requests.
 
-Linting runs on one worker thread, so a long file never blocks the protocol and two lints
-never run at once. A change is linted once the typing pauses (``lint_delay``); a result
-is published only if the buffer still holds the text that was linted, so a slow lint of an
-old version never overwrites a newer one.
+Lints run on a few threads (``lanes``), each document on its own: a long buffer never
+blocks the protocol nor a short file, the newest request goes first, and a lint whose
+text an edit replaced is stopped. A change is linted once the typing pauses
+(``lint_delay``); a result is published only if the buffer still holds the text that was
+linted. An opened file that the on-disk cache of ``check`` answers is not linted at all
+(``project``); a project without one is indexed in the background once its first file
+was answered, with progress shown. Messages are read by ``transport``: every request
+gets an answer, even one that cannot be read.
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -22,9 +27,12 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..workers import call_deep
-from . import actions, convert
-from .documents import Buffer, Cell, Linted, by_cell, join_cells, lint_buffer
+from . import convert, transport
+from .documents import PROJECTS, Buffer, Cell, Linted, by_cell, join_cells, lint_buffer
+from .lanes import Cancelled, Job, Lanes
+
+if TYPE_CHECKING:
+    from . import actions
 
 # Seconds of quiet after a change before it is linted (initializationOptions.lintDelay).
 LINT_DELAY = 0.25
@@ -53,7 +61,32 @@ class PerflintServer(LanguageServer):
         self.cache: Dict[Tuple[str, bool], Linted] = {}
         self.shown_cells: Dict[str, Tuple[str, ...]] = {}
         self.reported: Set[str] = set()
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytorch-perflint-lint")
+        self.lanes = Lanes()
+        # The lint in progress of each (document, for fixes): its text and job.
+        self.running: Dict[Tuple[str, bool], Tuple[str, Job]] = {}
+        self.progress_tokens = 0
+        self.rules_loaded = False
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve on stdin and stdout with ``transport``'s reader (see its docstring)."""
+        from pygls.io_ import StdinAsyncReader, StdoutWriter
+
+        self._stop_event = threading.Event()
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(transport.serve(self._stop_event, reader, self.protocol))
+        except BrokenPipeError:
+            pass  # the client is gone
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    async def in_lane(self, function, *args) -> Any:
+        """``function(*args)`` on a lint thread (with a deep stack), awaited here."""
+        job = self.lanes.submit(functools.partial(function, *args))
+        return await asyncio.wrap_future(job.future)
 
     # -- the open buffers ----------------------------------------------------------------
     def key(self, uri: str) -> str:
@@ -94,19 +127,37 @@ class PerflintServer(LanguageServer):
         return self.workspace.position_codec.client_num_units
 
     # -- linting -------------------------------------------------------------------------
-    async def linted(self, buffer: Buffer, *, for_fixes: bool) -> Linted:
-        """The lint of the buffer's current text (cached while the text stays the same)."""
-        cached = self.cache.get((buffer.uri, for_fixes))
+    async def linted(self, buffer: Buffer, *, for_fixes: bool) -> Optional[Linted]:
+        """The lint of the buffer's current text (cached while the text stays the same);
+        None when an edit replaced that text before its lint ended (it was stopped)."""
+        key = (buffer.uri, for_fixes)
+        cached = self.cache.get(key)
         if cached is not None and cached.text == buffer.text:
             return cached
         started = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        # Deep but valid code (long string concatenations) needs the CLI's stack and recursion limit.
-        lint = functools.partial(lint_buffer, for_fixes=for_fixes)
-        linted = await loop.run_in_executor(self.executor, call_deep, lint, buffer)
-        self.cache[(buffer.uri, for_fixes)] = linted
+        running = self.running.get(key)
+        if running is not None and running[0] != buffer.text:
+            if not running[1].future.done():
+                self.lanes.cancel(running[1])  # superseded: its result would be thrown away
+                self.trace(f"stopped a lint of {buffer.uri}: its text was replaced")
+            running = None
+        if running is None:
+            job = self.lanes.submit(functools.partial(lint_buffer, buffer, for_fixes=for_fixes))
+            running = self.running[key] = (buffer.text, job)
+            self.trace(f"linting {buffer.uri} version {buffer.version}{' (for fixes)' if for_fixes else ''}")
+        try:
+            linted = await asyncio.wrap_future(running[1].future)
+        except (Cancelled, asyncio.CancelledError):
+            if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise
+            return None
+        finally:
+            if self.running.get(key) is running and running[1].future.done():
+                del self.running[key]
+        self.cache[key] = linted
+        how = "answered from the on-disk cache" if linted.from_cache else "linted"
         self.trace(
-            f"linted {buffer.uri} version {buffer.version}: {len(linted.lint.diagnostics)} findings "
+            f"{how} {buffer.uri} version {buffer.version}: {len(linted.lint.diagnostics)} findings "
             f"in {1000 * (time.perf_counter() - started):.0f} ms{' (for fixes)' if for_fixes else ''}"
         )
         for error in linted.lint.errors:
@@ -142,9 +193,51 @@ class PerflintServer(LanguageServer):
             return
         linted = await self.linted(buffer, for_fixes=False)
         current = self.buffer(key)
-        if current is None or current.text != buffer.text:
+        if linted is None or current is None or current.text != buffer.text:
             return  # changed meanwhile: the lint of the new text is scheduled
         self.publish(buffer, linted)
+        if linted.from_cache and not self.rules_loaded:
+            from .. import registry
+
+            # Import the rules now that the first answer is out, not on the first keystroke.
+            self.rules_loaded = True
+            self.lanes.submit(registry.all_rules)
+        if linted.settings is not None and not buffer.is_notebook:
+            await self.index_in_background(buffer.path, linted.settings)
+
+    async def index_in_background(self, path: Path, settings) -> None:
+        """Once a project's first file was answered: build what the cache lacks (the
+        summaries, the import graph) with progress shown, and keep it for next time."""
+        if not await self.in_lane(PROJECTS.needs_indexing, path, settings):
+            return
+        self.progress_tokens += 1
+        token = f"pytorch-perflint-indexing-{self.progress_tokens}"
+        shown = False
+        window = self.client_capabilities.window
+        if window is not None and window.work_done_progress:
+            try:
+                await self.work_done_progress.create_async(token)
+                shown = True
+            except Exception:  # noqa: BLE001 - a client that refuses: no progress shown
+                shown = False
+        if shown:
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="pytorch-perflint: indexing the project", percentage=0))
+        loop = asyncio.get_running_loop()
+
+        def report(done: int, total: int) -> None:
+            if shown:
+                value = types.WorkDoneProgressReport(message=f"{done}/{total} modules", percentage=int(100 * done / max(total, 1)))
+                loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
+
+        try:
+            count = await self.in_lane(PROJECTS.index_project, path, settings, report)
+        except Exception as error:  # noqa: BLE001 - the buffers are linted without it
+            count, message = 0, f"indexing stopped: {error}"
+        else:
+            message = f"{count} modules indexed"
+        self.trace(f"project of {path}: {message}")
+        if shown:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
     def publish(self, buffer: Buffer, linted: Linted) -> None:
         if buffer.book is None:
@@ -176,12 +269,18 @@ class PerflintServer(LanguageServer):
     def _send(self, uri: str, diagnostics: List[types.Diagnostic], version: Optional[int]) -> None:
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
 
-    async def action_request(self, uri: str, where: types.Range, only: Optional[Tuple[str, ...]]) -> Optional[actions.Request]:
+    async def action_request(
+        self, uri: str, where: types.Range, only: Optional[Tuple[str, ...]], sent: Tuple[types.Diagnostic, ...] = ()
+    ) -> Optional["actions.Request"]:
         """A code action request on the buffer's current text, in the client's terms."""
+        from . import actions  # the fixer and LibCST: when the editor first asks
+
         buffer = self.buffer(uri)
         if buffer is None:
             return None
         linted = await self.linted(buffer, for_fixes=True)
+        if linted is None:
+            return None
         capabilities = self.client_capabilities
         workspace_edit = capabilities.workspace.workspace_edit if capabilities.workspace else None
         code_action = capabilities.text_document.code_action if capabilities.text_document else None
@@ -195,6 +294,7 @@ class PerflintServer(LanguageServer):
             units=self.units,
             versioned=bool(workspace_edit is not None and workspace_edit.document_changes),
             resolves=resolve is not None and "edit" in resolve.properties,
+            sent=sent,
         )
 
     def trace(self, message: str) -> None:
@@ -234,10 +334,6 @@ def create_server() -> PerflintServer:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: PerflintServer, params: types.InitializedParams) -> None:
-        from .. import registry
-
-        # Import the rules while the editor is still starting, not on the first keystroke.
-        ls.executor.submit(registry.all_rules)
         workspace = ls.client_capabilities.workspace
         watched = workspace.did_change_watched_files if workspace is not None else None
         if watched is not None and watched.dynamic_registration:
@@ -301,6 +397,8 @@ def create_server() -> PerflintServer:
         if buffer is None:
             return None
         linted = await ls.linted(buffer, for_fixes=False)
+        if linted is None:
+            return None
         at = types.Range(start=params.position, end=params.position)
         found = convert.findings_at(buffer, linted, params.text_document.uri, at, ls.units)
         if not found:
@@ -314,16 +412,18 @@ def create_server() -> PerflintServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND], resolve_provider=True),
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL_KIND], resolve_provider=True),
     )
     async def code_action(ls: PerflintServer, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
         only = params.context.only
         kinds = tuple(getattr(kind, "value", kind) for kind in only) if only else None
-        request = await ls.action_request(params.text_document.uri, params.range, kinds)
+        sent = tuple(params.context.diagnostics or ())
+        request = await ls.action_request(params.text_document.uri, params.range, kinds, sent)
         if request is None:
             return None
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(ls.executor, actions.code_actions, request)
+        from . import actions
+
+        return await ls.in_lane(actions.code_actions, request)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
     async def resolve(ls: PerflintServer, action: types.CodeAction) -> types.CodeAction:
@@ -333,8 +433,9 @@ def create_server() -> PerflintServer:
         position = types.Position(line=0, character=0)
         request = await ls.action_request(uri, types.Range(start=position, end=position), None)
         if request is not None:
-            loop = asyncio.get_running_loop()
-            action.edit = await loop.run_in_executor(ls.executor, actions.fix_all_edit, request)
+            from . import actions
+
+            action.edit = await ls.in_lane(actions.fix_all_edit, request)
         return action
 
     return server

@@ -20,25 +20,26 @@ import re
 import tokenize
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..config import Settings
 from ..discovery import discover
 from ..tree_files import StatKey, stat_key
 from .accelerator import sharing_modules
-from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
-from .callsites import call_sites, method_call_sites
+from .details import ALL_TEXTS, Details
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
-from .scan import line_text
-from .summarizer import Summarizer, parse, registered_summarizers, summarize
-from .summary import CallSite, Evidence, ImportRecord, ModuleSummary, failed
+from .summarizer import Summarizer, registered_summarizers, summarize
+from .summary import Evidence, ImportRecord, ModuleSummary, failed
 
 _NN_MODULE = re.compile(r"^torch\.nn\.(?!(?:Parameter|UninitializedParameter|Buffer)$)[A-Z]\w*$")
 _LIGHTNING = frozenset({"pytorch_lightning.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
 # Recorded by ``ProjectIndex.recording`` when an answer depended on every project file (the
 # import graph: who imports a module, who runs on an accelerator).
 ALL_FILES = "<every project file>"
+# Prefix of a recorded path whose text (not only its summary) an answer read.
+TEXT_OF = "<text>"
+__all__ = ["ALL_FILES", "ALL_TEXTS", "TEXT_OF", "ProjectIndex", "collector_paused", "read_source", "stat_key", "StatKey"]
 # A module reached through an import larger than this is not read (a generated data file
 # must not stall a run); its facts are unknown. Linted files hand their own tree in.
 MAX_BYTES = 4 * 1024 * 1024
@@ -83,7 +84,7 @@ def _project_imports(summary: ModuleSummary) -> Tuple[ImportRecord, ...]:
     return tuple(r for r in summary.imports if r.level or r.module.split(".")[0] not in EXTERNAL_PACKAGES)
 
 
-class ProjectIndex:
+class ProjectIndex(Details):
     """Facts about the Python modules under one project root.
 
     ``files``: the project's files when the caller already knows them (tests, a runner that
@@ -119,9 +120,15 @@ class ProjectIndex:
         self._texts: Dict[str, Tuple[int, int]] = {}
         # Every path whose on-disk entry was set, in order (``entries_since``).
         self._order: List[str] = []
-        # Moves whenever a summary is replaced: what was worked out from summaries (the
-        # value engine's memos) is stale.
-        self.generation = 0
+        # Summaries kept by a cache, asked for a module only when it is needed:
+        # (path, stat key now) -> the summary of that file, or None.
+        self.stored: Optional[Callable[[str, StatKey], Optional[ModuleSummary]]] = None
+        # The modules whose summary selects an accelerator, kept with the graph.
+        self._selecting: Optional[FrozenSet[str]] = None
+        # ``generation`` moves whenever a summary is replaced (the value engine's memos are
+        # stale); ``_graph_generation`` when the graph is dropped (a graph built meanwhile,
+        # on another of the language server's threads, is not kept).
+        self.generation = self._graph_generation = 0
 
     @classmethod
     def for_path(cls, path: Union[str, Path], settings: Optional[Settings] = None, **options) -> "ProjectIndex":
@@ -169,6 +176,22 @@ class ProjectIndex:
         for used in self._recorders:
             used.add(what)
 
+    def note_text(self, path: str) -> None:
+        """An answer read the module's text, not only its summary (``TEXT_OF`` + path)."""
+        if self._recorders:
+            self.note_read(TEXT_OF + path)
+
+    @contextmanager
+    def _graph_reads(self) -> Iterator[None]:
+        """Reads that build the import graph are one dependency, ``ALL_FILES`` (the graph's
+        own content, see ``graph_state``), not one on every module's summary."""
+        self.note_read(ALL_FILES)
+        recorders, self._recorders = self._recorders, []
+        try:
+            yield
+        finally:
+            self._recorders = recorders
+
     # -- summaries ---------------------------------------------------------------------------
     def summary(self, path: Union[str, Path], source: Optional[str] = None, tree: Optional[ast.Module] = None) -> ModuleSummary:
         """The summary of the module at ``path``.
@@ -189,7 +212,7 @@ class ProjectIndex:
             summary = summarize(tree, source, self.summarizers)
             previous = kept[1] if kept is not None else self._on_disk.get(path, (None, None))[1]
             self._in_memory[path] = (source, summary)
-            self._replaced(previous, summary)
+            self._replaced(path, previous, summary)
             return summary
         kept_text = self._in_memory.get(path)
         if kept_text is not None:
@@ -198,7 +221,10 @@ class ProjectIndex:
         kept_disk = self._on_disk.get(path)
         if kept_disk is not None and kept_disk[0] == key:
             return kept_disk[1]
-        if key is None:
+        stored = self.stored(path, key) if self.stored is not None and key is not None else None
+        if stored is not None:
+            summary = stored
+        elif key is None:
             summary = failed("cannot stat")
         else:
             text, error = read_source(path, self.max_bytes)
@@ -209,7 +235,7 @@ class ProjectIndex:
             self._on_disk[path] = (key, summary)
             self._order.append(path)
         if kept_disk is not None:
-            self._replaced(kept_disk[1], summary)
+            self._replaced(path, kept_disk[1], summary)
         return summary
 
     def add(self, path: Union[str, Path], key: StatKey, summary: ModuleSummary, text_hash: Optional[Tuple[int, int]] = None) -> bool:
@@ -227,7 +253,7 @@ class ProjectIndex:
             self._texts[os.path.abspath(path)] = text_hash
         else:
             self._texts.pop(os.path.abspath(path), None)
-        self._replaced(previous, summary)
+        self._replaced(os.path.abspath(path), previous, summary)
         return True
 
     def settle(self, path: Union[str, Path], key: Optional[StatKey]) -> None:
@@ -244,7 +270,7 @@ class ProjectIndex:
             self._texts[path] = (len(kept[0]), hash(kept[0]))
         else:
             self._on_disk.pop(path, None)
-            self._replaced(kept[1], failed("rewritten"))
+            self._replaced(path, kept[1], failed("rewritten"))
 
     def stat_key_read(self, path: str) -> Optional[StatKey]:
         """The stat key the summary of ``path`` was read with (else the file's now)."""
@@ -265,98 +291,33 @@ class ProjectIndex:
         """Every summary read from disk, with its stat key (for a cache to keep)."""
         return dict(self._on_disk)
 
-    def _replaced(self, previous: Optional[ModuleSummary], summary: ModuleSummary) -> None:
-        """Forget what the old summary of a module may have decided. A linted text that is
-        the file's own (the common case) changes nothing; only new imports or a new
-        accelerator fact rebuild the import graph, which reads the whole project."""
+    def _replaced(self, path: str, previous: Optional[ModuleSummary], summary: ModuleSummary) -> None:
+        """Forget what the old summary of a module may have decided: only a module whose
+        project imports or accelerator fact differ from the graph's rebuilds the graph."""
         if previous == summary:
             return
         self.generation += 1
         self.resolution.forget()
-        if (
-            previous is None
-            or _project_imports(previous) != _project_imports(summary)
-            or (previous.accelerator is None) != (summary.accelerator is None)
-        ):
+        if self._graph is None:
+            return
+        if previous is not None and _project_imports(previous) == _project_imports(summary):
+            same_edges = True
+        else:
+            same_edges = path in self._graph and self._edges(path, summary) == self._graph[path]
+        selects = self._selecting is not None and path in self._selecting
+        if not same_edges or selects != (summary.accelerator is not None):
+            self._graph_generation += 1
             self._graph = None
             self._sharing = None
+            self._selecting = None
 
     def text(self, path: Union[str, Path]) -> Optional[str]:
         """The module's text: the one handed to ``summary``, else the file's (None when it
         cannot be read)."""
         path = os.path.abspath(path)
-        self.note_read(path)
+        self.note_text(path)
         kept = self._in_memory.get(path)
         return kept[0] if kept is not None else read_source(path, self.max_bytes)[0]
-
-    def _detail(self, path: str, what: str, compute):
-        summary = self.summary(path)
-        kept = self._details.get((path, what))
-        if kept is not None and kept[0] is summary:
-            return kept[1]
-        value = compute(summary)
-        self._details[(path, what)] = (summary, value)
-        return value
-
-    def function_body(self, definition: Definition) -> Optional[FunctionBody]:
-        """What a project function or method returns (read from its own lines on demand)."""
-        function = definition.function
-        if function is None or definition.path is None:
-            return None
-
-        def compute(summary: ModuleSummary) -> Optional[FunctionBody]:
-            text = self.text(definition.path)  # type: ignore[arg-type]
-            node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
-            return None if node is None else function_body(node, dict(summary.aliases))
-
-        return self._detail(definition.path, f"def {definition.name}:{function.line}", compute)
-
-    def class_body(self, definition: Definition) -> Optional[ClassBody]:
-        """The ``__init__`` attributes of a project class (read on demand)."""
-        klass = definition.klass
-        if klass is None or definition.path is None or definition.kind != "class":
-            return None
-
-        def compute(summary: ModuleSummary) -> Optional[ClassBody]:
-            text = self.text(definition.path)  # type: ignore[arg-type]
-            node = None if text is None else locate(text, klass.line, klass.end_line, klass.name, True)
-            return None if node is None else class_body(node, dict(summary.aliases))  # type: ignore[arg-type]
-
-        return self._detail(definition.path, f"class {definition.name}:{klass.line}", compute)
-
-    def uses(self, path: Union[str, Path]) -> Tuple[CallSite, ...]:
-        """Where the module calls or mentions names that may be project functions or
-        classes (read on demand: only ``callers`` needs it)."""
-        path = os.path.abspath(path)
-
-        def compute(summary: ModuleSummary) -> Tuple[CallSite, ...]:
-            text = self.text(path)
-            tree = None if text is None or not summary.ok else parse(text)[0]
-            if tree is None:
-                return ()
-            names = {f.name for f in summary.functions} | {c.name for c in summary.classes}
-            names |= {r.bound for r in summary.imports if not r.star and (r.level or r.module.split(".")[0] not in EXTERNAL_PACKAGES)}
-            names |= {b.name for b in summary.bindings}
-            methods = {m.name for c in summary.classes for m in c.methods}
-            return call_sites(tree, line_text(text), names, methods, dict(summary.aliases))  # type: ignore[arg-type]
-
-        return self._detail(path, "uses", compute)
-
-    def method_calls(self, method: str) -> Tuple[Tuple[str, CallSite], ...]:
-        """Every ``<anything>.method(...)`` call in the project, with the calling module: the
-        calls a method of any class may get (``trainer.train_step(batch)`` in a loop)."""
-        out = []
-        for path in sorted(self.module_paths()):  # the graph's nodes: its edges are not needed
-            text = self.text(path)
-            if text is None or f".{method}" not in text:
-                continue
-
-            def compute(summary: ModuleSummary, path: str = path, text: str = text) -> Tuple[CallSite, ...]:
-                tree = parse(text)[0] if summary.ok else None
-                return () if tree is None else method_call_sites(tree, line_text(text), method, dict(summary.aliases))
-
-            out.extend((path, site) for site in self._detail(path, f"calls .{method}", compute))
-        return tuple(out)
 
     # -- imports -------------------------------------------------------------------------------
     def import_target(self, path: str, record: ImportRecord) -> Optional[Target]:
@@ -370,7 +331,10 @@ class ProjectIndex:
         """The project module files ``path`` imports, at any scope (``from pkg import mod``
         counts ``pkg/mod.py`` as well as ``pkg/__init__.py``)."""
         path = os.path.abspath(path)
-        summary = self.summary(path)
+        return self._edges(path, self.summary(path))
+
+    def _edges(self, path: str, summary: ModuleSummary) -> FrozenSet[str]:
+        """``imported_modules`` of ``path`` when its summary is ``summary``."""
         out: Set[str] = set()
         for record in summary.imports:
             target = self.import_target(path, record)
@@ -392,11 +356,46 @@ class ProjectIndex:
 
     def import_graph(self) -> Mapping[str, FrozenSet[str]]:
         """Each of ``module_paths`` -> the project modules it imports (reads the whole project once)."""
-        self.note_read(ALL_FILES)
-        if self._graph is None:
-            with collector_paused():
-                self._graph = {path: self.imported_modules(path) for path in sorted(self.module_paths())}
-        return self._graph
+        return self._built()[0]
+
+    def _built(self) -> Tuple[Mapping[str, FrozenSet[str]], FrozenSet[str]]:
+        """The import graph and the modules that select an accelerator, built together."""
+        with self._graph_reads():
+            graph, selecting = self._graph, self._selecting
+            if graph is None or selecting is None:
+                generation = self._graph_generation
+                with collector_paused():
+                    graph = {path: self.imported_modules(path) for path in sorted(self.module_paths())}
+                    selecting = frozenset(p for p in graph if self.summary(p).accelerator is not None)
+                if generation == self._graph_generation:
+                    self._graph, self._selecting = graph, selecting
+            return graph, selecting
+
+    def graph_state(self) -> Optional[Tuple[Mapping[str, FrozenSet[str]], FrozenSet[str]]]:
+        """The import graph and the modules that select an accelerator, when built: all
+        that an ``ALL_FILES`` answer read (a cache keeps them, see ``seed_graph``)."""
+        if self._graph is None or self._selecting is None:
+            return None
+        return self._graph, self._selecting
+
+    def seed_files(self, files: Iterable[str]) -> None:
+        """Take the project's files from a cache that checked them (no walk of the tree)."""
+        if self._files is None:
+            self._files = frozenset(files)
+            self._modules = None
+
+    def edges_of(self, path: str, summary: ModuleSummary) -> FrozenSet[str]:
+        """The project modules ``path`` imports when its summary is ``summary``."""
+        return self._edges(os.path.abspath(path), summary)
+
+    def seed_graph(self, files: Iterable[str], graph: Mapping[str, FrozenSet[str]], selecting: Iterable[str]) -> None:
+        """Take the project's files, import graph and accelerator modules from a cache that
+        checked them against the files on disk: no module is read to answer a graph question."""
+        self._files = frozenset(files)
+        self._modules = None
+        self._graph = dict(graph)
+        self._selecting = frozenset(selecting)
+        self._sharing = None
 
     def importers(self, path: Union[str, Path]) -> FrozenSet[str]:
         """The project modules that import ``path``, directly or through other modules."""
@@ -456,13 +455,18 @@ class ProjectIndex:
     def _sharing_set(self, path: str) -> FrozenSet[str]:
         """The modules that run on an accelerator, ``path`` included in the graph (a file
         outside the discovered ones, linted by name, is added for this answer only)."""
-        graph: Mapping[str, FrozenSet[str]] = self.import_graph()
-        if path not in graph:
-            extended = {**graph, path: self.imported_modules(path)}
-            return sharing_modules([m for m in extended if self.summary(m).accelerator is not None], extended)
-        if self._sharing is None:
-            self._sharing = sharing_modules([m for m in graph if self.summary(m).accelerator is not None], graph)
-        return self._sharing
+        graph, selecting = self._built()
+        with self._graph_reads():
+            if path not in graph:
+                extended = {**graph, path: self.imported_modules(path)}
+                own = [path] if self.summary(path).accelerator is not None else []
+                return sharing_modules([*selecting, *own], extended)
+            sharing = self._sharing
+            if sharing is None or graph is not self._graph:
+                sharing = sharing_modules(sorted(selecting), graph)
+                if graph is self._graph:
+                    self._sharing = sharing
+            return sharing
 
     # -- names -------------------------------------------------------------------------------
     def resolve(self, path: Union[str, Path], name: str) -> Optional[Definition]:

@@ -98,6 +98,10 @@ class RunProjects:
         # front): not sent back again. And where each index's new entries start.
         self.known: Dict[str, Dict[str, StatKey]] = {}
         self._marks: Dict[str, int] = {}
+        # For a run with a cache, per root: the stat keys of the project's files taken
+        # before any was read, and the digest of those a texts result depends on.
+        self.stats: Dict[str, Dict[str, Optional[StatKey]]] = {}
+        self.texts: Dict[str, str] = {}
 
     def root_of(self, path: Path) -> Optional[str]:
         folder = os.path.dirname(os.path.abspath(path))

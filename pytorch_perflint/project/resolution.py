@@ -22,6 +22,10 @@ from .forms import Form, Ref
 from .root import STDLIB_MODULES, Target
 from .summary import Binding, CallSite, ClassSummary, FunctionSummary, ImportRecord, ModuleSummary, Param
 
+# Noted by an answer that read the text of every project module (who calls a function):
+# it depends on every file, not only on the import graph.
+ALL_TEXTS = "<every project file's text>"
+
 if TYPE_CHECKING:
     from .index import ProjectIndex
 
@@ -248,6 +252,7 @@ class Resolution:
         ``__init__``'s), or None when they cannot all be known."""
         if definition.path is None or definition.kind not in ("function", "class", "method"):
             return None
+        self.index.note_read(ALL_TEXTS)  # the answer reads every module that spells the name
         stem = os.path.splitext(os.path.basename(definition.path))[0]
         top = (self.index.module_name(definition.path) or stem).split(".")[0]
         if stem in STDLIB_MODULES or top in STDLIB_MODULES or definition.path in self._star_imported():
