@@ -10,13 +10,16 @@ xfails: the test turns red when a rule learns them and nobody removes the mark.
 from __future__ import annotations
 
 from pathlib import Path
+import dataclasses
 import functools
+import shutil
 from typing import Dict, FrozenSet, List, Set, Tuple
 
 import pytest
 
 from pytorch_perflint import runner
 from pytorch_perflint.config import load_settings
+from pytorch_perflint.project.root import ROOT_MARKERS
 from pytorch_perflint.registry import all_rules
 from pytorch_perflint.testing import FIXTURES, Fixture
 
@@ -99,3 +102,45 @@ def test_met_names_real_projects():
     for entry in MET:
         name, _, code = entry.partition("/")
         assert not code or code in _codes(PROJECTS_DIR / name), entry
+
+
+def _run_codes(paths: List[Path], config_from: Path, codes: Tuple[str, ...]) -> Set[Tuple[Path, int, str]]:
+    settings = dataclasses.replace(load_settings([config_from]), select=codes)
+    files = sorted(f for path in paths for f in path.rglob("*.py"))
+    results, _ = runner.run(files, settings, jobs=1)
+    out = set()
+    for result in results:
+        assert not result.errors, result.errors
+        out.update((Path(d.path).resolve(), d.location.row, d.code) for d in result.diagnostics)
+    return out
+
+
+def _wanted(project: Path, codes: Tuple[str, ...]) -> Set[Tuple[Path, int, str]]:
+    return {(project.resolve() / name, row, code) for found in _expected(project).values() for name, row, code in found if code in codes}
+
+
+STEPS = PROJECTS_DIR / "steps_elsewhere"
+STEP_CODES = ("TPF205", "TPF206")
+
+
+def test_a_project_inside_the_configs_folder_resolves_its_own_packages(tmp_path):
+    """A config one folder up makes that folder the root (a monorepo's pyproject.toml):
+    ``core/ppo.py`` importing ``core.optim`` must still mean the nested project's
+    ``core``, as when the nested project is linted alone (its rl_main.py TPF206 lines)."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'mono'\n\n[tool.pytorch-perflint]\n")
+    nested = tmp_path / "steps_elsewhere"
+    shutil.copytree(STEPS, nested)
+    assert _run_codes([nested], tmp_path, STEP_CODES) == _wanted(nested, STEP_CODES)
+
+
+def test_findings_do_not_depend_on_how_many_project_roots_a_run_lints(tmp_path):
+    """More roots in one run than any index cache keeps (10 copies of steps_elsewhere):
+    each keeps its cross-module findings."""
+    if any((folder / marker).exists() for folder in tmp_path.parents for marker in ROOT_MARKERS):
+        pytest.skip("a root marker above the temporary folder")
+    copies = [tmp_path / f"p{n}" for n in range(10)]
+    for copy in copies:
+        shutil.copytree(STEPS, copy)
+    wanted = set().union(*(_wanted(copy, STEP_CODES) for copy in copies))
+    assert len(wanted) == 10 * 5
+    assert _run_codes([tmp_path], tmp_path, STEP_CODES) == wanted

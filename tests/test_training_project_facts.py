@@ -242,3 +242,54 @@ def test_training_reach_follows_project_calls_and_tells_one_step_from_an_epoch(t
     assert training_reach(index, index.resolve(ppo, "epoch")) is True  # calls a step in a loop
     assert training_reach(index, index.resolve(ppo, "own_epoch")) is True
     assert training_reach(index, index.resolve(ppo, "log")) is None
+
+
+# TRPO's shape (Khrylx/PyTorch-RL, core/trpo.py): the critic's backward runs only inside a
+# callback handed to SciPy's L-BFGS, whose values must be on the host.
+_TRPO = (
+    "import scipy.optimize\nfrom scipy import optimize\n\n"
+    "def trpo_step(net, x):\n"
+    "    def value_loss(flat):\n        loss = net(x).mean()\n        loss.backward()\n"
+    "        return loss.item(), flat\n"
+    "    flat, _, _ = scipy.optimize.fmin_l_bfgs_b(value_loss, net.flat().detach().cpu().numpy(), maxiter=25)\n"
+    "    return flat\n\n"
+    "def fit_lambda(net, x):\n"
+    "    def value_loss(flat):\n        net(x).mean().backward()\n        return 0.0\n"
+    "    return optimize.minimize(lambda f: value_loss(f), x.cpu().numpy())\n\n"
+    "def both(net, opt, x):\n"
+    "    def value_loss(flat):\n        net(x).mean().backward()\n        return 0.0\n"
+    "    scipy.optimize.minimize(value_loss, x.cpu().numpy())\n    net(x).mean().backward()\n    opt.step()\n\n"
+    "def closure_step(net, opt, x):\n"
+    "    def closure():\n        loss = net(x).mean()\n        loss.backward()\n        return loss\n"
+    "    opt.step(closure)\n"
+)
+
+
+def test_a_backward_only_in_a_callback_handed_to_scipy_is_no_training_step(tmp_path):
+    root = _project(tmp_path, {"trpo.py": _TRPO})
+    index = ProjectIndex(root)
+    trpo = str(root / "trpo.py")
+    assert training_reach(index, index.resolve(trpo, "trpo_step")) is None
+    assert training_reach(index, index.resolve(trpo, "fit_lambda")) is None
+    assert training_reach(index, index.resolve(trpo, "both")) is False  # trains itself too
+    assert training_reach(index, index.resolve(trpo, "closure_step")) is False  # torch's closure
+
+
+def test_a_loop_around_a_scipy_fitted_update_is_no_step_loop(tmp_path):
+    """Khrylx/PyTorch-RL's examples/trpo_gym.py:108: ``update_params(batch)`` syncs (the
+    parameters SciPy's L-BFGS starts from) but runs no per-step training; TPF202 stays quiet."""
+    root = _project(
+        tmp_path,
+        {
+            "trpo.py": _TRPO,
+            "main.py": (
+                "import torch\nfrom trpo import trpo_step\n\n"
+                "def update_params(batch):\n    trpo_step(net, batch.cuda())\n\n"
+                "def main_loop(agent):\n    for i in range(100):\n        update_params(agent.collect())\n"
+                "        torch.cuda.empty_cache()\n"
+            ),
+        },
+    )
+    settings = dataclasses.replace(load_settings([root]), select=("TPF202", "TPF206"))
+    results, _ = runner.run([root / "main.py"], settings, jobs=1)
+    assert [(d.code, d.location.row) for r in results for d in r.diagnostics] == []

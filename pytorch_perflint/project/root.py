@@ -14,6 +14,9 @@ Module names follow what Python does at run time, statically:
   ``python scripts/train.py`` has its own folder first on ``sys.path``: ``from model import
   Net`` there means ``scripts/model.py``. For a file inside a regular package (its folder
   has ``__init__.py``) the source roots are tried first, for a script folder its own folder.
+- A project inside this one (a folder below the root with its own root marker, when a
+  config one folder up made that folder the root) is tried last for its own files: its
+  scripts import its packages from its folder, as when it is linted alone.
 - Libraries the rules name (torch, numpy, ...) are never project modules: a ``utils/torch.py``
   helper must not turn every ``import torch`` beside it into a project import. A standard
   library name is a project module only beside a script that is not in a package (where
@@ -91,6 +94,7 @@ class ModuleMap:
             roots.insert(0, src)
         self.source_roots: Tuple[str, ...] = tuple(roots)  # deepest first
         self._cache: Dict[Tuple[str, str], Target] = {}
+        self._nested: Dict[str, Optional[str]] = {}  # folder -> nested project root above it
 
     # -- names of files ---------------------------------------------------------------------
     def _is_package(self, folder: str) -> bool:
@@ -137,7 +141,24 @@ class ModuleMap:
             order = [*self.source_roots, own]
         else:
             order = [own, *self.source_roots]
+        nested = self._nested_root(own)
+        if nested is not None:
+            order.append(nested)  # last: a name nothing else resolves
         return list(dict.fromkeys(order))
+
+    def _nested_root(self, folder: str) -> Optional[str]:
+        """The nearest folder at or above ``folder``, below the root, with a root marker of
+        its own: a project inside this one (``fixtures/projects/x/pyproject.toml``) whose
+        scripts import its packages from its folder, as when it is linted alone."""
+        if folder not in self._nested:
+            found = None
+            if folder.startswith(self.root + os.sep):
+                if any(os.path.lexists(os.path.join(folder, marker)) for marker in ROOT_MARKERS):
+                    found = folder
+                else:
+                    found = self._nested_root(os.path.dirname(folder))
+            self._nested[folder] = found
+        return self._nested[folder]
 
     def resolve_absolute(self, dotted: str, importer: str) -> Target:
         """The module ``import dotted`` means in ``importer``."""

@@ -6,7 +6,8 @@ with ``trainer = Trainer(...)`` from ``trainer.py``, ``calculate_accuracy(...)``
 ``utils.py``, ``meter.add(loss)``. This module answers, through the project index
 (``ctx.project``), which project definitions a LibCST call runs and what their bodies do:
 whether they run a training step (``training_reach``: one step or a loop of them, any
-depth), have loops of their own, or sync with the device on every call (any depth).
+depth; not a function whose backward runs only in a callback it hands to ``scipy.optimize``,
+as TRPO's L-BFGS critic fit: SciPy needs host values), have loops of their own, or sync with the device on every call (any depth).
 
 Bodies are read with ``ast`` on demand and kept per index while the module's summary is
 unchanged.
@@ -31,6 +32,7 @@ from ...project.forms import dotted, qualify
 from ...project.resolution import Definition
 from ...project.scan import line_text, nodes_on_lines
 from ...project.summary import FunctionSummary
+from .ast_syncs import is_sync
 from .classifiers import is_optimizer_name
 
 MAX_DEPTH = 4
@@ -38,9 +40,6 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-_HOST_FACTORIES = frozenset(
-    f"torch.{n}" for n in ("randperm", "arange", "randint", "rand", "randn", "zeros", "ones", "tensor", "empty", "full", "linspace")
-)
 
 
 @dataclass(frozen=True)
@@ -53,6 +52,8 @@ class BodyFacts:
     callees: Tuple[str, ...] = ()  # every callee (as written), conditional or in a loop too
     loop_callees: Tuple[str, ...] = ()  # the callees called inside a loop of the body
     loop_trains: bool = False  # runs backward or an optimizer step inside a loop of its own
+    trains_here: bool = False  # runs backward or an optimizer step itself, not in a nested def
+    host_optimised: bool = False  # hands a function it defines to ``scipy.optimize``
 
 
 # ---------------------------------------------------------------------------------------
@@ -203,6 +204,8 @@ def training_reach(index: ProjectIndex, definition: Definition, depth: int = 0, 
     facts = body_facts(index, definition)
     if facts is None:
         return True if own else None
+    if own and facts.host_optimised and not facts.trains_here:
+        own = False  # backward runs in a callback of a host optimiser, which needs host values
     if facts.loop_trains:
         return True
     found: Optional[bool] = False if own else None
@@ -256,10 +259,15 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     loop_callees: List[str] = []
     has_loop = [False]
     loop_trains = [False]
+    trains_here = [False]
+    local_defs: Set[str] = set()
+    handed: Set[str] = set()  # names passed to scipy.optimize (a lambda counts as local)
     in_loop = [0]
 
     def visit(child: ast.AST, always: bool) -> None:
         if isinstance(child, _SCOPES):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                local_defs.add(child.name)
             return
         if isinstance(child, _LOOPS):
             has_loop[0] = True
@@ -275,8 +283,12 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
                 callees.append(name)
                 if in_loop[0]:
                     loop_callees.append(name)
-            if in_loop[0] and _trains_call(child):
-                loop_trains[0] = True
+            if _trains_call(child):
+                trains_here[0] = True
+                loop_trains[0] |= bool(in_loop[0])
+            if name is not None and (qualify(name, aliases) or "").startswith("scipy.optimize."):
+                for arg in (*child.args, *(k.value for k in child.keywords)):
+                    handed.add(arg.id if isinstance(arg, ast.Name) else "<lambda>" if isinstance(arg, ast.Lambda) else "")
         if isinstance(child, ast.If):
             visit(child.test, always)
             block(child.body, False)
@@ -329,6 +341,8 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
         tuple(dict.fromkeys(callees)),
         tuple(dict.fromkeys(loop_callees)),
         loop_trains[0],
+        trains_here[0],
+        bool(handed & (local_defs | {"<lambda>"})),
     )
 
 
@@ -357,57 +371,6 @@ def _may_exit(statement: ast.stmt) -> bool:
             return True
         if not isinstance(node, _SCOPES):
             stack.extend(ast.iter_child_nodes(node))
-    return False
-
-
-def is_sync(call: ast.Call, aliases: Dict[str, str]) -> bool:
-    """``host_syncs.is_sync_call`` on ``ast``: ``t.item()``, ``t.cpu()``, ``t.tolist()``,
-    ``t.numpy(force=True)``, ``t.to("cpu")``, ``torch.cuda.synchronize()``; not on a chain
-    that synced already or that starts on the host."""
-    func = call.func
-    if not isinstance(func, ast.Attribute):
-        return False
-    name = func.attr
-    if name in ("item", "cpu", "tolist"):
-        return not call.args and not call.keywords and not _chain_synced(func.value) and not _on_host(func.value, aliases)
-    if name == "numpy":
-        return any(k.arg == "force" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
-    if name == "to":
-        first = call.args[0] if len(call.args) == 1 and not call.keywords else None
-        return isinstance(first, ast.Constant) and first.value == "cpu" and not _chain_synced(func.value)
-    if name == "synchronize":
-        spelled = dotted(func)
-        return spelled is not None and qualify(spelled, aliases) == "torch.cuda.synchronize"
-    return False
-
-
-def _chain_synced(expr: ast.AST) -> bool:
-    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(expr, ast.Call):
-            func = expr.func
-            if isinstance(func, ast.Attribute):
-                if func.attr in ("cpu", "item", "tolist", "numpy"):
-                    return True
-                if func.attr == "to" and expr.args and isinstance(expr.args[0], ast.Constant) and expr.args[0].value == "cpu":
-                    return True
-            expr = func
-        else:
-            expr = expr.value
-    return False
-
-
-def _on_host(expr: ast.AST, aliases: Dict[str, str]) -> bool:
-    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(expr, ast.Call):
-            spelled = dotted(expr.func)
-            name = (qualify(spelled, aliases) or "") if spelled is not None else ""
-            if name.startswith("numpy."):
-                return True
-            if name in _HOST_FACTORIES:
-                return not any(k.arg == "device" for k in expr.keywords)
-            expr = expr.func
-        else:
-            expr = expr.value
     return False
 
 
