@@ -399,13 +399,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 results[repo.name] = result = future.result()
                 _print_status(repo, result)
                 shutil.rmtree(work / repo.folder, ignore_errors=True)
+                _write(args, repos, results, baseline, started, final=False)  # a run cut short keeps what it saw
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    results = {repo.name: results[repo.name] for repo in repos}  # the list's order, whatever finished first
+    for line in _write(args, repos, results, baseline, started, final=True):
+        print(line)
+    return 1 if any(r.problems for r in results.values()) else 0
 
+
+def _write(args, repos: Sequence[Repo], results: Dict[str, RepoResult], baseline: Optional[dict], started: float,
+           final: bool) -> List[str]:
+    """Write the report and the baseline for the repositories done so far (in the list's order);
+    the changes since the baseline."""
     from pytorch_perflint import __version__
 
+    done = {repo.name: results[repo.name] for repo in repos if repo.name in results}
     meta = {
         "machine": args.machine,
         "version": __version__,
@@ -413,16 +422,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "date": datetime.date.today().isoformat(),
         "wall_minutes": round((time.perf_counter() - started) / 60, 1),
         "mutants_per_repo": args.mutants,
+        "complete": final and len(done) == len(repos),
     }
-    changes = compare(results, baseline)
-    for line in changes:
-        print(line)
+    changes = compare(done, baseline)
     if args.report:
-        args.report.write_text(markdown(results, repos, changes, meta), encoding="utf-8")
+        args.report.write_text(markdown(done, repos, changes, meta), encoding="utf-8")
     if args.write_baseline:
-        record = {**meta, "repos": {name: asdict(r) for name, r in results.items()}, "totals": totals(results)}
+        record = {**meta, "repos": {name: asdict(r) for name, r in done.items()}, "totals": totals(done)}
         args.baseline.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return 1 if any(r.problems for r in results.values()) else 0
+    return changes
 
 
 if __name__ == "__main__":

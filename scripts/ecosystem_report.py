@@ -87,6 +87,7 @@ def markdown(results: Dict[str, Any], repos: Sequence[Any], changes: List[str], 
         "",
         f"Machine: {meta['machine']}. Tool: pytorch-perflint {meta['version']} at commit `{meta['tool_commit']}`. "
         f"Date: {meta['date']}." + (f" Wall time: {meta['wall_minutes']} min." if meta.get("wall_minutes") else ""),
+        "" if meta.get("complete", True) else f"\n**Partial run**: {len(results)} of {len(repos)} repositories so far.",
         "",
         "## Summary",
         "",
