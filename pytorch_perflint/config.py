@@ -26,6 +26,9 @@ OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "junit", "github", "g
 # The time limit per file, in seconds: far above what any real file takes (the torch
 # package's largest file lints in a few seconds), low enough that a hang does not eat a CI job.
 DEFAULT_FILE_TIMEOUT = 120.0
+# The largest file analysed, in bytes (of its Python source): LibCST needs about 0.6 GB and
+# 6 s per MB. The torch package's largest file (1.4 MB, 27,820 lines) is well below it.
+DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
 
 # The newest stable torch release: the default target-torch-version.
 LATEST_TORCH = (2, 13)
@@ -79,6 +82,8 @@ class Settings:
     force_exclude: bool = False
     # Seconds one file may take before it is reported as not linted (0: no limit).
     file_timeout: float = DEFAULT_FILE_TIMEOUT
+    # Bytes of Python source a file may have to be analysed (0: no limit); larger is TPF003.
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
     # Report findings on lines with a `# noqa` comment too (--ignore-noqa; flag only).
     ignore_noqa: bool = False
 
@@ -175,6 +180,12 @@ def _seconds(value: Any, where: str) -> float:
     return float(value)
 
 
+def _size(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _fail(where, f"expected a whole number of bytes (0 for no limit), got {_show(value)}")
+    return value
+
+
 def _test_files(value: Any, where: str) -> str:
     if not isinstance(value, str) or value not in TEST_FILE_POLICIES:
         raise _fail(where, f"expected one of {', '.join(repr(p) for p in TEST_FILE_POLICIES)}, got {_show(value)}")
@@ -200,6 +211,7 @@ _KEYS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "output-format": ("output_format", _output_format),
     "dataloader-num-workers": ("dataloader_num_workers", _workers),
     "file-timeout": ("file_timeout", _seconds),
+    "max-file-size": ("max_file_size", _size),
     "accelerator": ("accelerator", _accelerator),
     "test-files": ("test_files", _test_files),
 }
@@ -244,12 +256,25 @@ def _table_of(path: Path, data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if path.name != "pyproject.toml":
         return data
     tool = data.get("tool")
+    if isinstance(tool, dict) and TABLE not in tool:
+        _misspelt_table(path, tool)
     if not isinstance(tool, dict) or TABLE not in tool:
         return None
     table = tool[TABLE]
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
     return table
+
+
+def _misspelt_table(path: Path, tool: Mapping[str, Any]) -> None:
+    """A ``[tool.*]`` table that is ours misspelt (``pytorch_perflint``, ``perflint``,
+    ``pytorch-perf-lint``) would be silently ignored: say which table is read instead."""
+    import difflib
+
+    for name in tool:
+        squashed = re.sub(r"[^a-z]", "", name.lower())
+        if squashed in ("pytorchperflint", "perflint", "torchperflint") or difflib.get_close_matches(name, [TABLE], cutoff=0.85):
+            raise ConfigError(f"{path}: [tool.{name}] is not read: the settings table is [tool.{TABLE}] (rename it)")
 
 
 def find_config(start: Path) -> Optional[Path]:

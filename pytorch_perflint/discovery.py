@@ -19,6 +19,7 @@ Rules (ruff's, where it has one):
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fnmatch
 import os
@@ -205,7 +206,15 @@ class _Walker:
             return
         if stat.S_ISDIR(info.st_mode):
             rules = gitignore.for_folder(absolute) if self.settings.respect_gitignore else None
+            if rules is not None and rules.inside_ignored and not self.settings.force_exclude:
+                # Named, a folder git ignores is linted (as ruff does): the rules from above
+                # that ignore it no longer apply, its own .gitignore files still do.
+                own = tuple((base, spec) for base, spec in rules.specs if base == rules.folder)
+                rules = dataclasses.replace(rules, specs=own, inside_ignored=False)
             self.walk(path, rules)
+        elif not stat.S_ISREG(info.st_mode):
+            kind = "a named pipe" if stat.S_ISFIFO(info.st_mode) else "a device or special file"
+            self.errors.append(f"{raw}: not a regular file ({kind}): not linted")
         elif self.settings.force_exclude and self.settings.respect_gitignore:
             if not gitignore.ignored_file(absolute):
                 self.add(path)

@@ -12,7 +12,6 @@ import functools
 import os
 import re
 import traceback
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import (
@@ -25,7 +24,6 @@ from typing import (
     Sequence,
     Tuple,
     Type,
-    Union,
 )
 
 import libcst as cst
@@ -40,10 +38,12 @@ from .positions import NodePositions
 from .project.index import ProjectIndex
 from .project.index import collector_paused as _collector_paused  # LibCST trees: see there
 from .project.linted import runs_on_accelerator
+from .pyparse import compile_python, verdict  # noqa: F401 - compile_python: the fixer's, the notebooks'
 from .rule import Rule
 from .selection import Selection, for_file
 from .suppression import FILE_NOQA, noqa_comments, suppressed, unused_noqa
 from .testfiles import policy_for
+from .unanalysed import source_size, too_large
 from .types import Applicability, Diagnostic, Fix, Location
 
 Range = Tuple[Tuple[int, int], Tuple[int, int]]
@@ -76,40 +76,28 @@ class FileLint:
 _LIBCST_ROW = re.compile(r"error at (\d+):\d+")
 
 
-def compile_python(source: Union[str, ast.Module], path: Path, flags: int = ast.PyCF_ONLY_AST):
-    """Python's own ``compile`` of the user's code (an ``ast`` tree by default), with the
-    warnings it raises about that code (``"\\d"``, ``x is 1``) silenced: they are the
-    user's business, printed they would clutter every run (in each worker), and under
-    ``-W error`` they would turn valid code into a SyntaxError."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return compile(source, str(path), "exec", flags=flags, dont_inherit=True)
-
-
 def _python_error(source: str, path: Path, tree: Optional[ast.Module]) -> Optional[Exception]:
     """Why Python itself rejects the source (None: it accepts it, the judge of validity)."""
-    if tree is not None:
-        return None
-    try:
-        compile_python(source, path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-        return error
-    return None
+    return None if tree is not None else verdict(source, path)[1]
 
 
-def _syntax_error(path: Path, libcst_error: Exception, python_error: Exception) -> Diagnostic:
+def _syntax_error(path: Path, python_error: Exception, libcst_error: Optional[Exception] = None) -> Diagnostic:
     """TPF001 at Python's own position and message when it has one (they read better)."""
     row = getattr(libcst_error, "raw_line", 1) or 1
     column = (getattr(libcst_error, "raw_column", 0) or 0) + 1
-    message = getattr(libcst_error, "message", None) or str(libcst_error).splitlines()[0]
-    if isinstance(python_error, SyntaxError):
+    message = getattr(libcst_error, "message", None) or (str(libcst_error or python_error).splitlines() or [type(python_error).__name__])[0]
+    kind = "SyntaxError"
+    if isinstance(python_error, (RecursionError, MemoryError)):  # Python's own refusal, as it words it
+        kind = type(python_error).__name__
+        message = f"{python_error} (Python cannot compile code nested this deeply)"
+    elif isinstance(python_error, SyntaxError):
         row = python_error.lineno or row
         column = python_error.offset or column
         message = python_error.msg or message
     return Diagnostic(
         code="TPF001",
         name="syntax-error",
-        message=f"SyntaxError: {message}",
+        message=f"{kind}: {message}",
         path=path,
         location=Location(row, column),
         end_location=Location(row, column),
@@ -162,7 +150,7 @@ def _parse_failure(
     rejects the file too; else the tool's limitation (TPF003), which ``# noqa`` can silence."""
     python_error = _python_error(source, path, tree)
     if python_error is not None:
-        return [_syntax_error(path, error, python_error)] if "TPF001" in codes else []
+        return [_syntax_error(path, python_error, error)] if "TPF001" in codes else []
     if "TPF003" not in codes:
         return []
     diagnostic = _unanalyzable(path, source, error)
@@ -246,6 +234,8 @@ def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors:
             errors.append(f"{context.path}: too deeply nested to lint")
             context.findings = []
             return
+        except MemoryError:
+            raise  # not a rule's fault: the file is too large or complex (TPF003)
         except Exception as error:  # noqa: BLE001 - a rule's crash must not stop the run
             culprit = _culprit(error, instances)
             detail = "".join(traceback.format_exception_only(type(error), error)).strip()
@@ -283,11 +273,8 @@ def _screen_with_ast(
 
 
 def _ast_tree(source: str) -> Optional[ast.Module]:
-    """The ``ast`` tree of a text, None for one Python cannot parse (LibCST reports it)."""
-    try:
-        return compile_python(source, Path("<unknown>"))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    """The ``ast`` tree of a text, None for one Python cannot parse."""
+    return verdict(source)[0]
 
 
 def _could_fire_in_project(rule: Type[Rule], tree: ast.Module, path: str, project: ProjectIndex) -> bool:
@@ -297,14 +284,6 @@ def _could_fire_in_project(rule: Type[Rule], tree: ast.Module, path: str, projec
         return rule.could_fire_project(tree, path, project)
     except Exception:  # noqa: BLE001 - see above
         return True
-
-
-def _compiles(source: str, path: Path) -> bool:
-    try:
-        compile_python(source, path)
-    except (SyntaxError, ValueError):
-        return False
-    return True
 
 
 def lint_source(
@@ -362,6 +341,11 @@ def _lint_source(
     codes, rule_classes = chosen.codes, chosen.rules
     if FILE_NOQA.search(source) and not settings.ignore_noqa:
         return result
+    limit = settings.max_file_size
+    if limit and source_size(source, limit) > limit:
+        if "TPF003" in codes:
+            result.diagnostics.append(too_large(path, source_size(source, limit), limit))
+        return result
     test_policy = policy_for(path, settings.test_files, settings.project_root, source)
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
         rule_classes, codes = (), codes & {"TPF001"}
@@ -372,6 +356,14 @@ def _lint_source(
     else:
         active = [r for r in rule_classes if r.code in passed]
         tree = parsed_tree if parsed_tree is not None else _ast_tree(source)
+    if tree is None and (active or "TPF001" in codes):
+        # Python is the judge: a file it rejects is TPF001 at once and never reaches LibCST
+        # (deep nesting it refuses can cost LibCST minutes and gigabytes).
+        tree, rejected = verdict(source, path)
+        if rejected is not None:
+            if "TPF001" in codes:
+                result.diagnostics.append(_syntax_error(path, rejected))
+            return result
     if screen_only and active:
         result.deferred = True
         result.passed = frozenset(r.code for r in active)
@@ -385,13 +377,11 @@ def _lint_source(
         if not on_accelerator:
             active = [r for r in active if not r.needs_cuda]
     if not active:
-        # Nothing can fire: a cheap syntax check stands in for the LibCST parse, and every
-        # `noqa` naming one of our codes is unused.
-        valid = "TPF001" not in codes or tree is not None or _compiles(source, path)
-        if valid:
-            if want_unused_noqa:
-                result.diagnostics.extend(unused_noqa(path, noqa_comments(source), {}))
-            return result
+        # Nothing can fire (the syntax check above stands in for the LibCST parse), and
+        # every `noqa` naming one of our codes is unused.
+        if want_unused_noqa:
+            result.diagnostics.extend(unused_noqa(path, noqa_comments(source), {}))
+        return result
     narrowed = None
     if not keep_module and active and tree is not None:
         narrowed = narrowing.narrowed_for(source, tree, active)
@@ -403,6 +393,8 @@ def _lint_source(
     except RecursionError:
         result.errors.append(f"{path}: too deeply nested to parse")
         return result
+    except MemoryError:
+        raise  # past the worker's memory cap: TPF003 (runner, workers)
     except Exception as error:  # noqa: BLE001 - LibCST also fails on some valid code with a TypeError
         if narrowed is not None:  # a part of the file: decide on the whole file
             return _lint_source(source, path, settings, with_edits, chosen, project=project)

@@ -24,6 +24,7 @@ from .project.linted import RunProjects, summarise_file
 from .project.summarizer import parse, summarize
 from .project.summary import ModuleSummary, failed
 from .run_cache import Done
+from .tree_files import read_source
 from .types import FileResult
 from .workers import Failure, run_tasks
 
@@ -85,8 +86,9 @@ def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Option
     if key is None or key[0] > MAX_BYTES:  # summarise_file says why
         return (*summarise_file(path), None)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_source(path, MAX_BYTES)  # never blocks, nor reads what is not a file
+        if isinstance(data, int):
+            return (*summarise_file(path), None)
         text = decode(data).text
     except (OSError, Undecodable):  # the lint phase says why
         return (*summarise_file(path), None)

@@ -29,7 +29,7 @@ from .cache import Stamp
 from .run_cache import Done as _Done, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
 from .run_cache import prepare_projects as _prepare_projects, save_summaries as _save_summaries
 from .fix_passes import fix_until_settled
-from .tree_files import stat_key
+from .tree_files import read_source, stat_key
 
 # The project layer, the workers and the writers are imported where they are used: a warm
 # run that the cache answers whole needs none of them.
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from .run_summaries import Passed
     from .safe_write import NotWritten
     from .selection import Selection
-    from .workers import Failure
 
 # Below this many files one worker does them all: more would cost more than they save.
 PARALLEL_MIN_FILES = 8
@@ -219,12 +218,17 @@ def process_file(
 ) -> FileResult:
     """One file, start to end; never raises (a crash becomes the file's error)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_source(path, settings.max_file_size if path.suffix != ".ipynb" else 0)
     except OSError as error:
         return FileResult(path, errors=(f"{path}: cannot read: {error.strerror or error}",))
+    if isinstance(data, int):  # too large: not read (a notebook's code is measured when joined)
+        from .unanalysed import too_large_result
+
+        return too_large_result(path, data, settings, rules)
     try:
         return process_bytes(data, path, settings, mode, with_edits=with_edits, rules=rules, roots=roots, project=project, passed=passed).result
+    except MemoryError:
+        raise  # past the worker's cap: the workers report it (TPF003)
     except Exception as error:  # noqa: BLE001 - one file's crash must not stop the run
         return FileResult(path, errors=(_internal_error(path, error),))
 
@@ -283,25 +287,16 @@ def _time_limit(settings: Settings) -> Optional[float]:
     return settings.file_timeout or None
 
 
-def _failed(path: Path, failure: Failure) -> str:
-    """The message for a file the workers gave no result for."""
-    if failure.timed_out:
-        return (
-            f"{path}: not linted: {failure.detail}, the time limit per file "
-            "(raise it with --file-timeout or `file-timeout` in [tool.pytorch-perflint])"
-        )
-    return f"{path}: internal error: {failure.detail}"
-
-
 def _isolated(files: Sequence[Path], work: Callable[[Path], _Done], jobs: int, settings: Settings) -> Iterator[_Done]:
     """Results in the order of ``files``, each file worked on in a worker process that is
     stopped when it passes the time limit (see ``workers``)."""
-    from .workers import Failure, run_tasks
+    from .unanalysed import failed_result
+    from .workers import Failure, memory_limit_for, run_tasks
 
-    values = run_tasks(work, files, jobs=jobs, time_limit=_time_limit(settings))
+    values = run_tasks(work, files, jobs=jobs, time_limit=_time_limit(settings), memory_limit=memory_limit_for(settings.max_file_size))
     try:
         for path, value in zip(files, values):
-            yield _Done(FileResult(path, errors=(_failed(path, value),))) if isinstance(value, Failure) else value
+            yield _Done(failed_result(path, value, settings)) if isinstance(value, Failure) else value
     finally:
         values.close()  # stop the workers now, also when the run is cut short
 
@@ -319,18 +314,19 @@ def process_stdin(data: bytes, path: Path, settings: Settings, mode: Mode, *, wi
     its project (``--stdin-filename``), whose other modules are read from disk."""
     from . import registry
     from .project.linted import RunProjects
-    from .workers import Failure, run_tasks
+    from .unanalysed import failed_result
+    from .workers import Failure, memory_limit_for, run_tasks
 
     registry.all_rules()  # once, here: the forked worker inherits them
     project = RunProjects(settings).for_file(path)
     work = functools.partial(_stdin_work, data=data, settings=settings, mode=Mode(mode), with_edits=with_edits, project=project)
-    values = run_tasks(work, [path], jobs=1, time_limit=_time_limit(settings))
+    values = run_tasks(work, [path], jobs=1, time_limit=_time_limit(settings), memory_limit=memory_limit_for(settings.max_file_size))
     try:
         (value,) = list(values)
     finally:
         values.close()
     if isinstance(value, Failure):
-        return Processed(FileResult(path, errors=(_failed(path, value),)), data)
+        return Processed(failed_result(path, value, settings), data)
     return value
 
 

@@ -54,8 +54,17 @@ def _inside(real: str, roots: Sequence[str]) -> bool:
 
 
 def real_roots(paths: Sequence[str]) -> tuple:
-    """The linted roots as real paths (symlinks resolved), for ``write_fixed``."""
-    return tuple(os.path.realpath(p) for p in paths)
+    """The linted roots as real paths, for ``write_fixed``: a folder's symlinks resolved;
+    a named file's folder resolved but not the file itself, so that a named symlink to a
+    file elsewhere is not written through (as for one met in a folder)."""
+    return tuple(_real_root(p) for p in paths)
+
+
+def _real_root(path: str) -> str:
+    if os.path.isdir(path):
+        return os.path.realpath(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(folder), name)
 
 
 def write_fixed(path: Path, original: bytes, new: bytes, roots: Optional[Sequence[str]] = None) -> Optional[NotWritten]:

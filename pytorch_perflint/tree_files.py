@@ -42,3 +42,20 @@ def read_regular(path: "os.PathLike[str] | str", limit: int, follow: bool = Fals
         return None
     finally:
         os.close(fd)
+
+
+def read_source(path: "os.PathLike[str] | str", limit: int) -> "bytes | int":
+    """A file to lint: its bytes, or its size when it has more than ``limit`` (0: no limit),
+    so that a huge file is not read at all. Never blocks (a FIFO), and reads a regular file
+    only (``/dev/zero`` would never end); anything else raises OSError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, "not a regular file")
+        if limit and info.st_size > limit:
+            return info.st_size
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)

@@ -27,9 +27,17 @@ def _note(message: str, quiet: bool) -> None:
         print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
 
 
+# Cursor home, clear the screen, clear the scrollback (xterm's E3): what ruff's watch mode
+# writes (the `clearscreen` crate). Without the last, terminals that scroll a cleared screen
+# into their history (VS Code's, tmux) kept every earlier report above the new one.
+CLEAR_SCREEN = "\x1b[H\x1b[2J\x1b[3J"
+
+
 def _clear_screen() -> None:
+    """Clear the terminal before a run's report; never when the report is not going to a
+    terminal (a pipe or a file keeps every report, with no escape codes)."""
     if sys.stdout.isatty():
-        sys.stdout.write("\x1b[2J\x1b[H")
+        sys.stdout.write(CLEAR_SCREEN)
         sys.stdout.flush()
 
 

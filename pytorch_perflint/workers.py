@@ -51,12 +51,73 @@ CRASH_ATTEMPTS = 2
 QUEUE_DEPTH = 2
 
 
+# How often a worker checks that its parent is still there (where the kernel cannot say).
+PARENT_POLL_SECONDS = 0.5
+
+
 @dataclass(frozen=True)
 class Failure:
-    """Why a task gave no result: it ran past the time limit, or its worker died."""
+    """Why a task gave no result: it ran past the time limit, its worker died, or it ran
+    out of the memory allowed per task (``out_of_memory``: a file too large or complex)."""
 
     timed_out: bool
     detail: str
+    out_of_memory: bool = False
+
+
+def memory_limit_for(max_file_size: int) -> Optional[int]:
+    """The memory a worker may add to what it started with, in bytes: 1.5 GiB per MiB of
+    the largest file analysed (linting needs about 0.9 GB of address space per MB), at
+    least 6 GiB; None (no limit) when file sizes are not limited either."""
+    if not max_file_size:
+        return None
+    return max(6 << 30, max_file_size * 1536)
+
+
+def _cap_memory(extra: Optional[int]) -> None:
+    """Cap this process's address space at its present size plus ``extra`` bytes (Linux):
+    past it an allocation fails (MemoryError, or LibCST's native parser aborts) instead of
+    the machine swapping or its OOM killer choosing a victim."""
+    if extra is None or not sys.platform.startswith("linux"):
+        return
+    try:
+        import resource
+
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            size = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = size + extra
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        if soft == resource.RLIM_INFINITY or cap < soft:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the process that started it dies (``kill -9`` included): on
+    Linux the kernel sends SIGTERM (PR_SET_PDEATHSIG); everywhere a thread watches the
+    parent's pid. Without it a worker whose parent was killed finished its queue and
+    then waited forever (its siblings hold the pipe open)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the above took effect
+        _on_terminate(signal.SIGTERM, None)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_SECONDS)
+            if os.getppid() != parent:
+                _on_terminate(signal.SIGTERM, None)
+
+    threading.Thread(target=watch, name="pytorch-perflint-parent-watch", daemon=True).start()
 
 
 def call_deep(function: Callable[..., R], *args: Any) -> R:
@@ -121,15 +182,17 @@ _STOP = None
 _STARTED, _DONE = "started", "done"
 
 
-def _worker_main(conn: Any, work: Callable[[Any], Any]) -> None:
+def _worker_main(conn: Any, work: Callable[[Any], Any], parent: int, memory: Optional[int] = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_terminate)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    call_deep(_serve, conn, work)
+    _die_with_parent(parent)
+    call_deep(_serve, conn, work, memory)
 
 
-def _serve(conn: Any, work: Callable[[Any], Any]) -> None:
+def _serve(conn: Any, work: Callable[[Any], Any], memory: Optional[int] = None) -> None:
+    _cap_memory(memory)  # here: the deep stack is reserved already, it is not the file's
     while True:
         try:
             message = conn.recv()
@@ -144,6 +207,8 @@ def _serve(conn: Any, work: Callable[[Any], Any]) -> None:
             return
         try:
             value = work(task)
+        except MemoryError:
+            value = Failure(False, "it ran out of the memory allowed per file", out_of_memory=True)
         except Exception as error:  # noqa: BLE001 - the parent reports it for this task
             value = Failure(False, "".join(traceback.format_exception_only(type(error), error)).strip())
         try:
@@ -181,9 +246,11 @@ class _Worker:
     """One worker process, the tasks it was given (at most ``QUEUE_DEPTH``, so it never
     waits for the next one) and when the one it is on started."""
 
-    def __init__(self, context: Any, work: Callable[[Any], Any]) -> None:
+    def __init__(self, context: Any, work: Callable[[Any], Any], memory: Optional[int] = None) -> None:
+        self.memory = memory
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, work), daemon=True, name="pytorch-perflint-worker")
+        args = (child, work, os.getpid(), memory)
+        self.process = context.Process(target=_worker_main, args=args, daemon=True, name="pytorch-perflint-worker")
         try:
             with _sigint_blocked():
                 self.process.start()
@@ -275,10 +342,12 @@ def run_tasks(
     *,
     jobs: int,
     time_limit: Optional[float],
+    memory_limit: Optional[int] = None,
 ) -> Iterator[Union[R, Failure]]:
     """``work(task)`` for every task in up to ``jobs`` worker processes; the values in the
-    order of ``tasks``. A task past ``time_limit`` seconds (None: no limit), or whose worker
-    died twice, gives a ``Failure`` in its place. ``work`` must not raise (an exception is
+    order of ``tasks``. A task past ``time_limit`` seconds (None: no limit), whose worker
+    died twice, or past ``memory_limit`` bytes (more than the worker started with; None:
+    no limit) gives a ``Failure`` in its place. ``work`` must not raise (an exception is
     turned into a ``Failure`` too)."""
     count = len(tasks)
     if not count:
@@ -287,7 +356,7 @@ def run_tasks(
     workers: List[_Worker] = []
     try:
         for _ in range(max(1, min(jobs, count))):
-            workers.append(_Worker(context, work))
+            workers.append(_Worker(context, work, memory_limit))
     except OSError:  # no processes here: do the work in this process, without a limit
         _stop(workers)
         for task in tasks:
@@ -326,13 +395,19 @@ def run_tasks(
                         continue
                     # Died: the task it was on is charged; the ones waiting go back.
                     how = worker.how_it_ended()
-                    charged = worker.started
+                    # One that died before it began any is charged with its first: a
+                    # worker that cannot start is not replaced forever.
+                    charged = worker.started if worker.started is not None else (worker.queue[0] if worker.queue else None)
                     waiting = [i for i in worker.queue if i != charged]
                     pending.extendleft(reversed(waiting))
                     workers[slot] = _replace(worker, context, work)
+                    # Past a memory cap LibCST's native parser aborts: no second try.
+                    starved = memory_limit is not None and worker.process.exitcode == -signal.SIGABRT
                     if charged is not None:
                         attempts[charged] += 1
-                        if attempts[charged] < CRASH_ATTEMPTS:
+                        if starved:
+                            done[charged] = Failure(False, f"it ran out of the memory allowed per file ({how})", out_of_memory=True)
+                        elif attempts[charged] < CRASH_ATTEMPTS:
                             pending.appendleft(charged)
                         else:
                             done[charged] = Failure(False, f"the worker process died while on it ({how})")
@@ -358,4 +433,4 @@ def _replace(worker: _Worker, context: Any, work: Callable[[Any], Any]) -> _Work
         worker.process.kill()
     worker.process.join()
     worker.conn.close()
-    return _Worker(context, work)
+    return _Worker(context, work, worker.memory)

@@ -15,8 +15,8 @@ checkouts (``--checkouts``; for each ``owner/name`` of the list one of ``owner+n
 ``owner+name/repo/.git``, ``owner+name/.git``, ``owner+name`` as a git directory, or a plain
 folder), from which the pinned commit is exported (``git ls-tree`` and ``git cat-file``) into a
 scratch folder.
-The tool runs as a separate process (``python -I -m pytorch_perflint``: the linted tree never
-comes first on ``sys.path``); nothing of the linted code is imported or run, fixed files are
+The tool runs as a separate process (``python -I``, this checkout's package put first: the
+linted tree is never on ``sys.path``); nothing of the linted code is imported or run, fixed files are
 only compiled to check their syntax.
 
     python scripts/ecosystem.py --checkouts /work/.mirror --report docs/ecosystem.md \\
@@ -63,6 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 REPOS = ROOT / "scripts" / "ecosystem_repos.toml"
 CACHE_DIR = ".pytorch_perflint_cache"
 FLAGS = ("--select", "ALL", "--preview", "--exit-zero", "--output-format", "json")
+# ``-I`` leaves the linted folder off sys.path; this checkout's package goes first instead.
+RUN_CHECKOUT = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pytorch_perflint.__main__ import main; main()"
 # git must not run anything the mirror's own config asks for.
 _GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never")
 _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
@@ -242,14 +244,10 @@ class Run:
     seconds: float
 
 
-# ``-I`` leaves the linted folder off sys.path; the tool's own checkout goes first instead.
-_BOOT = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module('pytorch_perflint', run_name='__main__', alter_sys=True)"
-
-
 def run_tool(root: Path, extra: Sequence[str], timeout: float) -> Run:
     """``pytorch-perflint check . FLAGS extra`` in ``root``, isolated from its sys.path: the tool
     of this checkout (``ROOT``), whatever an editable install of the environment points at."""
-    command = [sys.executable, "-I", "-c", _BOOT, str(ROOT), "check", ".", *FLAGS, *extra]
+    command = [sys.executable, "-I", "-c", RUN_CHECKOUT, "check", ".", *FLAGS, *extra]
     started = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=root, capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)

@@ -1,29 +1,36 @@
-"""Fuzz and mutation cases for the ecosystem check (issue 21): a repository's own files, changed
-the ways that once broke the tool, written into a scratch folder beside the export.
+"""The ecosystem check's fuzz and mutation cases (issue 21): a repository's own files, changed
+the ways that once broke the tool, written into a folder beside the export and checked there.
 
-For a sample of each repository's Python files it writes variants:
+``python scripts/ecosystem.py --mutants N`` (default 2) takes N Python files of each repository
+that use torch and Python accepts (spread by a hash of their path) and writes these variants:
 
 * ``crlf_first``: ``\\r\\n`` + the file with LF endings (a CRLF first line once made every fix
-  "not applied" and turned later LF endings into CRLF);
-* ``mixed_endings``: every other line ends in CRLF;
-* ``deep_parens`` / ``deep_lists`` / ``unary_minus`` / ``long_chain``: the file plus a line
-  ``x = `` + thousands of nested ``(`` or ``[``, of unary minuses, or a long ``a+a+...`` chain:
-  Python rejects these, so the tool must say TPF001 (or TPF003) quickly and never rewrite them;
-* ``deep_valid``: the file plus nesting Python still accepts, which must lint like any file.
+  "not applied", or turned the next line's LF into CRLF); ``crlf``: every line CRLF;
+  ``mixed_endings``: every other line CRLF;
+* ``deep_parens`` / ``deep_lists`` / ``unary_minus`` / ``long_chain``: the file plus
+  ``x = `` + 5,000 nested ``(`` or ``[`` (with a DataLoader line after), 5,000 unary minuses,
+  or a 10,000-term ``a+a+...``: Python rejects these (``python file.py`` fails), so the tool must
+  say TPF001 (or TPF003) quickly and never rewrite them;
+* ``deep_valid``, ``long_sum``, ``long_concat``, ``long_calls``: nesting and chains Python still
+  accepts at its default recursion limit (150 parentheses, a 2,000-term sum, a 3,000-part string
+  concatenation, 500 chained calls): they lint like any file and their fixes compile.
 
-Each folder of variants is checked as the repositories are: no crash, no hang (a time limit per
-run), every fix compiling and idempotent, each line keeping its own ending, no write outside the
-folder, and TPF001/TPF003 for every variant Python rejects. Nothing of the code is run; fixed
-files are only compiled.
+The folder of variants gets the repository's runs (check, fix, fix again, each with a time
+limit) and is judged the same way: no crash, no hang, every fix compiling and idempotent, each
+line the fix leaves keeping its own ending, no write outside the folder, and TPF001/TPF003 for
+every variant Python rejects. Nothing of the code is run; fixed files are only compiled.
 """
 
 from __future__ import annotations
 
+import ast
 import collections
 import difflib
 import hashlib
 import json
 import shutil
+import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -43,6 +50,25 @@ class Sizes:
     terms: int = TERMS
     valid_depth: int = 150  # below CPython's 200 nested brackets
     valid_terms: int = 500
+    sum_terms: int = 2000  # accepted at Python's default recursion limit
+    concat_parts: int = 3000
+    calls: int = 500
+
+
+def python_rejects(data: bytes) -> bool:
+    """Whether ``python file.py`` would fail to compile it (at its default recursion limit,
+    whatever this process's is)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, "<mutation>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    finally:
+        sys.setrecursionlimit(limit)
+    return False
 
 
 def lf(data: bytes) -> bytes:
@@ -57,6 +83,10 @@ def _ended(data: bytes) -> bytes:
 
 def crlf_first(data: bytes, sizes: Sizes) -> bytes:
     return b"\r\n" + lf(data)
+
+
+def crlf(data: bytes, sizes: Sizes) -> bytes:
+    return lf(data).replace(b"\n", b"\r\n")
 
 
 def mixed_endings(data: bytes, sizes: Sizes) -> bytes:
@@ -87,28 +117,48 @@ def deep_valid(data: bytes, sizes: Sizes) -> bytes:
     return _ended(data) + b"x = " + parens + b"\ny = " + chain + b"\nz = " + b"-" * 100 + b"1\n"
 
 
+def long_sum(data: bytes, sizes: Sizes) -> bytes:
+    return _ended(data) + b"_long = " + b" + ".join([b"_a"] * sizes.sum_terms) + b"\n"
+
+
+def long_concat(data: bytes, sizes: Sizes) -> bytes:
+    return _ended(data) + b"_long = (" + b" ".join([b'"x"'] * sizes.concat_parts) + b")\n"
+
+
+def long_calls(data: bytes, sizes: Sizes) -> bytes:
+    return _ended(data) + b"_long = _f" + b"(1)" * sizes.calls + b"\n"
+
+
 Make = Callable[[bytes, Sizes], bytes]
 VARIANTS: Tuple[Tuple[str, Make], ...] = (
     ("crlf_first", crlf_first),
+    ("crlf", crlf),
     ("mixed_endings", mixed_endings),
     ("deep_parens", deep_parens),
     ("deep_lists", deep_lists),
     ("unary_minus", unary_minus),
     ("long_chain", long_chain),
     ("deep_valid", deep_valid),
+    ("long_sum", long_sum),
+    ("long_concat", long_concat),
+    ("long_calls", long_calls),
 )
+# The variants Python rejects (the tool must say TPF001 or TPF003 and leave them alone).
+REJECTED = frozenset({"deep_parens", "deep_lists", "unary_minus", "long_chain"})
 
 
 def sample(root: Path, count: int) -> List[Path]:
-    """``count`` Python files of ``root`` that use torch, chosen by a hash of their path (stable
-    from run to run, spread over the tree); ordinary files only, no links."""
+    """``count`` Python files of ``root`` that use torch and Python accepts, chosen by a hash of
+    their path (stable from run to run, spread over the tree); ordinary files only, no links."""
     candidates = []
     for path in sorted(root.rglob("*.py")):
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
             continue
         rel = path.relative_to(root).as_posix()
         key = hashlib.sha256(rel.encode()).hexdigest()
-        candidates.append((b"torch" not in path.read_bytes(), key, path))
+        data = path.read_bytes()
+        if not python_rejects(data):
+            candidates.append((b"torch" not in data, key, path))
     return [path for _, _, path in sorted(candidates)[:count]]
 
 
@@ -188,7 +238,7 @@ def check_mutants(result, root: Path, work: Path, count: int, timeout: float, to
         return
     label = lambda rel: f"mutants: {names.get(rel, rel)}"  # noqa: E731
     originals = {name: (target / name).read_bytes() for name in names}
-    rejected = [name for name, data in originals.items() if tools.syntax_problem(data, name) is not None]
+    rejected = [name for name, data in originals.items() if python_rejects(data)]
     outside_before = tools.snapshot(work, skip=target)
     before = tools.snapshot(target)
 

@@ -11,13 +11,21 @@ repository's root (so project-wide facts can reach across files) and compares:
   labeller missed (add the label) or a false positive (label it ``expect = false``).
 
     python scripts/score_review.py --trees /work/recall-trees [--mirrors /work/.mirror] \\
-        [--labels docs/precision/review-3/labels.toml] [--json OUT] [--preview]
+        [--labels docs/precision/review-3/labels.toml] [--json OUT] [--preview] [--select CODES]
+
+``--select TPF601,TPF602`` runs only those rules and scores only their labels (a precision
+review labels the findings of a few rules; the other rules' findings would all be unlabelled).
+A label may say ``doubtful = true``: reasonable reviewers could label it either way; the
+table's last columns give the precision with every doubtful label flipped against the tool
+(strict) and in its favour (lenient).
 
 A notebook label's path names the cell (``nb.ipynb#8``, the tool's ``cell`` index) and its
 line is the line within that cell. Trees are looked up as ``TREES/<owner+name>``; one that is missing is exported from
 ``MIRRORS`` at the pinned commit when ``--mirrors`` is given. The tool runs as a separate
-process, isolated from the linted tree (``python -I -m pytorch_perflint``); nothing of the
-linted code is imported or run.
+process, isolated from the linted tree (``python -I``); nothing of the linted code is imported
+or run. The linter run is the one of the checkout this script belongs to (``--source`` to
+choose another), not whichever the interpreter has installed: scoring a branch scores the
+branch.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ class Label:
     expect: bool
     why: str
     alt: Tuple[Where, ...] = ()  # other anchors that count as the same finding
+    doubtful: bool = False  # reasonable reviewers could label it the other way
 
     def places(self) -> Set[Where]:
         return {(self.path, self.line), *self.alt}
@@ -75,11 +84,25 @@ class RuleScore:
     found: int = 0
     lookalikes_hit: int = 0
     unlabelled: int = 0
+    doubtful_found: int = 0  # doubtful expected labels that were reported
+    doubtful_lookalikes_hit: int = 0  # doubtful look-alikes that were reported
 
     @property
     def precision(self) -> Optional[float]:
         reported = self.found + self.lookalikes_hit
         return self.found / reported if reported else None
+
+    @property
+    def strict_precision(self) -> Optional[float]:
+        """Every doubtful reported label counted against the tool."""
+        reported = self.found + self.lookalikes_hit
+        return (self.found - self.doubtful_found) / reported if reported else None
+
+    @property
+    def lenient_precision(self) -> Optional[float]:
+        """Every doubtful reported label counted in the tool's favour."""
+        reported = self.found + self.lookalikes_hit
+        return (self.found + self.doubtful_lookalikes_hit) / reported if reported else None
 
     @property
     def recall(self) -> Optional[float]:
@@ -100,6 +123,8 @@ class Report:
             out.found += score.found
             out.lookalikes_hit += score.lookalikes_hit
             out.unlabelled += score.unlabelled
+            out.doubtful_found += score.doubtful_found
+            out.doubtful_lookalikes_hit += score.doubtful_lookalikes_hit
         return out
 
 
@@ -111,9 +136,17 @@ def load_labels(path: Path) -> List[RepoLabels]:
         for raw in repo["labels"]:
             alt_path = raw.get("alt_path", raw["path"])
             alt = tuple((alt_path, int(line)) for line in raw.get("alt_lines", ()))
-            labels.append(Label(raw["path"], int(raw["line"]), raw["code"], bool(raw["expect"]), raw["why"], alt))
+            labels.append(Label(raw["path"], int(raw["line"]), raw["code"], bool(raw["expect"]), raw["why"], alt,
+                                bool(raw.get("doubtful", False))))
         repos.append(RepoLabels(repo["name"], repo["url"], repo["commit"], tuple(labels)))
     return repos
+
+
+def only_codes(repos: Sequence[RepoLabels], codes: Iterable[str]) -> List[RepoLabels]:
+    """The labels of the given rules only (``--select``)."""
+    keep = set(codes)
+    return [RepoLabels(r.name, r.url, r.commit, tuple(label for label in r.labels if label.code in keep))
+            for r in repos]
 
 
 def score(repos: Sequence[RepoLabels], findings: Mapping[str, Iterable[Finding]]) -> Report:
@@ -133,10 +166,12 @@ def score(repos: Sequence[RepoLabels], findings: Mapping[str, Iterable[Finding]]
                 rule.expected += 1
                 if reported:
                     rule.found += 1
+                    rule.doubtful_found += label.doubtful
                 else:
                     report.misses.append((repo.name, label))
             elif reported:
                 rule.lookalikes_hit += 1
+                rule.doubtful_lookalikes_hit += label.doubtful
                 report.false_positives.append((repo.name, label))
         for finding in found:
             if (finding.code, (finding.path, finding.line)) not in labelled:
@@ -174,9 +209,20 @@ def ensure_tree(repo: RepoLabels, trees: Path, mirrors: Optional[Path]) -> Optio
     return tree
 
 
-def lint(tree: Path, extra: Sequence[str]) -> List[Finding]:
-    command = [sys.executable, "-I", "-m", "pytorch_perflint", "check", ".", "--output-format", "json",
-               "--no-cache", "--exit-zero", *extra]
+SOURCE = Path(__file__).resolve().parent.parent  # the checkout whose linter is scored
+
+
+def tool_command(source: Path, extra: Sequence[str]) -> List[str]:
+    """``python -I`` (nothing of the linted tree on the path) running the package found in
+    ``source``, so that a branch's scorer scores the branch, not the installed copy."""
+    bootstrap = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+                 "runpy.run_module('pytorch_perflint', run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-I", "-c", bootstrap, str(source), "check", ".", "--output-format", "json",
+            "--no-cache", "--exit-zero", *extra]
+
+
+def lint(tree: Path, extra: Sequence[str], source: Path = SOURCE) -> List[Finding]:
+    command = tool_command(source, extra)
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise RuntimeError(f"pytorch-perflint failed in {tree} ({done.returncode}): {done.stderr.strip()}")
@@ -204,6 +250,12 @@ def table(report: Report) -> str:
     for code, s in rows:
         lines.append(f"| {code} | {s.expected} | {s.found} | {s.expected - s.found} | {s.lookalikes_hit} | "
                      f"{s.unlabelled} | {_ratio(s.precision)} | {_ratio(s.recall)} |")
+    doubtful = [(code, s) for code, s in rows if s.doubtful_found or s.doubtful_lookalikes_hit]
+    if doubtful:
+        lines += ["", "| rule | doubtful reported (expected / look-alike) | strict precision | lenient precision |",
+                  "|---|---:|---:|---:|"]
+        lines += [f"| {code} | {s.doubtful_found} / {s.doubtful_lookalikes_hit} | {_ratio(s.strict_precision)} | "
+                  f"{_ratio(s.lenient_precision)} |" for code, s in doubtful]
     return "\n".join(lines)
 
 
@@ -224,7 +276,8 @@ def code_of(label: Label) -> str:
 def as_json(report: Report) -> dict:
     def rule(s: RuleScore) -> dict:
         return {"expected": s.expected, "found": s.found, "lookalikes_hit": s.lookalikes_hit,
-                "unlabelled": s.unlabelled, "precision": s.precision, "recall": s.recall}
+                "unlabelled": s.unlabelled, "precision": s.precision, "recall": s.recall,
+                "strict_precision": s.strict_precision, "lenient_precision": s.lenient_precision}
 
     return {
         "rules": {code: rule(s) for code, s in sorted(report.rules.items())},
@@ -244,16 +297,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
     parser.add_argument("--json", type=Path, help="write the numbers, misses and findings here")
     parser.add_argument("--preview", action="store_true", help="also run the preview rules")
+    parser.add_argument("--select", help="comma-separated rule codes: run and score only these")
+    parser.add_argument("--source", type=Path, default=SOURCE,
+                        help="checkout whose pytorch_perflint is run (default: this script's)")
     args = parser.parse_args(argv)
 
     repos = load_labels(args.labels)
+    extra = ["--preview"] if args.preview else []
+    if args.select:
+        codes = [code.strip() for code in args.select.split(",") if code.strip()]
+        repos = only_codes(repos, codes)
+        extra += ["--select", ",".join(codes)]
     findings: Dict[str, List[Finding]] = {}
     for repo in repos:
         tree = ensure_tree(repo, args.trees, args.mirrors)
         if tree is None:
             print(f"{repo.name}: no tree under {args.trees}; skipped", file=sys.stderr)
             continue
-        findings[repo.name] = lint(tree, ["--preview"] if args.preview else [])
+        findings[repo.name] = lint(tree, extra, args.source)
     scored = [repo for repo in repos if repo.name in findings]
     report = score(scored, findings)
     print(f"{len(scored)} repositories, {sum(len(r.labels) for r in scored)} labels")

@@ -100,7 +100,35 @@ def checked():
     return {r.code: r for r in results}
 
 
-@pytest.mark.parametrize("code", IDS)
+ORDERS = {s.code for s in SCENARIOS if s.orders}
+
+
+@pytest.mark.parametrize("code", sorted(ORDERS))
+def test_an_orders_scenario_shows_the_epoch_orders_change(checked, code):
+    """A correctness scenario (TPF105): the same order every epoch before the fix, a new
+    order after it, the first epoch unchanged; checked, not timed."""
+    result = checked[code]
+    assert result.error is None, result.error
+    assert result.orders is not None and result.orders.ok, result.orders
+    assert len(set(result.orders.before)) == 1 and len(set(result.orders.after)) == len(result.orders.after) >= 2
+    assert result.determinism is not None and result.determinism.ok
+    assert result.ok, result.problems
+    assert result.verdict.kind is Kind.SKIPPED and result.verdict.reason == "epoch orders, not timed"
+
+
+def test_orders_that_do_not_show_the_fix_are_problems(torch):
+    from pytorch_perflint.bench.orders import check_orders
+
+    same = [torch.tensor([2, 0, 1]), torch.tensor([2, 0, 1])]
+    other = [torch.tensor([2, 0, 1]), torch.tensor([1, 2, 0])]
+    assert check_orders(same, other).ok
+    assert "already differ" in check_orders(other, other).describe()
+    assert "still share an order" in check_orders(same, same).describe()
+    assert "first epoch's order changed" in check_orders(same, [torch.tensor([0, 1, 2]), torch.tensor([1, 2, 0])]).describe()
+    assert "two epochs" in check_orders(same, torch.tensor([1, 2])).describe()
+
+
+@pytest.mark.parametrize("code", [code for code in IDS if code not in ORDERS])
 def test_before_and_after_compute_the_same(checked, code):
     result = checked[code]
     assert result.error is None, result.error
@@ -157,7 +185,7 @@ def test_json_has_every_round_and_the_machine(torch):
     assert timed["code"] == "TPF401" and timed["device"] == "cpu"
     assert timed["checks"]["ok"] and timed["checks"]["equivalence"]["ok"]
     assert timed["verdict"]["kind"] == "not judged"  # --quick: figures, no verdict
-    for key in ("ratio_median", "ratio_min", "ratio_max", "noise_threshold"):
+    for key in ("speedup", "ratio_min", "ratio_max", "noise_threshold"):
         assert isinstance(timed["verdict"][key], float)
     rounds = timed["timing"]["rounds"]
     assert [r["warmup"] for r in rounds] == [True, False, False]

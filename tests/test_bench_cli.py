@@ -31,14 +31,14 @@ def test_quick_run_draws_no_verdicts_but_keeps_the_figures(torch, tmp_path):
     assert not any(word in row for word in ("faster", "slower", "inconclusive", "small"))
     assert "no verdicts" in result.output and "rounds + 1 warm-up" in result.output
     verdict = json.loads(out.read_text())["results"][0]["verdict"]
-    assert verdict["kind"] == "not judged" and isinstance(verdict["ratio_median"], float)
+    assert verdict["kind"] == "not judged" and isinstance(verdict["speedup"], float)
 
 
 def test_unjudged_keeps_the_ratios():
     judged = decide([0.5, 0.5, 0.5], [1.0, 1.0])
     assert judged.kind is Kind.SLOWER
     quick = unjudged(judged)
-    assert quick.kind is Kind.UNJUDGED and quick.ratio_median == 0.5 and "--quick" in quick.reason
+    assert quick.kind is Kind.UNJUDGED and quick.speedup == 0.5 and "--quick" in quick.reason
 
 
 def test_check_only_footer_says_nothing_was_timed(torch):
@@ -52,7 +52,7 @@ def test_check_only_footer_says_nothing_was_timed(torch):
     [
         (harness.Options(check_only=True), "checks only"),
         (harness.Options(quick=True), "--quick: small sizes, 3 rounds + 1 warm-up"),
-        (harness.Options(rounds=7), "7 rounds + 1 warm-up; speed-up = before/after"),
+        (harness.Options(rounds=7), "7 rounds + 1 warm-up; speed-up = median before / median after"),
     ],
 )
 def test_footer_names_what_ran(options, expected):
@@ -112,6 +112,30 @@ def test_the_chart_draws_an_outlier_clipped_and_labelled(tmp_path):
     ax = saved["fig"].axes[0]
     assert ax.get_xlim()[1] == pytest.approx(2.4 * 1.05 * 3)
     texts = [t.get_text() for t in ax.texts]
-    assert "1858x faster (axis clipped) " in texts
+    assert "1858.00x faster (axis clipped) " in texts  # the table's figure, to the same digits
     assert " 1.06x" in texts  # not judged: the figure, no verdict word
     assert (tmp_path / "chart.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_log_gets_one_line_per_scenario(torch):
+    """Not a terminal (CI, a device run's log): a line as each scenario finishes, not
+    minutes of silence."""
+    result = CliRunner().invoke(bench, ["--check-only", "--quick", "--rule", "TPF501", "--rule", "TPF204", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("[")]
+    assert [line.split(":")[0] for line in lines] == ["[1/2] TPF501 cpu", "[2/2] TPF204 cpu"]  # in the order asked
+    assert "left" in lines[0] and "almost done" in lines[1]
+
+
+def test_the_time_left_never_grows():
+    from pytorch_perflint.bench.eta import Eta, eta_text
+
+    now = [0.0]
+    eta = Eta(clock=lambda: now[0])
+    shown = []
+    # Uneven work: two quick units, then slow ones, and the total grows midway.
+    for elapsed, done, total in ((1, 1, 10), (2, 2, 10), (30, 3, 10), (60, 4, 12), (61, 5, 12), (200, 6, 12)):
+        now[0] = elapsed
+        shown.append(eta.update(done, total))
+    assert all(later <= earlier for earlier, later in zip(shown, shown[1:])), shown
+    assert eta_text(None) == "time left not known yet" and eta_text(0.2) == "under 1 s left" and eta_text(0.0) == "almost done" and eta_text(600) == "about 10 min left"

@@ -21,12 +21,12 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from pytorch_perflint.bench import script_copies, script_evidence, script_fingerprints
+from pytorch_perflint.bench.script import copies as script_copies, evidence as script_evidence, fingerprints as script_fingerprints
 from pytorch_perflint.bench.cli import bench
-from pytorch_perflint.bench.script_cli import bench_script, names_a_script, output_problem
-from pytorch_perflint.bench.script_fixes import Finding
-from pytorch_perflint.bench.script_runs import Request, Run, describe_failure
-from pytorch_perflint.bench.script_session import TEMP_PREFIX, device_skip
+from pytorch_perflint.bench.script.cli import bench_script, names_a_script, output_problem
+from pytorch_perflint.bench.script.fixes import Finding
+from pytorch_perflint.bench.script.runs import Request, Run, describe_failure
+from pytorch_perflint.bench.script.session import TEMP_PREFIX, device_skip
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 needs_torch = pytest.mark.skipif(
@@ -125,31 +125,35 @@ def _git(root: Path, *args: str) -> None:
 
 
 @needs_git
-def test_copies_hold_the_code_and_link_everything_else(project, tmp_path):
+def test_copies_hold_copies_and_link_only_ignored_folders_and_big_files(project, tmp_path):
     (project / "train.py").write_text("import model\n")
     (project / "model.py").write_text("X = 1\n")
     (project / "config.yaml").write_text("lr: 1\n")
     (project / "data").mkdir()
     (project / "data" / "train.csv").write_text("1,2\n")
+    (project / "data" / "big.bin").write_bytes(b"x" * 3000)
     (project / "outputs").mkdir()
     (project / "outputs" / "generated.py").write_text("Y = 2\n")
     (project / ".gitignore").write_text("outputs/\n")
     _git(project, "init", "-q")
-    from pytorch_perflint.bench.script_cli import _code_files
+    from pytorch_perflint.bench.script.cli import _code_files
     from pytorch_perflint.config import load_settings
 
     settings = load_settings([str(project / "train.py")])
     code = _code_files(project, settings)
     assert sorted(p.name for p in code) == ["model.py", "train.py"]  # the ignored one is not code to copy
-    found = script_copies.find_project(project / "train.py", project, project, code, 100)
+    found = script_copies.find_project(project / "train.py", project, project, code, 100, link_above_mb=0.002)
     before = tree_digest(project)
     copy = script_copies.make_copy(found, tmp_path / "copy", "before")
     assert not (copy.root / "train.py").is_symlink() and (copy.root / "train.py").read_text() == "import model\n"
-    assert not (copy.root / "model.py").is_symlink()
-    for linked in ("config.yaml", "data", "outputs", ".gitignore", ".git"):
+    for copied in ("model.py", "config.yaml", "data", "data/train.csv", ".gitignore"):
+        assert not (copy.root / copied).is_symlink() and (copy.root / copied).exists(), copied
+    for linked in ("outputs", ".git", "data/big.bin"):  # ignored by git, git's own, over the size
         assert (copy.root / linked).is_symlink(), linked
     assert (copy.root / "data" / "train.csv").read_text() == "1,2\n"  # ./data resolves from the copy
     assert copy.workdir == copy.root and copy.script == copy.root / "train.py"
+    note = " ".join(found.notes)
+    assert "outputs/ (ignored by git)" in note and "data/big.bin (0 MB, over --link-above-mb 0.002)" in note
     script_copies.remove(copy.root)
     assert not copy.root.exists()
     assert tree_digest(project) == before  # removing the copy never follows its links
@@ -159,7 +163,7 @@ def test_link_watch_sees_writes_through_a_link(project, tmp_path):
     (project / "train.py").write_text("")
     (project / "ckpt").mkdir()
     (project / "ckpt" / "model.pt").write_bytes(b"old")
-    found = script_copies.find_project(project / "train.py", project, project, [project / "train.py"], 100)
+    found = script_copies.find_project(project / "train.py", project, project, [project / "train.py"], 100, link_above_mb=0.000001)
     copy = script_copies.make_copy(found, tmp_path / "copy", "before")
     watch = script_copies.LinkWatch(script_copies.linked_entries(copy))
     assert watch.changes() == []
@@ -374,9 +378,9 @@ def test_the_temporary_prefix_is_recognisable():
 
 
 def test_report_shows_needs_cuda_rows_for_gpu_rules_on_a_cpu_run():
-    from pytorch_perflint.bench.script_copies import Project
-    from pytorch_perflint.bench.script_report import machine_of, print_report
-    from pytorch_perflint.bench.script_session import Options, Outcome, Program, Session
+    from pytorch_perflint.bench.script.copies import Project
+    from pytorch_perflint.bench.script.report import machine_of, print_report
+    from pytorch_perflint.bench.script.session import Options, Outcome, Program, Session
     from pytorch_perflint.bench.verdicts import skipped
 
     project = Project(Path("/p"), Path("/p/train.py"), Path("."), (Path("train.py"),), 10)
@@ -406,9 +410,9 @@ def test_a_busy_machine_gets_the_threads_hint():
     import dataclasses
 
     from pytorch_perflint.bench.machine import Machine
-    from pytorch_perflint.bench.script_copies import Project
-    from pytorch_perflint.bench.script_report import print_report
-    from pytorch_perflint.bench.script_session import Options, Session
+    from pytorch_perflint.bench.script.copies import Project
+    from pytorch_perflint.bench.script.report import print_report
+    from pytorch_perflint.bench.script.session import Options, Session
 
     machine = Machine("cpu", 2, 2, 8.0, (), "2.13.0+cpu", None, None, "3.11", "linux", 2)
     run = Run("before", 0, "done", 0, 1.0, step_times=(0.01,))

@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 from pytorch_perflint.bench.cli import bench  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-BOOTSTRAP = Path(__file__).resolve().parent.parent / "pytorch_perflint" / "bench" / "script_bootstrap.py"
+BOOTSTRAP = Path(__file__).resolve().parent.parent / "pytorch_perflint" / "bench" / "script" / "bootstrap.py"
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +94,7 @@ def test_fixes_keep_the_trained_weights(io_bound):
         assert result["fingerprint"]["same"] is True
         verdict = result["verdict"]
         assert verdict["kind"] in {"faster", "small", "inconclusive", "slower"}
-        assert verdict["rounds"] == 1 and len(result["ratios"]) == 1 and verdict["ratio_median"] > 0
+        assert verdict["rounds"] == 1 and len(result["ratios"]) == 1 and verdict["speedup"] > 0
     before = next(r for r in data["runs"] if r["program"] == "before" and r["round"] == 0)["fingerprint"]
     assert before["tensors"] == 4 and before["loss"] is not None
 

@@ -12,8 +12,8 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from pytorch_perflint.bench import script_copies, script_session
-from pytorch_perflint.bench.script_runs import Request, Run
+from pytorch_perflint.bench.script import copies as script_copies, session as script_session
+from pytorch_perflint.bench.script.runs import Request, Run
 from pytorch_perflint.bench.verdicts import Kind
 from pytorch_perflint.config import load_settings
 
@@ -119,8 +119,8 @@ def test_every_fixed_rule_gets_its_own_copy_and_the_order_alternates(tmp_path, m
     assert "set_detect_anomaly(False)" in fake.sources["TPF204"]
     assert "num_workers=4" in fake.sources["after"] and "from_numpy" in fake.sources["after"]
     verdicts = {o.program.name: o.verdict for o in session.outcomes}
-    assert verdicts["after"].kind is Kind.FASTER and verdicts["after"].ratio_median == pytest.approx(10.0)
-    assert verdicts["TPF204"].ratio_median == pytest.approx(2.0)
+    assert verdicts["after"].kind is Kind.FASTER and verdicts["after"].speedup == pytest.approx(10.0)
+    assert verdicts["TPF204"].speedup == pytest.approx(2.0)
     assert verdicts["TPF401"].kind is Kind.INCONCLUSIVE  # 1.0x: inside the noise floor
     assert session.ok and session.determinism.same is True
     assert not any(Path(p).exists() for p in session.copies.values())

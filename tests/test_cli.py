@@ -124,6 +124,45 @@ def test_fix_never_writes_through_a_symlink_out_of_the_linted_tree(project):
     assert codes(result.stdout) == [("tree/link.py", "TPF402")] and result.exit_code == 1
 
 
+def test_fix_never_writes_through_a_named_symlink_out_of_the_tree(project):
+    """Issue 21 item 7: `check --fix --force-exclude x.py`, x.py a symlink to a file
+    elsewhere, rewrote that file."""
+    target = write(project, "outside/target.py", MOVED)
+    (project / "tree").mkdir()
+    (project / "tree" / "x.py").symlink_to(Path("..") / "outside" / "target.py")
+    for extra in ((), ("--force-exclude",)):
+        result = check("--no-cache", "--fix", "--output-format", "concise", *extra, "tree/x.py")
+        assert target.read_text() == MOVED
+        assert "warning: tree/x.py: fix not written: it is a symlink to" in result.stderr
+        assert codes(result.stdout) == [("tree/x.py", "TPF402")] and result.exit_code == 1
+    own = write(project, "tree/own.py", MOVED)  # a plain named file is still fixed
+    assert check("--no-cache", "--fix", "tree/own.py").exit_code == 0 and own.read_text() == MOVED_FIXED
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_fifo_or_device_exits_2_at_once_and_the_rest_is_linted(project):
+    """Issue 21 item 7: a named FIFO blocked for the whole time limit; /dev/zero was read
+    until the worker was killed for its memory."""
+    os.mkfifo(project / "pipe.py")
+    (project / "zero.py").symlink_to("/dev/zero")
+    write(project, "a.py", FIRES)
+    result = check("--no-cache", "--output-format", "concise", "pipe.py", "zero.py", "a.py")
+    assert result.exit_code == 2
+    assert "pipe.py: not a regular file (a named pipe)" in result.stderr
+    assert "zero.py: not a regular file (a device or special file)" in result.stderr
+    assert codes(result.stdout) == [("a.py", "TPF501")]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_reading_a_file_to_lint_never_blocks_on_a_fifo(project):
+    from pytorch_perflint.config import Settings
+    from pytorch_perflint.runner import process_file
+
+    os.mkfifo(project / "pipe.py")
+    result = process_file(Path("pipe.py"), Settings())
+    assert result.errors == ("pipe.py: cannot read: not a regular file",)
+
+
 def test_unknown_selector_exits_2(project):
     write(project, "a.py", FIRES)
     result = check("--select", "TPF501,TPF999")

@@ -4,6 +4,7 @@ format from the environment, preview selections, and watch mode."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -347,3 +348,71 @@ def test_watch_lints_again_after_a_change_and_stops_on_ctrl_c(tmp_path):
     assert proc.returncode == 130
     assert "Traceback" not in err
     assert "Starting linter in watch mode..." in err and "File change detected..." in err
+
+
+def _watch_output(tmp_path, target, *, stdout_is_a_terminal: bool) -> bytes:
+    """Everything a watch run wrote to its stdout, across one change."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    read_end, write_end = (master, slave) if stdout_is_a_terminal else os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytorch_perflint", "check", "--watch", "--output-format", "concise", "--no-cache", "."],
+        cwd=tmp_path,
+        stdin=slave,
+        stdout=write_end,
+        stderr=slave,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    os.close(slave)
+    if write_end != slave:
+        os.close(write_end)
+    out = b""
+
+    def read_until(needle: bytes, timeout: float) -> None:
+        nonlocal out
+        deadline = time.monotonic() + timeout
+        while needle not in out and time.monotonic() < deadline:
+            ready, _, _ = select.select([read_end], [], [], 0.2)
+            if ready:
+                try:
+                    out += os.read(read_end, 65536)
+                except OSError:
+                    return
+
+    try:
+        read_until(b"All checks passed!", 60)
+        time.sleep(1.0)  # the watcher starts after the first report
+        target.write_text(FIRES)
+        read_until(b"Found 1 error.", 60)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        if read_end != master:
+            os.close(read_end)
+    return out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+@pytest.mark.skipif(importlib.util.find_spec("watchfiles") is None, reason="watchfiles is not installed")
+def test_watch_clears_a_terminal_before_each_run_and_never_a_pipe(tmp_path):
+    """Issue 21 item 16: the screen was never cleared between runs (the earlier report
+    stayed in the scrollback); as ruff does: home, clear, and clear the scrollback."""
+    from pytorch_perflint.watch import CLEAR_SCREEN
+
+    target = write(tmp_path, "train.py", CLEAN)
+    shown = _watch_output(tmp_path, target, stdout_is_a_terminal=True)
+    clear = CLEAR_SCREEN.encode()
+    assert clear == b"\x1b[H\x1b[2J\x1b[3J"
+    assert shown.count(clear) == 2, shown
+    first, second = shown.split(clear)[1:]
+    assert b"All checks passed!" in first and b"TPF501" not in first
+    assert b"TPF501" in second and b"All checks passed!" not in second
+    target.write_text(CLEAN)
+    piped = _watch_output(tmp_path, target, stdout_is_a_terminal=False)
+    assert b"\x1b[" not in piped and b"All checks passed!" in piped and b"Found 1 error." in piped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,16 @@ def test_file_timeout_from_the_file_and_the_flag(tmp_path):
     _pyproject(tmp_path, "[tool.pytorch-perflint]\nfile-timeout = 7.5\n")
     assert load_settings([str(tmp_path)]).file_timeout == 7.5
     assert load_settings([str(tmp_path)], overrides={"file_timeout": 0.0}).file_timeout == 0.0
+
+
+@pytest.mark.parametrize("name", ["pytorch_perflint", "perflint", "pytorch-perf-lint", "PyTorch-PerfLint", "pytorch-perflnt"])
+def test_a_misspelt_table_is_an_error_naming_the_right_one(tmp_path, name):
+    """Issue 21 item 14: `[tool.pytorch_perflint]` was silently ignored."""
+    _pyproject(tmp_path, f'[tool.{name}]\nselect = ["ALL"]\n')
+    with pytest.raises(ConfigError, match=rf"\[tool\.{re.escape(name)}\] is not read: the settings table is \[tool\.pytorch-perflint\]"):
+        load_settings([tmp_path])
+
+
+def test_other_tools_tables_are_not_taken_for_ours(tmp_path):
+    _pyproject(tmp_path, "[tool.ruff]\nline-length = 100\n[tool.pylint]\n[tool.pyflint]\n[tool.pytorch-perflint-extra]\n")
+    assert load_settings([tmp_path]).config_path is None

@@ -343,3 +343,35 @@ def test_ignore_files_that_are_fifos_or_symlinks_are_not_read(tree, tmp_path_fac
     (tree / "pkg" / ".gitignore").symlink_to(outside)
     _touch(tree, "a.py", "pkg/b.py")
     assert _names(discover(["."], _settings(tree)).files) == ["a.py", "pkg/b.py"]
+
+
+# -- issue 21: named paths ------------------------------------------------------------
+
+
+def test_a_named_folder_git_ignores_is_linted_unless_force_exclude(tree):
+    """Item 13: `check out/` on a git-ignored folder found nothing and passed (exit 0)."""
+    _repo(tree)
+    (tree / ".gitignore").write_text("out/\ngen/\n")
+    _touch(tree, "out/x.py", "out/sub/y.py", "out/skip.py", "gen/deep/z.py", "a.py")
+    (tree / "out" / ".gitignore").write_text("skip.py\n")  # its own rules still hold
+    settings = _settings(tree)
+    assert _names(discover(["."], settings).files) == ["a.py"]
+    assert _names(discover(["out"], settings).files) == ["out/sub/y.py", "out/x.py"]
+    assert _names(discover(["gen/deep"], settings).files) == ["gen/deep/z.py"]
+    assert discover(["out"], dataclasses.replace(settings, force_exclude=True)).files == ()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_path_that_is_not_a_regular_file_is_an_error(tree):
+    """Item 7: a named FIFO blocked the run for 120 s; `/dev/zero` filled the memory."""
+    os.mkfifo(tree / "pipe.py")
+    (tree / "zero.py").symlink_to("/dev/zero")
+    _touch(tree, "a.py")
+    found = discover(["pipe.py", "zero.py", "a.py"], _settings(tree))
+    assert _names(found.files) == ["a.py"]
+    assert found.errors == (
+        "pipe.py: not a regular file (a named pipe): not linted",
+        "zero.py: not a regular file (a device or special file): not linted",
+    )
+    # A folder run skips them, as before.
+    assert _names(discover(["."], _settings(tree)).files) == ["a.py"]

@@ -143,15 +143,22 @@ def test_the_variants_are_the_issues_cases():
     sizes = mutations.Sizes()
     made = {name: make(b"import torch\r\nx = 1\ny = 2\n", sizes) for name, make in mutations.VARIANTS}
     assert made["crlf_first"] == b"\r\nimport torch\nx = 1\ny = 2\n"
+    assert made["crlf"] == b"import torch\r\nx = 1\r\ny = 2\r\n"
     assert made["mixed_endings"] == b"import torch\nx = 1\r\ny = 2\n"
     assert made["deep_parens"].endswith(b"x = " + b"(" * 5000 + b"1" + b")" * 5000 + b"\n")
     assert b"[" * 5000 + b"]" * 5000 + b"\nloader = DataLoader(ds)\n" in made["deep_lists"]
     assert made["unary_minus"].endswith(b"x = " + b"-" * 5000 + b"1\n")
     assert made["long_chain"].count(b"+") == 9999
-    # Python rejects the four deep cases (RecursionError included) and accepts the rest.
-    verdicts = {name: ecosystem.syntax_problem(data, f"{name}.py") for name, data in made.items()}
-    assert {name for name, why in verdicts.items() if why} == {"deep_parens", "deep_lists", "unary_minus", "long_chain"}
-    assert "RecursionError" in verdicts["long_chain"]
+    # Python rejects the four deep cases (RecursionError included) and accepts the rest, at its
+    # default recursion limit whatever this process's is.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        assert {name for name, data in made.items() if mutations.python_rejects(data)} == mutations.REJECTED
+    finally:
+        sys.setrecursionlimit(limit)
+    assert sys.getrecursionlimit() == limit
+    assert "RecursionError" in ecosystem.syntax_problem(made["long_chain"], "a.py")
 
 
 def test_a_line_the_fix_left_alone_keeps_its_ending():
@@ -211,8 +218,10 @@ def test_the_variants_are_judged(tmp_path, bad):
     assert not (box / "repo.mutants").exists()  # removed after
     missed = sorted(result.missed_rejections)
     if not bad:
-        # deep lists, unary minus and the chain are rejected by Python but got no TPF001
+        # deep lists, unary minus and the chain are rejected by Python but got no TPF001: the
+        # check would have caught issue 21's defect
         assert [m.split(": ")[1] for m in missed] == ["train.py [deep_lists]", "train.py [long_chain]", "train.py [unary_minus]"]
+        assert result.problems == 3
         assert result.endings_changed == result.outside_writes == result.non_idempotent == []
         return
     assert "mutants: train.py [unary_minus]: rewritten by --fix although Python rejects it" in missed
@@ -221,16 +230,16 @@ def test_the_variants_are_judged(tmp_path, bad):
     assert result.non_idempotent == ["mutants: train.py [unary_minus]: changed by a second --fix"]
 
 
-def test_a_run_with_variants_uses_the_real_tool(mirror, tmp_path):
-    """End to end on the tiny mirror, small depths: the tool runs on the variants without a
-    crash, a hang, a fix Python cannot compile or a write outside."""
+def test_a_run_with_variants_finds_no_problem_with_the_real_tool(mirror, tmp_path):
+    """End to end on the tiny mirror with the issue's sizes: the tool reports TPF001 for every
+    variant Python rejects and leaves it alone, without a crash, a hang, a fix Python cannot
+    compile or that a second run changes, a changed line ending or a write outside."""
     checkouts, repos, first = mirror
     work = tmp_path / "work"
     work.mkdir()
     result = ecosystem.check_repo(
         ecosystem.Repo(name="owner/proj", commit=first), checkouts, work, 300.0, mutants=1, mutant_timeout=300.0,
-        sizes=mutations.Sizes(depth=300, terms=1500, valid_depth=50, valid_terms=200),
     )
     assert result.mutant_files == len(mutations.VARIANTS)
-    assert result.crashes == result.hangs == result.unparsable == result.outside_writes == []
+    assert {kind: getattr(result, kind) for kind in ecosystem.KINDS} == {kind: [] for kind in ecosystem.KINDS}
     assert {"mutants check", "mutants fix", "mutants fix again"} <= set(result.seconds)

@@ -8,6 +8,7 @@ the hang it guards against was intermittent.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -120,3 +121,51 @@ def test_a_ctrl_c_while_the_workers_shut_down_is_delivered_afterwards(monkeypatc
             assert list(workers.run_tasks(_square, [1, 2, 3], jobs=2, time_limit=None)) == [1, 4, 9]
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _children(pid: int):
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(child) for child in (task / "children").read_text().split())
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree from /proc")
+def test_workers_exit_when_the_run_is_killed(tree):
+    """Issue 21, item 8: after `kill -9` of the main process its workers wrote more files
+    and then waited for over 300 s; now they end with it (busy or idle)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytorch_perflint", "check", "--no-cache", "-j", "2", "."],
+        cwd=tree,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    workers = set()
+    try:
+        deadline = time.monotonic() + 30
+        while len(workers) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+            workers = _children(process.pid)
+        assert len(workers) >= 2, "the run ended before its workers were seen"
+        time.sleep(0.5)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + STOP_WITHIN
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in workers if _alive(pid)]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in workers:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

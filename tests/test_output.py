@@ -597,3 +597,39 @@ def test_every_format_orders_findings_by_path_and_location(tmp_path):
         forward = _emit([a, b], fmt, summary=_summary([a, b]), root=tmp_path, color=False)
         backward = _emit([b, a], fmt, summary=_summary([a, b]), root=tmp_path, color=False)
         assert forward == backward, fmt
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("fmt", ["full", "concise"])
+def test_no_color_turns_colour_off_on_a_terminal_unless_forced(tmp_path, monkeypatch, fmt):
+    """Issue 21 item 12: `NO_COLOR=1` on a terminal was ignored (full passed no_color=False)."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    results = [_real(tmp_path)]
+
+    def shown(color):
+        stream = _Terminal()
+        emit(results, fmt, stream, summary=_summary(results), root=tmp_path, color=color)
+        return stream.getvalue()
+
+    assert ANSI.search(shown(None))
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not ANSI.search(shown(None))
+    assert ANSI.search(shown(True))  # --color always wins
+    assert not ANSI.search(shown(False))
+
+
+def test_concise_colours_with_color_always_and_not_in_a_pipe(tmp_path, monkeypatch):
+    """Issue 21 item 12: `--color always` had no effect on concise output."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    results = [_real(tmp_path)]
+    coloured = _emit(results, "concise", summary=_summary(results), root=tmp_path, color=True)
+    plain = _emit(results, "concise", summary=_summary(results), root=tmp_path, color=None)
+    assert ANSI.search(coloured) and not ANSI.search(plain)
+    assert ANSI.sub("", re.sub(r"\x1b\[[0-9;]*m", "", coloured)) == plain
+    assert "\x1b[1;31mTPF" in coloured

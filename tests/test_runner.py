@@ -333,9 +333,11 @@ def test_a_symlink_out_of_the_roots_is_not_written_through(tmp_path):
     assert link.fixed == 0 and link.errors == () and [d.code for d in link.diagnostics] == ["TPF901"]
     assert link.fix_errors == (f"{tree / 'link.py'}: fix not written: it is a symlink to {target}, outside the paths being linted",)
     assert inner.read_text() == "x = fast(1)\n"  # a symlink inside the roots is written through
-    # Named on its own, the link is what the user asked to fix.
+    # Named on its own it is refused as well (issue 21 item 7: pre-commit names every file,
+    # and a link in the repository to a file elsewhere was rewritten).
     (named,), _ = run([tree / "link.py"], settings, mode=Mode.FIX, jobs=1, rules=TEST_RULES, roots=[str(tree / "link.py")])
-    assert named.fixed == 1 and target.read_text() == "x = fast(1)\n"
+    assert named.fixed == 0 and target.read_text() == "x = slow(1)\n"
+    assert named.fix_errors == (f"{tree / 'link.py'}: fix not written: it is a symlink to {target}, outside the paths being linted",)
 
 
 def test_a_file_with_hard_links_keeps_them_and_its_inode(tmp_path):

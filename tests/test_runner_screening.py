@@ -50,7 +50,7 @@ def _in_process(monkeypatch) -> List[Path]:
         linted.append(Path(path))
         return lint_task(path, **options)
 
-    def tasks(work, items, *, jobs, time_limit):
+    def tasks(work, items, *, jobs, time_limit, memory_limit=None):
         for item in items:
             yield call_deep(work, item)
 

@@ -15,20 +15,11 @@ from typing import Optional, Tuple
 
 import click
 
-from .script_cli import ScriptDispatch
-
-TORCH_MISSING = (
-    "pytorch-perflint bench needs torch, which is not installed.\n"
-    "Install torch pinned for your platform first, so pip does not pull a build you did not "
-    "ask for, e.g. for CPU only:\n"
-    "  pip install 'torch==2.13.0' --index-url https://download.pytorch.org/whl/cpu\n"
-    "then the harness's other dependencies:\n"
-    "  pip install 'pytorch-perflint[bench]' 'torch==2.13.0'"
-)
-MATPLOTLIB_MISSING = "--plot needs matplotlib: pip install 'pytorch-perflint[plot]'"
+from .needs import MATPLOTLIB_MISSING, TORCH_MISSING
+from .script.cli import ScriptDispatch
 
 
-@click.command("bench", cls=ScriptDispatch)  # `bench SCRIPT` goes to script_cli
+@click.command("bench", cls=ScriptDispatch)  # `bench SCRIPT` goes to script/cli.py
 @click.option("--rule", "rules", multiple=True, metavar="CODE", help="Only this rule's scenario (repeatable).")
 @click.option(
     "--device",
@@ -108,7 +99,7 @@ def bench(
         export.write(json_path, data)
         console.print(f"[dim]JSON written to {json_path}[/]")
     if plot_path is not None:
-        title = f"pytorch-perflint bench on {info.gpus[0] if info.gpus and 'cuda' in device_list else info.cpu_model}"
+        title = f"pytorch-perflint bench (micro-benchmarks) on {info.gpus[0] if info.gpus and 'cuda' in device_list else info.cpu_model}"
         write_plot(plot_path, results, title)
         console.print(f"[dim]chart written to {plot_path}[/]")
     ctx.exit(0 if all(r.ok for r in results) else 1)
@@ -144,23 +135,55 @@ def unwritable(path: Path) -> Optional[str]:
 
 
 def _run_with_progress(console, scenarios, devices, options):
+    """A live bar on a terminal; in a log (CI, a device run) one line per scenario as it
+    finishes, with a time left that only counts down."""
+    import time
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from . import harness
+    from .eta import Eta, eta_text
+    from .report import format_seconds
+    from .verdicts import speedup_text
 
     total = len(scenarios) * len(devices) * harness.steps_for(options)
+    count = len(scenarios) * len(devices)
+    eta = Eta()
+    done = [0, 0]  # steps, scenarios
+
+    def line(result) -> None:
+        done[1] += 1
+        verdict = result.verdict
+        figures = ""
+        if verdict.speedup is not None:
+            figures = f" {format_seconds(verdict.before_s)} -> {format_seconds(verdict.after_s)}, {speedup_text(verdict)}"
+        left = eta_text(eta.update(done[1], count))
+        console.print(
+            f"[{done[1]}/{count}] {result.code} {result.device}: {verdict.label}{figures} ({result.seconds:.1f} s; {left})",
+            markup=False,
+            highlight=False,
+        )
+
+    if not console.is_terminal:
+        console.print(f"bench: {count} scenario run(s) on {', '.join(devices)}", markup=False, highlight=False)
+        started = time.monotonic()
+        results = harness.run_all(scenarios, devices, options, None, line)
+        console.print(f"bench: done in {time.monotonic() - started:.0f} s", markup=False, highlight=False)
+        return results
     with Progress(
         TextColumn("[progress.description]{task.description:<28}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[left]}"),
         console=console,
         transient=True,
     ) as progress:
-        task = progress.add_task("bench", total=total)
+        task = progress.add_task("bench", total=total, left="")
 
         def advance(steps: int, text: str) -> None:
-            progress.update(task, advance=steps, description=text)
+            done[0] += steps
+            progress.update(task, advance=steps, description=text, left=eta_text(eta.update(done[0], total)) if steps else progress.tasks[0].fields["left"])
 
         return harness.run_all(scenarios, devices, options, advance)
 

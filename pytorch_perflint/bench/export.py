@@ -19,7 +19,9 @@ from .harness import Options, ScenarioResult
 from .machine import Machine
 from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, as_dict
 
-SCHEMA_VERSION = 1
+# 2: the verdict's speed-up is the ratio of the medians ("speedup", with "before_median_s" and
+# "after_median_s"), replacing the median per-round ratio ("ratio_median"); peak memory.
+SCHEMA_VERSION = 2
 
 
 def _timing(timing: Any) -> Dict[str, Any]:
@@ -40,6 +42,13 @@ def _equivalence(value: Any) -> Optional[Dict[str, Any]]:
     return {"ok": value.ok, "max_abs_diff": value.max_abs_diff, "rtol": value.rtol, "atol": value.atol, "detail": value.detail}
 
 
+def _orders(value: Any) -> Optional[Dict[str, Any]]:
+    """An orders scenario's epoch orders (``bench.orders``); None for the others."""
+    if value is None:
+        return None
+    return {"ok": value.ok, "before": [list(e) for e in value.before], "after": [list(e) for e in value.after], "detail": value.describe()}
+
+
 def result_dict(result: ScenarioResult) -> Dict[str, Any]:
     """One rule on one device."""
     scenario = result.scenario
@@ -51,6 +60,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
         "scenario": scenario.title,
         "scenario_module": scenario.module,
         "rationale": scenario.rationale,
+        "benchmark": "micro-benchmark: the operation alone" if scenario.operation_alone else "micro-benchmark",
         "device": result.device,
         "needs": str(scenario.needs),
         "size": result.size,
@@ -68,6 +78,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
             "errors": list(check.errors),
             "equivalence": _equivalence(result.equivalence),
             "determinism": _equivalence(result.determinism),
+            "orders": _orders(result.orders),
             "result": list(result.result_shape),
         },
         "timing": {
@@ -89,6 +100,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
         },
         "load_average_before": list(result.load_before) if result.load_before else None,
         "load_average_after": list(result.load_after) if result.load_after else None,
+        "peak_memory": result.memory.as_dict() if result.memory is not None else None,
         "warnings": list(result.warnings),
         "error": result.error,
         "seconds": result.seconds,

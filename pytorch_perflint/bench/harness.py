@@ -10,7 +10,8 @@ For each scenario and device:
    before vs control shows the program is deterministic at all). These runs double as warm-up;
 4. unless the device cannot show the effect, time ``rounds + 1`` rounds of before, after and
    control, the order reversed every round, the first round discarded as warm-up;
-5. decide the verdict from the measured rounds (``verdicts.decide``).
+5. decide the verdict from the measured rounds (``verdicts.judge``): the speed-up is
+   median(before) / median(after) of the rounds' figures, as the table's columns show.
 
 A failure in one scenario is recorded on its result and the run goes on.
 """
@@ -19,13 +20,13 @@ from __future__ import annotations
 
 import gc
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .machine import load_average
 from .programs import Programs, build
 from .scenario import Scenario
-from .verdicts import Verdict, decide, skipped, unjudged
+from .verdicts import Verdict, judge, skipped, unjudged
 
 # The order of the first round; every other round runs it reversed. The control sits on the
 # far side of "after" from "before", so the A/A pair is never closer in time than the A/B
@@ -97,6 +98,8 @@ class ScenarioResult:
     error: Optional[str] = None
     warnings: Tuple[str, ...] = ()  # what the programs warned about (once each)
     seconds: float = 0.0
+    memory: Any = None  # memory.Peak, for scenarios with measure_memory
+    orders: Any = None  # bench.orders.Orders, for an orders scenario
 
     @property
     def code(self) -> str:
@@ -114,6 +117,8 @@ class ScenarioResult:
             found.append(f"before and after differ: {self.equivalence.detail}")
         if self.determinism is not None and not self.determinism.ok:
             found.append(f"the program is not deterministic: {self.determinism.detail}")
+        if self.orders is not None and not self.orders.ok:
+            found.append(f"epoch orders: {self.orders.describe()}")
         if self.error:
             found.append(self.error)
         return tuple(found)
@@ -151,6 +156,7 @@ def steps_for(options: Options) -> int:
 
 
 Progress = Callable[[int, str], None]
+Finished = Callable[[ScenarioResult], None]
 
 
 def run_all(
@@ -158,8 +164,10 @@ def run_all(
     devices: Sequence[str],
     options: Options,
     progress: Optional[Progress] = None,
+    finished: Optional[Finished] = None,
 ) -> List[ScenarioResult]:
-    """Every scenario on every device, in that order."""
+    """Every scenario on every device, in that order; ``finished`` hears of each result as
+    it comes (a log's line per scenario)."""
     import torch
 
     from .loading import Workspace
@@ -174,6 +182,8 @@ def run_all(
                 programs = build(scenario)
                 for device in devices:
                     results.append(run_one(programs, device, options, workspace, report))
+                    if finished is not None:
+                        finished(results[-1])
                     _release()  # the finished scenario's programs and tensors
     finally:
         torch.set_num_threads(previous_threads)
@@ -187,7 +197,7 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
     import torch
 
     from .equivalence import compare, shape_of
-    from .timing import autorange, block_size, clock_name, interleaved
+    from .timing import autorange, block_size, clock_name, cuda_warmup, interleaved
 
     scenario = programs.scenario
     started = time.perf_counter()
@@ -242,6 +252,9 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
         return finish(skipped("error"), error=_describe(error))
     if programs.after == programs.before:
         return finish(skipped(reason), result_shape=shape_of(outputs["before"]))
+    if scenario.orders:
+        verdict, values = _orders_result(outputs, scenario)
+        return finish(verdict, **values)
     equivalence = compare(outputs["before"], outputs["after"], scenario.rtol, scenario.atol)
     determinism = compare(outputs["before"], outputs["control"], scenario.rtol, scenario.atol)
     values: Dict[str, Any] = dict(equivalence=equivalence, determinism=determinism, result_shape=shape_of(outputs["before"]))
@@ -263,6 +276,9 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
 
     rounds: List[RoundResult] = []
     try:
+        if device == "cuda":  # autotuning and first calls, outside every timed round
+            for name in ORDER:
+                cuda_warmup(loaded[name])
         # Warm-up round: blocked_autorange per program, discarded; it sets the block sizes.
         warm = {name: autorange(loaded[name], scenario.clock, device, options.num_threads, min_run_time) for name in ORDER}
         rounds.append(RoundResult(0, True, ORDER, warm, load_average()))
@@ -278,11 +294,38 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
             remaining -= 1
     except Exception as error:  # noqa: BLE001
         return finish(skipped("error"), error=_describe(error), rounds=tuple(rounds), **values)
+    memory = _peak_memory(loaded, device, size, options.seed) if scenario.measure_memory else None
     measured = [r for r in rounds if not r.warmup]
-    verdict = decide([r.ratio for r in measured], [r.aa_ratio for r in measured])
+    verdict = judge(*([r.timings[name].median for r in measured] for name in ("before", "after", "control")))
     if options.quick:
         verdict = unjudged(verdict)
-    return finish(verdict, rounds=tuple(rounds), **values)
+    return finish(verdict, rounds=tuple(rounds), memory=memory, **values)
+
+
+def _peak_memory(loaded: Dict[str, Any], device: str, size: Dict[str, Any], seed: int) -> Any:
+    """Peak memory of one run of before and of after (``memory``), after the timed rounds."""
+    from pathlib import Path
+
+    from . import memory
+
+    try:
+        if device == "cuda":
+            figures = [memory.cuda_peak(loaded[name], seed) for name in ("before", "after")]
+            return memory.Peak(figures[0], figures[1], memory.CUDA_MEASURE)
+        figures = [memory.cpu_peak(Path(loaded[name].module.__file__), size, seed) for name in ("before", "after")]
+        return memory.Peak(figures[0], figures[1], memory.CPU_MEASURE)
+    except Exception as error:  # noqa: BLE001 - a failed measurement is reported, not fatal
+        return memory.Peak(None, None, memory.CUDA_MEASURE if device == "cuda" else memory.CPU_MEASURE, _describe(error))
+
+
+def _orders_result(outputs: Dict[str, Any], scenario: Scenario) -> Tuple[Verdict, Dict[str, Any]]:
+    """An orders scenario: the epoch orders decide, and nothing is timed (``bench.orders``)."""
+    from .equivalence import compare, shape_of
+    from .orders import REASON, check_orders
+
+    orders = check_orders(outputs["before"], outputs["after"])
+    determinism = compare(outputs["before"], outputs["control"], scenario.rtol, scenario.atol)
+    return skipped(REASON), dict(orders=orders, determinism=determinism, result_shape=shape_of(outputs["before"]))
 
 
 def _rule_name(code: str) -> str:

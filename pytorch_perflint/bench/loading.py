@@ -41,8 +41,11 @@ class GlobalFlags:
     cudnn_benchmark: bool
     cudnn_deterministic: bool
     cudnn_allow_tf32: bool
-    matmul_allow_tf32: bool
-    matmul_precision: str
+    # The legacy TF32 switches; None where reading them raises (torch >= 2.9 after a
+    # program set the new ``fp32_precision`` API: mixing the two is an error there).
+    matmul_allow_tf32: Optional[bool]
+    matmul_precision: Optional[str]
+    matmul_fp32_precision: Optional[str]  # the new API (torch >= 2.9), None before
     deterministic_algorithms: bool
     default_dtype: torch.dtype
 
@@ -56,8 +59,9 @@ class GlobalFlags:
             cudnn_benchmark=torch.backends.cudnn.benchmark,
             cudnn_deterministic=torch.backends.cudnn.deterministic,
             cudnn_allow_tf32=torch.backends.cudnn.allow_tf32,
-            matmul_allow_tf32=torch.backends.cuda.matmul.allow_tf32,
-            matmul_precision=torch.get_float32_matmul_precision(),
+            matmul_allow_tf32=_legacy(lambda: torch.backends.cuda.matmul.allow_tf32),
+            matmul_precision=_legacy(torch.get_float32_matmul_precision),
+            matmul_fp32_precision=getattr(torch.backends.cuda.matmul, "fp32_precision", None),
             deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
             default_dtype=torch.get_default_dtype(),
         )
@@ -69,10 +73,23 @@ class GlobalFlags:
         torch.backends.cudnn.benchmark = self.cudnn_benchmark
         torch.backends.cudnn.deterministic = self.cudnn_deterministic
         torch.backends.cudnn.allow_tf32 = self.cudnn_allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = self.matmul_allow_tf32
-        torch.set_float32_matmul_precision(self.matmul_precision)
+        new_api = self.matmul_fp32_precision is not None
+        if new_api:
+            torch.backends.cuda.matmul.fp32_precision = "none"  # the legacy switches work again
+        if self.matmul_allow_tf32 is not None and self.matmul_precision is not None:
+            torch.backends.cuda.matmul.allow_tf32 = self.matmul_allow_tf32
+            torch.set_float32_matmul_precision(self.matmul_precision)
+        elif new_api:
+            torch.backends.cuda.matmul.fp32_precision = self.matmul_fp32_precision
         torch.use_deterministic_algorithms(self.deterministic_algorithms)
         torch.set_default_dtype(self.default_dtype)
+
+
+def _legacy(read: Callable[[], Any]) -> Any:
+    try:
+        return read()
+    except RuntimeError:  # "mix of the legacy and new APIs" (torch >= 2.9)
+        return None
 
 
 def seed_everything(seed: int) -> None:

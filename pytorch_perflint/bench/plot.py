@@ -10,7 +10,8 @@ value, so the small bars stay readable.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
 
 from .harness import ScenarioResult
 from .verdicts import Kind
@@ -36,6 +37,35 @@ def clip_limit(ratios: Sequence[float]) -> Optional[float]:
     return rest * 3 if ordered[0] > OUTLIER * rest else None
 
 
+def _label(result) -> str:
+    """The bar's name: the table's rule cell (its "op alone" mark included) and the device."""
+    alone = getattr(getattr(result, "scenario", None), "operation_alone", False)
+    return f"{result.code}{' (op alone)' if alone else ''} ({result.device})"
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One drawn bar: the very figures the table row and the JSON verdict hold."""
+
+    label: str
+    speedup: float
+    low: float
+    high: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.speedup:.2f}x"
+
+
+def bars(results: Sequence[ScenarioResult]) -> List[Bar]:
+    """The bars of the measured results, in order."""
+    return [
+        Bar(_label(r), r.verdict.speedup, r.verdict.ratio_min or r.verdict.speedup, r.verdict.ratio_max or r.verdict.speedup)
+        for r in results
+        if r.verdict.speedup is not None
+    ]
+
+
 def write_plot(path: Path, results: Sequence[ScenarioResult], title: str = "") -> int:
     """Write the PNG; returns how many results had ratios to draw."""
     import matplotlib
@@ -44,21 +74,22 @@ def write_plot(path: Path, results: Sequence[ScenarioResult], title: str = "") -
     import matplotlib.pyplot as plt
     import matplotlib.ticker  # noqa: F401 - used as matplotlib.ticker
 
-    measured = [r for r in results if r.verdict.ratio_median is not None]
-    skipped = [r for r in results if r.verdict.ratio_median is None]
+    measured = [r for r in results if r.verdict.speedup is not None]
+    skipped = [r for r in results if r.verdict.speedup is None]
     rows = len(measured) + len(skipped)
     fig, ax = plt.subplots(figsize=(9, 0.45 * max(rows, 3) + 1.2))
     labels = []
-    clip = clip_limit([max(r.verdict.ratio_max or 1.0, r.verdict.ratio_median or 1.0) for r in measured])
+    drawn = bars(measured)
+    clip = clip_limit([max(r.verdict.ratio_max or 1.0, r.verdict.speedup or 1.0) for r in measured])
     for y, result in enumerate(measured):
         v = result.verdict
         assert v.ratio_min is not None and v.ratio_max is not None and v.threshold is not None
         verdict = "" if v.kind is Kind.UNJUDGED else f" {v.kind}"
-        if clip is not None and v.ratio_median > clip:
+        if clip is not None and v.speedup > clip:
             # Beyond the clipped axis: a hatched bar to the edge, the figure written on it.
             ax.barh(y, clip - 1.0, left=1.0, color=_COLOURS[v.kind], height=0.6, hatch="//", edgecolor="white")
             ax.annotate(
-                f"{v.ratio_median:.0f}x{verdict} (axis clipped) ",
+                f"{drawn[y].text}{verdict} (axis clipped) ",
                 (clip, y),
                 va="center",
                 ha="right",
@@ -68,29 +99,29 @@ def write_plot(path: Path, results: Sequence[ScenarioResult], title: str = "") -
                 bbox={"facecolor": _COLOURS[v.kind], "edgecolor": "none", "pad": 1.5},
             )
         else:
-            ax.barh(y, v.ratio_median - 1.0, left=1.0, color=_COLOURS[v.kind], height=0.6)
+            ax.barh(y, v.speedup - 1.0, left=1.0, color=_COLOURS[v.kind], height=0.6)
             ax.errorbar(
-                v.ratio_median,
+                v.speedup,
                 y,
-                xerr=[[v.ratio_median - v.ratio_min], [min(v.ratio_max, clip or v.ratio_max) - v.ratio_median]],
+                xerr=[[v.speedup - v.ratio_min], [min(v.ratio_max, clip or v.ratio_max) - v.speedup]],
                 fmt="none",
                 ecolor="black",
                 capsize=3,
             )
-            ax.annotate(f" {v.ratio_median:.2f}x{verdict}", (min(max(v.ratio_max, v.ratio_median), clip or v.ratio_max), y), va="center", fontsize=8)
+            ax.annotate(f" {drawn[y].text}{verdict}", (min(max(v.ratio_max, v.speedup), clip or v.ratio_max), y), va="center", fontsize=8)
         ax.plot([1 / v.threshold, v.threshold], [y, y], color="grey", linewidth=6, alpha=0.35, solid_capstyle="butt")
-        labels.append(f"{result.code} ({result.device})")
+        labels.append(drawn[y].label)
     for offset, result in enumerate(skipped):
         y = len(measured) + offset
         ax.annotate(f" {result.verdict.label}", (1.0, y), va="center", fontsize=8, color="grey")
-        labels.append(f"{result.code} ({result.device})")
+        labels.append(_label(result))
     ax.set_yticks(range(rows))
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_ylim(rows - 0.5, -0.5)  # first result on top
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
     ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_xlabel("speed-up (before / after), median and range over rounds; grey: A/A noise band")
+    ax.set_xlabel("speed-up = median before / median after; whiskers: per-round range; grey: A/A noise band")
     highest = max([r.verdict.ratio_max or 1.0 for r in measured] + [2.0])
     ax.set_xlim(0.5, clip if clip is not None else highest * 4)
     if clip is not None:  # a short log axis: label 2x, 3x, 5x between the decades

@@ -25,7 +25,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 
 class Clock(str, enum.Enum):
-    """What a measurement counts on a CPU (on CUDA it is always synchronised wall time).
+    """What a measurement counts on a CPU (on CUDA it is always CUDA events around synchronised blocks).
 
     Process CPU time ignores other tenants of a shared machine, so it is the default; wall
     time is for programs whose point is waiting (DataLoader workers, sleeping I/O), which
@@ -75,6 +75,17 @@ class Scenario:
     rationale: str = ""
     # Scales the harness's min_run_time for programs whose single run is long.
     run_time_scale: float = 1.0
+    # The timed run is the flagged operation and nothing else (TPF401: one array copy): its
+    # speed-up bounds what a program gains from the fix, and a program doing other work
+    # gains far less. Reports mark it; `bench SCRIPT` measures what a user's script gains.
+    operation_alone: bool = False
+    # Peak memory is part of the rule's point (TPF205, TPF206): the harness records each
+    # program's peak (CUDA: torch.cuda.max_memory_allocated; CPU: the peak resident size of
+    # a fresh process running it, see bench/memory.py) and reports it beside the times.
+    measure_memory: bool = False
+    # A correctness scenario about data order (``bench.orders``): ``run`` returns the order
+    # of two epochs; before must repeat it, after must not. Checked, never timed.
+    orders: bool = False
     # Filled by discovery: the module that defined the scenario.
     module: str = field(default="", compare=False)
 

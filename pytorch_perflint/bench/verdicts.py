@@ -1,15 +1,22 @@
-"""From per-round ratios to a verdict: pure arithmetic, no torch, unit-tested on its own.
+"""From per-round figures to a verdict: pure arithmetic, no torch, unit-tested on its own.
 
 Each round times before, after and a control (a second, independent copy of "before").
 ``ratio = before / after`` (above 1: the fix is faster); ``aa = before / control`` measures
-how far two identical programs drift apart in one round. The noise threshold is the widest
+how far two identical programs drift apart in one round.
+
+The speed-up, the one figure every output shows (table, JSON, chart, the scenario harness
+and ``bench SCRIPT`` alike), is the ratio of the medians: ``median(before) / median(after)``
+over the measured rounds, the same medians the "before" and "after" columns show, so a row
+always reads before / after = speed-up. Its range is the lowest and highest per-round ratio;
+the ratio of the medians always lies inside it (each round's before is at least
+``min_ratio`` times its after, so the medians are too). The noise threshold is the widest
 A/A deviation seen, never below ``NOISE_FLOOR``:
 
     threshold = max(NOISE_FLOOR, max over rounds of max(aa, 1 / aa))
 
-- ``faster``: every round's ratio is above the threshold and the median ratio is at least
+- ``faster``: every round's ratio is above the threshold and the speed-up is at least
   ``MEANINGFUL`` (a 5% speed-up: less than that is rarely worth a code change or a review).
-- ``small``: every round's ratio is above the threshold, but the median is under
+- ``small``: every round's ratio is above the threshold, but the speed-up is under
   ``MEANINGFUL``: real but not worth much.
 - ``slower``: every round's ratio is below ``1 / threshold``.
 - ``inconclusive``: anything else, e.g. one round inside the noise; or too few rounds.
@@ -28,7 +35,7 @@ import enum
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 NOISE_FLOOR = 1.01
 MEANINGFUL = 1.05
@@ -53,11 +60,13 @@ class Verdict:
 
     kind: Kind
     reason: str = ""
-    ratio_median: Optional[float] = None
-    ratio_min: Optional[float] = None
-    ratio_max: Optional[float] = None
+    speedup: Optional[float] = None  # before_s / after_s: the ratio of the medians
+    ratio_min: Optional[float] = None  # the lowest per-round before/after
+    ratio_max: Optional[float] = None  # the highest
     threshold: Optional[float] = None  # the A/A noise threshold (a ratio >= 1)
     rounds: int = 0
+    before_s: Optional[float] = None  # median over the measured rounds
+    after_s: Optional[float] = None
 
     @property
     def label(self) -> str:
@@ -69,12 +78,41 @@ def as_dict(verdict: Verdict) -> Dict[str, Any]:
     return {
         "kind": str(verdict.kind),
         "reason": verdict.reason,
-        "ratio_median": verdict.ratio_median,
+        "before_median_s": verdict.before_s,
+        "after_median_s": verdict.after_s,
+        "speedup": verdict.speedup,
+        "speedup_definition": SPEEDUP_DEFINITION,
         "ratio_min": verdict.ratio_min,
         "ratio_max": verdict.ratio_max,
         "noise_threshold": verdict.threshold,
         "rounds": verdict.rounds,
     }
+
+
+SPEEDUP_DEFINITION = "median(before) / median(after) over the measured rounds; ratio_min/ratio_max: the per-round before/after range"
+
+
+def speedup_text(verdict: Verdict) -> str:
+    """The speed-up as every table prints it: ``1.74x [1.52-1.90]``."""
+    if verdict.speedup is None:
+        return "-"
+    return f"{verdict.speedup:.2f}x [{verdict.ratio_min:.2f}-{verdict.ratio_max:.2f}]"
+
+
+def judge(
+    before: Sequence[float],
+    after: Sequence[float],
+    control: Sequence[float],
+    floor: float = NOISE_FLOOR,
+    meaningful: float = MEANINGFUL,
+    min_rounds: int = MIN_ROUNDS,
+) -> Verdict:
+    """The verdict from each measured round's figure (seconds) of before, after and control,
+    paired by round: the one entry both the harness and ``bench SCRIPT`` use."""
+    ratios = [b / a for b, a in zip(before, after)]
+    aa = [b / c for b, c in zip(before, control)]
+    medians = (statistics.median(before), statistics.median(after)) if ratios else None
+    return decide(ratios, aa, floor, meaningful, min_rounds, medians=medians)
 
 
 def skipped(reason: str) -> Verdict:
@@ -101,22 +139,28 @@ def decide(
     floor: float = NOISE_FLOOR,
     meaningful: float = MEANINGFUL,
     min_rounds: int = MIN_ROUNDS,
+    medians: Optional[Tuple[float, float]] = None,
 ) -> Verdict:
-    """The verdict for one rule on one device from its measured (non-warm-up) rounds."""
+    """The verdict for one rule on one device from its measured (non-warm-up) rounds.
+    ``medians``: (before, after) medians of the same rounds, whose ratio is the speed-up
+    (``judge`` passes them); without them the speed-up is the median per-round ratio."""
     ratios = [r for r in ratios]
     if not ratios:
         return Verdict(Kind.INCONCLUSIVE, "no measured rounds")
     threshold = noise_threshold(aa_ratios, floor)
+    before_s, after_s = medians if medians is not None else (None, None)
     summary = dict(
-        ratio_median=statistics.median(ratios),
+        speedup=before_s / after_s if medians is not None else statistics.median(ratios),
         ratio_min=min(ratios),
         ratio_max=max(ratios),
         threshold=threshold,
         rounds=len(ratios),
+        before_s=before_s,
+        after_s=after_s,
     )
     if len(ratios) < min_rounds:
         return Verdict(Kind.INCONCLUSIVE, f"{len(ratios)} round(s); a verdict needs {min_rounds}", **summary)
-    median = summary["ratio_median"]
+    median = summary["speedup"]
     if all(r > threshold for r in ratios):
         if median >= meaningful:
             return Verdict(Kind.FASTER, f"every round above the noise threshold x{threshold:.3f}", **summary)

@@ -11,6 +11,7 @@ The SARIF log also carries them, as tool execution notifications.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import List, Optional, Sequence, TextIO
 
@@ -46,6 +47,8 @@ def emit(
     - ``quiet``: findings only, no summary lines (ruff's ``--quiet``); machine formats
       have no summary to leave out.
     """
+    if color is None and os.environ.get("NO_COLOR"):
+        color = False  # https://no-color.org: a terminal gets none either (--color always wins)
     if fmt == "full":
         from . import full
 
@@ -76,6 +79,7 @@ def emit(
                 root=root,
                 unsafe_fixes=unsafe_fixes,
                 quiet=quiet,
+                color=color if color is not None else _isatty(stream),
             )
     elif fmt == "json":
         from . import json as json_format, statistics as stats
@@ -110,6 +114,13 @@ def emit(
         sarif.write(results, stream, summary=summary, root=root)
     else:
         raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def format_errors(results: Sequence[FileResult]) -> List[str]:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
+from ..pyparse import compile_python
 from .accelerator import selects_accelerator
 from .codec import to_json
 from .forms import FormBuilder, dotted, qualify
@@ -48,10 +48,8 @@ def registered_summarizers() -> Tuple[Tuple[str, Summarizer], ...]:
 
 def parse(source: str, filename: str = "<unknown>") -> Tuple[Optional[ast.Module], Optional[str]]:
     """The module's tree, or the reason it has none. Never raises for bad input."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences and the like
-            return ast.parse(source, filename), None
+    try:  # at Python's default recursion limit (``pyparse``): the engine's judge too
+        return compile_python(source, filename), None
     except SyntaxError as error:
         return None, f"syntax error at line {error.lineno}: {error.msg}"
     except (ValueError, RecursionError, MemoryError) as error:

@@ -29,7 +29,8 @@ BUILTINS: Tuple[BuiltinCode, ...] = (
         "syntax-error",
         "The file cannot be parsed: a syntax error, or bytes that are not Python source.",
         "## What it does\nReports a file that Python itself cannot parse: a syntax error (at "
-        "Python's own position and message), bytes that are not valid in the file's encoding, "
+        "Python's own position and message), code nested deeper than Python compiles at its "
+        "default recursion limit (a RecursionError from `python file.py`), bytes that are not valid in the file's encoding, "
         "a binary file, or a notebook that is not valid notebook JSON.\n\n## Why is this bad?\n"
         "No rule can check a file that does not parse. The run goes on with the other files.\n\n"
         "## Fix safety\nThere is no fix: correct the file, or exclude it.",
@@ -50,12 +51,16 @@ BUILTINS: Tuple[BuiltinCode, ...] = (
     BuiltinCode(
         "TPF003",
         "unanalyzable-file",
-        "Valid Python that the tool's parser (LibCST) cannot read: the file was not checked.",
+        "Valid Python that the tool's parser (LibCST) cannot read, or a file too large to analyse: the file was not checked.",
         "## What it does\nReports a file that Python accepts but that pytorch-perflint's parser, "
         "LibCST, cannot read (for example a parenthesised annotation target, `(x): int = 1`). "
         "This is a limitation of the tool, not an error in the file. It is reported at the line "
         "where LibCST stopped, and only when a rule could apply to the file (it mentions what a "
-        "rule looks for), since otherwise nothing was missed.\n\n## Why is this bad?\nNo rule "
+        "rule looks for), since otherwise nothing was missed.\n\nIt also reports a file larger "
+        "than `max-file-size` (default 4 MiB of source; the torch package's largest file is "
+        "1.4 MB), or one whose analysis ran out of the memory allowed per file: LibCST needs "
+        "about 0.6 GB of memory per MB of source. Raise `max-file-size` in "
+        "`[tool.pytorch-perflint]` (0: no limit) to check such a file.\n\n## Why is this bad?\nNo rule "
         "checked the file, so its findings are unknown; without this notice a clean run would "
         "suggest otherwise. It is on by default for that reason, and a run that reports it exits "
         "1 like any finding.\n\n## Fix safety\nThere is no fix. Rewriting the line (for "

@@ -20,6 +20,7 @@ twice, a call with ``*args``) ends the trail, so the rules stay silent there.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterable, Tuple
 
 import libcst as cst
@@ -42,6 +43,7 @@ def loader_facts(context: FileContext) -> LoaderFacts:
     if not collector.sites and not elsewhere:
         return facts
     resolver = LoaderSourceResolver(context, collector)
+    facts.resolver = resolver
     _find_reiterated(resolver, facts)
     if context.project is not None:
         _find_reiterated_elsewhere(context, resolver, facts)
@@ -90,8 +92,10 @@ def _iteration_sites(collector: LoaderSiteRecorder) -> Iterable[Tuple[cst.BaseEx
 def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
     for expr, path in _iteration_sites(resolver.recorded):
         for source in resolver.resolve(expr, path).sources:
-            if source.reiterated:
+            loops = source.epoch_loops
+            if loops:
                 facts.reiterated.add(id(source.site.call))
+                facts.passes.setdefault(id(source.site.call), []).append((path, loops))
 
 
 def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
@@ -115,6 +119,31 @@ def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResol
                 sites = [s.site for s in resolver.resolve(expr, expr_path).sources if id(s.site.call) in candidates]
                 if sites and iterated_every_epoch(context.project, str(context.path), name, element):  # type: ignore[arg-type]
                     facts.reiterated.update(id(site.call) for site in sites)
+
+
+def walked_every_epoch_elsewhere(
+    context: FileContext, facts: LoaderFacts, call: cst.Call, unless_text: str, unless_name: "re.Pattern[str]"
+) -> bool:
+    """TPF105 across files: a module-level helper here returns the loader ``call`` builds,
+    and a caller in another module walks it every epoch, unless that caller's module (or
+    a project module it imports) mentions ``unless_text`` or binds it to a name
+    ``unless_name`` matches."""
+    resolver = facts.resolver
+    if resolver is None or context.project is None:
+        return False
+    from .project_iterations import iterated_every_epoch
+
+    for name, definitions in resolver.recorded.functions.items():
+        if len(definitions) != 1 or len(definitions[0][1]) != 1:
+            continue  # not one module-level def
+        function, _ = definitions[0]
+        for value, path in resolver.recorded.returns.get(id(function), []):
+            for element, (expr, expr_path) in _returned_parts(value, path):
+                if not any(s.site.call is call for s in resolver.resolve(expr, expr_path).sources):
+                    continue
+                if iterated_every_epoch(context.project, str(context.path), name, element, unless_text, unless_name):  # type: ignore[arg-type]
+                    return True
+    return False
 
 
 def _returned_parts(value, path: Path):

@@ -36,7 +36,12 @@ class Source:
     @property
     def reiterated(self) -> bool:
         """Iterated in a loop that does not also build the loader anew each time round."""
-        return any(all(not _contains(path, loop) for path in self.creators) for loop in self.loops)
+        return bool(self.epoch_loops)
+
+    @property
+    def epoch_loops(self) -> Tuple[cst.CSTNode, ...]:
+        """The loops around the reference that do not build the loader anew each time round."""
+        return tuple(loop for loop in self.loops if all(not _contains(path, loop) for path in self.creators))
 
     def through(self, loops: Sequence[cst.CSTNode], creator: Optional[Path] = None) -> "Source":
         creators = self.creators + ((creator,) if creator is not None else ())
@@ -60,11 +65,16 @@ _NOTHING = Resolution()
 
 @dataclass
 class LoaderFacts:
-    """What the TPF103/TPF104 rules read, keyed by ``id`` of nodes of the parsed module."""
+    """What the TPF103/TPF104/TPF105 rules read, keyed by ``id`` of nodes of the parsed module."""
 
     sites: Dict[int, LoaderSite] = field(default_factory=dict)
     reiterated: Set[int] = field(default_factory=set)
     blocking_copies: Dict[int, cst.Call] = field(default_factory=dict)
+    # id(DataLoader call) -> each pass over it in an epoch loop of this module: the
+    # iterating node's ancestors (the node last) and the epoch loops around it (TPF105).
+    passes: Dict[int, List[Tuple[Path, Tuple[cst.CSTNode, ...]]]] = field(default_factory=dict)
+    # The resolver the facts were found with (a LoaderSourceResolver), for later questions.
+    resolver: Optional[object] = None
 
 
 _RECORDED = frozenset(

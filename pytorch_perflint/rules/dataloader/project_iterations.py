@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import warnings
 from typing import Iterator, List, Optional, Sequence
 
@@ -26,10 +27,19 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _PASS_THROUGH = frozenset({"enumerate", "iter", "tqdm"})
 
 
-def iterated_every_epoch(index: ProjectIndex, path: str, helper: str, element: Optional[int]) -> bool:
+def iterated_every_epoch(
+    index: ProjectIndex,
+    path: str,
+    helper: str,
+    element: Optional[int],
+    unless_text: Optional[str] = None,
+    unless_name: Optional["re.Pattern[str]"] = None,
+) -> bool:
     """Some caller of module-level function ``helper`` (of module ``path``) in another
     module walks the loader it returns (element ``element`` of a returned tuple) inside an
-    outer loop."""
+    outer loop. A caller whose module, or a project module it imports, contains
+    ``unless_text`` (TPF105: ``set_epoch``), or that binds the loader to a name
+    ``unless_name`` matches (``val_loader``), does not count."""
     path = os.path.abspath(path)
     found = index.resolve(path, helper)
     if found is None or found.kind != "function" or found.path != path:
@@ -41,9 +51,23 @@ def iterated_every_epoch(index: ProjectIndex, path: str, helper: str, element: O
         if caller_path == path or site.in_loop or site.star or site.dstar:
             continue
         text = index.text(caller_path)
+        if unless_text is not None and (text is None or _mentions(index, caller_path, text, unless_text)):
+            continue
         tree = _parse(text) if text is not None else None
         body = _scope_body(tree, site.caller) if tree is not None else None
-        if body is not None and _walked_in_a_loop(body, site.line, site.callee, element):
+        if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name):
+            return True
+    return False
+
+
+def _mentions(index: ProjectIndex, path: str, text: str, word: str) -> bool:
+    """``word`` is in the module's text or in a project module it imports (one that cannot
+    be read counts as mentioning it)."""
+    if word in text:
+        return True
+    for imported in index.imported_modules(path):
+        other = index.text(imported)
+        if other is None or word in other:
             return True
     return False
 
@@ -78,7 +102,9 @@ def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
         stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
 
 
-def _walked_in_a_loop(body: Sequence[ast.stmt], line: int, callee: str, element: Optional[int]) -> bool:
+def _walked_in_a_loop(
+    body: Sequence[ast.stmt], line: int, callee: str, element: Optional[int], unless_name: Optional["re.Pattern[str]"] = None
+) -> bool:
     assign = next(
         (
             n
@@ -94,7 +120,7 @@ def _walked_in_a_loop(body: Sequence[ast.stmt], line: int, callee: str, element:
     if assign is None:
         return False
     name = _bound_name(assign.targets[0], element)
-    if name is None:
+    if name is None or (unless_name is not None and unless_name.search(name)):
         return False
     stores = [n for n in _own_nodes(body) if type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load]
     declared = any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in _own_nodes(body))

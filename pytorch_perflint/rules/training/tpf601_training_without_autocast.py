@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Union
 
 import libcst as cst
@@ -11,15 +10,9 @@ import libcst as cst
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .loops import training_facts
+from .precision import chooses_precision
 from .screens import could_have_training_loop
 
-# Anything that says the script already chose its precision: autocast/AMP, half or bf16
-# models, TF32, or a framework (Accelerate, Lightning, DeepSpeed, HF Trainer, apex) that
-# sets it.
-_PRECISION = re.compile(
-    r"autocast|GradScaler|\bamp\b|\.half\(|float16|bfloat16|\bbf16\b|\bfp16\b|mixed_precision|precision\s*=\s*[\"'\d]"
-    r"|tf32|set_float32_matmul_precision|Accelerator|deepspeed|\bapex\b|lightning|Trainer\(|\.to\(\s*dtype"
-)
 _LOOP = (
     "import torch\nmodel = Net().cuda()\nfor x, y in loader:\n    loss = crit(model(x.cuda()), y.cuda())\n"
     "    loss.backward()\n    opt.step()\n"
@@ -96,6 +89,6 @@ class TrainingWithoutAutocast(Rule):
         loop = self.context.fact(training_facts).loop(node)
         if loop is None or not (loop.is_step_loop and loop.backward and loop.step):
             return
-        if _PRECISION.search(self.context.source):
+        if chooses_precision(self.context.source):
             return
         self.report(node)

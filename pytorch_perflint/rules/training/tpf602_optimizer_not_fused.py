@@ -16,6 +16,9 @@ from ...types import Applicability
 _FUSED_SINCE = {"torch.optim.Adam": (1, 13), "torch.optim.AdamW": (2, 0), "torch.optim.SGD": (2, 3)}
 _OPTIMIZERS = frozenset(name.rsplit(".", 1)[-1] for name in _FUSED_SINCE)
 _CUDA = "import torch\nmodel = Net().cuda()\n"
+# What the optimizer does without `fused=`: the default implementation on CUDA.
+_FOREACH = "the default `foreach` update (several kernel launches per step)"
+_FOR_LOOP = "a Python loop over the parameters (the default before torch 2.0)"
 
 
 class OptimizerNotFused(Rule):
@@ -23,14 +26,18 @@ class OptimizerNotFused(Rule):
     Flags `torch.optim.Adam`, `AdamW` and `SGD` built in a module that uses CUDA without
     `fused=` or `foreach=`. Silent when the value may come from an unknown `**kwargs`, with
     `differentiable=`, in CPU-only modules, and when `target-torch-version` predates the
-    fused implementation (Adam 1.13, AdamW 2.0, SGD 2.3).
+    fused CUDA implementation (Adam 1.13, AdamW 2.0, SGD 2.3). An explicit `foreach=` is
+    the author's choice of implementation and is left alone.
 
     ## Why is this bad?
-    Without `fused=True` the optimizer updates parameters with several kernels per step
-    (the `foreach` implementation, or one per parameter on older versions). The fused
-    implementation does the whole update of all parameters in a few kernel launches,
-    which makes the optimizer step markedly faster for models with many parameter
-    tensors.
+    Since torch 2.0 these optimizers already default to the `foreach` implementation on
+    CUDA, which updates a list of tensors per kernel but still launches several kernels per
+    step (one per arithmetic operation of the update, for every chunk of parameters). The
+    `fused=True` implementation does the whole update (and AMP's unscaling and inf check) in
+    one kernel per chunk of parameters, which makes the optimizer step markedly faster for
+    models with many parameter tensors. `fused` is not the default yet only because PyTorch
+    gives it time to bake. (Before 2.0 the default was a Python loop over the parameters,
+    slower still.)
 
     ## Example
     ```python
@@ -43,14 +50,18 @@ class OptimizerNotFused(Rule):
     ```
 
     ## Fix safety
-    The fix adds `fused=True`. It is unsafe: the fused kernels need every parameter to be a
-    floating-point tensor on a supported device (CPU support came in 2.4), do not support
-    sparse gradients or `differentiable=True`, and round slightly differently.
+    The fix adds `fused=True`, only where `target-torch-version` has the fused
+    implementation of that optimizer. It is unsafe: the fused kernels need every parameter
+    to be a floating-point tensor on a supported device (CUDA; the CPU only from 2.4), do
+    not support sparse gradients or `differentiable=True`, and round slightly differently.
     """
 
     code = "TPF602"
     name = "optimizer-not-fused"
-    message = "`{name}` without `fused=`; pass `fused=True` for a faster optimizer step on CUDA"
+    message = (
+        "`{name}` without `fused=` runs {default}; pass `fused=True` to do the whole update "
+        "in one fused kernel per parameter chunk on CUDA"
+    )
     fix_applicability = Applicability.UNSAFE
     triggers = ("Adam", "SGD")
     needs_cuda = True
@@ -103,4 +114,5 @@ class OptimizerNotFused(Rule):
                 return
         fixed = with_keywords(node, [keyword_arg("fused", cst.Name("True"))])
         fix = self.fix([(node, fixed)], "Pass `fused=True`")
-        self.report(node, message=self.message.format(name=qualname.rsplit(".", 1)[-1]), fix=fix)
+        default = _FOREACH if self.context.settings.target_torch_version >= (2, 0) else _FOR_LOOP
+        self.report(node, message=self.message.format(name=qualname.rsplit(".", 1)[-1], default=default), fix=fix)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from ..config import Settings
-from ..types import Applicability, Diagnostic
-from .script_copies import Copy
+from ...config import Settings
+from ...types import Applicability, Diagnostic
+from .copies import Copy
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _files(copy: Copy, ran: Sequence[str]) -> List[Path]:
 
 def lint(copy: Copy, ran: Sequence[str], settings: Settings) -> Tuple[List[Finding], List[str]]:
     """The findings on the files the script ran (``ran``: paths relative to the root)."""
-    from .. import runner
+    from ... import runner
 
     files = _files(copy, ran)
     results, _ = runner.run(files, _for_copy(settings, copy, fix=False), mode=runner.Mode.CHECK, jobs=1)
@@ -114,7 +114,7 @@ def held_back_codes(findings: Sequence[Finding], unsafe_fixes: bool) -> List[str
 def fix(copy: Copy, ran: Sequence[str], settings: Settings, findings: Sequence[Finding], label: str, only: Optional[str] = None) -> FixResult:
     """Apply the fixes ``check --fix`` would (only rule ``only`` when given) to the copy;
     ``findings`` are the ones ``lint`` gave on the unfixed code."""
-    from .. import runner
+    from ... import runner
 
     changes: dict = dict(fix=True)
     if only is not None:

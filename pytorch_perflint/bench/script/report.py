@@ -11,15 +11,15 @@ import datetime
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-from .. import __version__ as tool_version
-from . import script_evidence
-from .machine import Machine
-from .report import _STYLES, format_seconds
-from .script_fingerprints import Agreement, reasons
-from .script_session import Outcome, Session
-from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, Kind, Verdict, as_dict
+from ... import __version__ as tool_version
+from . import evidence as script_evidence
+from ..machine import Machine
+from ..report import _STYLES, format_seconds
+from .fingerprints import Agreement, reasons
+from .session import Outcome, Session
+from ..verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, Kind, Verdict, as_dict, speedup_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # as the scenario harness's: the speed-up is the ratio of the medians
 
 
 def machine_of(session: Session) -> Machine:
@@ -27,7 +27,7 @@ def machine_of(session: Session) -> Machine:
     import os
     import platform
 
-    from .machine import _cpu_model, _memory_gb
+    from ..machine import _cpu_model, _memory_gb
 
     facts = (session.first_run("before") or session.runs[0]).torch or {}
     try:
@@ -54,24 +54,11 @@ def device_of(session: Session) -> str:
     return "cuda" if first is not None and first.cuda_used else "cpu"
 
 
-def _median(session: Session, program: str) -> Optional[float]:
-    import statistics
-
-    values = [r.step_time for r in session.runs if r.program == program and r.round > 0 and r.ok]
-    return statistics.median(values) if values else None
-
-
 def _verdict_text(verdict: Verdict) -> str:
     label = f"[{_STYLES[verdict.kind]}]{verdict.kind}[/]"
     if verdict.kind is Kind.SKIPPED and verdict.reason:
         label += f": {verdict.reason}"
     return label
-
-
-def _ratio_text(verdict: Verdict) -> str:
-    if verdict.ratio_median is None:
-        return "-"
-    return f"{verdict.ratio_median:.2f}x [{verdict.ratio_min:.2f}-{verdict.ratio_max:.2f}]"
 
 
 def agreement_text(agreement: Optional[Agreement]) -> str:
@@ -89,7 +76,7 @@ def _label(outcome: Outcome) -> str:
     if outcome.program.name == "after" and fix is not None:
         more = f" + {fix.follow_ups} follow-up" if fix.follow_ups else ""
         return f"all fixes ({', '.join(fix.codes)}{more})"
-    from .. import registry
+    from ... import registry
 
     rule = registry.rule_by_code(outcome.program.label)
     return f"{outcome.program.label} {rule.name}" if rule is not None else outcome.program.label
@@ -106,15 +93,14 @@ def speed_table(session: Session) -> Any:
     out.add_column("noise", justify="right", no_wrap=True)
     out.add_column("verdict")
     out.add_column("result", no_wrap=True)
-    before = format_seconds(_median(session, "before"))
     for outcome in session.outcomes:
         verdict = outcome.verdict
         noise = f"±{100 * (verdict.threshold - 1):.1f}%" if verdict.threshold else "-"
         out.add_row(
             _label(outcome),
-            before if outcome.program.skip is None else "-",
-            format_seconds(_median(session, outcome.program.name)),
-            _ratio_text(verdict),
+            format_seconds(verdict.before_s),
+            format_seconds(verdict.after_s),
+            speedup_text(verdict),
             noise,
             _verdict_text(verdict),
             agreement_text(outcome.agreement),
@@ -124,11 +110,11 @@ def speed_table(session: Session) -> Any:
 
 def _measured_for(session: Session, finding) -> str:
     """What the runs say about a finding's rule: its own row's verdict, or why there is none."""
-    from .script_session import device_skip
+    from .session import device_skip
 
     for outcome in session.outcomes:
         if outcome.program.name == finding.code:
-            ratio = f" {outcome.verdict.ratio_median:.2f}x" if outcome.verdict.ratio_median else ""
+            ratio = f" {outcome.verdict.speedup:.2f}x" if outcome.verdict.speedup else ""
             return _verdict_text(outcome.verdict) + ratio
     reason = device_skip(finding.code, session.first_run("before"))
     if reason is not None:
@@ -189,7 +175,7 @@ def print_report(console: Any, session: Session, machine: Machine) -> None:
         f"[dim]{machine.cpu_model}, {machine.cpus_available}/{machine.cpu_count} CPUs, GPUs: {gpus}; torch "
         f"{machine.torch_version}; {_threads(request, machine)}; {request.unit}s: {request.warmup} warm-up + {request.steps} timed per run, "
         f"{options.rounds} round{'s' if options.rounds != 1 else ''} + 1 warm-up, a fresh process per run; step time = {clock} time from one step's end "
-        f"to the next, mean per run, median over rounds; speed-up = before/after per round; noise = widest A/A deviation[/]"
+        f"to the next, mean per run, median over rounds; speed-up = median before / median after over the rounds, \\[range] = lowest-highest per-round ratio; noise = widest A/A deviation[/]"
     )
     for note in session.notes:
         console.print(f"note: {note}")
@@ -240,6 +226,7 @@ def run_dict(session: Session, machine: Machine, started: datetime.datetime, fin
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "script",
+        "benchmark": "your script: what the fixes gain on it",
         "tool": {"name": "pytorch-perflint", "version": tool_version},
         "started": started.isoformat(timespec="seconds"),
         "finished": finished.isoformat(timespec="seconds"),

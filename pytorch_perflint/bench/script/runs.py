@@ -1,10 +1,12 @@
 """One run of a user's script: a fresh process in its copy, and what it measured.
 
-Each run starts ``script_bootstrap.py`` with the interpreter running bench, in a new session
+Each run starts ``bootstrap.py`` with the interpreter running bench, in a new session
 (its own process group), with stdin closed: a script that asks for input fails at once
-instead of hanging. Its output goes to files, so a chatty script cannot fill a pipe. When the
-run ends (done, failed, past ``--timeout``, or Ctrl-C in bench), the whole process group is
-killed, so DataLoader workers and other children never outlive it.
+instead of hanging. Its output goes to files, so a chatty script cannot fill a pipe. Every
+Python process of the run writes through ``guard.py`` (copy on write for the copy's links).
+When the run ends (done, failed, past ``--timeout``, or Ctrl-C in bench), its process group
+and every other process it started, ``os.setsid()`` daemons included, are killed
+(``reaper``), so DataLoader workers and other children never outlive it.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-from .script_copies import Copy
+from . import guard, reaper
+from .copies import Copy
 
-BOOTSTRAP = Path(__file__).resolve().with_name("script_bootstrap.py")
+BOOTSTRAP = Path(__file__).resolve().with_name("bootstrap.py")
 STDERR_TAIL_LINES = 15
 
 
@@ -111,7 +114,12 @@ def start(copy: Copy, program: str, index: int, request: Request, folder: Path, 
     if request.threads:
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env[name] = str(request.threads)
+    shim = guard.write_shim(str(folder / "guard"))
+    env["PYTHONPATH"] = os.pathsep.join([shim] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PERFLINT_BENCH_COPY_ROOT"] = str(copy.root)
     stdout_path, stderr_path = Path(f"{stem}.stdout"), Path(f"{stem}.stderr")
+    subreaper = reaper.set_subreaper(True)
+    keep = reaper.snapshot()
     started = time.perf_counter()
     timed_out = False
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
@@ -129,7 +137,9 @@ def start(copy: Copy, program: str, index: int, request: Request, folder: Path, 
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            kill_group(process)
+            reaper.end_run(process, keep)
+            if subreaper:
+                reaper.set_subreaper(False)
     wall = time.perf_counter() - started
     tail = _tail(stderr_path)
     data = _read(out)
@@ -152,18 +162,6 @@ def start(copy: Copy, program: str, index: int, request: Request, folder: Path, 
         error=data.get("error") or data.get("fingerprint_error"),
         stderr_tail=tail,
     )
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """Kill the run's whole process group (the script and every child it started)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover - a process that survives SIGKILL
-        pass
 
 
 def _read(path: Path) -> Optional[Dict[str, Any]]:

@@ -105,6 +105,7 @@ def output_problem(path: Optional[Path], flag: str) -> Optional[str]:
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write every run's figures here.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a PNG chart of the speed-ups here.")
 @click.option("--max-copy-mb", type=click.FloatRange(0.1, 100_000), default=100.0, show_default=True, help="Most Python source to copy per program.")
+@click.option("--link-above-mb", type=click.FloatRange(0.001, 1_000_000), default=16.0, show_default=True, help="Files larger than this are linked into the copies, not copied; a write to one copies it first.")
 @click.pass_context
 def bench_script(
     ctx: click.Context,
@@ -127,20 +128,22 @@ def bench_script(
     json_path: Optional[Path],
     plot_path: Optional[Path],
     max_copy_mb: float,
+    link_above_mb: float,
 ) -> None:
     """Measure what the tool's fixes buy on SCRIPT, your own training script.
 
-    RUNS YOUR SCRIPT (in temporary copies; your files are not changed): a "before" copy, an
-    "after" copy with the fixes `check --fix` would apply, and an identical A/A control,
-    each a fresh process, interleaved over --rounds. Each run stops after --warmup +
+    RUNS YOUR SCRIPT (in temporary copies; your files are not changed, and every process a
+    run starts ends with it): a "before" copy, an "after" copy with the fixes `check --fix`
+    would apply, and an identical A/A control, each a fresh process, interleaved over
+    --rounds. Each run stops after --warmup +
     --steps optimizer steps. The report gives the median step time, the speed-up with its
     range and verdict, and whether before and after trained to the same weights. Pass the
     script's own arguments after `--`.
     """
     import importlib.util
 
-    from ..cli import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
-    from .cli import MATPLOTLIB_MISSING, TORCH_MISSING
+    from ...cli import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+    from ..needs import MATPLOTLIB_MISSING, TORCH_MISSING
 
     def fail(message: str) -> None:
         click.echo(f"error: {message}", err=True)
@@ -159,7 +162,7 @@ def bench_script(
         if problem:
             fail(problem)
 
-    from ..config import ConfigError, load_settings
+    from ...config import ConfigError, load_settings
 
     script = Path(os.path.abspath(script))
     overrides = {
@@ -174,13 +177,13 @@ def bench_script(
     except ConfigError as error:
         fail(str(error))
 
-    from . import script_copies, script_session
-    from .script_runs import Request
+    from . import copies as script_copies, session as script_session
+    from .runs import Request
 
     cwd = Path(os.getcwd())
     root = script_copies.project_root(script, settings.project_root, settings.config_path is not None, cwd)
     try:
-        project = script_copies.find_project(script, root, cwd, _code_files(root, settings), max_copy_mb)
+        project = script_copies.find_project(script, root, cwd, _code_files(root, settings), max_copy_mb, link_above_mb)
     except script_copies.CopyError as error:
         fail(str(error))
     argv0 = os.path.relpath(script, cwd) if script.is_relative_to(cwd) else str(script)
@@ -198,7 +201,7 @@ def _code_files(root: Path, settings: Any) -> List[Path]:
     """The files ``check`` would lint under the root: those are copied, the rest linked."""
     import dataclasses
 
-    from ..discovery import discover
+    from ...discovery import discover
 
     found = discover([str(root)], dataclasses.replace(settings, project_root=str(root)))
     return [Path(os.path.abspath(p)) for p in found.files]
@@ -216,18 +219,32 @@ def _console() -> Any:
 def _run(ctx: click.Context, project, settings, request, options):
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from ..cli import EXIT_ERROR
-    from . import script_copies, script_session
+    from ...cli import EXIT_ERROR
+    from ..eta import Eta, eta_text
+    from . import copies as script_copies, session as script_session
 
     console = _console()
+    eta = Eta()
+    done = [0]
+
+    def status(text: str, planned: int) -> str:
+        """``planned`` (runs still to come) grows once the fixes are known: the time left,
+        which only counts down, is what the line shows."""
+        done[0] += 1
+        return f"run {done[0]}: {text} ({eta_text(eta.update(done[0] - 1, done[0] - 1 + planned))})"
+
     try:
+        if not console.is_terminal:  # a log: one line per run
+
+            def log(text: str, planned: int) -> None:
+                console.print(status(text, planned), markup=False, highlight=False)
+
+            return script_session.run(project, settings, request, options, log)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task("copying", total=None)
-            done = [0]
 
             def progress(text: str, planned: int) -> None:
-                done[0] += 1
-                bar.update(task, description=f"run {done[0]}, about {planned} to go: {text}")
+                bar.update(task, description=status(text, planned))
 
             return script_session.run(project, settings, request, options, progress)
     except script_session.ScriptFailed as error:
@@ -244,7 +261,8 @@ def _run(ctx: click.Context, project, settings, request, options):
 def _output(session, json_path: Optional[Path], plot_path: Optional[Path], started) -> None:
     import datetime
 
-    from . import export, script_report
+    from .. import export
+    from . import report as script_report
 
     console = _console()
     machine = script_report.machine_of(session)
@@ -254,7 +272,7 @@ def _output(session, json_path: Optional[Path], plot_path: Optional[Path], start
         export.write(json_path, script_report.run_dict(session, machine, started, now))
         console.print(f"[dim]JSON written to {json_path}[/]")
     if plot_path is not None and session.outcomes:
-        from .plot import write_plot
+        from ..plot import write_plot
 
         title = f"pytorch-perflint bench {session.project.script_rel} on {machine.gpus[0] if machine.gpus else machine.cpu_model}"
         write_plot(plot_path, script_report.chart_rows(session), title)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .script_fixes import Finding
+from .fixes import Finding
 
 CATEGORY_RULES: Mapping[str, Tuple[str, ...]] = {
     "dataloader": ("TPF101", "TPF103"),

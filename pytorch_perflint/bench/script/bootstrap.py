@@ -1,4 +1,4 @@
-"""Runs a user's script under measurement, in its own process: ``python script_bootstrap.py CONFIG``.
+"""Runs a user's script under measurement, in its own process: ``python bootstrap.py CONFIG``.
 
 ``bench SCRIPT`` starts one fresh process per run through this file. It counts the
 script's steps with torch's global hooks (``optimizer.step()`` calls, or forward calls of
@@ -17,7 +17,7 @@ script imports torch.
 import sys
 
 # Run as a file, Python put this folder first on sys.path, where our sibling modules
-# (timing.py, report.py...) would shadow the script's own. Nothing is imported before this.
+# (cli.py, report.py, session.py...) would shadow the script's own. Nothing is imported before this.
 _HERE = sys.path.pop(0)
 
 import importlib.abc  # noqa: E402
@@ -221,7 +221,7 @@ class Measurement:
     def _analyse_profile(self, times):
         import importlib.util
 
-        spec = importlib.util.spec_from_file_location("_perflint_script_profiling", os.path.join(_HERE, "script_profiling.py"))
+        spec = importlib.util.spec_from_file_location("_perflint_script_profiling", os.path.join(_HERE, "profiling.py"))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         try:

@@ -1,6 +1,6 @@
 """Where a profiled run's time went, read from ``torch.profiler``'s event tree.
 
-Loaded by ``script_bootstrap`` inside the profiled run (``bench SCRIPT --profile``), so like
+Loaded by ``bootstrap`` inside the profiled run (``bench SCRIPT --profile``), so like
 it this file needs only the standard library and torch. It sums, per source line of the
 user's code, the time spent
 
@@ -66,7 +66,7 @@ def _location(event):
 
 
 # The bootstrap's own wrappers sit between the user's code and torch.
-_IGNORED_FILES = ("script_bootstrap.py", "script_profiling.py")
+_IGNORED_FILES = tuple(os.path.join("bench", "script", name) for name in ("bootstrap.py", "profiling.py"))
 
 
 def _absolute(name):

@@ -12,9 +12,10 @@
    broken fix, reported, not timed. Then ``rounds`` measured rounds, the order reversed
    every round (``harness.ORDER``'s idea: before, the fixed copies, control).
 5. Fingerprints: before against control (is the script deterministic at all?) and against
-   every fixed copy, in every round. Verdicts: ``verdicts.decide`` on the per-round ratios
-   of the runs' step times (each run's mean: its throughput), with the A/A ratios as the
-   noise.
+   every fixed copy, in every round. Verdicts: ``verdicts.judge`` on the runs' step times
+   (each run's mean: its throughput), paired by round: the speed-up is the ratio of the
+   medians over the rounds where before, the fixed copy and the control all ran, with the
+   per-round ratios as its range and the A/A ratios as the noise.
 6. With ``--profile``, one more "before" run under torch.profiler.
 
 The temporary folder is removed on every way out, Ctrl-C included.
@@ -28,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..config import Settings
-from . import script_copies, script_fixes, script_fingerprints
-from .script_copies import Copy, Project
-from .script_fixes import Finding, FixResult
-from .script_fingerprints import Agreement
-from .script_runs import Request, Run, describe_failure, start
-from .verdicts import Verdict, decide, skipped
+from ...config import Settings
+from . import copies as script_copies, fixes as script_fixes, fingerprints as script_fingerprints
+from .copies import Copy, Project
+from .fixes import Finding, FixResult
+from .fingerprints import Agreement
+from .runs import Request, Run, describe_failure, start
+from ..verdicts import Verdict, judge, skipped
 
 TEMP_PREFIX = "perflint-bench-script-"
 
@@ -179,7 +180,7 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
     def mirror(name: str) -> Copy:
         return script_copies.make_copy(project, folder / name, name, skip)
 
-    from .machine import load_average
+    from ..machine import load_average
 
     load_start = load_average()
     copies: Dict[str, Copy] = {"before": mirror("before"), "control": mirror("control")}
@@ -282,7 +283,7 @@ def _per_rule(fixed: FixResult, findings, settings, options: Options, first: Run
 def device_skip(code: str, first: Optional[Run]) -> Optional[str]:
     """The scenario harness's reason (needs CUDA, 2+ GPUs) when this run cannot show the
     rule's effect: its scenario says where the effect exists."""
-    from .scenario import ScenarioError, select
+    from ..scenario import ScenarioError, select
 
     try:
         scenario = select((code,))[0]
@@ -320,17 +321,18 @@ def _outcome(program: Program, runs: Sequence[Run], reference, failure: Optional
     for run_ in runs:
         if run_.round > 0 and run_.ok:
             by_round.setdefault(run_.round, {})[run_.program] = run_
-    ratios, aa = [], []
+    before, after, control = [], [], []
     for index in sorted(by_round):
         group = by_round[index]
         if {"before", "control", program.name} <= set(group):
-            before = group["before"].step_time
-            ratios.append(before / group[program.name].step_time)
-            aa.append(before / group["control"].step_time)
+            before.append(group["before"].step_time)
+            after.append(group[program.name].step_time)
+            control.append(group["control"].step_time)
+    ratios = [b / a for b, a in zip(before, after)]
     if agreement is not None and not agreement.ok:
         verdict = skipped("check failed: before and after differ")
         return Outcome(program, verdict, tuple(ratios), agreement)
-    return Outcome(program, decide(ratios, aa), tuple(ratios), agreement)
+    return Outcome(program, judge(before, after, control), tuple(ratios), agreement)
 
 
 def _nothing_to_fix(findings: Sequence[Finding], held_back: Sequence[str]) -> str:

@@ -1,0 +1,144 @@
+"""What TPF105 reads about a DistributedSampler: where it is bound, the epoch loop, the
+passes that evaluate, and small walks of the module (for the rule module to stay short)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from ...analysis.scope import Scope
+from ...context import FileContext
+from .loader_args import Path
+from .loader_sites import LoaderSite, _method_class
+
+# An evaluation pass, whose order does not matter: a function that says so, or a pass
+# under no_grad.
+_EVALUATES = re.compile(r"eval|valid|test|infer|predict", re.IGNORECASE)
+_NO_GRAD = re.compile(r"no_grad|inference_mode|set_grad_enabled")
+_EPOCH_NAME = re.compile(r"epoch|^ep$|^e$", re.IGNORECASE)
+_RANGES = frozenset({"range", "trange"})
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A module-level function that returns the sampler: loaders get it by calling it."""
+
+    name: str
+    function: cst.FunctionDef
+
+
+def bound_name(call: cst.Call, ancestors: Path):
+    """``name`` for ``name = DistributedSampler(...)`` (also as a branch of ``x if c else
+    None``), ``(attr, class)`` for ``self.attr = ...`` in a method, else None."""
+    parent = ancestors[-1] if ancestors else None
+    if isinstance(parent, cst.IfExp) and parent.body is call and len(ancestors) > 1:
+        parent = ancestors[-2]
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if len(targets) != 1:
+            return None
+        if isinstance(targets[0], cst.Name):
+            return targets[0].value
+        attr = self_attr(targets[0])
+        cls = _method_class(ancestors)
+        if attr is not None and cls is not None:
+            return (attr, cls)
+    return None
+
+
+def self_attr(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+def binding_scope(scope: Scope, name: str) -> Optional[Scope]:
+    """The scope whose binding of ``name`` a reference in ``scope`` sees."""
+    for current in scope.visible():
+        if name in current.declared_outer:
+            return None
+        if name in current.bindings or name in current.imports:
+            return current
+    return None
+
+
+def names_bound_to(site: LoaderSite) -> set:
+    """``loader`` for ``loader = DataLoader(...)``: the name a pass may hand on."""
+    parent = site.ancestors[-1] if site.ancestors else None
+    if isinstance(parent, cst.Assign):
+        return {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
+    return set()
+
+
+def evaluates(path: Path) -> bool:
+    """The pass evaluates: it runs under no_grad, or in a function named for evaluation."""
+    for index, ancestor in enumerate(path):
+        if isinstance(ancestor, cst.FunctionDef) and _EVALUATES.search(ancestor.name.value):
+            return True
+        if isinstance(ancestor, cst.With) and index + 1 < len(path) and path[index + 1] is ancestor.body:
+            if any(_NO_GRAD.search(cst.Module([]).code_for_node(item.item)) for item in ancestor.items):
+                return True
+    return False
+
+
+def epoch_variable(loop: cst.CSTNode) -> Optional[str]:
+    """``epoch`` for ``for epoch in range(...)`` (``trange``, ``tqdm(range(...))``)."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
+        return None
+    if not _EPOCH_NAME.search(loop.target.value):
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "tqdm" and it.args:
+        it = it.args[0].value
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in _RANGES:
+        return loop.target.value
+    return None
+
+
+def ancestors_of(root: cst.CSTNode, target: cst.CSTNode) -> Optional[Path]:
+    """The nodes from ``root`` down to ``target``'s parent (statements only are entered)."""
+    stack: List[Tuple[cst.CSTNode, Path]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if isinstance(node, _STATEMENT_NODES):
+            stack.extend((child, path + (node,)) for child in node.children)
+    return None
+
+
+def calls_in(root: cst.CSTNode):
+    stack: List[cst.CSTNode] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
+            continue
+        stack.extend(node.children)
+
+
+_STATEMENT_NODES = (cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally)
+
+
+def defs_by_name(context: FileContext) -> Dict[str, List[cst.FunctionDef]]:
+    """Every function and method of the module by name (a per-file fact)."""
+    found: Dict[str, List[cst.FunctionDef]] = {}
+    stack: List[cst.CSTNode] = [context.module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef):
+            found.setdefault(node.name.value, []).append(node)
+        if isinstance(node, _STATEMENT_NODES):
+            stack.extend(node.children)
+    return found
+
+
+_BUILTINS = frozenset({"len", "print", "iter", "next", "enumerate", "zip", "isinstance", "range", "str", "repr", "id", "type"})
+
+
+def is_builtin_call(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Name) and call.func.value in _BUILTINS

@@ -1,0 +1,425 @@
+"""TPF105 distributed-sampler-without-set-epoch."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ...analysis.ast_index import code_identifiers
+from ...analysis.calls import argument
+from ...analysis.scope import dotted_name
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .loader_args import Path
+from .loader_facts import loader_facts, walked_every_epoch_elsewhere
+from .loader_sites import LoaderSite, _method_class
+from .sampler_facts import (
+    Helper,
+    ancestors_of,
+    binding_scope,
+    bound_name,
+    calls_in,
+    defs_by_name,
+    epoch_variable,
+    evaluates,
+    is_builtin_call,
+    names_bound_to,
+    self_attr,
+)
+
+_SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
+# An evaluation loader, by its name (`val_loader`, `test_sampler`).
+_EVAL_NAMES = re.compile(r"val|test|eval", re.IGNORECASE)
+_SETUP = "import torch\nfrom torch.utils.data import DataLoader, DistributedSampler\n"
+
+
+def _epoch_loop_text(name: str) -> str:
+    return f"for epoch in range(3):\n    for x, y in {name}:\n        loss(x, y).backward()\n"
+
+
+class DistributedSamplerWithoutSetEpoch(Rule):
+    """## What it does
+    Flags a `DistributedSampler` (`torch.utils.data`) that shuffles (`shuffle` not `False`) and
+    feeds a `DataLoader` which is iterated for training inside an epoch loop, when nothing in
+    that loop calls `set_epoch(...)`: not on the sampler, not through `loader.sampler`, and
+    not in a project helper the loop calls. The loader is followed as TPF103 follows it
+    (names, `self` attributes, helpers that return it, functions it is passed to), also
+    into another module of the project: a helper here returns the loader and a caller
+    there binds it once and walks it in an epoch loop, and neither that module nor the
+    project modules it imports mention `set_epoch`.
+    Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
+    calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
+    evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
+    function named for evaluation), whose order does not matter.
+
+    ## Why is this bad?
+    `DistributedSampler` seeds its shuffle with `seed + epoch`, and the epoch only changes
+    when `set_epoch` is called. Without it every epoch walks the data in exactly the same
+    order on every rank: the shuffle happens once, which hurts convergence and can hide
+    itself as a slightly worse final accuracy. This is a correctness rule beside the speed
+    rules, because it is the most common mistake next to them.
+
+    ## Example
+    ```python
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=64, sampler=sampler)
+    for epoch in range(epochs):
+        for x, y in loader:
+            train_step(x, y)
+    ```
+
+    ## Use instead
+    ```python
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            train_step(x, y)
+    ```
+
+    ## Fix safety
+    The fix inserts `sampler.set_epoch(epoch)` as the first statement of the epoch loop when
+    the sampler is bound once to a name visible there and the loop counts epochs (`for
+    epoch in range(...)`); otherwise it is only shown. It is unsafe: it changes the data
+    order of every epoch after the first (the point of the fix), so a run no longer
+    reproduces an earlier one batch for batch.
+    """
+
+    code = "TPF105"
+    name = "distributed-sampler-without-set-epoch"
+    message = (
+        "`DistributedSampler` feeds a loader iterated every epoch, but `set_epoch` is never called: "
+        "every epoch sees the same order; call `{sampler}.set_epoch(epoch)` at the start of each epoch"
+    )
+    fix_applicability = Applicability.UNSAFE
+    fix_applicabilities = (Applicability.UNSAFE, Applicability.DISPLAY_ONLY)
+    triggers = ("DistributedSampler",)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code names ``DistributedSampler`` and a ``DataLoader``."""
+        names = code_identifiers(tree)
+        return "DistributedSampler" in names and "DataLoader" in names
+
+    VALID = (
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        _SETUP
+        + "loader = DataLoader(ds, sampler=DistributedSampler(ds))\n"
+        + "for epoch in range(3):\n    loader.sampler.set_epoch(epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        _SETUP
+        + "sampler = DistributedSampler(ds, shuffle=False)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + _epoch_loop_text("loader"),
+        _SETUP
+        + "sampler = DistributedSampler(ds, num_replicas=2, rank=0, shuffle=args.shuffle)\n"
+        + "loader = DataLoader(ds, sampler=sampler)\n"
+        + _epoch_loop_text("loader"),
+        # iterated once
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for x, y in loader:\n    loss(x, y).backward()\n",
+        # a framework walks it (and calls set_epoch itself)
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = accelerator.prepare(DataLoader(ds, sampler=sampler))\n"
+        + _epoch_loop_text("loader"),
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    trainer.fit(model, loader)\n",
+        # set in a helper the loop calls
+        _SETUP
+        + "def begin_epoch(loader, epoch):\n    loader.sampler.set_epoch(epoch)\n"
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    begin_epoch(loader, epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        # an object the loop hands the sampler to may set it
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    hooks.before_epoch(sampler, epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        # an evaluation loader: its order does not matter
+        _SETUP
+        + "sampler = DistributedSampler(val_ds)\nval_loader = DataLoader(val_ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    for x, y in val_loader:\n        metric(model(x), y)\n",
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    with torch.no_grad():\n        for x, y in loader:\n            metric(model(x), y)\n",
+        # the loader is built anew every epoch
+        _SETUP
+        + "for epoch in range(3):\n    sampler = DistributedSampler(ds)\n    loader = DataLoader(ds, sampler=sampler)\n"
+        + "    for x, y in loader:\n        loss(x, y).backward()\n",
+        # not torch's sampler
+        "from torch.utils.data import DataLoader\nfrom mylib import DistributedSampler\n"
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+        + _epoch_loop_text("loader"),
+        # the sampler is not the loader's
+        _SETUP
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, shuffle=True)\n"
+        + _epoch_loop_text("loader"),
+        # a helper's sampler that one of its callers asks not to shuffle
+        _SETUP
+        + "def data_sampler(ds, shuffle, distributed):\n    if distributed:\n"
+        + "        return DistributedSampler(ds, shuffle=shuffle)\n    return None\n"
+        + "loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=True, distributed=ddp))\n"
+        + "eval_loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=False, distributed=ddp))\n"
+        + _epoch_loop_text("loader"),
+        # a comment or a string is not code
+        "from torch.utils.data import DataLoader\n# DistributedSampler(ds)\nx = 'DistributedSampler(ds)'\n",
+    )
+    INVALID = (
+        Invalid(
+            _SETUP
+            + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, batch_size=8, sampler=sampler)\n"
+            + _epoch_loop_text("loader"),
+            line=3,
+            expected_fix=_SETUP
+            + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, batch_size=8, sampler=sampler)\n"
+            + "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    for x, y in loader:\n"
+            + "        loss(x, y).backward()\n",
+        ),
+        Invalid(
+            "import torch\n"
+            + "def train(model, loader, optimizer):\n    for x, y in loader:\n        optimizer.step()\n"
+            + "def main(ds, epochs):\n"
+            + "    train_sampler = torch.utils.data.distributed.DistributedSampler(ds, shuffle=True)\n"
+            + "    train_loader = torch.utils.data.DataLoader(ds, sampler=train_sampler)\n"
+            + "    for ep in range(epochs):\n        train(model, train_loader, optimizer)\n",
+            line=6,
+            expected_fix="import torch\n"
+            + "def train(model, loader, optimizer):\n    for x, y in loader:\n        optimizer.step()\n"
+            + "def main(ds, epochs):\n"
+            + "    train_sampler = torch.utils.data.distributed.DistributedSampler(ds, shuffle=True)\n"
+            + "    train_loader = torch.utils.data.DataLoader(ds, sampler=train_sampler)\n"
+            + "    for ep in range(epochs):\n        train_sampler.set_epoch(ep)\n"
+            + "        train(model, train_loader, optimizer)\n",
+        ),
+        # bound on one branch only: the fix is shown, not applied (None has no set_epoch)
+        Invalid(
+            _SETUP
+            + "if distributed:\n    sampler = DistributedSampler(ds)\nelse:\n    sampler = None\n"
+            + "loader = DataLoader(ds, sampler=sampler, shuffle=sampler is None)\n"
+            + _epoch_loop_text("loader"),
+            line=4,
+            expected_fix=_SETUP
+            + "if distributed:\n    sampler = DistributedSampler(ds)\nelse:\n    sampler = None\n"
+            + "loader = DataLoader(ds, sampler=sampler, shuffle=sampler is None)\n"
+            + _epoch_loop_text("loader"),
+        ),
+        # an endless generator that walks the loader again and again
+        Invalid(
+            _SETUP
+            + "def cycle(iterable):\n    while True:\n        for item in iterable:\n            yield item\n"
+            + "sampler = DistributedSampler(ds, shuffle=True) if ddp else None\n"
+            + "batches = cycle(DataLoader(ds, sampler=sampler))\n"
+            + "for step in range(1000):\n    loss(next(batches)).backward()\n",
+            line=7,
+        ),
+        # a sampler a helper returns, every caller shuffling
+        Invalid(
+            _SETUP
+            + "def data_sampler(ds, shuffle, distributed):\n    if distributed:\n"
+            + "        return DistributedSampler(ds, shuffle=shuffle)\n    return None\n"
+            + "loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=True, distributed=ddp))\n"
+            + _epoch_loop_text("loader"),
+            line=5,
+        ),
+        # passed inline; a step loop that starts a new pass when the loader runs out
+        Invalid(
+            _SETUP
+            + "loader = DataLoader(ds, sampler=DistributedSampler(ds, seed=1))\nit = iter(loader)\n"
+            + "for step in range(1000):\n    try:\n        x = next(it)\n    except StopIteration:\n"
+            + "        it = iter(loader)\n        x = next(it)\n    loss(x).backward()\n",
+            line=3,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value != "DistributedSampler":
+            return  # a Name may be an alias (`DistributedSampler as DS`)
+        if self.context.qualname(func) not in _SAMPLERS:
+            return
+        ancestors = tuple(self.context.ancestors[:-1])  # the context's stack ends with the node
+        shuffle = argument(node, "shuffle", 3, self.context.lookup)
+        if not (shuffle.missing or shuffle.value is True or self._shuffled_by_callers(shuffle.node, ancestors)):
+            return
+        target = bound_name(node, ancestors)
+        if target is None:
+            target = self._returned_by(node, ancestors)
+        facts = self.context.fact(loader_facts)
+        uncovered: List[Tuple[Path, cst.CSTNode]] = []
+        elsewhere = False
+        for site in facts.sites.values():
+            if not self._feeds(site, node, ancestors, target):
+                continue
+            names = names_bound_to(site) | ({target} if isinstance(target, str) else set())
+            if any(_EVAL_NAMES.search(name) for name in names):
+                continue
+            if id(site.call) not in facts.passes:
+                elsewhere = elsewhere or walked_every_epoch_elsewhere(self.context, facts, site.call, "set_epoch", _EVAL_NAMES)
+                continue
+            for path, loops in facts.passes[id(site.call)]:
+                if evaluates(path):
+                    continue
+                if any(self._sets_epoch(loop, path, target, site) for loop in loops):
+                    continue
+                uncovered.append((path, loops[0]))
+        if not uncovered and not elsewhere:
+            return
+        if isinstance(target, str) and uncovered:
+            sampler = target
+        else:
+            sampler = f"self.{target[0]}" if isinstance(target, tuple) and uncovered else "loader.sampler"
+        message = self.message.format(sampler=sampler)
+        fix = self._fix(node, ancestors, target, uncovered) if uncovered and not elsewhere else self._shown()
+        self.report(node, message=message, fix=fix)
+
+    # -- which loaders the sampler feeds -------------------------------------------------
+    def _feeds(self, site: LoaderSite, sampler: cst.Call, ancestors: Path, target) -> bool:
+        """The DataLoader's ``sampler`` is this call, or the name (``self`` attribute) this
+        call is assigned to, in the same scope (class)."""
+        passed = argument(site.call, "sampler", 3).node
+        if passed is None:
+            return False
+        value = passed.value
+        if value is sampler:
+            return True
+        if isinstance(target, str) and isinstance(value, cst.Name) and value.value == target:
+            own = self.context.scope_for(sampler, ancestors)
+            return binding_scope(self.context.scope_for(site.call, site.ancestors), target) is own
+        if isinstance(target, tuple) and isinstance(value, cst.Attribute):
+            attr, cls = target
+            return self_attr(value) == attr and _method_class(site.ancestors) is cls
+        if isinstance(target, Helper) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            return value.func.value == target.name and any(c is value for c in self._helper_calls(target.function))
+        return False
+
+    # -- a sampler a same-module helper returns ------------------------------------------
+    def _returned_by(self, call: cst.Call, ancestors: Path) -> Optional["Helper"]:
+        """``def data_sampler(...): return DistributedSampler(...)`` at module level."""
+        if not ancestors or not isinstance(ancestors[-1], cst.Return):
+            return None
+        function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+        if not isinstance(function, cst.FunctionDef) or len(self.context.fact(defs_by_name).get(function.name.value, [])) != 1:
+            return None
+        if not any(a is function for a in self.context.module.body):
+            return None
+        return Helper(function.name.value, function)
+
+    def _helper_calls(self, function: cst.FunctionDef) -> List[cst.Call]:
+        """The calls ``name(...)`` of a module-level function in this module."""
+        name = function.name.value
+        return [c for c in calls_in(self.context.module) if isinstance(c.func, cst.Name) and c.func.value == name]
+
+    def _shuffled_by_callers(self, arg: Optional[cst.Arg], ancestors: Path) -> bool:
+        """``shuffle=shuffle``, a parameter of the module-level helper the call stands in,
+        that every call of the helper in this module passes as ``True`` (by keyword)."""
+        helper = self._returned_by_any(ancestors)
+        if arg is None or helper is None or not isinstance(arg.value, cst.Name):
+            return False
+        name = arg.value.value
+        if name not in [p.name.value for p in helper.params.params]:
+            return False
+        calls = self._helper_calls(helper)
+        if not calls:
+            return False
+        for call in calls:
+            passed = argument(call, name, None)
+            if passed.value is not True:
+                return False
+        return True
+
+    def _returned_by_any(self, ancestors: Path) -> Optional[cst.FunctionDef]:
+        function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+        if isinstance(function, cst.FunctionDef) and any(a is function for a in self.context.module.body):
+            return function
+        return None
+
+    # -- does the epoch loop set the epoch? ----------------------------------------------
+    def _sets_epoch(self, loop: cst.CSTNode, path: Path, target, site: LoaderSite) -> bool:
+        """``set_epoch`` anywhere in the loop, in a helper it calls (this module or another
+        module of the project, two calls deep), or a call that hands the sampler or the
+        loader to code this module cannot see."""
+        if "set_epoch" in self.context.code_for(loop):
+            return True
+        handed = {target} if isinstance(target, str) else set()
+        handed |= names_bound_to(site)
+        return self._calls_setter(loop, handed, 0)
+
+    def _calls_setter(self, root: cst.CSTNode, handed: set, depth: int) -> bool:
+        for call in calls_in(root):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
+                return True
+            definitions = self._local_defs(call)
+            if definitions:
+                if depth < 2 and any(self._calls_setter(d, set(), depth + 1) for d in definitions):
+                    return True
+                continue
+            if self._project_sets_epoch(call):
+                return True
+            if handed and any(isinstance(a.value, cst.Name) and a.value.value in handed for a in call.args):
+                return not is_builtin_call(call)
+        return False
+
+    def _local_defs(self, call: cst.Call) -> List[cst.FunctionDef]:
+        """Same-module functions or methods a call may run, by name (``f()``, ``self.f()``)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            name = func.attr.value
+        else:
+            return []
+        return self.context.fact(defs_by_name).get(name, [])
+
+    def _project_sets_epoch(self, call: cst.Call) -> bool:
+        """A function of another project module (``engine.train_one_epoch(...)``) whose
+        module's text mentions ``set_epoch``; one that cannot be read counts as setting it."""
+        project = self.context.project
+        func = call.func
+        if project is None or not isinstance(func, (cst.Name, cst.Attribute)):
+            return False
+        dotted = dotted_name(func)
+        if dotted is None:
+            return False
+        try:
+            definition = project.resolve(str(self.context.path), dotted)
+        except Exception:  # noqa: BLE001 - an unresolvable name is unknown
+            return False
+        if definition is None or definition.path is None or definition.kind not in ("function", "method", "class"):
+            return False
+        text = project.text(definition.path)
+        return text is None or "set_epoch" in text
+
+    # -- the fix -------------------------------------------------------------------------
+    def _fix(self, sampler: cst.Call, ancestors: Path, target, uncovered: Sequence[Tuple[Path, cst.CSTNode]]):
+        loops = {id(loop): (loop, path) for path, loop in uncovered}
+        if len(loops) != 1 or target is None or isinstance(target, Helper):
+            return self._shown()
+        loop, path = next(iter(loops.values()))
+        epoch = epoch_variable(loop)
+        loop_path = ancestors_of(self.context.module, loop)
+        if epoch is None or loop_path is None or not isinstance(loop.body, cst.IndentedBlock):
+            return self._shown()
+        if isinstance(target, tuple):
+            attr, cls = target
+            assigned = re.findall(rf"\bself\.{re.escape(attr)}\s*=(?!=)", self.context.code_for(cls))
+            if len(assigned) != 1 or _method_class(loop_path) is not cls:
+                return self._shown()
+            receiver = f"self.{attr}"
+        else:
+            own = self.context.scope_for(sampler, ancestors)
+            values = own.bindings.get(target, [])
+            visible = binding_scope(self.context.scope_for(loop, loop_path), target) is own
+            if len(values) != 1 or values[0] is not sampler or not visible:
+                return self._shown()
+            receiver = target
+        statement = cst.parse_statement(f"{receiver}.set_epoch({epoch})\n")
+        body = loop.body.with_changes(body=(statement, *loop.body.body))
+        return self.fix([(loop, loop.with_changes(body=body))], message=f"Call `{receiver}.set_epoch({epoch})` at the start of each epoch")
+
+    def _shown(self):
+        return self.fix([], message="Call `set_epoch(epoch)` on the sampler at the start of each epoch", applicability=Applicability.DISPLAY_ONLY)

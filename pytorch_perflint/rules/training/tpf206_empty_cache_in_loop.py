@@ -1,0 +1,266 @@
+"""TPF206 empty-cache-in-loop."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ...analysis.ast_index import code_identifiers
+from ...analysis.scope import dotted_name
+from ...analysis.walk import child_nodes
+from ...rule import Invalid, Rule
+from ...types import Applicability
+from .classifiers import last_name, method_name
+from .loops import guarded_between, loop_bound_names, step_loop_around, training_facts
+from .no_grad import MODEL_NAME, evaluation_loops, under_no_grad
+from .test_code import in_test_code
+
+# Every spelling of "give the caching allocator's free blocks back to the driver".
+_EMPTY_CACHE = frozenset(
+    {
+        "torch.cuda.empty_cache",
+        "torch.cuda.memory.empty_cache",
+        "torch.mps.empty_cache",
+        "torch.xpu.empty_cache",
+        "torch.xpu.memory.empty_cache",
+        "torch.accelerator.empty_cache",
+        "torch.accelerator.memory.empty_cache",
+    }
+)
+# A loop that handles out-of-memory errors frees the cache on purpose.
+_OOM = re.compile(r"OutOfMemoryError|out of memory|\bOOM\b", re.IGNORECASE)
+# Names of flags and checks that only say whether a GPU is there (``if use_cuda:``).
+_DEVICE_FLAG = re.compile(r"cuda|gpu|mps|xpu|accelerat", re.IGNORECASE)
+_DEVICES = frozenset({"cuda", "mps", "xpu"})
+# ... but a flag about the cache itself (``args.clear_gpu_cache``) is the author's switch.
+_CACHE_FLAG = re.compile(r"cache|empty|clear|free|mem", re.IGNORECASE)
+_LOOP = (
+    "import torch\nfor i, (x, y) in enumerate(loader):\n    loss = crit(model(x.cuda()), y.cuda())\n"
+    "    loss.backward()\n    opt.step()\n"
+)
+
+
+class EmptyCacheInLoop(Rule):
+    """## What it does
+    Flags `torch.cuda.empty_cache()` (and `torch.accelerator.empty_cache()`,
+    `torch.mps.empty_cache()`, `torch.xpu.empty_cache()`) called on every iteration of a
+    training loop (a loop that runs `.backward()` or an optimizer step once per step) or of
+    an evaluation loop (a loop that calls a model under `torch.no_grad()` /
+    `torch.inference_mode()`, or one TPF203 sees as evaluation).
+
+    Silent outside loops, in an epoch loop around a helper that trains a whole epoch, under
+    a guard that runs it every N steps (`if step % 100 == 0:`) or behind a flag, in an
+    `except` handler, and in loops that handle out-of-memory errors (the cache is freed
+    there on purpose). A guard that only asks whether a GPU is there
+    (`if torch.cuda.is_available():`, `if args.cuda:`) still runs it every iteration.
+
+    ## Why is this bad?
+    PyTorch's caching allocator keeps freed GPU blocks to hand them out again without a
+    `cudaMalloc`. `empty_cache()` returns every unused block to the driver, so the next
+    iteration allocates all its activations afresh: `cudaMalloc`/`cudaFree` are slow and
+    synchronise the device. It does not give the program more memory (the blocks were
+    already free for PyTorch to reuse); it only makes them visible to other processes.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        torch.cuda.empty_cache()
+    ```
+
+    ## Use instead
+    ```python
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if step % 1000 == 0:  # only if fragmentation is a measured problem
+            torch.cuda.empty_cache()
+    ```
+
+    ## Fix safety
+    There is no automatic fix: some code frees the cache to fight fragmentation or to share
+    a GPU with another process. Remove the call, or run it every N steps.
+    """
+
+    code = "TPF206"
+    name = "empty-cache-in-loop"
+    message = (
+        "`{what}()` on every iteration of {kind} loop makes the next iteration allocate its "
+        "memory afresh; remove it or run it every N steps"
+    )
+    fix_applicability = Applicability.DISPLAY_ONLY
+    triggers = ("empty_cache",)
+
+    @classmethod
+    def could_fire_tree(cls, tree: ast.Module) -> bool:
+        """The code (not a comment or string) names ``empty_cache``."""
+        return "empty_cache" in code_identifiers(tree)
+
+    VALID = (
+        # Outside any loop.
+        "import torch\ntorch.cuda.empty_cache()\n" + _LOOP,
+        # Every N steps.
+        _LOOP + "    if i % 100 == 0:\n        torch.cuda.empty_cache()\n",
+        # Behind a flag the author controls.
+        _LOOP + "    if args.empty_cache:\n        torch.cuda.empty_cache()\n",
+        _LOOP + "    if args.clear_gpu_cache:\n        torch.cuda.empty_cache()\n",
+        # After an out-of-memory error.
+        "import torch\nfor x in loader:\n    try:\n        model(x).backward()\n        opt.step()\n"
+        "    except torch.cuda.OutOfMemoryError:\n        torch.cuda.empty_cache()\n",
+        "import torch\nfor x in loader:\n    try:\n        model(x).backward()\n        opt.step()\n"
+        "    except RuntimeError as e:\n        if 'out of memory' not in str(e):\n            raise\n"
+        "        oom = True\n    torch.cuda.empty_cache()\n",
+        # After the epoch, not after each step.
+        "import torch\nfor epoch in range(10):\n    for x in loader:\n        model(x).backward()\n        opt.step()\n"
+        "    torch.cuda.empty_cache()\n",
+        # A loop that neither trains nor evaluates a model.
+        "import torch\nfor path in checkpoints:\n    convert(path)\n    torch.cuda.empty_cache()\n",
+        # A model called in a loop with gradients on, no evaluation in sight.
+        "import torch\nfor x in batches:\n    feats.append(model(x))\n    torch.cuda.empty_cache()\n",
+        # A loop over models: each is freed before the next is evaluated.
+        "import torch\nfor name, model in models.items():\n    with torch.no_grad():\n        scores[name] = model(x)\n"
+        "    torch.cuda.empty_cache()\n",
+        "import torch\n@torch.no_grad()\ndef run(paths, x):\n    for path in paths:\n        net = torch.load(path)\n"
+        "        outs.append(net(x))\n        torch.cuda.empty_cache()\n",
+        # Not torch's.
+        "def empty_cache():\n    pass\n" + _LOOP + "    empty_cache()\n",
+        "import torch\nfor x in loader:\n    model(x).backward()\n    opt.step()\n    cache.empty_cache()\n",
+        # A comment and a string.
+        _LOOP + "    # torch.cuda.empty_cache()\n    s = 'torch.cuda.empty_cache()'\n",
+    )
+    INVALID = (
+        Invalid(_LOOP + "    torch.cuda.empty_cache()\n", line=6),
+        Invalid(
+            "from torch.cuda import empty_cache\n" + _LOOP.replace("import torch\n", "") + "    empty_cache()\n",
+            line=6,
+        ),
+        Invalid(
+            _LOOP + "    if torch.cuda.is_available():\n        torch.cuda.empty_cache()\n",
+            line=7,
+        ),
+        Invalid("import torch\nwhile True:\n    loss = step_loss()\n    loss.backward()\n    torch.mps.empty_cache()\n", line=5),
+        Invalid(
+            "import torch\n@torch.no_grad()\ndef evaluate(model, loader):\n    for x, y in loader:\n"
+            "        out = model(x.cuda())\n        torch.accelerator.empty_cache()\n",
+            line=6,
+        ),
+        Invalid(
+            "import torch\ndef validate(net, loader):\n    with torch.inference_mode():\n        for x in loader:\n"
+            "            preds.append(net(x))\n            torch.cuda.memory.empty_cache()\n",
+            line=6,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualname = self.context.qualname(node.func)
+        if qualname not in _EMPTY_CACHE:
+            return
+        ancestors = self.context.ancestors
+        if ancestors and ancestors[-1] is node:
+            ancestors = ancestors[:-1]
+        if in_test_code(ancestors, self.context.path):
+            return
+        found = self._loop(ancestors)
+        if found is None:
+            return
+        index, kind = found
+        loop = ancestors[index]
+        if guarded_between(_without_device_checks([*ancestors[index:], node], self.context.qualname)):
+            return
+        if any(type(a) is cst.Finally for a in ancestors[index:]) or _OOM.search(self.context.code_for(loop)):
+            return
+        what = dotted_name(node.func) or "empty_cache"
+        self.report(node, message=self.message.format(what=what, kind=kind))
+
+    def _loop(self, ancestors: Sequence[cst.CSTNode]) -> Optional[Tuple[int, str]]:
+        """The loop the call runs in on every iteration, and whether it trains or evaluates."""
+        around = step_loop_around(self.context, ancestors)
+        if around is not None:
+            return around[0], "a training"
+        index = _innermost_loop(ancestors)
+        if index is None:
+            return None
+        loop = ancestors[index]
+        facts = self.context.fact(training_facts).loop(loop)
+        if facts is not None and facts.is_training:
+            return None  # an epoch loop: once per epoch is no harm
+        evaluates = under_no_grad(self.context, ancestors) or any(
+            e.node is loop for e in self.context.fact(evaluation_loops)
+        )
+        if evaluates and _calls_a_model(loop):
+            return index, "an evaluation"
+        return None
+
+
+def _innermost_loop(ancestors: Sequence[cst.CSTNode]) -> Optional[int]:
+    """The index of the nearest ``for``/``while`` around a node, within its function, when
+    the node is in the loop's body (not its ``else`` or header)."""
+    for index in range(len(ancestors) - 1, -1, -1):
+        node = ancestors[index]
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(node, (cst.For, cst.While)):
+            child = ancestors[index + 1] if index + 1 < len(ancestors) else None
+            return index if child is node.body else None
+    return None
+
+
+def _calls_a_model(loop: cst.CSTNode) -> bool:
+    """The loop's own body (not a nested loop or function) calls something named like a
+    model (``model(x)``, ``self.net(x)``, ``model.forward(x)``) that the loop does not bind:
+    a loop over models or checkpoints (``for name, model in models.items():``) frees one
+    model's memory before the next, which is what the cache is emptied for."""
+    bound = loop_bound_names(loop)  # type: ignore[arg-type]
+    stack: List[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
+            continue
+        if type(node) is cst.Call:
+            target = node.func.value if method_name(node) == "forward" else node.func  # type: ignore[attr-defined]
+            name = last_name(target)
+            root = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
+            if name is not None and MODEL_NAME.match(name) and root is not None and root.split(".")[0] not in bound:
+                return True
+        stack.extend(child_nodes(node))
+    return False
+
+
+def _without_device_checks(
+    path: Sequence[cst.CSTNode], qualname: Callable[[cst.CSTNode], Optional[str]]
+) -> List[cst.CSTNode]:
+    """``path`` less the ``if`` statements whose body it enters and whose test only asks
+    whether a GPU is there: their body runs on every iteration on a GPU machine."""
+    kept: List[cst.CSTNode] = []
+    for position, node in enumerate(path):
+        after = path[position + 1] if position + 1 < len(path) else None
+        if type(node) is cst.If and after is node.body and _device_check(node.test, qualname):
+            continue
+        kept.append(node)
+    return kept
+
+
+def _device_check(test: cst.BaseExpression, qualname: Callable[[cst.CSTNode], Optional[str]]) -> bool:
+    """``torch.cuda.is_available()``, ``args.cuda``, ``use_gpu``, ``device.type == "cuda"``,
+    ``"cuda" in str(device)``, and ``and`` of those."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return _device_check(test.left, qualname) and _device_check(test.right, qualname)
+    if type(test) is cst.Call and not test.args:
+        name = qualname(test.func)
+        return name is not None and name.startswith("torch.") and name.endswith("is_available") and bool(_DEVICE_FLAG.search(name))
+    if type(test) in (cst.Name, cst.Attribute):
+        name = last_name(test)
+        return name is not None and bool(_DEVICE_FLAG.search(name)) and not _CACHE_FLAG.search(name)
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        operator = type(test.comparisons[0].operator)
+        sides = (test.left, test.comparisons[0].comparator)
+        return operator in (cst.Equal, cst.In) and any(
+            type(side) is cst.SimpleString and side.evaluated_value in _DEVICES for side in sides
+        )
+    return False
