@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,33 @@ def test_a_run_with_variants_finds_no_problem_with_the_real_tool(mirror, tmp_pat
     assert result.mutant_files == len(mutations.VARIANTS)
     assert {kind: getattr(result, kind) for kind in ecosystem.KINDS} == {kind: [] for kind in ecosystem.KINDS}
     assert {"mutants check", "mutants fix", "mutants fix again"} <= set(result.seconds)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+@pytest.mark.parametrize("hang", [False, True])
+def test_a_run_ends_every_process_it_started(tmp_path, hang):
+    """A tool run past its time limit, or one that exits leaving a worker behind, leaves no
+    process running (before, only the main process was killed; its workers lived on)."""
+    pid_file = tmp_path / "child.pid"
+    code = (
+        "import subprocess, sys, time, pathlib\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"pathlib.Path({str(pid_file)!r}).write_text(str(child.pid))\n"
+        + ("time.sleep(120)\n" if hang else "")
+    )
+    run = ecosystem.run_command([sys.executable, "-c", code], tmp_path, 5.0 if hang else 60.0)
+    assert (run.returncode is None) is hang
+    child = int(pid_file.read_text())
+    for _ in range(50):
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(child)
