@@ -82,3 +82,22 @@ def test_the_harness_reports_peak_memory_for_a_scenario_that_asks(tmp_path):
     assert export.result_dict(result)["peak_memory"]["measure"] == memory.CPU_MEASURE
     (plain,) = harness.run_all([select(("TPF204",))[0]], ["cpu"], harness.Options(quick=True, check_only=True))
     assert plain.memory is None
+
+
+
+@pytest.mark.slow
+def test_tpf205_quick_size_shows_the_graphs_it_keeps(tmp_path):
+    """`bench --quick` is what CI and a first-time user run: TPF205's memory line must show
+    the kept graphs there too (at 8 steps both programs read the same 8.27 MiB, as if the
+    fix changed nothing). The "after" is the program with the rule's fix, `loss.detach()`."""
+    pytest.importorskip("torch")
+    from pytorch_perflint.bench.scenario import select
+
+    (scenario,) = select(("TPF205",))
+    assert scenario.before.count("total += loss\n") == 1
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text(scenario.before)
+    after.write_text(scenario.before.replace("total += loss\n", "total += loss.detach()\n"))
+    size = scenario.sizes["quick"]
+    kept, detached = memory.cpu_peak(before, size, 0), memory.cpu_peak(after, size, 0)
+    assert kept - detached >= 2**20, (kept, detached)  # each step's graph, about 8 KiB

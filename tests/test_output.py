@@ -297,6 +297,21 @@ def test_sarif_validates_against_the_official_schema(tmp_path, sarif_validator):
     assert notes == [{"level": "error", "message": {"text": "bad.py: internal error"}}]
 
 
+def test_sarif_rule_descriptions_are_sentences_not_message_templates(tmp_path):
+    """A rule's message is a template filled per finding (`{value}`, `{what}`): code
+    scanning shows shortDescription as the rule's title, so it is the summary `rules` prints."""
+    from pytorch_perflint.rules_list import brief, rule_infos
+
+    rules = _sarif([_real(tmp_path)], tmp_path)["runs"][0]["tool"]["driver"]["rules"]
+    briefs = {info["code"]: brief(info["summary"]) for info in rule_infos()}
+    for rule in rules:
+        text = rule["shortDescription"]["text"]
+        assert not re.search(r"\{\w*\}", text), (rule["id"], text)
+        assert text == briefs[rule["id"]]
+    loss = next(r for r in rules if r["id"] == "TPF205")["shortDescription"]["text"]
+    assert loss.startswith("Flags, inside a training loop, a loss tensor accumulated")
+
+
 def test_sarif_clean_run_is_valid(tmp_path, sarif_validator):
     log = _sarif([FileResult(tmp_path / "a.py")], tmp_path)
     _assert_valid(sarif_validator, log)

@@ -35,7 +35,8 @@ def test_tpf602_before_2_0_names_the_for_loop_default():
     ("optimizer", "first"), [("Adam", "1.13"), ("AdamW", "2.0"), ("SGD", "2.3")]
 )
 def test_tpf602_reports_only_where_the_target_has_the_fused_optimizer(optimizer, first):
-    source = _ADAM.replace("Adam(", f"{optimizer}(").replace("parameters())", "parameters(), lr=0.1)")
+    # momentum: plain SGD (no momentum, no weight decay) is left alone whatever the version
+    source = _ADAM.replace("Adam(", f"{optimizer}(").replace("parameters())", "parameters(), lr=0.1, momentum=0.9)")
     major, minor = map(int, first.split("."))
     before = f"{major}.{minor - 1}" if minor else "1.13"
     assert _messages("TPF602", source, first)

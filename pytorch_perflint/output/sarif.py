@@ -8,6 +8,7 @@ is how code scanning ties results to files in the repository.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, TextIO
@@ -45,6 +46,15 @@ def artifact_location(path: Path, root: Optional[Path]) -> Dict[str, Any]:
     return {"uri": quote(rel, safe="/"), "uriBaseId": SRCROOT}
 
 
+@functools.lru_cache(maxsize=1)
+def _briefs() -> Dict[str, str]:
+    """Each rule's one-sentence summary, as `pytorch-perflint rules` prints it. A rule's
+    message is a template (`{value}` and such are filled per finding): no description."""
+    from ..rules_list import brief, rule_infos
+
+    return {info["code"]: brief(info["summary"]) for info in rule_infos()}
+
+
 def _descriptor(info: RuleInfo) -> Dict[str, Any]:
     docs = info.docs or info.message
     tags = ["performance", _FAMILY_TAGS.get(info.code[:4], "other")]
@@ -56,7 +66,7 @@ def _descriptor(info: RuleInfo) -> Dict[str, Any]:
     return {
         "id": info.code,
         "name": info.name,
-        "shortDescription": {"text": info.message},
+        "shortDescription": {"text": _briefs().get(info.code, info.message)},
         "fullDescription": {"text": docs},
         "help": {"text": docs, "markdown": docs},
         "helpUri": info.url,

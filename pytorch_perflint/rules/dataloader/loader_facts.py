@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterable, Tuple
+from typing import Iterable, Optional, Tuple
 
 import libcst as cst
 
@@ -100,34 +100,28 @@ def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None
 
 def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
     """Loaders with workers that a module-level helper here returns, walked every epoch by
-    a caller in another module (``project_iterations``)."""
-    candidates = {
-        id(site.call)
-        for site in facts.sites.values()
-        if id(site.call) not in facts.reiterated and type(site.args.num_workers.value) is int and site.args.num_workers.value > 0
-    }
-    if not candidates:
-        return
-    from .project_iterations import iterated_every_epoch
-
-    for name, definitions in resolver.recorded.functions.items():
-        if len(definitions) != 1 or len(definitions[0][1]) != 1:
-            continue  # not one module-level def
-        function, _ = definitions[0]
-        for value, path in resolver.recorded.returns.get(id(function), []):
-            for element, (expr, expr_path) in _returned_parts(value, path):
-                sites = [s.site for s in resolver.resolve(expr, expr_path).sources if id(s.site.call) in candidates]
-                if sites and iterated_every_epoch(context.project, str(context.path), name, element):  # type: ignore[arg-type]
-                    facts.reiterated.update(id(site.call) for site in sites)
+    a caller in another module (``project_iterations``): the same question TPF105 asks
+    (``walked_every_epoch_elsewhere``), without its ``set_epoch`` and evaluation screens."""
+    for site in facts.sites.values():
+        workers = site.args.num_workers.value
+        if id(site.call) in facts.reiterated or not (type(workers) is int and workers > 0):
+            continue
+        if walked_every_epoch_elsewhere(context, facts, site.call):
+            facts.reiterated.add(id(site.call))
 
 
 def walked_every_epoch_elsewhere(
-    context: FileContext, facts: LoaderFacts, call: cst.Call, unless_text: str, unless_name: "re.Pattern[str]"
+    context: FileContext,
+    facts: LoaderFacts,
+    call: cst.Call,
+    unless_text: Optional[str] = None,
+    unless_name: Optional["re.Pattern[str]"] = None,
 ) -> bool:
-    """TPF105 across files: a module-level helper here returns the loader ``call`` builds,
-    and a caller in another module walks it every epoch, unless that caller's module (or
-    a project module it imports) mentions ``unless_text`` or binds it to a name
-    ``unless_name`` matches."""
+    """A module-level helper here returns the loader ``call`` builds, and a caller in
+    another module walks it every epoch (itself, through a ``tqdm`` bar, or by passing it
+    to a project function that walks it), unless that caller's module (or a project module
+    it imports) mentions ``unless_text`` or binds it to a name ``unless_name`` matches.
+    TPF103 asks it with no screens, TPF105 with ``set_epoch`` and evaluation names."""
     resolver = facts.resolver
     if resolver is None or context.project is None:
         return False

@@ -194,7 +194,8 @@ class LoaderSourceResolver:
         function = _enclosing_function(path)
         if function is None or scope.node is not function:
             return _NOTHING
-        if scope.bindings.get(expr.value) != [None]:
+        values = scope.bindings.get(expr.value)
+        if values != [None] and not _reads_before_rebinding(values, path, loops):
             return _NOTHING  # rebound somewhere in the function, or not a parameter
         return self.parameter(function, expr.value, loops, depth)
 
@@ -388,6 +389,16 @@ class LoaderSourceResolver:
 
     def _unique_module_def(self, name: str) -> bool:
         return sum(1 for _, path in self.recorded.functions.get(name, []) if len(path) == 1) == 1
+
+
+def _reads_before_rebinding(values: Optional[List[Optional[cst.BaseExpression]]], path: Path, loops: Tuple[cst.CSTNode, ...]) -> bool:
+    """``loader = sample_data(loader)``: the parameter read on the right of the one
+    statement that rebinds it, outside any loop (where a later pass would read the new
+    value): there it still holds what the caller passed."""
+    if values is None or len(values) != 2 or sum(v is None for v in values) != 1 or loops:
+        return False
+    value = next(v for v in values if v is not None)
+    return any(node is value for node in path)
 
 
 def _exclusive(first: Path, second: Path) -> bool:

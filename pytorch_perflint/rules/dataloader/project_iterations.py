@@ -17,7 +17,7 @@ import ast
 import os
 import re
 import warnings
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from ...project import ProjectIndex
 from ...project.forms import dotted
@@ -25,6 +25,7 @@ from ...project.forms import dotted
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _PASS_THROUGH = frozenset({"enumerate", "iter", "tqdm"})
+_NO_GRAD = re.compile(r"no_grad|inference_mode")
 
 
 def iterated_every_epoch(
@@ -55,9 +56,73 @@ def iterated_every_epoch(
             continue
         tree = _parse(text) if text is not None else None
         body = _scope_body(tree, site.caller) if tree is not None else None
-        if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name):
+        walker = _Walker(index, caller_path, unless_text, unless_name)
+        if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name, walker):
             return True
     return False
+
+
+class _Walker:
+    """Whether a statement of a caller's loop starts a pass over a name: ``for x in
+    name`` (through ``enumerate``/``iter``/``tqdm``), or ``train(model, name)`` where
+    ``train`` is a project function (this module or another, one call deep) that walks
+    that parameter. A function whose module mentions ``unless_text`` does not count, nor
+    (when ``unless_name`` is given: TPF105, where an evaluation pass's order does not
+    matter) one whose name ``unless_name`` matches, one decorated with ``no_grad``, or a
+    walk under ``with torch.no_grad():``."""
+
+    def __init__(self, index: ProjectIndex, path: str, unless_text: Optional[str], unless_name: Optional["re.Pattern[str]"]) -> None:
+        self.index = index
+        self.path = path
+        self.unless_text = unless_text
+        self.unless_name = unless_name
+
+    def walks(self, node: ast.AST, names: Sequence[str]) -> bool:
+        if _walks(node, names):
+            return True
+        if type(node) is not ast.Call:
+            return False
+        for position, arg in enumerate(node.args):  # type: ignore[attr-defined]
+            if type(arg) is ast.Starred:
+                return False
+            if type(arg) is ast.Name and arg.id in names and self._walks_parameter(node, position):  # type: ignore[attr-defined]
+                return True
+        return False
+
+    def _walks_parameter(self, call: ast.Call, position: int) -> bool:
+        callee = dotted(call.func)
+        found = self.index.resolve(self.path, callee) if callee else None
+        if found is None or found.kind != "function" or found.function is None or found.path is None:
+            return False
+        params = found.function.params
+        if position >= len(params) or found.function.decorators or found.function.is_async:
+            return False
+        text = self.index.text(found.path)
+        if text is None or (self.unless_text is not None and self.unless_text in text):
+            return False
+        tree = _parse(text)
+        function = next(
+            (s for s in tree.body if type(s) is ast.FunctionDef and s.name == found.function.name and s.lineno == found.function.line),
+            None,
+        ) if tree is not None else None
+        if function is None or function.args.posonlyargs or function.args.vararg is not None:
+            return False
+        guarded: List[ast.AST] = []
+        if self.unless_name is not None:
+            if self.unless_name.search(function.name) or any(_NO_GRAD.search(ast.unparse(d)) for d in function.decorator_list):
+                return False
+            guarded = [w for w in _own_nodes(function.body) if type(w) is ast.With and any(_NO_GRAD.search(ast.unparse(i.context_expr)) for i in w.items)]
+        parameter = function.args.args[position].arg if position < len(function.args.args) else None
+        if parameter is None or parameter in ("self", "cls"):
+            return False
+        rebound = [
+            n
+            for n in _own_nodes(function.body)
+            if type(n) is ast.Name and n.id == parameter and type(n.ctx) is not ast.Load and not _wraps_itself(function.body, n)
+        ]
+        names = _aliases(function.body, parameter, None)
+        walks = [n for n in _own_nodes(function.body) if _walks(n, names)]
+        return not rebound and any(not any(_holds(g, n) for g in guarded) for n in walks)
 
 
 def _mentions(index: ProjectIndex, path: str, text: str, word: str) -> bool:
@@ -103,9 +168,22 @@ def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
 
 
 def _walked_in_a_loop(
-    body: Sequence[ast.stmt], line: int, callee: str, element: Optional[int], unless_name: Optional["re.Pattern[str]"] = None
+    body: Sequence[ast.stmt],
+    line: int,
+    callee: str,
+    element: Optional[int],
+    unless_name: Optional["re.Pattern[str]"] = None,
+    walker: Optional[_Walker] = None,
 ) -> bool:
-    assign = next(
+    assign = _assignment(body, line, callee)
+    if assign is None:
+        return False
+    return _name_walked(body, assign, _bound_name(assign.targets[0], element), unless_name, walker)
+
+
+def _assignment(body: Sequence[ast.stmt], line: int, callee: str) -> Optional[ast.Assign]:
+    """``x = callee(...)`` (one target) whose call starts on ``line``."""
+    return next(
         (
             n
             for n in _own_nodes(body)
@@ -117,9 +195,16 @@ def _walked_in_a_loop(
         ),
         None,
     )
-    if assign is None:
-        return False
-    name = _bound_name(assign.targets[0], element)
+
+
+def _name_walked(
+    body: Sequence[ast.stmt],
+    assign: ast.Assign,
+    name: Optional[str],
+    unless_name: Optional["re.Pattern[str]"],
+    walker: Optional["_Walker"],
+) -> bool:
+    """``name``, bound once by ``assign`` outside any loop, is walked in a loop of the scope."""
     if name is None or (unless_name is not None and unless_name.search(name)):
         return False
     stores = [n for n in _own_nodes(body) if type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load]
@@ -129,9 +214,44 @@ def _walked_in_a_loop(
     for loop in _own_nodes(body):
         if not isinstance(loop, _LOOPS) or _holds(loop, assign) or _holds_in_loop(body, assign):
             continue
-        if any(_walks(inner, name) for inner in _own_nodes(loop.body) if inner is not loop):
+        names = _aliases(body, name, loop)
+        if any(walker.walks(inner, names) if walker else _walks(inner, names) for inner in _own_nodes(loop.body) if inner is not loop):
             return True
     return False
+
+
+def _aliases(body: Sequence[ast.stmt], name: str, loop: Optional[ast.AST]) -> Tuple[str, ...]:
+    """``name`` and the names bound once to a wrapper of it (``pbar = tqdm(name)``): any
+    wrapper inside ``loop`` (made anew each pass), only ``tqdm`` outside it (a tqdm bar
+    walks its iterable again each time; an ``enumerate`` object is spent after one pass)."""
+    found = [name]
+    for node in _own_nodes(body):
+        if type(node) is not ast.Assign or len(node.targets) != 1 or type(node.targets[0]) is not ast.Name:
+            continue
+        alias = node.targets[0].id  # type: ignore[attr-defined]
+        wrappers = _wrappers(node.value, name)
+        if not wrappers or alias == name:
+            continue
+        inside = loop is not None and _holds(loop, node)
+        if not inside and any(w != "tqdm" for w in wrappers):
+            continue
+        stores = [n for n in _own_nodes(body) if type(n) is ast.Name and n.id == alias and type(n.ctx) is not ast.Load]
+        if len(stores) == 1:
+            found.append(alias)
+    return tuple(found)
+
+
+def _wrappers(expr: ast.AST, name: str) -> List[str]:
+    """The pass-through calls around ``name`` (``tqdm(enumerate(name))``), or [] when
+    ``expr`` is not such a chain."""
+    wrappers: List[str] = []
+    while type(expr) is ast.Call and expr.args and type(expr.args[0]) is not ast.Starred:  # type: ignore[attr-defined]
+        func = (dotted(expr.func) or "").split(".")[-1]  # type: ignore[attr-defined]
+        if func not in _PASS_THROUGH:
+            return []
+        wrappers.append(func)
+        expr = expr.args[0]  # type: ignore[attr-defined]
+    return wrappers if type(expr) is ast.Name and expr.id == name else []  # type: ignore[attr-defined]
 
 
 def _bound_name(target: ast.AST, element: Optional[int]) -> Optional[str]:
@@ -155,8 +275,8 @@ def _holds_in_loop(body: Sequence[ast.stmt], node: ast.AST) -> bool:
     return any(isinstance(n, _LOOPS) and _holds(n, node) for n in _own_nodes(body))
 
 
-def _walks(node: ast.AST, name: str) -> bool:
-    """``for ... in name`` (or ``enumerate(name)``, ``iter(name)``, ``tqdm(name)``)."""
+def _walks(node: ast.AST, names: Sequence[str]) -> bool:
+    """``for ... in name`` (or ``enumerate(name)``, ``iter(name)``, ``tqdm(name)``) for one of ``names``."""
     if not isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
         return False
     expr = node.iter
@@ -165,4 +285,76 @@ def _walks(node: ast.AST, name: str) -> bool:
         if func.split(".")[-1] not in _PASS_THROUGH:
             return False
         expr = expr.args[0]  # type: ignore[attr-defined]
-    return type(expr) is ast.Name and expr.id == name  # type: ignore[attr-defined]
+    return type(expr) is ast.Name and expr.id in names  # type: ignore[attr-defined]
+
+
+def _wraps_itself(body: Sequence[ast.stmt], store: ast.Name) -> bool:
+    """``loader = tqdm(loader)``: a rebinding to a pass-through wrapper of the same name,
+    which still walks what the name held."""
+    return any(
+        type(n) is ast.Assign and len(n.targets) == 1 and n.targets[0] is store and bool(_wrappers(n.value, store.id))
+        for n in _own_nodes(body)
+    )
+
+
+def sampler_walked_every_epoch(
+    index: ProjectIndex, path: str, helper: str, shuffle: Optional[str], unless_text: str, unless_name: "re.Pattern[str]"
+) -> bool:
+    """TPF105 across files, for a sampler: module-level function ``helper`` of ``path``
+    returns it, and a caller in another module binds the result to a name (passing a
+    literal ``True`` for the parameter ``shuffle`` names, when given), hands that name as
+    ``sampler=`` to a ``DataLoader`` bound once, and walks the loader every epoch (as
+    ``iterated_every_epoch`` reads a caller, with the same screens)."""
+    path = os.path.abspath(path)
+    found = index.resolve(path, helper)
+    if found is None or found.kind != "function" or found.path != path or found.function is None:
+        return False
+    params = [p.name for p in found.function.params if p.kind == "positional"]
+    for caller_path, site in index.callers(found) or ():
+        if caller_path == path or site.in_loop or site.star or site.dstar:
+            continue
+        text = index.text(caller_path)
+        if text is None or _mentions(index, caller_path, text, unless_text):
+            continue
+        tree = _parse(text)
+        body = _scope_body(tree, site.caller) if tree is not None else None
+        assign = _assignment(body, site.line, site.callee) if body is not None else None
+        if assign is None or type(assign.targets[0]) is not ast.Name or not _bound_once(body, assign.targets[0].id):  # type: ignore[attr-defined]
+            continue
+        if shuffle is not None and not _passes_true(assign.value, shuffle, params):  # type: ignore[arg-type]
+            continue
+        loader = _loader_taking(body, assign.targets[0].id)  # type: ignore[arg-type, attr-defined]
+        walker = _Walker(index, caller_path, unless_text, unless_name)
+        if loader is not None and _name_walked(body, loader, _bound_name(loader.targets[0], None), unless_name, walker):  # type: ignore[arg-type]
+            return True
+    return False
+
+
+def _passes_true(call: ast.Call, name: str, params: Sequence[str]) -> bool:
+    """The call passes the literal ``True`` for parameter ``name`` (by keyword or position)."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return type(keyword.value) is ast.Constant and keyword.value.value is True
+    position = params.index(name) if name in params else None
+    if position is None or position >= len(call.args) or any(type(a) is ast.Starred for a in call.args[: position + 1]):
+        return False
+    value = call.args[position]
+    return type(value) is ast.Constant and value.value is True
+
+
+def _loader_taking(body: Sequence[ast.stmt], sampler: str) -> Optional[ast.Assign]:
+    """The one ``loader = DataLoader(..., sampler=sampler)`` of the scope."""
+    found = [
+        n
+        for n in _own_nodes(body)
+        if type(n) is ast.Assign
+        and len(n.targets) == 1
+        and type(n.value) is ast.Call
+        and (dotted(n.value.func) or "").split(".")[-1] == "DataLoader"
+        and any(k.arg == "sampler" and type(k.value) is ast.Name and k.value.id == sampler for k in n.value.keywords)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _bound_once(body: Sequence[ast.stmt], name: str) -> bool:
+    return len([n for n in _own_nodes(body) if type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load]) == 1

@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import Scope
+from ...analysis.calls import argument
+from ...analysis.scope import Scope, dotted_name
 from ...context import FileContext
 from .loader_args import Path
 from .loader_sites import LoaderSite, _method_class
@@ -30,12 +31,27 @@ class Helper:
     function: cst.FunctionDef
 
 
+@dataclass(frozen=True)
+class Keyed:
+    """A dict of samplers (``samplers = {x: DistributedSampler(ds[x]) for x in phases}``):
+    loaders get one by subscript (``sampler=samplers[x]``)."""
+
+    name: str
+
+
 def bound_name(call: cst.Call, ancestors: Path):
     """``name`` for ``name = DistributedSampler(...)`` (also as a branch of ``x if c else
-    None``), ``(attr, class)`` for ``self.attr = ...`` in a method, else None."""
+    None`` or ``RandomSampler(ds) if c else x``), ``(attr, class)`` for ``self.attr = ...``
+    in a method, ``Keyed(name)`` for the value of a dict comprehension bound to ``name``,
+    else None."""
     parent = ancestors[-1] if ancestors else None
-    if isinstance(parent, cst.IfExp) and parent.body is call and len(ancestors) > 1:
+    if isinstance(parent, cst.IfExp) and (parent.body is call or parent.orelse is call) and len(ancestors) > 1:
         parent = ancestors[-2]
+    if isinstance(parent, cst.DictComp) and parent.value is call and len(ancestors) > 1:
+        holder = ancestors[-2]
+        if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
+            return Keyed(holder.targets[0].target.value)
+        return None
     if isinstance(parent, (cst.Assign, cst.AnnAssign)):
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
         if len(targets) != 1:
@@ -142,3 +158,54 @@ _BUILTINS = frozenset({"len", "print", "iter", "next", "enumerate", "zip", "isin
 
 def is_builtin_call(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Name) and call.func.value in _BUILTINS
+
+
+_BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
+
+
+def sampler_of(context: FileContext, site: LoaderSite) -> Optional[cst.BaseExpression]:
+    """What the loader's ``sampler=`` is, or the sampler a ``batch_sampler=BatchSampler(
+    sampler, ...)`` wraps (inline, or a name bound once in the loader's scope)."""
+    passed = argument(site.call, "sampler", 3).node
+    if passed is not None:
+        return passed.value
+    batches = argument(site.call, "batch_sampler", 4).node
+    value = batches.value if batches is not None else None
+    if isinstance(value, cst.Name):
+        value = context.scope_for(site.call, site.ancestors).lookup_value(value.value)
+    if not isinstance(value, cst.Call) or context.qualname(value.func) not in _BATCH_SAMPLERS:
+        return None
+    inner = argument(value, "sampler", 0).node
+    return inner.value if inner is not None else None
+
+
+def project_sets_epoch(context: FileContext, call: cst.Call) -> bool:
+    """A function of another project module (``engine.train_one_epoch(...)``) whose
+    module's text mentions ``set_epoch``; one that cannot be read counts as setting it."""
+    project = context.project
+    func = call.func
+    if project is None or not isinstance(func, (cst.Name, cst.Attribute)):
+        return False
+    dotted = dotted_name(func)
+    if dotted is None:
+        return False
+    try:
+        definition = project.resolve(str(context.path), dotted)
+    except Exception:  # noqa: BLE001 - an unresolvable name is unknown
+        return False
+    if definition is None or definition.path is None or definition.kind not in ("function", "method", "class"):
+        return False
+    text = project.text(definition.path)
+    return text is None or "set_epoch" in text
+
+
+def local_defs(context: FileContext, call: cst.Call) -> List[cst.FunctionDef]:
+    """Same-module functions or methods a call may run, by name (``f()``, ``self.f()``)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        name = func.value
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        name = func.attr.value
+    else:
+        return []
+    return context.fact(defs_by_name).get(name, [])

@@ -26,7 +26,8 @@ class DataloaderNoPersistentWorkers(Rule):
     cifar_loaders() elif stl: train, test = stl_loaders()`) and functions it is passed to
     (`train(train_loader)` called once per epoch). A loader that a helper returns is also
     flagged when a caller in another module of the project binds it once and walks it in
-    an epoch loop (`train_loader, val_loader = get_loaders()` in `train.py`).
+    an epoch loop (`train_loader, val_loader = get_loaders()` in `train.py`), itself, through
+    a `tqdm` bar, or by passing it each epoch to a project function that walks it.
 
     ## Why is this bad?
     Every `iter(loader)` (every `for batch in loader`) starts `num_workers` fresh processes,

@@ -10,14 +10,15 @@ import libcst as cst
 
 from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import argument
-from ...analysis.scope import dotted_name
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .loader_args import Path
 from .loader_facts import loader_facts, walked_every_epoch_elsewhere
+from .project_iterations import sampler_walked_every_epoch
 from .loader_sites import LoaderSite, _method_class
 from .sampler_facts import (
     Helper,
+    Keyed,
     ancestors_of,
     binding_scope,
     bound_name,
@@ -26,7 +27,10 @@ from .sampler_facts import (
     epoch_variable,
     evaluates,
     is_builtin_call,
+    local_defs,
     names_bound_to,
+    project_sets_epoch,
+    sampler_of,
     self_attr,
 )
 
@@ -47,9 +51,20 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     that loop calls `set_epoch(...)`: not on the sampler, not through `loader.sampler`, and
     not in a project helper the loop calls. The loader is followed as TPF103 follows it
     (names, `self` attributes, helpers that return it, functions it is passed to), also
-    into another module of the project: a helper here returns the loader and a caller
-    there binds it once and walks it in an epoch loop, and neither that module nor the
-    project modules it imports mention `set_epoch`.
+    into another module of the project, as TPF103 follows it there: a helper here returns
+    the loader and a caller there binds it once and walks it in an epoch loop (itself,
+    through a `tqdm` bar, or by passing it each epoch to a project function that walks it,
+    `engine.train_one_epoch(model, loader, optimizer)`), and neither that module, the
+    project modules it imports, nor the function's module mention `set_epoch`. A
+    sampler wrapped in a `BatchSampler` (`batch_sampler=`) counts, and so does one chosen
+    by a conditional expression (`RandomSampler(ds) if rank == -1 else
+    DistributedSampler(ds)`), or kept in a dict comprehension whose entries the loaders
+    take (`sampler=samplers[x]`). A function that rebinds its loader parameter to a
+    generator over it (`loader = sample_data(loader)`) still walks the loader it was given.
+    A sampler that a module-level helper returns (`def data_sampler(ds, shuffle,
+    distributed): ...`) is also followed to callers in other modules that bind it once,
+    pass it as `sampler=` to a `DataLoader` bound once and walk that loader every epoch
+    (with `shuffle=True` when the helper takes `shuffle`).
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
     evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
@@ -99,9 +114,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code names ``DistributedSampler`` and a ``DataLoader``."""
-        names = code_identifiers(tree)
-        return "DistributedSampler" in names and "DataLoader" in names
+        """The code names ``DistributedSampler`` (a helper that only returns one is read
+        for its callers in other modules)."""
+        return "DistributedSampler" in code_identifiers(tree)
 
     VALID = (
         _SETUP
@@ -163,6 +178,33 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         + "loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=True, distributed=ddp))\n"
         + "eval_loader = DataLoader(ds, sampler=data_sampler(ds, shuffle=False, distributed=ddp))\n"
         + _epoch_loop_text("loader"),
+        # a sampler inside a BatchSampler, its epoch set; one that does not shuffle
+        _SETUP
+        + "from torch.utils.data import BatchSampler\n"
+        + "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, batch_sampler=BatchSampler(sampler, 8, False))\n"
+        + "for epoch in range(3):\n    loader.batch_sampler.sampler.set_epoch(epoch)\n    for x, y in loader:\n        loss(x, y).backward()\n",
+        _SETUP
+        + "from torch.utils.data import BatchSampler\n"
+        + "sampler = DistributedSampler(ds, shuffle=False)\nbatches = BatchSampler(sampler, 8, False)\n"
+        + "loader = DataLoader(ds, batch_sampler=batches)\n" + _epoch_loop_text("loader"),
+        # the sampler is the other branch's, and the loop sets its epoch when it is there
+        _SETUP
+        + "from torch.utils.data import RandomSampler\n"
+        + "sampler = RandomSampler(ds) if rank == -1 else DistributedSampler(ds)\n"
+        + "loader = DataLoader(ds, sampler=sampler)\n"
+        + "for epoch in range(3):\n    if rank != -1:\n        sampler.set_epoch(epoch)\n"
+        + "    for x, y in loader:\n        loss(x, y).backward()\n",
+        # samplers in a dict comprehension, each phase's epoch set
+        _SETUP
+        + "samplers = {x: DistributedSampler(ds[x]) for x in ['train', 'val']}\n"
+        + "loaders = {x: DataLoader(ds[x], sampler=samplers[x]) for x in ['train', 'val']}\n"
+        + "for epoch in range(3):\n    for phase in ['train', 'val']:\n        samplers[phase].set_epoch(epoch)\n"
+        + "        for x, y in loaders[phase]:\n            loss(x, y).backward()\n",
+        # a parameter rebound to a one-pass generator over it: walked once
+        _SETUP
+        + "def batches(loader):\n    for b in loader:\n        yield b\n"
+        + "def train(loader):\n    loader = batches(loader)\n    for b in loader:\n        loss(b).backward()\n"
+        + "train(DataLoader(ds, sampler=DistributedSampler(ds)))\n",
         # a comment or a string is not code
         "from torch.utils.data import DataLoader\n# DistributedSampler(ds)\nx = 'DistributedSampler(ds)'\n",
     )
@@ -223,6 +265,55 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             + _epoch_loop_text("loader"),
             line=5,
         ),
+        # inside a BatchSampler (bound to a name): the fix sets the sampler's epoch
+        Invalid(
+            _SETUP
+            + "from torch.utils.data import BatchSampler\n"
+            + "sampler = DistributedSampler(ds)\nbatches = BatchSampler(sampler, 8, False)\n"
+            + "loader = DataLoader(ds, batch_sampler=batches)\n" + _epoch_loop_text("loader"),
+            line=4,
+            expected_fix=_SETUP
+            + "from torch.utils.data import BatchSampler\n"
+            + "sampler = DistributedSampler(ds)\nbatches = BatchSampler(sampler, 8, False)\n"
+            + "loader = DataLoader(ds, batch_sampler=batches)\n"
+            + "for epoch in range(3):\n    sampler.set_epoch(epoch)\n    for x, y in loader:\n"
+            + "        loss(x, y).backward()\n",
+        ),
+        # the other branch of a conditional expression: shown, not applied (a RandomSampler has no set_epoch)
+        Invalid(
+            _SETUP
+            + "from torch.utils.data import RandomSampler\n"
+            + "sampler = RandomSampler(ds) if rank == -1 else DistributedSampler(ds)\n"
+            + "loader = DataLoader(ds, sampler=sampler)\n" + _epoch_loop_text("loader"),
+            line=4,
+            expected_fix=_SETUP
+            + "from torch.utils.data import RandomSampler\n"
+            + "sampler = RandomSampler(ds) if rank == -1 else DistributedSampler(ds)\n"
+            + "loader = DataLoader(ds, sampler=sampler)\n" + _epoch_loop_text("loader"),
+        ),
+        # samplers in a dict comprehension, loaders picked by phase: shown, not applied
+        Invalid(
+            _SETUP
+            + "samplers = {x: DistributedSampler(ds[x]) for x in ['train', 'val']}\n"
+            + "loaders = {x: DataLoader(ds[x], sampler=samplers[x]) for x in ['train', 'val']}\n"
+            + "for epoch in range(3):\n    for phase in ['train', 'val']:\n"
+            + "        for x, y in loaders[phase]:\n            loss(x, y).backward()\n",
+            line=3,
+            expected_fix=_SETUP
+            + "samplers = {x: DistributedSampler(ds[x]) for x in ['train', 'val']}\n"
+            + "loaders = {x: DataLoader(ds[x], sampler=samplers[x]) for x in ['train', 'val']}\n"
+            + "for epoch in range(3):\n    for phase in ['train', 'val']:\n"
+            + "        for x, y in loaders[phase]:\n            loss(x, y).backward()\n",
+        ),
+        # a parameter rebound to an endless generator over the loader it was given
+        Invalid(
+            _SETUP
+            + "def sample_data(loader):\n    while True:\n        for batch in loader:\n            yield batch\n"
+            + "def train(loader, steps):\n    loader = sample_data(loader)\n"
+            + "    for i in range(steps):\n        loss(next(loader)).backward()\n"
+            + "sampler = DistributedSampler(ds, shuffle=True)\ntrain(DataLoader(ds, sampler=sampler), 1000)\n",
+            line=11,
+        ),
         # passed inline; a step loop that starts a new pass when the loader runs out
         Invalid(
             _SETUP
@@ -243,17 +334,20 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return
         ancestors = tuple(self.context.ancestors[:-1])  # the context's stack ends with the node
         shuffle = argument(node, "shuffle", 3, self.context.lookup)
-        if not (shuffle.missing or shuffle.value is True or self._shuffled_by_callers(shuffle.node, ancestors)):
-            return
         target = bound_name(node, ancestors)
         if target is None:
             target = self._returned_by(node, ancestors)
+        # `shuffle=shuffle` of a helper no call here decides: only callers elsewhere can
+        only_elsewhere = not (shuffle.missing or shuffle.value is True or self._shuffled_by_callers(shuffle.node, ancestors))
+        if only_elsewhere and not (isinstance(target, Helper) and isinstance(shuffle.node, cst.Arg) and isinstance(shuffle.node.value, cst.Name)):
+            return
         facts = self.context.fact(loader_facts)
         uncovered: List[Tuple[Path, cst.CSTNode]] = []
-        elsewhere = False
-        for site in facts.sites.values():
+        elsewhere = batched = False
+        for site in () if only_elsewhere else facts.sites.values():
             if not self._feeds(site, node, ancestors, target):
                 continue
+            batched = batched or argument(site.call, "sampler", 3).node is None
             names = names_bound_to(site) | ({target} if isinstance(target, str) else set())
             if any(_EVAL_NAMES.search(name) for name in names):
                 continue
@@ -266,12 +360,17 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 if any(self._sets_epoch(loop, path, target, site) for loop in loops):
                     continue
                 uncovered.append((path, loops[0]))
+        if not uncovered and not elsewhere and isinstance(target, Helper) and self.context.project is not None:
+            knob = shuffle.node.value.value if only_elsewhere else None  # type: ignore[union-attr]
+            elsewhere = sampler_walked_every_epoch(self.context.project, str(self.context.path), target.name, knob, "set_epoch", _EVAL_NAMES)
         if not uncovered and not elsewhere:
             return
         if isinstance(target, str) and uncovered:
             sampler = target
         else:
             sampler = f"self.{target[0]}" if isinstance(target, tuple) and uncovered else "loader.sampler"
+        if batched and sampler == "loader.sampler":  # a loader given a batch_sampler has a default .sampler
+            sampler = "loader.batch_sampler.sampler"
         message = self.message.format(sampler=sampler)
         fix = self._fix(node, ancestors, target, uncovered) if uncovered and not elsewhere else self._shown()
         self.report(node, message=message, fix=fix)
@@ -280,10 +379,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     def _feeds(self, site: LoaderSite, sampler: cst.Call, ancestors: Path, target) -> bool:
         """The DataLoader's ``sampler`` is this call, or the name (``self`` attribute) this
         call is assigned to, in the same scope (class)."""
-        passed = argument(site.call, "sampler", 3).node
-        if passed is None:
+        value = sampler_of(self.context, site)
+        if value is None:
             return False
-        value = passed.value
         if value is sampler:
             return True
         if isinstance(target, str) and isinstance(value, cst.Name) and value.value == target:
@@ -292,6 +390,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if isinstance(target, tuple) and isinstance(value, cst.Attribute):
             attr, cls = target
             return self_attr(value) == attr and _method_class(site.ancestors) is cls
+        if isinstance(target, Keyed) and isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+            own = self.context.scope_for(sampler, ancestors)
+            scope = self.context.scope_for(site.call, site.ancestors)
+            return value.value.value == target.name and binding_scope(scope, target.name) is own
         if isinstance(target, Helper) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             return value.func.value == target.name and any(c is value for c in self._helper_calls(target.function))
         return False
@@ -344,7 +446,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         loader to code this module cannot see."""
         if "set_epoch" in self.context.code_for(loop):
             return True
-        handed = {target} if isinstance(target, str) else set()
+        handed = {target} if isinstance(target, str) else {target.name} if isinstance(target, Keyed) else set()
         handed |= names_bound_to(site)
         return self._calls_setter(loop, handed, 0)
 
@@ -353,46 +455,17 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
                 return True
-            definitions = self._local_defs(call)
+            definitions = local_defs(self.context, call)
             if definitions:
                 if depth < 2 and any(self._calls_setter(d, set(), depth + 1) for d in definitions):
                     return True
                 continue
-            if self._project_sets_epoch(call):
+            if project_sets_epoch(self.context, call):
                 return True
             if handed and any(isinstance(a.value, cst.Name) and a.value.value in handed for a in call.args):
                 return not is_builtin_call(call)
         return False
 
-    def _local_defs(self, call: cst.Call) -> List[cst.FunctionDef]:
-        """Same-module functions or methods a call may run, by name (``f()``, ``self.f()``)."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            name = func.value
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
-            name = func.attr.value
-        else:
-            return []
-        return self.context.fact(defs_by_name).get(name, [])
-
-    def _project_sets_epoch(self, call: cst.Call) -> bool:
-        """A function of another project module (``engine.train_one_epoch(...)``) whose
-        module's text mentions ``set_epoch``; one that cannot be read counts as setting it."""
-        project = self.context.project
-        func = call.func
-        if project is None or not isinstance(func, (cst.Name, cst.Attribute)):
-            return False
-        dotted = dotted_name(func)
-        if dotted is None:
-            return False
-        try:
-            definition = project.resolve(str(self.context.path), dotted)
-        except Exception:  # noqa: BLE001 - an unresolvable name is unknown
-            return False
-        if definition is None or definition.path is None or definition.kind not in ("function", "method", "class"):
-            return False
-        text = project.text(definition.path)
-        return text is None or "set_epoch" in text
 
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, sampler: cst.Call, ancestors: Path, target, uncovered: Sequence[Tuple[Path, cst.CSTNode]]):

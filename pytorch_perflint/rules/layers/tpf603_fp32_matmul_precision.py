@@ -150,6 +150,7 @@ class Fp32MatmulPrecision(Rule):
         "for x in loader:\n    model(x.cuda()).backward()\n    opt.step()\n"
     )
     _SCRIPT = _PROLOGUE + "model = Net().cuda()\n" + _LOOP
+    _DDP_IMPORT = "import torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
     _FIXED_NEW = _PROLOGUE.replace(
         "import torch.nn as nn\n", 'import torch.nn as nn\n\ntorch.backends.cuda.matmul.fp32_precision = "tf32"\n'
     )
@@ -168,6 +169,9 @@ class Fp32MatmulPrecision(Rule):
         _SCRIPT.replace("Net().cuda()", "Net().to('mps')").replace("x.cuda()", "x.to('mps')"),
         # A convolutional model: cuDNN convolutions use TF32 already (TPF403's ground).
         _SCRIPT.replace("nn.Linear(512, 512)", "nn.Conv2d(3, 8, 3)"),
+        _SCRIPT.replace("nn.Linear(512, 512)", "nn.Conv2d(3, 8, 3)")
+        .replace("import torch.nn as nn\n", _DDP_IMPORT)
+        .replace("model = Net().cuda()", "model = DDP(Net().cuda())"),
         # A model of unknown kind from a call that is not a model builder.
         "import torch\nmodel = registry[name].cuda()\n" + _LOOP,
         # No training here.
@@ -215,6 +219,16 @@ class Fp32MatmulPrecision(Rule):
             "    opt = th.optim.SGD(model.parameters(), lr=0.1)\n"
             "    for x, y in loader:\n        crit(model(x.cuda()), y.cuda()).backward()\n        opt.step()\n"
             "if __name__ == '__main__':\n    main()\n",
+        ),
+        # Built inside its wrapper (`DDP(Net().cuda())`): the build is that statement.
+        Invalid(
+            _SCRIPT.replace("import torch.nn as nn\n", _DDP_IMPORT).replace("model = Net().cuda()", "model = DDP(Net().cuda())"),
+            line=10,
+            expected_fix=_FIXED_NEW.replace(
+                "import torch.nn as nn\n", _DDP_IMPORT
+            )
+            + "model = DDP(Net().cuda())\n"
+            + _LOOP,
         ),
         # A trainer class is no entry script: the setting is shown, not inserted.
         Invalid(
@@ -276,13 +290,13 @@ def _trained_build(context: FileContext) -> Optional[_Build]:
                 target = dotted_name(targets[0]) if len(targets) == 1 and type(targets[0]) in (cst.Name, cst.Attribute) else None
                 scope = context.scope_of(visited.chain)
                 if target is not None and _builds_model(context, small.value, scope):  # type: ignore[attr-defined]
-                    candidates.append((node, small, target, visited.chain))
+                    candidates.append((node, small, target, visited.chain, scope))
     if any(build.target in trained for build in context.fact(conv_model_builds)):
         return None  # a convolutional model is trained: cuDNN uses TF32 for it already
-    for line, small, target, chain in candidates:
+    for line, small, target, chain, scope in candidates:
         if target not in trained:
             continue
-        if in_test_code(list(chain), context.path) or _project_conv(context, small.value):  # type: ignore[attr-defined]
+        if in_test_code(list(chain), context.path) or _project_conv(context, _unwrap(context, small.value, scope)):  # type: ignore[attr-defined]
             return None
         return _Build(line, small, len(chain) == 1)
     return None
@@ -341,11 +355,25 @@ def _in_layer_class(context: FileContext, visited: Visited) -> bool:
     return False
 
 
+def _unwrap(context: FileContext, value: cst.BaseExpression, scope: Scope) -> cst.BaseExpression:
+    """The build inside a wrapper that is given it directly: ``DDP(Net().cuda(rank),
+    device_ids=[rank])`` and ``torch.compile(Net())`` build ``Net()`` (TPF403 reads them so)."""
+    for _ in range(4):  # DDP(torch.compile(Net().cuda())) at most
+        while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _MODEL_METHODS:
+            value = value.func.value
+        if not (type(value) is cst.Call and type(value.func) in (cst.Name, cst.Attribute) and value.args):
+            break
+        if value.args[0].keyword is not None or value.args[0].star or context.qualname(value.func, scope) not in _WRAPPERS:
+            break
+        value = value.args[0].value
+    return value
+
+
 def _builds_model(context: FileContext, value: cst.BaseExpression, scope: Scope) -> bool:
     """``Net(...)``, ``nn.Sequential(...)``, ``timm.create_model(...)``, ``build_model(cfg)``,
-    possibly moved (``.cuda()``, ``.to(device)``); not a wrapper of a model built before."""
-    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _MODEL_METHODS:
-        value = value.func.value
+    possibly moved (``.cuda()``, ``.to(device)``) or wrapped where it is built
+    (``DDP(Net().cuda())``); not a wrapper of a model built before (``DDP(model)``)."""
+    value = _unwrap(context, value, scope)
     if type(value) is not cst.Call or type(value.func) not in (cst.Name, cst.Attribute):
         return False
     qualname = context.qualname(value.func, scope)
