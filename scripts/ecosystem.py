@@ -22,21 +22,26 @@ only compiled to check their syntax.
     python scripts/ecosystem.py --checkouts /work/.mirror --report docs/ecosystem.md \\
         --baseline docs/ecosystem.json [--write-baseline] [--machine "..."]
 
+With ``--mutants N`` (default 2) it also writes fuzz and mutation variants of N sampled files
+per repository beside the export and checks them the same way (``ecosystem_mutations.py``).
+
 Exit status: 1 when any repository had a crash, a hang, an unparsable, refused or non-idempotent fix,
-or a write outside its root; 0 otherwise (changed finding counts are reported, not failed).
+a write outside its root, a variant Python rejects that was not TPF001/TPF003 or was rewritten, or a
+line whose ending a fix changed; 0 otherwise (changed finding counts are reported, not failed).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import concurrent.futures
 import datetime
 import hashlib
 import io
 import json
 import os
-import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -51,11 +56,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, as a script or loaded by path
+from ecosystem_mutations import Sizes, Tools, check_mutants  # noqa: E402
+from ecosystem_report import KINDS, compare, machine_description, markdown, totals  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = ROOT / "scripts" / "ecosystem_repos.toml"
 CACHE_DIR = ".pytorch_perflint_cache"
-KINDS = ("crashes", "hangs", "unparsable", "refused", "non_idempotent", "outside_writes")
 FLAGS = ("--select", "ALL", "--preview", "--exit-zero", "--output-format", "json")
+# ``-I`` leaves the linted folder off sys.path; this checkout's package goes first instead.
 RUN_CHECKOUT = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pytorch_perflint.__main__ import main; main()"
 # git must not run anything the mirror's own config asks for.
 _GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never")
@@ -88,6 +97,9 @@ class RepoResult:
     refused: List[str] = field(default_factory=list)  # fixes the tool did not write: they would not parse
     non_idempotent: List[str] = field(default_factory=list)
     outside_writes: List[str] = field(default_factory=list)
+    missed_rejections: List[str] = field(default_factory=list)  # variants Python rejects: no TPF001/TPF003, or rewritten
+    endings_changed: List[str] = field(default_factory=list)  # a fix changed the ending of a line it left alone
+    mutant_files: int = 0  # fuzz and mutation variants generated from the repository's files
     seconds: Dict[str, float] = field(default_factory=dict)
     skipped: str = ""
     missing_blobs: int = 0  # files of the commit the mirror does not hold (large data files)
@@ -217,7 +229,7 @@ def syntax_problem(data: bytes, name: str) -> Optional[str]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(data, name, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as error:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         return f"{type(error).__name__}: {error}"
     return None
 
@@ -234,15 +246,35 @@ class Run:
 
 
 def run_tool(root: Path, extra: Sequence[str], timeout: float) -> Run:
-    """``pytorch-perflint check . FLAGS extra`` in ``root``, isolated from its sys.path."""
-    command = [sys.executable, "-I", "-c", RUN_CHECKOUT, "check", ".", *FLAGS, *extra]
+    """``pytorch-perflint check . FLAGS extra`` in ``root``, isolated from its sys.path: the tool
+    of this checkout (``ROOT``), whatever an editable install of the environment points at."""
+    return run_command([sys.executable, "-I", "-c", RUN_CHECKOUT, "check", ".", *FLAGS, *extra], root, timeout)
+
+
+def run_command(command: Sequence[str], cwd: Path, timeout: float) -> Run:
+    """Run ``command`` in its own session; when it ends or runs past ``timeout``, every process
+    left in that session ends too (a run killed at its time limit once left its workers
+    running for an hour, holding 1.5 GB each)."""
     started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        done = subprocess.run(command, cwd=root, capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as expired:
-        out = (expired.stdout or b"").decode(errors="replace")
-        return Run(None, out, (expired.stderr or b"").decode(errors="replace"), time.perf_counter() - started)
-    return Run(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"), time.perf_counter() - started)
+        out, err = process.communicate(timeout=timeout)
+        code: Optional[int] = process.returncode
+    except subprocess.TimeoutExpired:
+        _end_session(process.pid)
+        out, err = process.communicate()
+        code = None
+    finally:
+        _end_session(process.pid)
+    return Run(code, out.decode(errors="replace"), err.decode(errors="replace"), time.perf_counter() - started)
+
+
+def _end_session(leader: int) -> None:
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _crashes(run: Run, stage: str) -> List[str]:
@@ -254,7 +286,8 @@ def _crashes(run: Run, stage: str) -> List[str]:
 
 
 def _refused(run: Run, stage: str) -> List[str]:
-    return [f"{stage}: {line}" for line in run.stderr.splitlines() if "does not parse" in line]
+    refusals = ("does not parse", "was not applied", "fix not applied", "did not settle")
+    return [f"{stage}: {line}" for line in run.stderr.splitlines() if any(r in line for r in refusals)]
 
 
 def _findings(run: Run) -> Dict[str, int]:
@@ -265,15 +298,21 @@ def _findings(run: Run) -> Dict[str, int]:
     return dict(sorted(collections.Counter(d["code"] for d in diagnostics).items()))
 
 
-def check_repo(repo: Repo, checkouts: Path, work: Path, timeout: float) -> RepoResult:
+def check_repo(repo: Repo, checkouts: Path, work: Path, timeout: float, mutants: int = 0, mutant_timeout: float = 120.0,
+               sizes: Sizes = Sizes()) -> RepoResult:
+    """Export, lint, fix and fix again one repository in its own box ``work/owner+name`` (the
+    export is ``repo`` in it, beside a sentinel file and the variants: a write there is outside)."""
     result = RepoResult(commit=repo.commit)
-    root = work / repo.folder
+    box = work / repo.folder
+    box.mkdir(parents=True)
+    (box / "sentinel.txt").write_text("a file beside the repository: no run may change it\n")
+    root = box / "repo"
     why, result.missing_blobs = materialize(checkouts, repo, root)
     if why:
         result.skipped = why
         return result
     result.python_files = sum(1 for _ in root.rglob("*.py"))
-    outside_before = snapshot(work, skip=root)
+    outside_before = snapshot(box, skip=root)
     before = snapshot(root)
 
     check = run_tool(root, ["--no-cache"], timeout)
@@ -300,13 +339,16 @@ def check_repo(repo: Repo, checkouts: Path, work: Path, timeout: float) -> RepoR
             if problem is not None and before_fix is not None and syntax_problem(before_fix, rel) is None:
                 result.unparsable.append(f"{rel}: {problem}")  # a file broken before is not the fix's
 
-    second = run_tool(root, ["--fix", "--unsafe-fixes"], timeout)
-    result.seconds["fix-again"] = round(second.seconds, 2)
-    result.crashes += _crashes(second, "fix again")
-    if second.returncode is None:
-        result.hangs.append(f"fix again: no result after {timeout:.0f} s")
-    result.non_idempotent = [f"{rel}: changed by a second --fix" for rel in changed(fixed, snapshot(root))]
-    result.outside_writes = changed(outside_before, snapshot(work, skip=root))
+    if touched or first.returncode not in (0, 1):  # a fix run that changed nothing has nothing to repeat
+        second = run_tool(root, ["--fix", "--unsafe-fixes"], timeout)
+        result.seconds["fix-again"] = round(second.seconds, 2)
+        result.crashes += _crashes(second, "fix again")
+        if second.returncode is None:
+            result.hangs.append(f"fix again: no result after {timeout:.0f} s")
+        result.non_idempotent = [f"{rel}: changed by a second --fix" for rel in changed(fixed, snapshot(root))]
+    result.outside_writes = changed(outside_before, snapshot(box, skip=root))
+    if mutants:
+        check_mutants(result, root, box, mutants, mutant_timeout, TOOLS, sizes)
     return result
 
 
@@ -324,123 +366,23 @@ def original(repo: Repo, checkouts: Path, rel: str) -> Optional[bytes]:
 # -- reporting ------------------------------------------------------------------------------
 
 
+TOOLS = Tools(run_tool=run_tool, snapshot=snapshot, changed=changed, syntax_problem=syntax_problem, crashes=_crashes, refused=_refused)
+
+
 def _tool_commit() -> str:
     done = _git(ROOT / ".git", "rev-parse", "--short", "HEAD") if (ROOT / ".git").exists() else None
     return done.stdout.decode().strip() if done is not None and done.returncode == 0 else "unknown"
 
 
-def machine_description() -> str:
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-
-
-def totals(results: Dict[str, RepoResult]) -> Dict[str, int]:
-    counter: collections.Counter = collections.Counter()
-    for result in results.values():
-        counter.update(result.findings)
-    return dict(sorted(counter.items()))
-
-
-def compare(current: Dict[str, RepoResult], baseline: Optional[dict]) -> List[str]:
-    """Lines saying how the findings changed since the baseline, per rule and per repository."""
-    if not baseline:
-        return ["No earlier run recorded: this run is the baseline."]
-    old_repos = baseline.get("repos", {})
-    lines = []
-    old_totals: collections.Counter = collections.Counter()
-    for entry in old_repos.values():
-        old_totals.update(entry.get("findings", {}))
-    new_totals = totals(current)
-    for code in sorted(set(old_totals) | set(new_totals)):
-        old, new = old_totals.get(code, 0), new_totals.get(code, 0)
-        if old != new:
-            lines.append(f"{code}: {old} -> {new} ({new - old:+d})")
-    for name, result in current.items():
-        previous = old_repos.get(name)
-        if previous is None:
-            lines.append(f"{name}: new in the list")
-            continue
-        if previous.get("commit") != result.commit:
-            lines.append(f"{name}: commit {previous.get('commit', '?')[:10]} -> {result.commit[:10]}")
-        deltas = [
-            f"{code} {result.findings.get(code, 0) - previous.get('findings', {}).get(code, 0):+d}"
-            for code in sorted(set(result.findings) | set(previous.get("findings", {})))
-            if result.findings.get(code, 0) != previous.get("findings", {}).get(code, 0)
-        ]
-        if deltas:
-            lines.append(f"{name}: {', '.join(deltas)}")
-    for name in sorted(set(old_repos) - set(current)):
-        lines.append(f"{name}: no longer in the list")
-    return lines or ["No change in the findings since the baseline."]
-
-
-def markdown(results: Dict[str, RepoResult], repos: Sequence[Repo], changes: List[str], meta: dict) -> str:
-    kinds = {r.name: r.kind for r in repos}
-    total = lambda attr: sum(len(getattr(r, attr)) for r in results.values())  # noqa: E731
-    checked = [r for r in results.values() if not r.skipped]
-    lines = [
-        "# Ecosystem check",
-        "",
-        "Generated by `scripts/ecosystem.py` (the repositories and their pinned commits are in",
-        "`scripts/ecosystem_repos.toml`; the numbers below are also in `docs/ecosystem.json`, the",
-        "baseline the next run compares with). Each repository is exported at its commit, then:",
-        "`check --select ALL --preview` (findings), `check --fix --unsafe-fixes --select ALL",
-        "--preview` (fixes), and the same fix run again (idempotence). Default settings otherwise,",
-        "so test files follow `test-files = \"skip\"`. To run it again (the mirrors come from the",
-        "`fetch` tool, or any folder of clones named `owner+name`):",
-        "",
-        "    python scripts/ecosystem.py --checkouts /work/.mirror --report docs/ecosystem.md \\",
-        "        --baseline docs/ecosystem.json --write-baseline",
-        "",
-        f"Machine: {meta['machine']}. Tool: pytorch-perflint {meta['version']} at commit `{meta['tool_commit']}`. "
-        f"Date: {meta['date']}.",
-        "",
-        "## Summary",
-        "",
-        "| | count |",
-        "|---|---|",
-        f"| repositories checked | {len(checked)} of {len(results)} |",
-        f"| Python files | {sum(r.python_files for r in checked)} |",
-        f"| findings | {sum(sum(r.findings.values()) for r in checked)} |",
-        f"| files changed by the fix | {sum(r.fixed_files for r in checked)} |",
-        f"| crashes (internal errors) | {total('crashes')} |",
-        f"| hangs | {total('hangs')} |",
-        f"| unparsable fixes (written, Python cannot compile the file) | {total('unparsable')} |",
-        f"| fixes refused by the tool (the result would not parse) | {total('refused')} |",
-        f"| non-idempotent fixes | {total('non_idempotent')} |",
-        f"| writes outside the linted roots | {total('outside_writes')} |",
-        "",
-        "## Findings per rule",
-        "",
-        "| rule | findings |",
-        "|---|---|",
-    ]
-    lines += [f"| {code} | {count} |" for code, count in totals(results).items()]
-    lines += ["", "## Compared with the last recorded run", ""]
-    lines += [f"* {line}" for line in changes]
-    lines += ["", "## Per repository", ""]
-    lines += [
-        "| repository | kind | commit | .py files | findings | fixed files | problems | check s | fix s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, r in results.items():
-        if r.skipped:
-            lines.append(f"| {name} | {kinds.get(name, '')} | `{r.commit[:10]}` | skipped: {r.skipped} | | | | | |")
-            continue
-        found = ", ".join(f"{c} {n}" for c, n in r.findings.items()) or "0"
-        absent = f" ({r.missing_blobs} large files absent from the mirror)" if r.missing_blobs else ""
-        lines.append(
-            f"| {name} | {kinds.get(name, '')} | `{r.commit[:10]}` | {r.python_files}{absent} | {found} | {r.fixed_files} | "
-            f"{r.problems} | {r.seconds.get('check', 0):.1f} | {r.seconds.get('fix', 0):.1f} |"
-        )
-    problems = [
-        (name, kind, item)
-        for name, r in results.items()
-        for kind in KINDS
-        for item in getattr(r, kind)
-    ]
-    lines += ["", "## Problems", ""]
-    lines += [f"* {name} ({kind}): {item}" for name, kind, item in problems] or ["None."]
-    return "\n".join(lines) + "\n"
+def _print_status(repo: Repo, result: RepoResult) -> None:
+    status = f"skipped ({result.skipped})" if result.skipped else (
+        f"{sum(result.findings.values())} findings, {result.fixed_files} files fixed, {result.mutant_files} variants, "
+        f"{result.problems} problems, {sum(result.seconds.values()):.0f} s"
+    )
+    print(f"{repo.name}: {status}", flush=True)
+    for kind in KINDS:
+        for item in getattr(result, kind)[:3]:
+            print(f"    {kind}: {item}", flush=True)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -452,6 +394,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--report", type=Path, help="write the Markdown report here")
     parser.add_argument("--only", nargs="*", help="check only these owner/name entries")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per tool run before it counts as a hang")
+    parser.add_argument("--mutants", type=int, default=2, metavar="N",
+                        help="fuzz and mutation variants of N sampled files per repository (0: none)")
+    parser.add_argument("--mutant-timeout", type=float, default=120.0, help="seconds per tool run on the variants")
+    parser.add_argument("--jobs", type=int, default=1, help="repositories checked at the same time")
     parser.add_argument("--machine", default=machine_description(), help="how to name the machine in the report")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one, removed after)")
     args = parser.parse_args(argv)
@@ -460,40 +406,49 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     baseline = json.loads(args.baseline.read_text()) if args.baseline.is_file() else None
     work = args.work or Path(tempfile.mkdtemp(prefix="ecosystem-"))
     work.mkdir(parents=True, exist_ok=True)
-    (work / "sentinel.txt").write_text("a file beside the repositories: no run may change it\n")
     results: Dict[str, RepoResult] = {}
+    started = time.perf_counter()
+    one = lambda repo: check_repo(repo, args.checkouts, work, args.timeout, args.mutants, args.mutant_timeout)  # noqa: E731
     try:
-        for repo in repos:
-            results[repo.name] = result = check_repo(repo, args.checkouts, work, args.timeout)
-            status = f"skipped ({result.skipped})" if result.skipped else (
-                f"{sum(result.findings.values())} findings, {result.fixed_files} files fixed, {result.problems} problems"
-            )
-            print(f"{repo.name}: {status}", flush=True)
-            for kind in KINDS:
-                for item in getattr(result, kind)[:3]:
-                    print(f"    {kind}: {item}", flush=True)
-            shutil.rmtree(work / repo.folder, ignore_errors=True)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            pending = {pool.submit(one, repo): repo for repo in repos}
+            for future in concurrent.futures.as_completed(pending):
+                repo = pending[future]
+                results[repo.name] = result = future.result()
+                _print_status(repo, result)
+                shutil.rmtree(work / repo.folder, ignore_errors=True)
+                _write(args, repos, results, baseline, started, final=False)  # a run cut short keeps what it saw
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
+    for line in _write(args, repos, results, baseline, started, final=True):
+        print(line)
+    return 1 if any(r.problems for r in results.values()) else 0
 
+
+def _write(args, repos: Sequence[Repo], results: Dict[str, RepoResult], baseline: Optional[dict], started: float,
+           final: bool) -> List[str]:
+    """Write the report and the baseline for the repositories done so far (in the list's order);
+    the changes since the baseline."""
     from pytorch_perflint import __version__
 
+    done = {repo.name: results[repo.name] for repo in repos if repo.name in results}
     meta = {
         "machine": args.machine,
         "version": __version__,
         "tool_commit": _tool_commit(),
         "date": datetime.date.today().isoformat(),
+        "wall_minutes": round((time.perf_counter() - started) / 60, 1),
+        "mutants_per_repo": args.mutants,
+        "complete": final and len(done) == len(repos),
     }
-    changes = compare(results, baseline)
-    for line in changes:
-        print(line)
+    changes = compare(done, baseline)
     if args.report:
-        args.report.write_text(markdown(results, repos, changes, meta), encoding="utf-8")
+        args.report.write_text(markdown(done, repos, changes, meta), encoding="utf-8")
     if args.write_baseline:
-        record = {**meta, "repos": {name: asdict(r) for name, r in results.items()}, "totals": totals(results)}
+        record = {**meta, "repos": {name: asdict(r) for name, r in done.items()}, "totals": totals(done)}
         args.baseline.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return 1 if any(r.problems for r in results.values()) else 0
+    return changes
 
 
 if __name__ == "__main__":
