@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from .report import format_seconds
+from .report import format_bytes, format_seconds
 
 
 def _speedup(verdict: Dict[str, Any]) -> str:
@@ -31,15 +31,6 @@ def _noise(verdict: Dict[str, Any]) -> str:
 def _verdict(verdict: Dict[str, Any]) -> str:
     kind = verdict.get("kind", "?")
     return f"{kind}: {verdict['reason']}" if kind == "skipped" and verdict.get("reason") else kind
-
-
-def _bytes(value: Optional[int]) -> str:
-    if value is None:
-        return "-"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value} B"
 
 
 def _read(path: Path) -> Optional[Dict[str, Any]]:
@@ -90,7 +81,7 @@ def scenarios_section(bench: Optional[Dict[str, Any]]) -> List[str]:
         alone = " (op alone)" if "operation alone" in str(result.get("benchmark", "")) else ""
         checks = "ok" if result.get("checks", {}).get("ok") else "FAILED: " + "; ".join(result.get("checks", {}).get("problems", ()))
         peak = result.get("peak_memory")
-        memory = f"{_bytes(peak.get('before_bytes'))} / {_bytes(peak.get('after_bytes'))}" if peak else "-"
+        memory = f"{format_bytes(peak.get('before_bytes'))} / {format_bytes(peak.get('after_bytes'))}" if peak else "-"
         lines.append(
             f"| {result.get('code')}{alone} | {result.get('device')} | {format_seconds(verdict.get('before_median_s'))} "
             f"| {format_seconds(verdict.get('after_median_s'))} | {_speedup(verdict)} | {_noise(verdict)} | {_verdict(verdict)} | {checks} | {memory} |"
