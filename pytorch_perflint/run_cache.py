@@ -17,6 +17,7 @@ from .tree_files import stat_key
 from .types import FileResult
 
 if TYPE_CHECKING:  # the project layer is imported only when some file is linted
+    from .fix_passes import Reads
     from .project.linted import RunProjects
 
 
@@ -24,12 +25,14 @@ if TYPE_CHECKING:  # the project layer is imported only when some file is linted
 class Done:
     """A worker's answer for one file: its result and, for the cache, what it depended on,
     the module summaries the worker read for it (for the parent to keep) and the project
-    state when the worker built the import graph itself."""
+    state when the worker built the import graph itself; in a fix pass, what its findings
+    read (``fix_passes``)."""
 
     result: FileResult
     stamp: Optional[Stamp] = None
     summaries: Optional[Tuple[str, dict]] = None  # (project root, path -> (stat key, summary))
     state: Optional[Tuple[str, Any]] = None  # (project root, cache_graph.State)
+    reads: Optional["Reads"] = None
 
 
 class LazyProjects:

@@ -264,7 +264,7 @@ def _lint_task(
     # The text last linted is the file's now (fixed and written, or as it was read).
     project.settle(path, stat_key(str(path)) if result.fixed else key)
     if mode is Mode.FIX:  # what the findings read, for the next pass (``fix_passes``)
-        return _Done(result, Reads.of(used, project.root))  # type: ignore[arg-type]
+        return _Done(result, reads=Reads.of(used, project.root))
     if not stamped or result.errors:
         return _Done(result)
     try:
@@ -460,8 +460,8 @@ def _in_order(todo: Sequence[Path], screened: Mapping[Path, _Done], fresh: Itera
     from the lint workers; what each read goes into ``reads`` (a fix pass)."""
     for path in todo:
         done = screened[path] if path in screened else next(fresh)
-        if reads is not None and done.stamp is not None:
-            reads[path] = done.stamp
+        if reads is not None and done.reads is not None:
+            reads[path] = done.reads
         yield done
 
 
