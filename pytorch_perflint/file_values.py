@@ -21,6 +21,7 @@ import libcst as cst
 from .context import FileContext
 from .positions import statement_lines, statement_ranges
 from .project.forms import FormBuilder
+from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
 from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
 from .project.values import Answer, Where, engine_for
@@ -41,8 +42,15 @@ class FileValues:
         self._starts: Optional[Sequence[int]] = None
         self._statement_index: Dict[int, int] = {}
         self._scopes: Dict[int, Scope] = {}
-        self._path = os.path.abspath(context.path) if context.project is not None else None
-        self.engine = engine_for(context.project)
+        self._path = os.path.abspath(context.path)
+        project = context.project
+        if project is None:
+            # A file linted on its own is a project of one module: its classes and
+            # functions are followed as any project's are.
+            project = ProjectIndex(os.path.dirname(self._path), context.settings, files=[self._path])
+            project.lone = True  # type: ignore[attr-defined]  # its callers elsewhere are not known
+            project.summary(self._path, source=context.source)
+        self.engine = engine_for(project)
 
     @property
     def tree(self) -> Optional[ast.Module]:
@@ -53,12 +61,13 @@ class FileValues:
                 return None
         return self._tree
 
-    def kind_of(self, node: cst.BaseExpression) -> Kind:
-        return self.answer(node).kind
+    def kind_of(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Kind:
+        return self.answer(node, statement).kind
 
-    def answer(self, node: cst.BaseExpression) -> Answer:
-        """The engine's answer for an expression under the current node of the pass."""
-        found = self._locate(node)
+    def answer(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Answer:
+        """The engine's answer for an expression under the current node of the pass, or
+        (``statement``: the top-level statement that holds it) anywhere in the module."""
+        found = self._locate(node, statement)
         if found is None:
             return Answer(UNKNOWN)
         expression, chain = found
@@ -69,13 +78,16 @@ class FileValues:
         return self.engine.answer(expression_form(expression, where.scope), where)
 
     # -- from LibCST to ast ----------------------------------------------------------------
-    def _locate(self, node: cst.CSTNode) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
+    def _locate(self, node: cst.CSTNode, statement: Optional[cst.CSTNode] = None) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
         """The ``ast`` node at the LibCST node's position, and its ancestors."""
         tree = self.tree
         ancestors = self.context.ancestors
-        if tree is None or len(ancestors) < 2 and node not in self.context.module.body:
+        if statement is None:
+            if tree is None or len(ancestors) < 2 and node not in self.context.module.body:
+                return None
+            statement = ancestors[1] if len(ancestors) > 1 else node
+        elif tree is None:
             return None
-        statement = ancestors[1] if len(ancestors) > 1 else node
         index = self._index_of(statement)
         if self._starts is None:
             self._starts = statement_lines(self.context.module, tree) or ()

@@ -8,7 +8,8 @@ from typing import List, Tuple
 import libcst as cst
 
 from pytorch_perflint.context import FileContext
-from pytorch_perflint.rules.layers.conv_models import conv_model_builds
+from pytorch_perflint.file_values import FileValues
+from pytorch_perflint.rules.layers.trained_models import model_builds
 from pytorch_perflint.rules.layers.module_facts import module_facts
 from pytorch_perflint.testing import settings_with
 
@@ -124,6 +125,7 @@ def test_conv_model_builds() -> None:
         "f = nn.DataParallel(Net())\n"
         "g = build(cfg)\n"
     )
-    context = _context(source)
-    targets = [(b.target, b.inside_model) for b in context.fact(conv_model_builds)]
+    context = FileContext(Path("example.py"), source, cst.parse_module(source), settings_with({}), values=lambda c: FileValues(c, source))
+    wanted = ("self.c", "self.net", "self.fc", "a", "b", "c", "d", "e", "f", "g")
+    targets = [(b.target, b.inside_model) for b in model_builds(context, wanted) if b.conv]
     assert targets == [("self.c", True), ("self.net", True), ("a", False), ("b", False), ("c", False), ("f", False)]

@@ -173,10 +173,33 @@ class Accelerator:
     """The accelerator device (``torch.device("cuda")``)."""
 
 
+@dataclass(frozen=True)
+class Parser:
+    """An ``argparse.ArgumentParser`` built in module ``path`` (its options' defaults are
+    that module's summary's)."""
+
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """What ``parser.parse_args()`` gives: an attribute is the option's default."""
+
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """An object of another framework (``mxnet``, ``tensorflow``...): certainly not a
+    torch module or tensor."""
+
+    library: str
+
+
 Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, NoneValue,
     Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
-    Wrapper, Accelerator,
+    Wrapper, Accelerator, Parser, Namespace, Foreign,
 ]
 UNKNOWN = Unknown()
 

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional,
 from . import library_values as library
 from .bodies import locate
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, ProjectCallable, Text, Unknown, join
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, ProjectCallable, Text, Unknown, join
+from .module_values import ModuleValues
 from .resolution import Definition
 from .scopes import Branches, Each, Scope, build_scope, mutable_display
 
@@ -95,6 +96,7 @@ class ValueEngine:
         self._generation = -1
         self._memo: Dict[Tuple, Tuple[Kind, FrozenSet[str]]] = {}
         self._scopes: Dict[Tuple, Optional[Scope]] = {}
+        self.models = ModuleValues(self, Where)
 
     # -- the question ------------------------------------------------------------------------
     def answer(self, form: Form, where: Where) -> Answer:
@@ -114,7 +116,7 @@ class ValueEngine:
 
     def _scannable(self) -> bool:
         """Whether the project is small enough to scan for callers and subclasses."""
-        return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES
+        return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES and not getattr(self.index, "lone", False)
 
     # -- memos ---------------------------------------------------------------------------------
     def _fresh(self) -> None:
@@ -195,6 +197,7 @@ class ValueEngine:
         if isinstance(found, tuple):  # a dotted name the index resolved whole
             return found[0]
         kind = found
+        kind = self.models.read_namespace(kind, head, rest, where) if type(kind) is Namespace and rest else kind
         for part in rest.split(".") if rest else ():
             kind = self._attribute(kind, part, depth)
         return kind
@@ -266,13 +269,15 @@ class ValueEngine:
         if not decorators <= _PLAIN:
             return UNKNOWN
         method = definition.name.rpartition(".")[2]
+        if definition.kind == "method" and method == "__init__":  # its callers are the class's
+            definition = self.index.resolve(scope.path, scope.owner.rpartition(".")[0]) or definition
         if definition.kind == "method" and not (method.startswith("_") and not method.endswith("__")):
-            return UNKNOWN  # a public method or a constructor: its callers are not all known cheaply
+            return UNKNOWN  # a public method (or a constructor of no known class): callers not all known
         if self.optimistic:
             return Array()  # a screen's question: could it be an array?
         if not self._scannable():
             return UNKNOWN
-        key = ("param", scope.path, scope.owner, definition.function.line, name)
+        key = ("param", scope.path, scope.owner, name)
         return self._memoised(key, lambda: self._arguments(definition, name, depth))
 
     def _arguments(self, definition: Definition, name: str, depth: int) -> Kind:
@@ -303,6 +308,8 @@ class ValueEngine:
         def evaluate(arg: Form) -> Kind:
             return self._eval(arg, where, depth + 1)
 
+        if (found := self.models.library_call(form, evaluate, where.path)) is not None:
+            return found  # models, argparse, other frameworks
         if type(func) is Ref:
             if func.name == "<enter>":  # `with h5py.File(p) as f`: the file itself
                 entered = evaluate(form.args[0]) if form.args else UNKNOWN
@@ -310,7 +317,7 @@ class ValueEngine:
             if func.qualname is not None and library.knows(func.qualname):
                 return library.call(func.qualname, form, evaluate)
             if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
-                return self._by_name(form.args[0].name, form.args[1], where, depth)  # type: ignore[union-attr]
+                return self.models.by_name(form.args[0].name, form.args[1], where, depth)  # type: ignore[union-attr]
             head, _, method = func.name.rpartition(".")
             if head:
                 callee = self._ref(func, where, depth + 1)
@@ -322,19 +329,14 @@ class ValueEngine:
         if type(func) is Attr:
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
         if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
+            inner = func.func
+            if type(inner) is Ref and inner.name == "getattr" and len(func.args) == 2 and type(func.args[0]) is Ref and self._free(where, "getattr"):
+                return self.models.call_by_name(func.args[0].name, func.args[1], where, depth)  # type: ignore[union-attr]
             return self._call_kind(self._eval(func, where, depth + 1), depth)
         if type(func) is Item and type(func.value) is Ref and func.value.name.endswith(".__dict__"):
             owner = func.value.name[: -len(".__dict__")]
-            return self._call_kind(self._by_name(owner, func.index, where, depth), depth)
+            return self.models.call_by_name(owner, func.index, where, depth)
         return UNKNOWN
-
-    def _by_name(self, owner: str, name: Form, where: Where, depth: int) -> Kind:
-        """A factory chosen by name: ``models.__dict__[arch]``, ``getattr(models, arch)``
-        with ``arch`` a known string (a literal, or a name bound to one)."""
-        chosen = self._eval(name, where, depth + 1)
-        if type(chosen) is not Text or chosen.value is None or not chosen.value.isidentifier():
-            return UNKNOWN
-        return self._ref(Ref(f"{owner}.{chosen.value}"), where, depth + 1)
 
     @staticmethod
     def _free(where: Where, name: str) -> bool:
@@ -364,9 +366,9 @@ class ValueEngine:
         return self.returns(definition, depth)
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
-        if type(receiver) is Instance:
+        if type(receiver) is Instance and not self.models.keeps(receiver, name):  # `Net().cuda()`: still it
             return self._dispatch(receiver, name, depth)
-        return library.method(receiver, name, form, evaluate)
+        return self.models.method(receiver, name, form) or library.method(receiver, name, form, evaluate)
 
     def _dispatch(self, receiver: Instance, name: str, depth: int) -> Kind:
         """What calling method ``name`` of the instance returns: its class's method, joined
@@ -408,7 +410,7 @@ class ValueEngine:
             return UNKNOWN
         outer = Where(definition.path)
         kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
-        return _join_all(kinds)
+        return self.models.join(kinds) if len(set(kinds)) > 1 else _join_all(kinds)  # every candidate a conv model?
 
     # -- attributes, items, iteration ---------------------------------------------------------
     def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
@@ -420,7 +422,7 @@ class ValueEngine:
             definition = receiver.definition
             found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
             return self._definition(found, depth)
-        return library.attribute(receiver, name)
+        return self.models.attribute(receiver, name) or library.attribute(receiver, name)
 
     def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int) -> Kind:
         """Every ``self.name = ...`` in the methods of the class and its project bases (and
