@@ -195,3 +195,14 @@ def test_an_mxnet_net_is_not_evaluated_with_autograd(tmp_path):
     )
     root = _project(tmp_path, {"mx_eval.py": gluon, "torch_eval.py": torch_net}, "TPF203")
     assert _findings(root, ".") == [("torch_eval.py", 8, "TPF203")]
+
+
+def test_a_model_built_in_the_branches_of_a_module_level_if(tmp_path):
+    train = (
+        "import torch\nimport torchvision\n\n"
+        "if arch == 'resnet18':\n    model = torchvision.models.resnet18().cuda()\n"
+        "else:\n    model = torchvision.models.resnet50().cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
+    )
+    assert _findings(_project(tmp_path, {"train.py": train}), ".") == [("train.py", 5, "TPF403")]

@@ -12,13 +12,13 @@ proportional to them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, List, Tuple
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
 from ...analysis.scope import dotted_name
 from ...context import FileContext
-from .module_parts import walk_scoped
+from ...analysis.walk import child_nodes
 
 
 @dataclass(frozen=True)
@@ -59,13 +59,8 @@ def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuil
     models = context.models
     if not names or models is None:
         return ()
-    module = context.module
     out: List[ModelBuild] = []
-    for visited in walk_scoped(module):
-        node = visited.node
-        if type(node) is not cst.SimpleStatementLine:
-            continue
-        statement = node if len(visited.chain) == 1 else visited.chain[1]
+    for statement, node, cls in _lines(context.module):
         for small in node.body:
             if type(small) not in (cst.Assign, cst.AnnAssign) or small.value is None:  # type: ignore[attr-defined]
                 continue
@@ -77,12 +72,26 @@ def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuil
                     items = getattr(kind, "items", None)
                     kind = items[position] if items is not None and position < len(items) else None
                 conv = kind is not None and models.conv(kind)
-                inside = visited.cls is not None and _is_module_class(context, visited.cls, statement)
+                inside = cls is not None and _is_module_class(context, cls)
                 out.append(ModelBuild(node, small, target, conv, inside))
     return tuple(out)
 
 
-def _is_module_class(context: FileContext, cls: cst.ClassDef, statement: cst.CSTNode) -> bool:
+def _lines(module: cst.Module) -> Iterator[Tuple[cst.CSTNode, cst.SimpleStatementLine, Optional[cst.ClassDef]]]:
+    """Each simple statement line with the module-level statement that holds it and its
+    innermost class, in source order."""
+    for top in module.body:
+        stack: List[Tuple[cst.CSTNode, Optional[cst.ClassDef]]] = [(top, None)]
+        while stack:
+            node, cls = stack.pop()
+            if type(node) is cst.SimpleStatementLine:
+                yield top, node, cls
+                continue
+            inner = node if type(node) is cst.ClassDef else cls
+            stack.extend((child, inner) for child in reversed(child_nodes(node)) if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.Finally)) or type(child).__name__ in ("MatchCase",))
+
+
+def _is_module_class(context: FileContext, cls: cst.ClassDef) -> bool:
     """A class of the module that derives from ``nn.Module`` (its assignments build parts)."""
     scope = context.scope_of([context.module])
     for base in cls.bases:
