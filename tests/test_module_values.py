@@ -206,3 +206,21 @@ def test_a_model_built_in_the_branches_of_a_module_level_if(tmp_path):
         "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
     )
     assert _findings(_project(tmp_path, {"train.py": train}), ".") == [("train.py", 5, "TPF403")]
+
+
+# -- TPF301: a conv bound to a name, its bias a parameter the engine reads -------------------
+
+CONV_BN = (
+    "import torch.nn as nn\n\n\n"
+    "def conv_bn(cin, cout, bias=True):\n"
+    "    conv_mod = nn.Conv2d(cin, cout, 3, bias=bias)\n"
+    "    return nn.Sequential(conv_mod, nn.BatchNorm2d(cout))\n"
+)
+
+
+def test_a_named_conv_whose_bias_parameter_every_caller_leaves_true(tmp_path):
+    files = {"blocks.py": CONV_BN, "net.py": "from blocks import conv_bn\n\nstem = conv_bn(3, 8)\nbody = conv_bn(8, 8, True)\n"}
+    root = _project(tmp_path, files, "TPF301")
+    assert _findings(root, ".") == [("blocks.py", 5, "TPF301")]
+    _rewrite(root / "net.py", "from blocks import conv_bn\n\nstem = conv_bn(3, 8)\nbody = conv_bn(8, 8, bias=False)\n")
+    assert _findings(root, ".") == []  # one caller says False: the parameter is not known true

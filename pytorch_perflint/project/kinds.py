@@ -85,6 +85,13 @@ class Text:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """``True`` or ``False`` (a literal, or a parameter whose every caller passes it)."""
+
+    value: bool
+
+
+@dataclass(frozen=True)
 class NoneValue:
     """``None``."""
 
@@ -197,7 +204,7 @@ class Foreign:
 
 
 Kind = Union[
-    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, NoneValue,
+    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, Flag, NoneValue,
     Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
     Wrapper, Accelerator, Parser, Namespace, Foreign,
 ]
