@@ -16,6 +16,7 @@ from ...types import Applicability
 # What a wrapper built only to rename checkpoint keys is used for: its state dict (the keys
 # gain or lose the ``module.`` prefix) and the model inside it. Never its forward.
 _CHECKPOINT_METHODS = frozenset({"state_dict", "load_state_dict"})
+_OTHER_PARALLEL = ("DistributedDataParallel", "ShardedDataParallel")
 
 
 class DataParallel(Rule):
@@ -75,7 +76,7 @@ class DataParallel(Rule):
         """The code names ``DataParallel`` (an attribute, a name or an import): the
         qualified name of the wrapped call ends with it, through the file's imports; or a
         name that holds it (``UserScatteredDataParallel``, a project subclass)."""
-        return any("DataParallel" in name and not name.endswith("DistributedDataParallel") for name in code_identifiers(tree))
+        return any(name.endswith("DataParallel") and not name.endswith(_OTHER_PARALLEL) for name in code_identifiers(tree))
 
     VALID = (
         "import torch\nif isinstance(model, torch.nn.DataParallel):\n    model = model.module\n",
