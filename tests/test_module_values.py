@@ -224,3 +224,22 @@ def test_a_named_conv_whose_bias_parameter_every_caller_leaves_true(tmp_path):
     assert _findings(root, ".") == [("blocks.py", 5, "TPF301")]
     _rewrite(root / "net.py", "from blocks import conv_bn\n\nstem = conv_bn(3, 8)\nbody = conv_bn(8, 8, bias=False)\n")
     assert _findings(root, ".") == []  # one caller says False: the parameter is not known true
+
+
+def test_a_class_whose_convolutions_come_from_a_block_class_passed_to_its_own_method(tmp_path):
+    blocks = (
+        "import torch.nn as nn\n\n\nclass Block(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(c, c, 3)\n"
+    )
+    net = (
+        "import torch.nn as nn\nfrom blocks import Block\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.body = self._make_layer(Block, 2)\n"
+        "        self.fc = nn.Linear(8, 2)\n\n"
+        "    def _make_layer(self, block, n):\n        layers = []\n        for _ in range(n):\n"
+        "            layers.append(block(8))\n        return nn.Sequential(*layers)\n"
+    )
+    train = "import torch\nfrom net import Net\n\n\ndef main():\n    model = Net().cuda()\n" + LOOP
+    root = _project(tmp_path, {"blocks.py": blocks, "net.py": net, "train.py": train})
+    assert _findings(root, ".") == [("train.py", 6, "TPF403")]
+    _rewrite(root / "blocks.py", blocks.replace("nn.Conv2d(c, c, 3)", "nn.Linear(c, c)"))
+    assert _findings(root, ".") == []

@@ -225,8 +225,6 @@ class ModuleValues:
                 return Namespace(receiver.path)  # type: ignore[union-attr]
             if name == "parse_known_args":
                 return Items((Namespace(receiver.path), UNKNOWN))  # type: ignore[union-attr]
-        if kind is Foreign:
-            return receiver
         return None
 
     def attribute(self, receiver: Kind, name: str) -> Optional[Kind]:
@@ -237,8 +235,6 @@ class ModuleValues:
             index = self.engine.index
             defaults = index.summary(path).extra(ARGPARSE) if index is not None and path is not None else None
             return default_of(receiver, name, defaults)  # type: ignore[arg-type]
-        if type(receiver) is Foreign:
-            return receiver
         return None
 
     def read_namespace(self, kind: Kind, head: str, rest: str, where: "Where") -> Kind:
@@ -328,8 +324,8 @@ class ModuleValues:
                         return Module(conv=True)
                     if func.qualname not in ("timm.create_model", "torch.hub.load", "torchvision.models.get_model"):
                         continue
-                if func.name.partition(".")[0] in scope.params[1:2] or func.name in _BUILTINS:
-                    continue  # a call of an argument, or a builtin
+                if func.name in _BUILTINS:
+                    continue
                 pending.append((form, where))
         for form, where in pending[:_MAX_CALLS]:
             if self.conv(engine._eval(form, where, depth + 1)):
