@@ -172,10 +172,15 @@ class CudnnBenchmarkDisabled(Rule):
     the project's own model package), `timm.create_model(args.model)` and
     `models.get_model(args.arch)` count when the name is known: a literal, or the
     argparse default of the option (`parser.add_argument("--arch", default="resnet18")`
-    in this module, or in the project module whose parser gives `args`). A project object
-    that holds a convolutional model (`agent = Agent(...)` whose constructor builds one)
-    counts as trained when the loop calls one of its methods that runs a training step
-    (`agent.learn(batch)`).
+    in this module, or in the project module whose parser gives `args`); with the name not
+    known, a project module whose every public factory builds a convolutional model, and a
+    factory whose every `return` does (`get_model(name)` with an `if`/`elif` over names).
+    A project object that holds a convolutional model (`agent = Agent(...)` whose
+    constructor builds one) counts as trained when the loop calls one of its methods that
+    runs a training step (`agent.learn(batch)`); a trainer class that keeps the model its
+    callers pass (`self.model = model`, `model, diffusion = create_model_and_diffusion()`
+    in the script) is flagged at that assignment. What a model is comes from the value
+    engine (`project/module_values.py`).
 
     ## Why is this bad?
     With `benchmark` off, cuDNN picks a convolution algorithm by heuristics. With it on, the
