@@ -243,3 +243,15 @@ def test_a_class_whose_convolutions_come_from_a_block_class_passed_to_its_own_me
     assert _findings(root, ".") == [("train.py", 6, "TPF403")]
     _rewrite(root / "blocks.py", blocks.replace("nn.Conv2d(c, c, 3)", "nn.Linear(c, c)"))
     assert _findings(root, ".") == []
+
+
+def test_a_project_class_of_another_framework_is_not_a_torch_model(tmp_path):
+    net = "from mxnet import gluon\n\n\nclass Net(gluon.nn.HybridBlock):\n    pass\n"
+    evaluate = (
+        "import torch\nfrom net import Net\n\n\n"
+        "def evaluate(loader):\n    model = Net()\n    for x in loader:\n        out = model(x)\n"
+    )
+    root = _project(tmp_path, {"net.py": net, "evaluate.py": evaluate}, "TPF203")
+    assert _findings(root, ".") == []
+    _rewrite(root / "net.py", net.replace("from mxnet import gluon", "import torch.nn as nn").replace("gluon.nn.HybridBlock", "nn.Module"))
+    assert _findings(root, ".") == [("evaluate.py", 7, "TPF203")]
