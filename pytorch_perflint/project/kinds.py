@@ -90,6 +90,15 @@ class NoneValue:
 
 
 @dataclass(frozen=True)
+class MaybeNone:
+    """``kind`` or ``None`` (``Noise() if c else None``; callers passing one or the other).
+    Not ``kind`` itself to a rule; but an attribute, item, method or call of it is
+    ``kind``'s, as ``None`` has none of them (the program stops there on ``None``)."""
+
+    kind: "Kind"
+
+
+@dataclass(frozen=True)
 class Items:
     """A list or tuple display whose items are known kinds (``(obs, actions)``)."""
 
@@ -175,12 +184,24 @@ class Accelerator:
 
 Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, NoneValue,
-    Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
+    MaybeNone, Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
     Wrapper, Accelerator,
 ]
 UNKNOWN = Unknown()
 
 
 def join(first: Kind, second: Kind) -> Kind:
-    """Where two values meet (branches, callers): the kind both are, else ``Unknown``."""
-    return first if first == second else Unknown("disagree")
+    """Where two values meet (branches, callers): the kind both are, a known kind or
+    ``None`` (``MaybeNone``), else ``Unknown``."""
+    if first == second:
+        return first
+    nones = (NoneValue, MaybeNone)
+    inner = [k.kind if type(k) is MaybeNone else k for k in (first, second) if type(k) is not NoneValue]  # type: ignore[union-attr]
+    if (type(first) in nones or type(second) in nones) and all(k == inner[0] for k in inner) and type(inner[0]) is not Unknown:
+        return MaybeNone(inner[0])
+    return Unknown("disagree")
+
+
+def present(kind: Kind) -> Kind:
+    """What an attribute, item, method or call reads ``kind`` as: ``MaybeNone``'s kind."""
+    return kind.kind if type(kind) is MaybeNone else kind  # type: ignore[union-attr]

@@ -22,6 +22,7 @@ from .kinds import (
     HostTensor,
     Items,
     Kind,
+    MaybeNone,
     NoneValue,
     Number,
     RandomGenerator,
@@ -37,6 +38,9 @@ from .numpy_api import (
     H5PY_FILES,
     OTHER_ARRAY_FUNCTIONS,
     PATH_JOINERS,
+    SCIPY_MAT_FILES,
+    SCIPY_MINIMISERS,
+    SCIPY_TUPLES,
     SHAPE_AS_ARGS,
     SIZED_RANDOM,
     TO_NUMPY_METHODS,
@@ -90,6 +94,20 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
         return Text(tail=last.value or last.tail) if type(last) is Text else UNKNOWN
     if qualname == "torch.from_numpy":
         return HostTensor()
+    return _scipy(qualname, form)
+
+
+def _scipy(qualname: str, form: Call) -> Kind:
+    """SciPy readers and minimisers (``numpy_api``'s lists)."""
+    if qualname in SCIPY_TUPLES:
+        return Items(tuple(Array() if p == "array" else Number() if p == "number" else UNKNOWN for p in SCIPY_TUPLES[qualname]))
+    if qualname in SCIPY_MINIMISERS:
+        asked = [form.keyword(name) for name in ("full_output", "retall")]
+        plain = all(flag is None or (type(flag) is Lit and not flag.value) for flag in asked)
+        return Array() if plain and len(form.args) <= 3 else UNKNOWN
+    if qualname in SCIPY_MAT_FILES:
+        squeezed = [form.keyword(name) for name in ("squeeze_me", "simplify_cells", "mdict")]
+        return ArrayArchive() if len(form.args) == 1 and all(flag is None for flag in squeezed) else UNKNOWN
     return UNKNOWN
 
 
@@ -121,7 +139,7 @@ def draw(method: str, form: Call, evaluate: Evaluate) -> Kind:
     size = form.keyword("size")
     if size is None and len(form.args) > position:
         size = form.args[position]
-    if size is None or type(evaluate(size)) is NoneValue:
+    if size is None or type(evaluate(size)) in (NoneValue, MaybeNone):
         return UNKNOWN
     return Array()
 
@@ -155,7 +173,7 @@ def item(receiver: Kind, index: Form, evaluate: Evaluate) -> Optional[Kind]:
     if kind is Array:
         return Array() if _keeps_array(index, evaluate) else UNKNOWN
     if kind is ArrayArchive:
-        if _is_key(index) or (receiver.may_be_array and _reads_whole(index)):  # type: ignore[union-attr]
+        if (_is_key(index) and not index.value.startswith("__")) or (receiver.may_be_array and _reads_whole(index)):  # type: ignore[union-attr]
             return Array()
         return UNKNOWN
     if kind is Arrays:
