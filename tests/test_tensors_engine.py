@@ -268,3 +268,44 @@ def test_a_finding_follows_the_public_method_callers_it_read(tmp_path: Path):
     main = (tmp_path / "main.py").read_text()
     _rewrite(tmp_path / "main.py", main.replace("state = np.zeros(3)", "state = [0.0, 0.0, 0.0]"))
     assert _cli_findings(tmp_path, ".") == [("ddpg.py", 7, "TPF401")]
+
+
+# TPF402 asks the engine what a move's receiver is (project/tensor_values.py); where the
+# factory is written and who else sees the tensor stay statement structure (host_tensors.py).
+TPF402_CASES = [
+    # `z = z.<step>` lines between the creation and the move: the engine follows them
+    ("import torch\ndef f(dims, device):\n    t = torch.FloatTensor(dims)\n    t = t.repeat(1, 2)\n    t = t.to(device)\n    return t\n", [5]),
+    ("import torch\nfor i in range(3):\n    a = torch.zeros(2, 1)\n    a = a.expand(2, 3).float()\n    a = a.cuda()\n", [5]),
+    # the misses, kept: loops, typed constructors of tuples, lists and arrays
+    ("import torch\ndef train(n, device):\n    for i in range(n):\n        z = torch.randn(4, 100, 1, 1)\n        z = z.to(device)\n        g(z)\n", [5]),
+    ("import torch\ndims = (2, 3)\nx = torch.FloatTensor(dims).repeat(1, 2).cuda()\n", [3]),
+    ("import torch\ndef f(n):\n    idx = [0, 1, n]\n    return torch.LongTensor(idx).cuda()\n", [4]),
+    ("import torch\nimport numpy as np\nx = torch.FloatTensor(np.ones(3)).cuda()\n", [3]),
+    ("import torch\nz = torch.ones(2)\nz = (\n    z.cuda())\n", [4]),
+    # look-alikes: another name holds the host tensor, a step that is not one, a storage
+    # bound to a name, a factory in a helper, a move under a condition
+    ("import torch\na = torch.zeros(2, 1)\nb = a\na = a.expand(2, 3)\na = a.to('cuda')\n", []),
+    ("import torch\na = torch.zeros(2, 1)\na = a + 1\na = a.to('cuda')\n", []),
+    ("import torch\na = torch.zeros(2, 1)\na = a.view(a.size(0), -1)\na = a.to('cuda')\n", []),
+    ("import torch\ns = torch.ByteStorage.from_buffer(b)\nx = torch.ByteTensor(s).to('cuda')\n", []),
+    ("import torch\ndef make():\n    return torch.randn(3)\nz = make()\nz = z.cuda()\n", []),
+    ("import torch\ndef f(c):\n    z = torch.randn(4)\n    if c:\n        z = z.cuda()\n    return z\n", []),
+    ("import torch\nx = torch.zeros(3, **options).cuda()\n", []),
+]
+
+
+@pytest.mark.parametrize(("code", "lines"), TPF402_CASES)
+def test_tpf402_moves_of_fresh_host_tensors(code, lines):
+    from pytorch_perflint.registry import rule_by_code
+    from pytorch_perflint.testing import lint_example
+
+    assert [line for line, _ in lint_example(rule_by_code("TPF402"), code)] == lines
+
+
+def test_tpf402_fix_keeps_the_steps_between_creation_and_move():
+    from pytorch_perflint.registry import rule_by_code
+    from pytorch_perflint.testing import fix_example
+
+    code = "import torch\nfor i in range(3):\n    a = torch.zeros(2, 1)\n    a = a.expand(2, 3).float()\n    a = a.cuda()\n    g(a)\n"
+    fixed = 'import torch\nfor i in range(3):\n    a = torch.zeros(2, 1, device="cuda")\n    a = a.expand(2, 3).float()\n    g(a)\n'
+    assert fix_example(rule_by_code("TPF402"), code, unsafe=False) == fixed

@@ -125,7 +125,19 @@ class ProjectCallable:
 # -- kinds the engine describes for the other families (producers arrive family by family) --
 @dataclass(frozen=True)
 class HostTensor:
-    """A ``torch.Tensor`` in host memory."""
+    """A ``torch.Tensor`` in host memory. ``factory``: the torch factory that made it (its
+    qualified name), through steps that keep it where it is (``.zero_()``, ``.view()``,
+    ``Variable(...)``), when known; ``random``: the factory or a step drew random numbers
+    (``tensor_values``)."""
+
+    factory: str = ""
+    random: bool = False
+
+
+@dataclass(frozen=True)
+class TensorStorage:
+    """A ``torch.*Storage`` (``torch.ByteStorage.from_buffer(b)``): bytes a legacy
+    constructor wraps rather than copies."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +196,7 @@ class Accelerator:
 
 Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, NoneValue,
-    MaybeNone, Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
+    MaybeNone, Items, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
     Wrapper, Accelerator,
 ]
 UNKNOWN = Unknown()

@@ -1,5 +1,6 @@
 """What library calls, methods, attributes and subscripts give, as kinds: the value engine's
-knowledge of NumPy, SciPy, pandas, h5py and the image readers (``numpy_api`` lists them).
+knowledge of NumPy, SciPy, pandas, h5py and the image readers (``numpy_api`` lists them),
+and of torch's tensors (``tensor_values``).
 
 Pure functions of kinds already worked out: the engine (``values``) evaluates the operands
 and asks here. Each answer is a known kind only where the library always returns it (a
@@ -11,11 +12,13 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .forms import Call, Form, Lit, Seq, Unknown as UnknownForm
+from . import tensor_values as tensors
 from .kinds import (
     UNKNOWN,
     Array,
     ArrayArchive,
     Arrays,
+    DeviceTensor,
     Frame,
     H5Dataset,
     H5File,
@@ -92,8 +95,8 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     if qualname in PATH_JOINERS:
         last = evaluate(form.args[-1]) if form.args else UNKNOWN
         return Text(tail=last.value or last.tail) if type(last) is Text else UNKNOWN
-    if qualname == "torch.from_numpy":
-        return HostTensor()
+    if qualname.startswith("torch."):
+        return tensors.call(qualname, form, evaluate)
     return _scipy(qualname, form)
 
 
@@ -155,6 +158,8 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
         return Array() if name == "to_numpy" else Frame()
     if kind is RandomGenerator:
         return draw(name, form, evaluate)
+    if kind is HostTensor or kind is DeviceTensor:
+        return tensors.method(receiver, name, form)
     return UNKNOWN
 
 
