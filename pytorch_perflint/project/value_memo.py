@@ -32,12 +32,14 @@ class Memo:
         self._scopes: Dict[Tuple, object] = {}
         self._reentered: Set[Tuple] = set()
         self._guesses: Dict[Tuple, Kind] = {}
+        self._sites: Dict[Tuple, object] = {}  # a public method's callers, per definition
 
     def _fresh(self) -> None:
         generation = getattr(self.index, "generation", 0)
         if generation != self._generation:
             self._memo.clear()
             self._scopes.clear()
+            self._sites.clear()
             self._generation = generation
 
     def _guess(self, key: Tuple, kind: Kind) -> None:

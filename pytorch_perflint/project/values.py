@@ -33,7 +33,7 @@ from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Join
 from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, ProjectCallable, Text, Unknown, join, present
 from .method_callers import public_method_sites
 from .value_memo import Memo
-from .resolution import Definition
+from .resolution import ALL_TEXTS, Definition
 from .scopes import Branches, Each, Scope, build_scope, mutable_display
 
 if TYPE_CHECKING:
@@ -256,7 +256,13 @@ class ValueEngine(Memo):
 
     def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
         """All callers' arguments (a public method's: ``method_callers``), else unknown."""
-        sites = public_method_sites(self.index, definition) if public else None  # type: ignore[arg-type]
+        sites = None
+        if public:  # the same callers for every parameter: read once (their reads were noted)
+            key = (definition.path, definition.name)
+            if key not in self._sites:
+                self._sites[key] = public_method_sites(self.index, definition)  # type: ignore[arg-type]
+            self.index.note_read(ALL_TEXTS)  # type: ignore[union-attr]
+            sites = self._sites[key]
         if public and sites is None:
             return UNKNOWN
         found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
