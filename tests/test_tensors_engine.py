@@ -309,3 +309,35 @@ def test_tpf402_fix_keeps_the_steps_between_creation_and_move():
     code = "import torch\nfor i in range(3):\n    a = torch.zeros(2, 1)\n    a = a.expand(2, 3).float()\n    a = a.cuda()\n    g(a)\n"
     fixed = 'import torch\nfor i in range(3):\n    a = torch.zeros(2, 1, device="cuda")\n    a = a.expand(2, 3).float()\n    g(a)\n'
     assert fix_example(rule_by_code("TPF402"), code, unsafe=False) == fixed
+
+
+SELF_READING = """
+    import numpy as np
+
+    class Noise:
+        def __init__(self, n):
+            self.state = np.zeros(n)
+            self.listed = np.zeros(n)
+            self.count = 0
+
+        def step(self):
+            x = self.state
+            self.state = x + 0.1 * np.random.randn(len(x))
+            self.listed = self.listed.tolist()
+            self.count = self.count + 1
+            return self.state
+
+    noise = Noise(3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [("noise.state", "Array"), ("noise.step()", "Array"), ("noise.count", "Number"), ("noise.listed", "Unknown")],
+)
+def test_an_attribute_that_reads_itself_keeps_the_kind_every_binding_keeps(tmp_path: Path, expression, expected):
+    """`self.state = x + dx` with `x = self.state`: an array given an array; `.tolist()`
+    of one is not, so `listed` stays unknown (the hypothesis fails and is dropped)."""
+    from test_values import _kind
+
+    assert type(_kind(tmp_path, {"main.py": SELF_READING}, expression)).__name__ == expected

@@ -58,11 +58,13 @@ class Memo:
                 self.index.note_read(read)  # type: ignore[union-attr]
             return kept[0]
         self._memo[key] = (IN_PROGRESS, frozenset())
+        before = set(self._memo)
         with self.index.recording() as used:  # type: ignore[union-attr]
             kind = compute()
             guess = self._guesses.pop(key, None)
             if guess is not None and type(kind) is Unknown and key in self._reentered:
-                before = set(self._memo)
+                for stale in set(self._memo) - before:
+                    del self._memo[stale]  # read while the key was unknown: read again
                 self._memo[key] = (guess, frozenset())
                 again = compute()
                 self._guesses.pop(key, None)
