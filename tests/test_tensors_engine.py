@@ -234,16 +234,24 @@ LOOK_ALIKES = {
         class Named:
             def step(self, obs):
                 return torch.tensor(obs)
+
+        class Aliased:
+            def respond(self, obs):
+                return torch.tensor(obs)
+
+            __call__ = respond
     """,
     "main.py": """
         import numpy as np
-        from lib import External, Named, Shifted, Static
+        from lib import Aliased, External, Named, Shifted, Static
 
         External().act(np.zeros(3))
         Static().run(np.zeros(3))
         Shifted.apply(Shifted(), np.zeros(3))
         Named().step(np.zeros(3))
         getattr(Named(), "step")([1, 2])
+        Aliased().respond(np.zeros(3))
+        Aliased()([1, 2])
     """,
 }
 
@@ -251,7 +259,7 @@ LOOK_ALIKES = {
 def test_callers_that_may_hide_keep_a_parameter_unknown(tmp_path: Path):
     """A library base may call ``act``; a static method's arguments do not line up with
     ``self._convert(obs, 2.0)``; a call on the class shifts the arguments; ``getattr`` with
-    the method's name calls it unseen."""
+    the method's name, and ``__call__ = respond``, call it unseen."""
     assert _findings(tmp_path, LOOK_ALIKES, "TPF401") == []
 
 

@@ -12,7 +12,8 @@ caller can hide:
   ``torch.nn.Module`` for a method name that ``nn.Module`` does not define (a library
   calls the methods of its own bases: ``forward``, ``train``, ``reset_parameters``...);
 * no module mentions ``.name`` other than as a call (``fn = agent.act``, ``map(agent.act,
-  xs)`` let it escape) or as a string (``getattr(agent, "act")``);
+  xs)`` let it escape), as a string (``getattr(agent, "act")``) or as a bare word other than
+  its ``def`` (``__call__ = act`` in the class body);
 * no call spells it on a class (``Agent.act(agent, x)``: its arguments are shifted);
 * at least one call, and at most ``MAX_SITES`` (the engine reads each one).
 
@@ -56,11 +57,18 @@ def public_method_sites(index: "ProjectIndex", definition: Definition) -> Option
         if bases and not (bases <= _NN_BASES and method not in NN_MODULE_METHODS):
             return None
     index.note_read(ALL_TEXTS)
-    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']")
+    # `.name` not called, `"name"` (getattr), a bare `name` other than its `def` (`__call__ = name`).
+    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']|(?<!def )(?<![.\w]){method}\b")
+    calls = re.compile(rf"\.\s*{method}\s*\(")
+    spelled = 0
     for path in sorted(index.module_paths()):
         text = index.text(path)
-        if text is not None and method in text and escape.search(text) is not None:
-            return None
+        if text is not None and method in text:
+            if escape.search(text) is not None:
+                return None
+            spelled += len(calls.findall(text))
+            if spelled > MAX_SITES:
+                return None  # before parsing the modules that call it
     sites = index.method_calls(method)
     if not sites or len(sites) > MAX_SITES:
         return None
