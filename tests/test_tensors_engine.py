@@ -290,6 +290,8 @@ TPF402_CASES = [
     ("import torch\ndef f(n):\n    idx = [0, 1, n]\n    return torch.LongTensor(idx).cuda()\n", [4]),
     ("import torch\nimport numpy as np\nx = torch.FloatTensor(np.ones(3)).cuda()\n", [3]),
     ("import torch\nz = torch.ones(2)\nz = (\n    z.cuda())\n", [4]),
+    ("import torch\nim = torch.zeros(1, 3, *size).to(device)\n", [2]),
+    ("import torch\nim = torch.FloatTensor(1, *size).to(device)\n", []),
     # look-alikes: another name holds the host tensor, a step that is not one, a storage
     # bound to a name, a factory in a helper, a move under a condition
     ("import torch\na = torch.zeros(2, 1)\nb = a\na = a.expand(2, 3)\na = a.to('cuda')\n", []),

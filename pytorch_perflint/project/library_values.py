@@ -62,6 +62,8 @@ def knows(qualname: str) -> bool:
 
 def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     """What calling the library function ``qualname`` with ``form``'s arguments gives."""
+    if qualname.startswith("torch."):
+        return tensors.call(qualname, form, evaluate)  # it reads `*sizes` itself
     if qualname in ARRAY_FUNCTIONS or qualname in OTHER_ARRAY_FUNCTIONS:
         return Array()
     if form.star or form.dstar:
@@ -95,8 +97,6 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     if qualname in PATH_JOINERS:
         last = evaluate(form.args[-1]) if form.args else UNKNOWN
         return Text(tail=last.value or last.tail) if type(last) is Text else UNKNOWN
-    if qualname.startswith("torch."):
-        return tensors.call(qualname, form, evaluate)
     return _scipy(qualname, form)
 
 

@@ -51,10 +51,10 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     if qualname in VARIABLES:  # `Variable(t, requires_grad=True)` is `t`
         made = evaluate(form.args[0]) if form.args and not form.star else UNKNOWN
         return made if type(made) in (HostTensor, DeviceTensor) else UNKNOWN
-    if form.star or form.dstar or any(key in BLOCKERS for key, _ in form.kwargs):
-        return UNKNOWN
+    if form.dstar or any(key in BLOCKERS for key, _ in form.kwargs):
+        return UNKNOWN  # `torch.zeros(n, *shape)`: sizes, still made on the host
     if qualname in LEGACY:
-        if not form.args or form.kwargs:
+        if not form.args or form.kwargs or form.star:
             return UNKNOWN
         if len(form.args) == 1 and type(evaluate(form.args[0])) is TensorStorage:
             return UNKNOWN  # `torch.ByteTensor(storage)` wraps bytes already on the host
