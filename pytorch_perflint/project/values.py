@@ -440,9 +440,9 @@ class ValueEngine(Memo):
                         return UNKNOWN
                     scope = scope or self.scope_of(definition)
                     kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
-        known = [kind for kind in kinds if type(kind) is not Unknown]
-        if key and known and type(_join_all(known)) is not Unknown:
-            self._guess(key, known[0])  # `self.x = self.x + dx`: tried if it reads itself
+        known = _join_all([kind for kind in kinds if type(kind) is not Unknown])
+        if key and type(known) is not Unknown:
+            self._guess(key, known)  # `self.x = self.x + dx`: tried if it reads itself
         return _join_all(kinds) if kinds else UNKNOWN
 
     def _own_attrs(self, definition: Definition) -> Iterable:
