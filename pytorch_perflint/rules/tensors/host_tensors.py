@@ -157,18 +157,7 @@ def _assigned(statement: cst.BaseStatement, name: str) -> Optional[cst.BaseExpre
 
 def _mentions(node: cst.CSTNode, name: str) -> int:
     """How many times ``name`` appears as a name (not an attribute) in ``node``."""
-    count = 0
-    stack: List[cst.CSTNode] = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name) and current.value == name:
-            count += 1
-        elif isinstance(current, cst.Attribute):
-            stack.append(current.value)
-            continue
-        stack.extend(current.children)
-    return count
-
+    return sum(1 for found in _names(node) if found.value == name)
 
 
 def _names(node: cst.CSTNode) -> List[cst.Name]:
