@@ -58,21 +58,25 @@ class Memo:
                 self.index.note_read(read)  # type: ignore[union-attr]
             return kept[0]
         self._memo[key] = (IN_PROGRESS, frozenset())
-        before = set(self._memo)
+        mark = len(self._memo)  # keys are kept in insertion order: later ones are new
         with self.index.recording() as used:  # type: ignore[union-attr]
             kind = compute()
             guess = self._guesses.pop(key, None)
             if guess is not None and type(kind) is Unknown and key in self._reentered:
-                for stale in set(self._memo) - before:
-                    del self._memo[stale]  # read while the key was unknown: read again
+                self._forget_since(mark)  # read while the key was unknown: read again
                 self._memo[key] = (guess, frozenset())
                 again = compute()
                 self._guesses.pop(key, None)
                 if again == guess:
                     kind = guess
                 else:
-                    for stale in set(self._memo) - before:
-                        del self._memo[stale]
+                    self._forget_since(mark)
         self._reentered.discard(key)
         self._memo[key] = (kind, frozenset(used))
         return kind
+
+    def _forget_since(self, mark: int) -> None:
+        """Drop the answers memoised after the first ``mark`` (a nested drop removes only
+        keys newer than its own mark, so the first ``mark`` keys stay in place)."""
+        for stale in list(self._memo)[mark:]:
+            del self._memo[stale]
