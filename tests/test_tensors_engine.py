@@ -351,3 +351,13 @@ def test_an_attribute_that_reads_itself_keeps_the_kind_every_binding_keeps(tmp_p
     from test_values import _kind
 
     assert type(_kind(tmp_path, {"main.py": SELF_READING}, expression)).__name__ == expected
+
+
+def test_a_kind_joined_with_none_is_maybe_none_and_nothing_else_agrees():
+    from pytorch_perflint.project.kinds import Array, MaybeNone, NoneValue, Number, Unknown, join, present
+
+    assert join(Array(), NoneValue()) == join(NoneValue(), Array()) == MaybeNone(Array())
+    assert join(MaybeNone(Array()), Array()) == join(NoneValue(), MaybeNone(Array())) == MaybeNone(Array())
+    for first, second in [(MaybeNone(Array()), Number()), (NoneValue(), Unknown()), (MaybeNone(Array()), MaybeNone(Number()))]:
+        assert type(join(first, second)) is Unknown
+    assert present(MaybeNone(Array())) == Array() and present(Number()) == Number()
