@@ -71,7 +71,9 @@ class FileValues:
         if found is None:
             return Answer(UNKNOWN)
         expression, chain = found
-        where = self._where([*chain, expression], getattr(expression, "lineno", 0))
+        # Read at its statement's first line: a name in `z = (\n z.cuda())` is the one bound before.
+        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
+        where = self._where([*chain, expression], line)
         if where is None:
             return Answer(UNKNOWN)
         assert where.scope is not None

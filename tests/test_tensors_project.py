@@ -302,17 +302,27 @@ PARAMETERS = {
                 return self._prep(np.array(obs, dtype=np.float32))
 
             def public(self, obs):
+                return torch.tensor(obs)  #!
+
+            def escaped(self, obs):
+                return torch.tensor(obs)
+
+        class Net(torch.nn.Module):
+            def forward(self, obs):
                 return torch.tensor(obs)
     """,
     "main.py": """
         import numpy as np
-        from agent import Agent, mixed, to_tensor
+        from agent import Agent, Net, mixed, to_tensor
 
         to_tensor(np.zeros(3))
         to_tensor(np.ones(3) / 2)
         mixed(np.zeros(3))
         mixed([1, 2])
         Agent().public(np.zeros(3))
+        Agent().escaped(np.zeros(3))
+        handler = Agent().escaped
+        Net().forward(np.zeros(3))
     """,
 }
 

@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
 
 from . import library_values as library
 from .bodies import locate
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, ProjectCallable, Text, Unknown, join
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, ProjectCallable, Text, Unknown, join, present
+from .method_callers import public_method_sites
 from .module_values import ModuleValues
-from .resolution import Definition
+from .resolution import ALL_TEXTS, Definition
+from .value_memo import Memo
 from .scopes import Branches, Each, Scope, build_scope, mutable_display
 
 if TYPE_CHECKING:
@@ -44,7 +46,6 @@ MAX_CALLERS = 16  # more callers than this: the parameter is not known
 # (the torch package) parameters stay unknown and a method's ``self`` is taken for an
 # object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
 MAX_SCANNED_MODULES = 400
-_IN_PROGRESS = Unknown("recursion")
 _PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
 
 
@@ -87,15 +88,13 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine:
+class ValueEngine(Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
         self.index = index
         self.optimistic = optimistic
-        self._generation = -1
-        self._memo: Dict[Tuple, Tuple[Kind, FrozenSet[str]]] = {}
-        self._scopes: Dict[Tuple, Optional[Scope]] = {}
+        self._init_memo()
         self.models = ModuleValues(self, Where)
 
     # -- the question ------------------------------------------------------------------------
@@ -118,29 +117,7 @@ class ValueEngine:
         """Whether the project is small enough to scan for callers and subclasses."""
         return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES and not getattr(self.index, "lone", False)
 
-    # -- memos ---------------------------------------------------------------------------------
-    def _fresh(self) -> None:
-        generation = getattr(self.index, "generation", 0)
-        if generation != self._generation:
-            self._memo.clear()
-            self._scopes.clear()
-            self._generation = generation
-
-    def _memoised(self, key: Tuple, compute: Callable[[], Kind]) -> Kind:
-        """A memoised answer; its reads are told again to the recordings on a hit, and a
-        key met again while it is computed (recursion) is unknown."""
-        self._fresh()
-        kept = self._memo.get(key)
-        if kept is not None:
-            for read in kept[1]:
-                self.index.note_read(read)  # type: ignore[union-attr]
-            return kept[0]
-        self._memo[key] = (_IN_PROGRESS, frozenset())
-        with self.index.recording() as used:  # type: ignore[union-attr]
-            kind = compute()
-        self._memo[key] = (kind, frozenset(used))
-        return kind
-
+    # -- memos: ``value_memo.Memo`` ---------------------------------------------------------
     def scope_of(self, definition: Definition) -> Optional[Scope]:
         """The scope of a project function or method (its own lines, parsed on demand)."""
         function = definition.function
@@ -266,22 +243,34 @@ class ValueEngine:
                 return UNKNOWN
             owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
             return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
-        if not decorators <= _PLAIN:
-            return UNKNOWN
+        if not decorators <= _PLAIN or (definition.kind == "method" and "staticmethod" in decorators):
+            return UNKNOWN  # a static method's arguments do not line up with its callers'
         method = definition.name.rpartition(".")[2]
         if definition.kind == "method" and method == "__init__":  # its callers are the class's
             definition = self.index.resolve(scope.path, scope.owner.rpartition(".")[0]) or definition
-        if definition.kind == "method" and not (method.startswith("_") and not method.endswith("__")):
-            return UNKNOWN  # a public method (or a constructor of no known class): callers not all known
+        public = definition.kind == "method" and not (method.startswith("_") and not method.endswith("__"))
+        if public and method.startswith("__") and method != "__init__":
+            return UNKNOWN  # a method Python calls (a constructor's callers are its class's)
+        public = public and method != "__init__"
         if self.optimistic:
             return Array()  # a screen's question: could it be an array?
         if not self._scannable():
             return UNKNOWN
         key = ("param", scope.path, scope.owner, name)
-        return self._memoised(key, lambda: self._arguments(definition, name, depth))
+        return self._memoised(key, lambda: self._arguments(definition, name, depth, public))
 
-    def _arguments(self, definition: Definition, name: str, depth: int) -> Kind:
-        found = self.index.resolution.arguments(definition, name)  # type: ignore[union-attr]
+    def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
+        """All callers' arguments (a public method's: ``method_callers``), else unknown."""
+        sites = None
+        if public:  # the same callers for every parameter: read once (their reads were noted)
+            key = (definition.path, definition.name)
+            if key not in self._sites:
+                self._sites[key] = public_method_sites(self.index, definition)  # type: ignore[arg-type]
+            self.index.note_read(ALL_TEXTS)  # type: ignore[union-attr]
+            sites = self._sites[key]
+        if public and sites is None:
+            return UNKNOWN
+        found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
         if not found or len(found) > MAX_CALLERS:
             return UNKNOWN
         kinds = []
@@ -349,6 +338,7 @@ class ValueEngine:
         return True
 
     def _call_kind(self, callee: Kind, depth: int) -> Kind:
+        callee = present(callee)
         if type(callee) is ProjectCallable:
             return self._call_callable(callee, depth)
         if type(callee) is Instance:
@@ -366,6 +356,7 @@ class ValueEngine:
         return self.returns(definition, depth)
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
+        receiver = present(receiver)
         if type(receiver) is Instance and not self.models.keeps(receiver, name):  # `Net().cuda()`: still it
             return self._dispatch(receiver, name, depth)
         return self.models.method(receiver, name, form) or library.method(receiver, name, form, evaluate)
@@ -414,17 +405,18 @@ class ValueEngine:
 
     # -- attributes, items, iteration ---------------------------------------------------------
     def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
+        receiver = present(receiver)
         if type(receiver) is Instance:
             klass, exact = receiver.klass, receiver.exact
             key = ("attr", klass.path, klass.name, name, exact)
-            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth))
+            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth, key))
         if type(receiver) is ProjectCallable and receiver.definition.kind == "class" and self.index is not None:
             definition = receiver.definition
             found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
             return self._definition(found, depth)
         return self.models.attribute(receiver, name) or library.attribute(receiver, name)
 
-    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int) -> Kind:
+    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int, key: Tuple = ()) -> Kind:
         """Every ``self.name = ...`` in the methods of the class and its project bases (and
         subclasses, when the object may be one of theirs), and a class attribute of that
         name: the kind all of them agree on. A list or dict display is not followed (code
@@ -450,6 +442,9 @@ class ValueEngine:
                         return UNKNOWN
                     scope = scope or self.scope_of(definition)
                     kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
+        known = _join_all([kind for kind in kinds if type(kind) is not Unknown])
+        if key and type(known) is not Unknown:
+            self._guess(key, known)  # `self.x = self.x + dx`: tried if it reads itself
         return _join_all(kinds) if kinds else UNKNOWN
 
     def _own_attrs(self, definition: Definition) -> Iterable:
@@ -468,7 +463,7 @@ class ValueEngine:
         return tuple(out)
 
     def _item(self, form: Item, where: Where, depth: int) -> Kind:
-        receiver = self._eval(form.value, where, depth + 1)
+        receiver = present(self._eval(form.value, where, depth + 1))
         index = form.index
         if type(receiver) is Items:
             if type(index) is Lit and type(index.value) is int and -len(receiver.items) <= index.value < len(receiver.items):
@@ -484,6 +479,7 @@ class ValueEngine:
 
     def _element(self, iterable: Kind) -> Kind:
         """An item of what a ``for`` or a comprehension walks (a known container's items)."""
+        iterable = present(iterable)
         if type(iterable) is Items and iterable.items:
             return _join_all(list(iterable.items))
         if type(iterable) is Arrays:
