@@ -69,7 +69,36 @@ class RandomGenerator:
 
 @dataclass(frozen=True)
 class Number:
-    """A Python int or float (a literal, or arithmetic of them)."""
+    """A Python int or float (a literal, or arithmetic of them); ``value`` when known."""
+
+    value: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Boolean:
+    """``True`` or ``False``."""
+
+    value: bool
+
+
+@dataclass(frozen=True)
+class Options:
+    """A dict with literal string keys (``{"pin_memory": True}``, ``dict(num_workers=0)``):
+    each key and its value's ``describe``; ``open`` when it may hold other keys too (a
+    dict comprehension: no key known, ``value`` is what each holds)."""
+
+    items: Tuple[Tuple[str, str], ...] = ()
+    open: bool = False
+    value: "Kind" = Unknown("values")  # the kind every value is (``loaders[phase]``)
+
+
+@dataclass(frozen=True)
+class Iterator:
+    """Something whose iteration yields ``element`` (``enumerate(loader)``, ``iter(loader)``,
+    ``batch.items()``)."""
+
+    element: "Kind"
+    indexable: bool = False  # a list built by a comprehension: ``xs[i]`` is an element too
 
 
 @dataclass(frozen=True)
@@ -130,12 +159,38 @@ class GraphTensor:
 
 
 @dataclass(frozen=True)
+class Dataset:
+    """A ``torch.utils.data`` dataset: ``storage`` is ``memory`` (a ``TensorDataset``),
+    ``map`` or ``iterable`` (``""``: not known)."""
+
+    storage: str = ""
+
+
+@dataclass(frozen=True)
 class Loader:
-    """A ``torch.utils.data.DataLoader``: its known arguments (name -> form's repr) and its
-    dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
+    """A ``torch.utils.data.DataLoader``: its known arguments (name -> ``describe`` of the
+    value: ``"True"``, ``"0"``, ``"None"``, ``"?"`` when not known; a name absent was not
+    passed, unless ``("*", "?")`` says an unknown ``*args``/``**kwargs`` may pass it) and
+    its dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
 
     arguments: Tuple[Tuple[str, str], ...] = ()
     dataset: str = ""
+
+    def argument(self, name: str) -> Optional[str]:
+        """The argument's value as described, ``"?"`` when not known, None when not passed."""
+        for key, value in self.arguments:
+            if key == name:
+                return value
+        return "?" if ("*", "?") in self.arguments else None
+
+    @property
+    def pinned(self) -> bool:
+        return self.argument("pin_memory") == "True"
+
+    @property
+    def custom_collate(self) -> bool:
+        """A ``collate_fn`` (or one not known) may build batches of any type."""
+        return self.argument("collate_fn") not in (None, "None")
 
 
 @dataclass(frozen=True)
@@ -174,8 +229,8 @@ class Accelerator:
 
 
 Kind = Union[
-    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, NoneValue,
-    Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
+    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Boolean, Options, Iterator,
+    Text, NoneValue, Items, Dataset, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
     Wrapper, Accelerator,
 ]
 UNKNOWN = Unknown()
@@ -183,4 +238,18 @@ UNKNOWN = Unknown()
 
 def join(first: Kind, second: Kind) -> Kind:
     """Where two values meet (branches, callers): the kind both are, else ``Unknown``."""
-    return first if first == second else Unknown("disagree")
+    if first == second:
+        return first
+    if type(first) is Number and type(second) is Number:
+        return Number()  # two numbers: still a number
+    return Unknown("disagree")
+
+
+def join_all(kinds) -> Kind:
+    """Where several values meet: the kind all are, else ``Unknown`` (none: ``Unknown``)."""
+    if not kinds:
+        return UNKNOWN
+    out = kinds[0]
+    for kind in kinds[1:]:
+        out = join(out, kind)
+    return out

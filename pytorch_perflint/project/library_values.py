@@ -16,6 +16,7 @@ from .kinds import (
     Array,
     ArrayArchive,
     Arrays,
+    Boolean,
     Frame,
     H5Dataset,
     H5File,
@@ -214,10 +215,12 @@ def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
 def literal(value: object) -> Kind:
     if value is None:
         return NoneValue()
+    if isinstance(value, bool):
+        return Boolean(value)
     if isinstance(value, str):
         return Text(value=value)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return Number()
+    if isinstance(value, (int, float)):
+        return Number(value)
     return UNKNOWN
 
 

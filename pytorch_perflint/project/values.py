@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 
 from . import library_values as library
+from . import loader_values as loaders
 from .bodies import locate
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, ProjectCallable, Text, Unknown, join
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, ProjectCallable, Text, Unknown, join, join_all
 from .resolution import Definition
 from .scopes import Branches, Each, Scope, build_scope, mutable_display
 
@@ -86,7 +87,7 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine:
+class ValueEngine(loaders.LoaderFlow):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
@@ -186,8 +187,8 @@ class ValueEngine:
         if kind is Joined:
             return Text(tail=form.tail)  # type: ignore[union-attr]
         if kind is Each:
-            return self._element(self._eval(form.iterable, where, depth + 1))  # type: ignore[union-attr]
-        return UNKNOWN  # dict displays: their items are read through ``Item``
+            return self._element(self._eval(form.iterable, where, depth + 1), depth)  # type: ignore[union-attr]
+        return self._container(form, where, depth)  # dict displays and comprehensions (``loader_values``)
 
     def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
         head, _, rest = form.name.partition(".")
@@ -210,7 +211,7 @@ class ValueEngine:
                 return self._module_name(current.path, dotted or name, depth, whole=dotted is not None)
             status, value, line = scope.value_at(name, current.line if first else 0)
             if status == "value" and type(value) is Branches:
-                return _join_all([self._eval(form, current.at(at), depth + 1) for form, at in value.forms])  # type: ignore[union-attr]
+                return self._branches(value, current, name, depth)
             if status == "value":
                 return self._eval(value, current.at(line), depth + 1)
             if status == "param":
@@ -266,7 +267,7 @@ class ValueEngine:
         if not decorators <= _PLAIN:
             return UNKNOWN
         method = definition.name.rpartition(".")[2]
-        if definition.kind == "method" and not (method.startswith("_") and not method.endswith("__")):
+        if definition.kind == "method" and not (method.startswith("_") and not method.endswith("__")) and method != "__init__":
             return UNKNOWN  # a public method or a constructor: its callers are not all known cheaply
         if self.optimistic:
             return Array()  # a screen's question: could it be an array?
@@ -277,7 +278,7 @@ class ValueEngine:
 
     def _arguments(self, definition: Definition, name: str, depth: int) -> Kind:
         found = self.index.resolution.arguments(definition, name)  # type: ignore[union-attr]
-        if not found or len(found) > MAX_CALLERS:
+        if not found or len(found) > MAX_CALLERS or (getattr(self.index, "lone", False) and all(s is None for _, s, _ in found)):
             return UNKNOWN
         kinds = []
         for path, site, form in found:
@@ -288,7 +289,7 @@ class ValueEngine:
             if type(kind) is Unknown:
                 return kind
             kinds.append(kind)
-        return _join_all(kinds)
+        return join_all(kinds)
 
     def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
         definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
@@ -307,6 +308,9 @@ class ValueEngine:
             if func.name == "<enter>":  # `with h5py.File(p) as f`: the file itself
                 entered = evaluate(form.args[0]) if form.args else UNKNOWN
                 return entered if type(entered) is H5File else UNKNOWN
+            found = self._loader_call(func, form, where, depth)
+            if found is not None:
+                return found
             if func.qualname is not None and library.knows(func.qualname):
                 return library.call(func.qualname, form, evaluate)
             if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
@@ -315,10 +319,10 @@ class ValueEngine:
             if head:
                 callee = self._ref(func, where, depth + 1)
                 if type(callee) is ProjectCallable:
-                    return self._call_callable(callee, depth)
+                    return self._call_callable(callee, depth, form, where)
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
-            return self._call_kind(self._ref(func, where, depth + 1), depth)
+            return self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
         if type(func) is Attr:
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
         if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
@@ -346,9 +350,9 @@ class ValueEngine:
             current = current.parent
         return True
 
-    def _call_kind(self, callee: Kind, depth: int) -> Kind:
+    def _call_kind(self, callee: Kind, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         if type(callee) is ProjectCallable:
-            return self._call_callable(callee, depth)
+            return self._call_callable(callee, depth, form, where)
         if type(callee) is Instance:
             if self._method_of(callee.klass, "__call__") is not None:
                 return self._dispatch(callee, "__call__", depth)
@@ -357,16 +361,17 @@ class ValueEngine:
             return UNKNOWN
         return UNKNOWN
 
-    def _call_callable(self, callee: ProjectCallable, depth: int) -> Kind:
+    def _call_callable(self, callee: ProjectCallable, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         definition = callee.definition
         if definition.kind == "class":
             return Instance(definition)
-        return self.returns(definition, depth)
+        return self._passed_through(definition, form, where, depth)
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
         if type(receiver) is Instance:
             return self._dispatch(receiver, name, depth)
-        return library.method(receiver, name, form, evaluate)
+        found = loaders.method(receiver, name)
+        return library.method(receiver, name, form, evaluate) if found is None else found
 
     def _dispatch(self, receiver: Instance, name: str, depth: int) -> Kind:
         """What calling method ``name`` of the instance returns: its class's method, joined
@@ -380,7 +385,7 @@ class ValueEngine:
                 if sub.klass is not None and sub.klass.method(name) is not None:
                     override = self._method_of(sub, name)
                     kinds.append(UNKNOWN if override is None else self.returns(override, depth))
-        return _join_all(kinds)
+        return join_all(kinds)
 
     def _method_of(self, klass: Definition, name: str, seen: Tuple = ()) -> Optional[Definition]:
         """The method ``name`` of a project class, or of its project bases (in order)."""
@@ -408,7 +413,7 @@ class ValueEngine:
             return UNKNOWN
         outer = Where(definition.path)
         kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
-        return _join_all(kinds)
+        return join_all(kinds)
 
     # -- attributes, items, iteration ---------------------------------------------------------
     def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
@@ -448,7 +453,7 @@ class ValueEngine:
                         return UNKNOWN
                     scope = scope or self.scope_of(definition)
                     kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
-        return _join_all(kinds) if kinds else UNKNOWN
+        return join_all(kinds) if kinds else UNKNOWN
 
     def _own_attrs(self, definition: Definition) -> Iterable:
         scope = self.scope_of(definition)
@@ -477,22 +482,16 @@ class ValueEngine:
             return self._eval(values[-1], where, depth + 1) if values and not form.value.truncated else UNKNOWN
         if type(receiver) is Instance:
             return self._dispatch(receiver, "__getitem__", depth)
-        known = library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
+        known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         return UNKNOWN if known is None else known
 
-    def _element(self, iterable: Kind) -> Kind:
+    def _element(self, iterable: Kind, depth: int = 0) -> Kind:
         """An item of what a ``for`` or a comprehension walks (a known container's items)."""
+        found = self._loader_element(iterable, depth)
+        if found is not None:
+            return found
         if type(iterable) is Items and iterable.items:
-            return _join_all(list(iterable.items))
+            return join_all(list(iterable.items))
         if type(iterable) is Arrays:
             return Array()
         return UNKNOWN
-
-
-def _join_all(kinds) -> Kind:
-    if not kinds:
-        return UNKNOWN
-    out = kinds[0]
-    for kind in kinds[1:]:
-        out = join(out, kind)
-    return out

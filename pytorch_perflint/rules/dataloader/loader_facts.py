@@ -33,31 +33,20 @@ from .loader_sources import LoaderSourceResolver
 
 
 def loader_facts(context: FileContext) -> LoaderFacts:
-    """Walk the module once and derive the TPF103/TPF104 facts."""
-    elsewhere = _loaders_from_helpers(context)
-    if "DataLoader" not in context.source and not elsewhere:
+    """Walk the module once and derive the TPF103/TPF105 facts."""
+    if "DataLoader" not in context.source:
         return LoaderFacts()
     collector = LoaderSiteRecorder(context)
     collector.walk(context.module)
     facts = LoaderFacts(sites=collector.sites)
-    if not collector.sites and not elsewhere:
+    if not collector.sites:
         return facts
     resolver = LoaderSourceResolver(context, collector)
     facts.resolver = resolver
     _find_reiterated(resolver, facts)
     if context.project is not None:
         _find_reiterated_elsewhere(context, resolver, facts)
-    if elsewhere or any(site.args.pinned for site in collector.sites.values()):
-        from .pinned_batches import find_blocking_copies
-
-        find_blocking_copies(context, resolver, collector, facts)
     return facts
-
-
-def _loaders_from_helpers(context: FileContext) -> bool:
-    """The module may iterate loaders that project helpers in other modules build: it has
-    a project, and copies to a device what it iterates (the screen TPF104 uses)."""
-    return context.project is not None and could_iterate_helper_loaders(context.source)
 
 
 def could_iterate_helper_loaders(source: str) -> bool:

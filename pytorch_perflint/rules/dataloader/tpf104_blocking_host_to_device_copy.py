@@ -8,14 +8,17 @@ from typing import Optional
 import libcst as cst
 
 from ...analysis.call_edits import with_keyword
+from ...analysis.values import literal_value
+from ...project.kinds import Batch
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_facts import could_copy_loader_batches, could_iterate_helper_loaders, loader_facts
+from .loader_facts import could_copy_loader_batches, could_iterate_helper_loaders
 
 _SETUP = (
     "import torch\nfrom torch.utils.data import DataLoader\n"
     "device = torch.device('cuda')\nloader = DataLoader(ds, batch_size=32, pin_memory=True)\n"
 )
+_DEVICE_WORDS = ("device", "cuda", "gpu", "rank")
 
 
 class BlockingHostToDeviceCopy(Rule):
@@ -117,8 +120,50 @@ class BlockingHostToDeviceCopy(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        facts = self.context.fact(loader_facts)
-        if id(node) not in facts.blocking_copies:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") or not self._blocking_copy(node, func):
             return
+        batch = self.context.value_of(func.value)
+        if type(batch) is not Batch or not batch.loader.pinned:
+            return
+        if not batch.path and batch.loader.custom_collate:
+            return  # a custom collate_fn may build a batch type whose `.to` takes no non_blocking
         replacement = with_keyword(node, "non_blocking", cst.Name("True"))
         self.report(node, fix=self.fix([(node, replacement)], message="Add `non_blocking=True`"))
+
+    def _blocking_copy(self, call: cst.Call, func: cst.Attribute) -> bool:
+        """A copy to a device without a true ``non_blocking``."""
+        if any(arg.star for arg in call.args):
+            return False
+        positional = [arg for arg in call.args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+        flag = keywords.get("non_blocking")
+        if flag is not None and literal_value(flag.value, self.context.scope.lookup_value) is not False:
+            return False
+        # `.cuda(device, non_blocking)` and `.to(device, dtype, non_blocking)` pass the flag
+        # by position; `.to(device, dtype)` does not.
+        if len(positional) > (2 if func.attr.value == "to" else 1):
+            return False
+        if func.attr.value == "to" and "device" not in keywords:
+            return bool(positional) and self._device_like(positional[0].value)
+        return True
+
+    def _device_like(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``.to(expr)`` moves to a device (not a dtype, not another tensor)."""
+        value = literal_value(expr, self.context.scope.lookup_value)
+        if isinstance(value, str):
+            return value.startswith("cuda")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if isinstance(expr, cst.FormattedString):  # f"cuda:{rank}"
+            first = expr.parts[0] if expr.parts else None
+            return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
+        if isinstance(expr, cst.Call):
+            return self.context.qualname(expr.func) == "torch.device"
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            qualname = self.context.qualname(expr)
+            if qualname is not None and qualname.startswith("torch."):
+                return False  # torch.float16 and friends
+            last = (expr.value if isinstance(expr, cst.Name) else expr.attr.value).lower()
+            return last == "dev" or any(word in last for word in _DEVICE_WORDS)
+        return False
