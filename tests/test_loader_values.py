@@ -230,3 +230,67 @@ def test_loader_arguments_and_dataset_kinds(tmp_path):
     assert _kind(tmp_path, DATASETS, "batch") == Batch(loader)
     assert _kind(tmp_path, DATASETS, "batch[0]") == Batch(loader, (0,))
     assert type(_kind(tmp_path, DATASETS, "batch[0].float()")) is Unknown
+
+
+ARGUMENTS = {
+    "pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF101", "TPF102"]\n',
+    "data/__init__.py": '''
+        import torch
+        from torch.utils.data import TensorDataset
+
+
+        def loader_kwargs():
+            return {"batch_size": 8, "num_workers": 2}
+
+
+        def cached(path):
+            x = torch.load(path)
+            return TensorDataset(x, x)
+    ''',
+    "loaders.py": '''
+        import torch
+        from torch.utils.data import DataLoader
+
+        import data
+
+        device = torch.device("cuda")
+
+
+        def make(ds, workers=0):
+            return DataLoader(ds, num_workers=workers, pin_memory=True)
+
+
+        def chosen(ds, workers=0):
+            return DataLoader(ds, num_workers=workers, pin_memory=True)
+
+
+        def from_helper(ds):
+            return DataLoader(ds, **data.loader_kwargs())
+
+
+        def in_memory(path):
+            return DataLoader(data.cached(path), batch_size=8, pin_memory=True)
+    ''',
+    "main.py": '''
+        from loaders import chosen, from_helper, in_memory, make
+
+        make(None)
+        chosen(None, workers=4)
+        from_helper(None)
+        in_memory("x.pt")
+    ''',
+}
+
+
+def _coded(root: Path, code: str) -> set:
+    return {(name, line) for name, line in _findings(root, code)}
+
+
+def test_tpf101_and_tpf102_read_loader_arguments_through_the_engine(tmp_path):
+    """TPF101: a helper's ``workers=0`` default that no caller overrides (issue 22), and not
+    a loader over a ``TensorDataset`` a project function returns; TPF102: ``**`` a dict a
+    package helper returns, without ``pin_memory``."""
+    root = write_project(tmp_path / "p", ARGUMENTS)
+    assert _coded(root, "TPF101") == {("loaders.py", 10)}
+    assert _coded(root, "TPF102") == {("loaders.py", 18)}
+    assert _findings(root, "TPF101", "loaders.py") == {("loaders.py", 10)}

@@ -202,6 +202,11 @@ def build_scope(node: ast.AST, aliases: Mapping[str, str], path: Optional[str], 
         if len(found) == 1 and None not in found and name not in other:
             local[name] = next(iter(found))  # type: ignore[assignment]
     _walk(body, (), scope, own, [])
+    if scope.module:  # a function's `global NAME` may rebind it at any time
+        for sub in ast.walk(node):
+            if type(sub) is ast.Global:
+                for name in sub.names:  # type: ignore[attr-defined]
+                    scope.entries[name] = [Entry(e.line, e.blocks, None) for e in scope.entries.get(name, [])]
     return scope
 
 
