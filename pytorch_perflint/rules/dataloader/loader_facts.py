@@ -7,11 +7,11 @@
   bound once, ``self.attr`` set once in a class, parameters of same-module functions whose
   every call passes a loader, helpers that return one (or a tuple the caller unpacks),
   dicts and lists of loaders (``loaders[phase]``), and ``enumerate``/``tqdm``/``iter``.
-  Helpers in other modules of the project that return a loader are read through the
-  project index (``project_loaders``).
   From that it knows which loaders are iterated again and again (inside an outer loop that
-  did not create them: TPF103) and which ``.to(device)``/``.cuda()`` calls copy a batch taken
-  straight from a loader known to pin memory (TPF104).
+  did not create them: TPF103, TPF105), with the loops around each pass. What a loader or a
+  batch *is* (pinned, its workers, its dataset) is the value engine's answer
+  (``project/loader_values.py``, asked through ``FileContext.value_of``); this walk answers
+  only the loop question, which is about where code runs, not about a value.
 
 Anything that cannot be followed (a wrapper such as ``accelerator.prepare``, a name bound
 twice, a call with ``*args``) ends the trail, so the rules stay silent there.
