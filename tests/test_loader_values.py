@@ -294,3 +294,47 @@ def test_tpf101_and_tpf102_read_loader_arguments_through_the_engine(tmp_path):
     assert _coded(root, "TPF101") == {("loaders.py", 10)}
     assert _coded(root, "TPF102") == {("loaders.py", 18)}
     assert _findings(root, "TPF101", "loaders.py") == {("loaders.py", 10)}
+
+
+def test_the_kind_of_a_project_dataset_class(tmp_path):
+    files = {
+        "data.py": '''
+            from torch.utils.data import Dataset, IterableDataset, TensorDataset
+
+
+            class Images(Dataset):
+                def __getitem__(self, index):
+                    return index
+
+
+            class Stream(IterableDataset):
+                def __iter__(self):
+                    return iter(range(3))
+
+
+            class Cached(TensorDataset):
+                pass
+
+
+            class Deeper(Images):
+                pass
+
+
+            class FromDisk(TensorDataset):
+                def __getitem__(self, index):
+                    return open(self.paths[index]).read()
+        ''',
+        "main.py": '''
+            from torch.utils.data import DataLoader
+            from data import Cached, Deeper, FromDisk, Images, Stream
+
+            images = DataLoader(Images())
+            stream = DataLoader(Stream())
+            cached = DataLoader(Cached())
+            deeper = DataLoader(Deeper())
+            other = DataLoader(dataset)
+            disk = DataLoader(FromDisk())
+        ''',
+    }
+    kinds = {name: _kind(tmp_path, files, name).dataset for name in ("images", "stream", "cached", "deeper", "other", "disk")}
+    assert kinds == {"images": "map", "stream": "iterable", "cached": "memory", "deeper": "map", "other": "", "disk": "map"}

@@ -49,6 +49,8 @@ from .scopes import Comprehension
 Evaluate = Callable[[Form], Kind]
 DATALOADER = "torch.utils.data.DataLoader"
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
+MAP_DATASETS = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm"})
 BUILTINS = frozenset({"iter", "next", "enumerate", "dict"})
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
@@ -73,7 +75,7 @@ def describe(kind: Kind) -> str:
 
 
 # -- producers: library calls -> kinds -----------------------------------------------------
-def loader(form: Call, evaluate: Evaluate, spread: Callable[[Form], Optional[Options]]) -> Loader:
+def loader(form: Call, evaluate: Evaluate, spread: Callable[[Form], Optional[Options]], storage: Callable[[Kind], str] = lambda kind: "") -> Loader:
     """``DataLoader(...)``: the arguments the rules read and the dataset's kind."""
     spreads = [spread(item) for item in form.dstar]
     arguments: List[Tuple[str, str]] = []
@@ -93,7 +95,7 @@ def loader(form: Call, evaluate: Evaluate, spread: Callable[[Form], Optional[Opt
         arguments.append(("*", "?"))
     dataset = form.keyword("dataset") or (form.args[0] if form.args else None)
     found = evaluate(dataset) if dataset is not None else UNKNOWN
-    return Loader(tuple(arguments), found.storage if type(found) is Dataset else "")  # type: ignore[union-attr]
+    return Loader(tuple(arguments), found.storage if type(found) is Dataset else storage(found))  # type: ignore[union-attr]
 
 
 def _spread_value(spreads: List[Optional[Options]], name: str) -> Optional[str]:
@@ -310,7 +312,7 @@ class LoaderFlow:
             return self._eval(arg, where, depth + 1)  # type: ignore[attr-defined]
 
         if qualname == DATALOADER:
-            return loader(form, evaluate, lambda item: self._spread(item, where, depth))
+            return loader(form, evaluate, lambda item: self._spread(item, where, depth), self._storage)
         if qualname in TENSOR_DATASETS:
             return Dataset("memory")
         if qualname in TQDM:
@@ -332,6 +334,17 @@ class LoaderFlow:
         if form.kind == "dict":
             return Options((), True, element)
         return Iterator(element, indexable=form.kind == "list")
+
+    def _storage(self, dataset: Kind) -> str:
+        """A project dataset class's kind, from the library classes it derives from."""
+        if type(dataset) is not Instance or self.index is None:  # type: ignore[attr-defined]
+            return ""
+        bases = self.index.resolution.external_bases(dataset.klass)  # type: ignore[attr-defined,union-attr]
+        if bases & TENSOR_DATASETS:  # unless a project class overrides how items are read
+            return "memory" if self._method_of(dataset.klass, "__getitem__") is None else "map"  # type: ignore[attr-defined,union-attr]
+        if bases & ITERABLE_DATASETS:
+            return "iterable"
+        return "map" if bases & MAP_DATASETS else ""
 
     def _spread(self, form: Form, where: Any, depth: int) -> Optional[Options]:
         """What a ``**`` argument passes, when it is a dict with literal keys."""
