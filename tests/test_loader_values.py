@@ -338,3 +338,36 @@ def test_the_kind_of_a_project_dataset_class(tmp_path):
     }
     kinds = {name: _kind(tmp_path, files, name).dataset for name in ("images", "stream", "cached", "deeper", "other", "disk")}
     assert kinds == {"images": "map", "stream": "iterable", "cached": "memory", "deeper": "map", "other": "", "disk": "map"}
+
+
+def test_a_function_walking_a_train_and_a_validation_loader(tmp_path):
+    """Both loaders pin memory (their workers differ): the batches are pinned; with one
+    pageable loader among the callers, pinning is not known."""
+    files = {
+        "train.py": '''
+            from torch.utils.data import DataLoader
+
+
+            def run_epoch(model, loader, device, training):
+                for images, labels in loader:
+                    images = images.to(device)  # flagged
+                    model(images)
+
+
+            def other_epoch(model, loader, device):
+                for images, labels in loader:
+                    images = images.to(device)
+                    model(images)
+
+
+            def main(model, train_set, val_set, device):
+                train = DataLoader(train_set, batch_size=8, num_workers=4, pin_memory=True, shuffle=True)
+                val = DataLoader(val_set, batch_size=8, num_workers=2, pin_memory=True)
+                pageable = DataLoader(val_set, batch_size=8)
+                run_epoch(model, train, device, True)
+                run_epoch(model, val, device, False)
+                other_epoch(model, train, device)
+                other_epoch(model, pageable, device)
+        ''',
+    }
+    _check(tmp_path, files)

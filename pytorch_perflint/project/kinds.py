@@ -242,7 +242,25 @@ def join(first: Kind, second: Kind) -> Kind:
         return first
     if type(first) is Number and type(second) is Number:
         return Number()  # two numbers: still a number
+    if type(first) is Loader and type(second) is Loader:
+        return _loaders(first, second)
+    if type(first) is Batch and type(second) is Batch and first.path == second.path:
+        return Batch(_loaders(first.loader, second.loader), first.path)
     return Unknown("disagree")
+
+
+def _loaders(first: Loader, second: Loader) -> Loader:
+    """Two loaders (a train and a validation loader passed to one function): a loader whose
+    arguments are known where both agree."""
+    names = [n for n, _ in (*first.arguments, *second.arguments) if n != "*"]
+    arguments = []
+    for name in dict.fromkeys(names):
+        one, other = first.argument(name), second.argument(name)
+        if one is not None or other is not None:
+            arguments.append((name, one if one == other else "?"))
+    if ("*", "?") in first.arguments or ("*", "?") in second.arguments:
+        arguments.append(("*", "?"))
+    return Loader(tuple(arguments), first.dataset if first.dataset == second.dataset else "")
 
 
 def join_all(kinds) -> Kind:
