@@ -61,6 +61,34 @@ WRAPPERS = {
                 yield from self.loader
 
 
+        class Mixing:
+            """A wrapper whose __iter__ hands the loader it holds to a public generator method."""
+
+            def __init__(self, alpha, loader, device):
+                self.dataloader = loader
+                self.device = device
+
+            def mix_loader(self, loader):
+                for input, target in loader:
+                    input = input.cuda(self.device)  # flagged
+                    yield input, target
+
+            def __iter__(self):
+                return self.mix_loader(self.dataloader)
+
+
+        class Shared:
+            def __init__(self, loader):
+                self.loader = loader
+
+            def feed(self, loader):
+                for input, target in loader:
+                    yield input.cuda(), target
+
+            def __iter__(self):
+                return self.feed(self.loader)
+
+
         class Prefetcher:
             def __init__(self, loader):
                 self.loader = loader
@@ -74,7 +102,7 @@ WRAPPERS = {
         from torch.utils.data import DataLoader
 
         import data
-        from data.wrappers import MixUp, Plain, Prefetcher
+        from data.wrappers import Mixing, MixUp, Plain, Prefetcher, Shared
 
 
         def validate(model, loader, device):
@@ -93,6 +121,11 @@ WRAPPERS = {
             for x, y in Prefetcher(train_loader):
                 x = x.to(device)
             validate(model, val_loader, device)
+            for x, y in Mixing(0.2, train_loader, device):
+                model(x)
+            shared = Shared(train_loader)
+            for x, y in shared.feed(other_batches()):  # `feed` is called on another object: not known
+                model(x)
             for batch in val_loader:
                 batch = {k: v.to(device) for k, v in batch.items()}  # flagged
     ''',

@@ -267,8 +267,8 @@ class ValueEngine(loaders.LoaderFlow):
         if not decorators <= _PLAIN:
             return UNKNOWN
         method = definition.name.rpartition(".")[2]
-        if definition.kind == "method" and not (method.startswith("_") and not method.endswith("__")) and method != "__init__":
-            return UNKNOWN  # a public method or a constructor: its callers are not all known cheaply
+        if definition.kind == "method" and method.startswith("__") and method != "__init__":
+            return UNKNOWN  # called by Python itself (a public method: only when every use is `self.m(...)`)
         if self.optimistic:
             return Array()  # a screen's question: could it be an array?
         if not self._scannable():
