@@ -238,6 +238,7 @@ DATASETS = {
     ''',
     "main.py": '''
         import torch.utils.data as tud
+        from tqdm import tqdm
         from data import tensors
 
         NUM_WORKERS = 0
@@ -246,6 +247,8 @@ DATASETS = {
         elsewhere = tud.DataLoader(dataset, 4, True, None, None, 2)
         unknown = tud.DataLoader(dataset, **options)
         batch = next(iter(in_memory))
+        for step, (images, labels) in enumerate(tqdm(in_memory)):
+            pass
     ''',
 }
 
@@ -263,6 +266,8 @@ def test_loader_arguments_and_dataset_kinds(tmp_path):
     assert _kind(tmp_path, DATASETS, "batch") == Batch(loader)
     assert _kind(tmp_path, DATASETS, "batch[0]") == Batch(loader, (0,))
     assert type(_kind(tmp_path, DATASETS, "batch[0].float()")) is Unknown
+    assert _kind(tmp_path, DATASETS, "images") == Batch(loader, (0,))  # through enumerate(tqdm(...))
+    assert type(_kind(tmp_path, DATASETS, "tqdm(in_memory)")) is not Loader  # it yields batches, it is no loader
 
 
 ARGUMENTS = {

@@ -57,7 +57,6 @@ BUILTINS = frozenset({"iter", "next", "enumerate", "dict"})
 #            pin_memory, ..., *, prefetch_factor, persistent_workers, pin_memory_device)
 ARGUMENTS = (("num_workers", 5), ("collate_fn", 6), ("pin_memory", 7), ("persistent_workers", None))
 _ACCELERATOR_WORDS = ("cuda", "gpu", "accelerator", "mps", "xpu")
-_ITERATES_AS_ITSELF = (Loader, Iterator, Instance, Items, Batch)
 
 
 def describe(kind: Kind) -> str:
@@ -278,7 +277,7 @@ def builtin(name: str, form: Call, evaluate: Evaluate, element_of: Callable[[Kin
     ``dict(k=v)``."""
     if name == "dict":
         return keywords(form, evaluate)
-    if form.star or form.dstar or not form.args or form.kwargs and name != "enumerate":
+    if form.star or form.dstar or not form.args or (form.kwargs and name != "enumerate"):
         return UNKNOWN
     if name == "next" and len(form.args) > 1:
         return UNKNOWN  # a default may come out instead
@@ -292,12 +291,12 @@ def builtin(name: str, form: Call, evaluate: Evaluate, element_of: Callable[[Kin
     return Iterator(found if name == "iter" else Items((Number(), found)))
 
 
-def wrapped(form: Call, evaluate: Evaluate) -> Kind:
-    """``tqdm(loader)`` yields what it wraps."""
+def wrapped(form: Call, evaluate: Evaluate, element_of: Callable[[Kind], Kind]) -> Kind:
+    """``tqdm(loader)`` yields what what it wraps yields (it is not that object itself)."""
     if not form.args or form.star:
         return UNKNOWN
-    found = evaluate(form.args[0])
-    return found if isinstance(found, _ITERATES_AS_ITSELF) else UNKNOWN
+    found = element_of(evaluate(form.args[0]))
+    return UNKNOWN if type(found) is Unknown else Iterator(found)
 
 
 class LoaderFlow:
@@ -316,7 +315,7 @@ class LoaderFlow:
         if qualname in TENSOR_DATASETS:
             return Dataset("memory")
         if qualname in TQDM:
-            return wrapped(form, evaluate)
+            return wrapped(form, evaluate, lambda kind: self._element(kind, depth + 1))  # type: ignore[attr-defined]
         if qualname is None and func.name in BUILTINS and self._free(where, func.name):  # type: ignore[attr-defined]
             return builtin(func.name, form, evaluate, lambda kind: self._element(kind, depth + 1))  # type: ignore[attr-defined]
         return None
