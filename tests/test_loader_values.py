@@ -8,7 +8,7 @@ import ast
 import os
 from pathlib import Path
 
-from pytorch_perflint.project.kinds import Batch, Loader, Unknown
+from pytorch_perflint.project.kinds import Batch, Loader, Number, Unknown
 from pytorch_perflint.project.scopes import build_scope, expression_form
 from pytorch_perflint.project.values import Where, engine_for
 
@@ -409,3 +409,43 @@ def test_a_function_walking_a_train_and_a_validation_loader(tmp_path):
         ''',
     }
     _check(tmp_path, files)
+
+
+def test_an_attribute_a_method_may_set_by_name_is_not_known(tmp_path):
+    """A config object whose ``_parse`` does ``setattr(self, k, v)`` for command-line
+    options: its class attribute ``num_workers = 8`` may be anything at run time."""
+    files = {
+        "main.py": '''
+            from torch.utils.data import DataLoader
+
+
+            class Config:
+                num_workers = 8
+                pin = True
+
+                def _parse(self, kwargs):
+                    for k, v in kwargs.items():
+                        setattr(self, k, v)
+
+
+            class Fixed:
+                num_workers = 8
+
+                def load(self, state):
+                    self.__dict__.update(state)
+
+
+            class Plain:
+                num_workers = 8
+
+
+            opt = Config()
+            fixed = Fixed()
+            plain = Plain()
+            loader = DataLoader(ds, num_workers=opt.num_workers)
+        ''',
+    }
+    assert type(_kind(tmp_path, files, "opt.num_workers")) is Unknown
+    assert type(_kind(tmp_path, files, "fixed.num_workers")) is Unknown
+    assert _kind(tmp_path, files, "plain.num_workers") == Number(8)
+    assert _kind(tmp_path, files, "loader").argument("num_workers") == "?"

@@ -24,6 +24,7 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # index resolves them; in a function they are not values the engine follows.
 DEFINED = "<defined>"
 IMPORTED = "<imported>"
+ANY_ATTRIBUTE = "*"  # an own attribute set by a name not written out (``setattr(self, k, v)``)
 DEEP = 12  # how deep the engine's own forms go (summaries keep theirs shallower)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Compound statements and their bodies (as ``statements._BODIES``, plus handlers).
@@ -233,6 +234,8 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             scope.generator = True
             value = builder.form(stmt.value.value)  # type: ignore[attr-defined]
             scope.yields.append((line, blocks, value if type(stmt.value) is ast.Yield else Each(value)))  # type: ignore[attr-defined]
+        elif kind is ast.Expr and own is not None and _sets_any(stmt.value, own):  # type: ignore[attr-defined]
+            scope.own_attrs.append((line, blocks, ANY_ATTRIBUTE, None))  # `setattr(self, name, v)`: any attribute
         elif kind is ast.Expr and type(stmt.value) is ast.Call and type(stmt.value.func) is ast.Attribute:  # type: ignore[attr-defined]
             receiver = stmt.value.func.value  # type: ignore[attr-defined]
             if type(receiver) is ast.Name:
@@ -282,6 +285,16 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             for sub in ast.walk(header):
                 if type(sub) is ast.NamedExpr and type(sub.target) is ast.Name:
                     _add(scope, sub.target.id, Entry(line, blocks, None))
+
+
+def _sets_any(value: ast.AST, own: str) -> bool:
+    """``setattr(self, name, v)`` with a name not written out, or ``self.__dict__.update(...)``."""
+    if type(value) is not ast.Call:
+        return False
+    func, args = value.func, value.args  # type: ignore[attr-defined]
+    if type(func) is ast.Name and func.id == "setattr" and args and type(args[0]) is ast.Name and args[0].id == own:
+        return not (len(args) > 1 and type(args[1]) is ast.Constant)
+    return type(func) is ast.Attribute and func.attr == "update" and ast.unparse(func.value) == f"{own}.__dict__"
 
 
 def _headers(stmt: ast.stmt, kind: type) -> List[ast.AST]:

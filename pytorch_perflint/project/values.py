@@ -447,7 +447,7 @@ class ValueEngine(loaders.LoaderFlow):
                     return UNKNOWN  # a method or property: not followed here
                 scope = None
                 for line, _, attr, form in self._own_attrs(definition):
-                    if attr != name:
+                    if attr != name and attr != "*":  # "*": `setattr(self, k, v)` may set it
                         continue
                     if form is None or mutable_display(form):
                         return UNKNOWN
