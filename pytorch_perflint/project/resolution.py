@@ -268,7 +268,9 @@ class Resolution:
     def _direct(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
         """Calls that name the definition (``conv_bn(...)``, ``layers.conv_bn(...)``)."""
         out = []
-        for path, site in self._uses_of(definition.name.split(".")[-1]):
+        parts = definition.name.split(".")
+        # ``Base.__init__(self, ...)`` spells the class: only modules that name it are read.
+        for path, site in self._uses_of(parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]):
             head = site.callee.split(".")[0]
             if head in ("self", "cls", "super()"):
                 continue
@@ -334,9 +336,9 @@ class Resolution:
                 out.extend(more)
             else:
                 out.extend(
-                    (path, site)
-                    for path, site in self._uses_of("__init__")
-                    if path == sub.path and site.callee == "super().__init__" and site.caller == f"{sub.name}.__init__"
+                    (sub.path, site)
+                    for site in self.index.uses(sub.path)  # type: ignore[arg-type]
+                    if site.callee == "super().__init__" and site.caller == f"{sub.name}.__init__"
                 )
         return tuple(out)
 
