@@ -23,7 +23,7 @@ from .positions import statement_lines, statement_ranges
 from .project.forms import FormBuilder
 from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
-from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
+from .project.scopes import DEEP, Each, Scope, build_scope, expression_form, unpack_target
 from .project.values import Answer, Where, engine_for
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -43,14 +43,18 @@ class FileValues:
         self._statement_index: Dict[int, int] = {}
         self._scopes: Dict[int, Scope] = {}
         self._path = os.path.abspath(context.path)
-        project = context.project
-        if project is None:
-            # A file linted on its own is a project of one module: its classes and
-            # functions are followed as any project's are.
-            project = ProjectIndex(os.path.dirname(self._path), context.settings, files=[self._path])
-            project.lone = True  # type: ignore[attr-defined]  # its callers elsewhere are not known
-            project.summary(self._path, source=context.source)
-        self.engine = engine_for(project)
+        self.engine = engine_for(context.project if context.project is not None else self._lone_index())
+
+    def _lone_index(self) -> Optional[ProjectIndex]:
+        """A file linted as a project of its own: an index of that one module (its text as
+        given), so that its functions' returns and its callers' arguments are followed all the
+        same. It is ``lone``: with no caller in the file a parameter is not known (callers
+        elsewhere may pass anything), rather than its default."""
+        assert self._path is not None
+        index = ProjectIndex(os.path.dirname(self._path), self.context.settings, files=[self._path])
+        index.lone = True  # type: ignore[attr-defined]
+        index.summary(self._path, source=self.context.source, tree=self._tree if self.text == self.context.source else None)
+        return index
 
     @property
     def tree(self) -> Optional[ast.Module]:
@@ -189,11 +193,5 @@ def _comprehension_scope(node: ast.AST, outer: Scope) -> Scope:
     scope = Scope(outer.path, None, (), outer.aliases, inline=True)
     builder = FormBuilder(outer.aliases, DEEP)
     for generator in node.generators:  # type: ignore[attr-defined]
-        target = generator.target
-        if isinstance(target, ast.Name):
-            scope.entries.setdefault(target.id, []).append(Entry(0, (), Each(builder.form(generator.iter))))
-        else:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name):
-                    scope.entries.setdefault(sub.id, []).append(Entry(0, (), None))
+        unpack_target(generator.target, Each(builder.form(generator.iter)), 0, (), scope)
     return scope

@@ -69,7 +69,29 @@ class RandomGenerator:
 
 @dataclass(frozen=True)
 class Number:
-    """A Python int or float (a literal, or arithmetic of them)."""
+    """A Python int or float (a literal, or arithmetic of them); ``value`` when known."""
+
+    value: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Options:
+    """A dict with literal string keys (``{"pin_memory": True}``, ``dict(num_workers=0)``):
+    each key and its value's ``describe``; ``open`` when it may hold other keys too (a
+    dict comprehension: no key known, ``value`` is what each holds)."""
+
+    items: Tuple[Tuple[str, str], ...] = ()
+    open: bool = False
+    value: "Kind" = Unknown("values")  # the kind every value is (``loaders[phase]``)
+
+
+@dataclass(frozen=True)
+class Iterator:
+    """Something whose iteration yields ``element`` (``enumerate(loader)``, ``iter(loader)``,
+    ``batch.items()``)."""
+
+    element: "Kind"
+    indexable: bool = False  # a list built by a comprehension: ``xs[i]`` is an element too
 
 
 @dataclass(frozen=True)
@@ -158,12 +180,38 @@ class GraphTensor:
 
 
 @dataclass(frozen=True)
+class Dataset:
+    """A ``torch.utils.data`` dataset: ``storage`` is ``memory`` (a ``TensorDataset``),
+    ``map`` or ``iterable`` (``""``: not known)."""
+
+    storage: str = ""
+
+
+@dataclass(frozen=True)
 class Loader:
-    """A ``torch.utils.data.DataLoader``: its known arguments (name -> form's repr) and its
-    dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
+    """A ``torch.utils.data.DataLoader``: its known arguments (name -> ``describe`` of the
+    value: ``"True"``, ``"0"``, ``"None"``, ``"?"`` when not known; a name absent was not
+    passed, unless ``("*", "?")`` says an unknown ``*args``/``**kwargs`` may pass it) and
+    its dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
 
     arguments: Tuple[Tuple[str, str], ...] = ()
     dataset: str = ""
+
+    def argument(self, name: str) -> Optional[str]:
+        """The argument's value as described, ``"?"`` when not known, None when not passed."""
+        for key, value in self.arguments:
+            if key == name:
+                return value
+        return "?" if ("*", "?") in self.arguments else None
+
+    @property
+    def pinned(self) -> bool:
+        return self.argument("pin_memory") == "True"
+
+    @property
+    def custom_collate(self) -> bool:
+        """A ``collate_fn`` (or one not known) may build batches of any type."""
+        return self.argument("collate_fn") not in (None, "None")
 
 
 @dataclass(frozen=True)
@@ -225,18 +273,25 @@ class Foreign:
 
 
 Kind = Union[
-    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, Flag, NoneValue,
-    MaybeNone, Items, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor, GraphTensor, Loader, Batch,
-    Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign,
+    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
+    Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor,
+    GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign,
 ]
 UNKNOWN = Unknown()
 
 
 def join(first: Kind, second: Kind) -> Kind:
     """Where two values meet (branches, callers): the kind both are, a known kind or
-    ``None`` (``MaybeNone``), else ``Unknown``."""
+    ``None`` (``MaybeNone``), two numbers, loaders on the arguments they agree on; else
+    ``Unknown``."""
     if first == second:
         return first
+    if type(first) is Number and type(second) is Number:
+        return Number()  # two numbers: still a number
+    if type(first) is Loader and type(second) is Loader:
+        return _loaders(first, second)
+    if type(first) is Batch and type(second) is Batch and first.path == second.path:
+        return Batch(_loaders(first.loader, second.loader), first.path)
     nones = (NoneValue, MaybeNone)
     inner = [k.kind if type(k) is MaybeNone else k for k in (first, second) if type(k) is not NoneValue]  # type: ignore[union-attr]
     if (type(first) in nones or type(second) in nones) and all(k == inner[0] for k in inner) and type(inner[0]) is not Unknown:
@@ -247,3 +302,27 @@ def join(first: Kind, second: Kind) -> Kind:
 def present(kind: Kind) -> Kind:
     """What an attribute, item, method or call reads ``kind`` as: ``MaybeNone``'s kind."""
     return kind.kind if type(kind) is MaybeNone else kind  # type: ignore[union-attr]
+
+
+def _loaders(first: Loader, second: Loader) -> Loader:
+    """Two loaders (a train and a validation loader passed to one function): a loader whose
+    arguments are known where both agree."""
+    names = [n for n, _ in (*first.arguments, *second.arguments) if n != "*"]
+    arguments = []
+    for name in dict.fromkeys(names):
+        one, other = first.argument(name), second.argument(name)
+        if one is not None or other is not None:
+            arguments.append((name, one if one == other else "?"))
+    if ("*", "?") in first.arguments or ("*", "?") in second.arguments:
+        arguments.append(("*", "?"))
+    return Loader(tuple(arguments), first.dataset if first.dataset == second.dataset else "")
+
+
+def join_all(kinds) -> Kind:
+    """Where several values meet: the kind all are, else ``Unknown`` (none: ``Unknown``)."""
+    if not kinds:
+        return UNKNOWN
+    out = kinds[0]
+    for kind in kinds[1:]:
+        out = join(out, kind)
+    return out

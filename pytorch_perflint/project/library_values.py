@@ -242,8 +242,8 @@ def literal(value: object) -> Kind:
         return Flag(value)
     if isinstance(value, str):
         return Text(value=value)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return Number()
+    if isinstance(value, (int, float)):
+        return Number(value)
     return UNKNOWN
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Optional, Set, Tuple
 
-from .kinds import Kind, Unknown
+from .kinds import UNKNOWN, Kind, Unknown, join
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -63,17 +63,27 @@ class Memo:
             kind = compute()
             guess = self._guesses.pop(key, None)
             if guess is not None and type(kind) is Unknown and key in self._reentered:
-                self._forget_since(mark)  # read while the key was unknown: read again
-                self._memo[key] = (guess, frozenset())
-                again = compute()
-                self._guesses.pop(key, None)
-                if again == guess:
-                    kind = guess
-                else:
-                    self._forget_since(mark)
+                kind = self._prove(key, guess, mark, compute)
         self._reentered.discard(key)
         self._memo[key] = (kind, frozenset(used))
         return kind
+
+    def _prove(self, key: Tuple, guess: Kind, mark: int, compute: Callable[[], Kind]) -> Kind:
+        """``guess`` if computing ``key`` under it gives it back; a guess the answer only
+        widens (``Number(0)`` to ``Number()``: ``count = count + 1``) is widened once."""
+        for _ in range(2):
+            self._forget_since(mark)  # read while the key was unknown: read again
+            self._memo[key] = (guess, frozenset())
+            again = compute()
+            self._guesses.pop(key, None)
+            if again == guess:
+                return guess
+            widened = join(guess, again)
+            if type(widened) is Unknown or widened == guess:
+                break
+            guess = widened
+        self._forget_since(mark)
+        return UNKNOWN
 
     def _forget_since(self, mark: int) -> None:
         """Drop the answers memoised after the first ``mark`` (a nested drop removes only

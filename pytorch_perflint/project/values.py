@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
 
 from . import library_values as library
+from . import loader_values as loaders
 from .bodies import locate
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, ProjectCallable, Text, Unknown, join, present
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, ProjectCallable, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .resolution import ALL_TEXTS, Definition
@@ -88,7 +89,7 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine(Memo):
+class ValueEngine(loaders.LoaderFlow, Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
@@ -165,8 +166,8 @@ class ValueEngine(Memo):
         if kind is Joined:
             return Text(tail=form.tail)  # type: ignore[union-attr]
         if kind is Each:
-            return self._element(self._eval(form.iterable, where, depth + 1))  # type: ignore[union-attr]
-        return UNKNOWN  # dict displays: their items are read through ``Item``
+            return self._element(self._eval(form.iterable, where, depth + 1), depth)  # type: ignore[union-attr]
+        return self._container(form, where, depth)  # dict displays and comprehensions (``loader_values``)
 
     def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
         head, _, rest = form.name.partition(".")
@@ -190,7 +191,7 @@ class ValueEngine(Memo):
                 return self._module_name(current.path, dotted or name, depth, whole=dotted is not None)
             status, value, line = scope.value_at(name, current.line if first else 0)
             if status == "value" and type(value) is Branches:
-                return _join_all([self._eval(form, current.at(at), depth + 1) for form, at in value.forms])  # type: ignore[union-attr]
+                return self._branches(value, current, name, depth)
             if status == "value":
                 return self._eval(value, current.at(line), depth + 1)
             if status == "param":
@@ -260,7 +261,9 @@ class ValueEngine(Memo):
         return self._memoised(key, lambda: self._arguments(definition, name, depth, public))
 
     def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
-        """All callers' arguments (a public method's: ``method_callers``), else unknown."""
+        """All callers' arguments, else unknown. A public method's callers: every call of its
+        name in the project (``method_callers``), or, when that cannot be known, its calls
+        on ``self`` when those are its only uses (``Resolution.callers(public=True)``)."""
         sites = None
         if public:  # the same callers for every parameter: read once (their reads were noted)
             key = (definition.path, definition.name)
@@ -268,10 +271,8 @@ class ValueEngine(Memo):
                 self._sites[key] = public_method_sites(self.index, definition)  # type: ignore[arg-type]
             self.index.note_read(ALL_TEXTS)  # type: ignore[union-attr]
             sites = self._sites[key]
-        if public and sites is None:
-            return UNKNOWN
         found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
-        if not found or len(found) > MAX_CALLERS:
+        if not found or len(found) > MAX_CALLERS or (getattr(self.index, "lone", False) and all(s is None for _, s, _ in found)):
             return UNKNOWN
         kinds = []
         for path, site, form in found:
@@ -282,7 +283,7 @@ class ValueEngine(Memo):
             if type(kind) is Unknown:
                 return kind
             kinds.append(kind)
-        return _join_all(kinds)
+        return join_all(kinds)
 
     def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
         definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
@@ -303,6 +304,9 @@ class ValueEngine(Memo):
             if func.name == "<enter>":  # `with h5py.File(p) as f`: the file itself
                 entered = evaluate(form.args[0]) if form.args else UNKNOWN
                 return entered if type(entered) is H5File else UNKNOWN
+            found = self._loader_call(func, form, where, depth)
+            if found is not None:
+                return found
             if func.qualname is not None and library.knows(func.qualname):
                 return library.call(func.qualname, form, evaluate)
             if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
@@ -311,10 +315,10 @@ class ValueEngine(Memo):
             if head:
                 callee = self._ref(func, where, depth + 1)
                 if type(callee) is ProjectCallable:
-                    return self._call_callable(callee, depth)
+                    return self._call_callable(callee, depth, form, where)
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
-            return self._call_kind(self._ref(func, where, depth + 1), depth)
+            return self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
         if type(func) is Attr:
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
         if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
@@ -337,10 +341,10 @@ class ValueEngine(Memo):
             current = current.parent
         return True
 
-    def _call_kind(self, callee: Kind, depth: int) -> Kind:
+    def _call_kind(self, callee: Kind, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         callee = present(callee)
         if type(callee) is ProjectCallable:
-            return self._call_callable(callee, depth)
+            return self._call_callable(callee, depth, form, where)
         if type(callee) is Instance:
             if self._method_of(callee.klass, "__call__") is not None:
                 return self._dispatch(callee, "__call__", depth)
@@ -349,17 +353,18 @@ class ValueEngine(Memo):
             return UNKNOWN
         return UNKNOWN
 
-    def _call_callable(self, callee: ProjectCallable, depth: int) -> Kind:
+    def _call_callable(self, callee: ProjectCallable, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         definition = callee.definition
         if definition.kind == "class":
             return Instance(definition)
-        return self.returns(definition, depth)
+        return self._passed_through(definition, form, where, depth)
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
         receiver = present(receiver)
         if type(receiver) is Instance and not self.models.keeps(receiver, name):  # `Net().cuda()`: still it
             return self._dispatch(receiver, name, depth)
-        return self.models.method(receiver, name, form) or library.method(receiver, name, form, evaluate)
+        found = self.models.method(receiver, name, form) or loaders.method(receiver, name)
+        return library.method(receiver, name, form, evaluate) if found is None else found
 
     def _dispatch(self, receiver: Instance, name: str, depth: int) -> Kind:
         """What calling method ``name`` of the instance returns: its class's method, joined
@@ -373,7 +378,7 @@ class ValueEngine(Memo):
                 if sub.klass is not None and sub.klass.method(name) is not None:
                     override = self._method_of(sub, name)
                     kinds.append(UNKNOWN if override is None else self.returns(override, depth))
-        return _join_all(kinds)
+        return join_all(kinds)
 
     def _method_of(self, klass: Definition, name: str, seen: Tuple = ()) -> Optional[Definition]:
         """The method ``name`` of a project class, or of its project bases (in order)."""
@@ -401,7 +406,7 @@ class ValueEngine(Memo):
             return UNKNOWN
         outer = Where(definition.path)
         kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
-        return self.models.join(kinds) if len(set(kinds)) > 1 else _join_all(kinds)  # every candidate a conv model?
+        return self.models.join(kinds) if len(set(kinds)) > 1 else join_all(kinds)  # every candidate a conv model?
 
     # -- attributes, items, iteration ---------------------------------------------------------
     def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
@@ -436,16 +441,16 @@ class ValueEngine(Memo):
                     return UNKNOWN  # a method or property: not followed here
                 scope = None
                 for line, _, attr, form in self._own_attrs(definition):
-                    if attr != name:
+                    if attr != name and attr != "*":  # "*": `setattr(self, k, v)` may set it
                         continue
                     if form is None or mutable_display(form):
                         return UNKNOWN
                     scope = scope or self.scope_of(definition)
                     kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
-        known = _join_all([kind for kind in kinds if type(kind) is not Unknown])
+        known = join_all([kind for kind in kinds if type(kind) is not Unknown])
         if key and type(known) is not Unknown:
             self._guess(key, known)  # `self.x = self.x + dx`: tried if it reads itself
-        return _join_all(kinds) if kinds else UNKNOWN
+        return join_all(kinds) if kinds else UNKNOWN
 
     def _own_attrs(self, definition: Definition) -> Iterable:
         scope = self.scope_of(definition)
@@ -474,23 +479,17 @@ class ValueEngine(Memo):
             return self._eval(values[-1], where, depth + 1) if values and not form.value.truncated else UNKNOWN
         if type(receiver) is Instance:
             return self._dispatch(receiver, "__getitem__", depth)
-        known = library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
+        known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         return UNKNOWN if known is None else known
 
-    def _element(self, iterable: Kind) -> Kind:
+    def _element(self, iterable: Kind, depth: int = 0) -> Kind:
         """An item of what a ``for`` or a comprehension walks (a known container's items)."""
         iterable = present(iterable)
+        found = self._loader_element(iterable, depth)
+        if found is not None:
+            return found
         if type(iterable) is Items and iterable.items:
-            return _join_all(list(iterable.items))
+            return join_all(list(iterable.items))
         if type(iterable) is Arrays:
             return Array()
         return UNKNOWN
-
-
-def _join_all(kinds) -> Kind:
-    if not kinds:
-        return UNKNOWN
-    out = kinds[0]
-    for kind in kinds[1:]:
-        out = join(out, kind)
-    return out
