@@ -51,7 +51,7 @@ class FileValues:
         same. It is ``lone``: with no caller in the file a parameter is not known (callers
         elsewhere may pass anything), rather than its default."""
         assert self._path is not None
-        index = ProjectIndex(os.path.dirname(self._path), self.context.settings, files=[self._path])
+        index = ProjectIndex(os.path.dirname(self._path), files=[self._path])
         index.lone = True  # type: ignore[attr-defined]
         index.summary(self._path, source=self.context.source, tree=self._tree if self.text == self.context.source else None)
         return index

@@ -116,7 +116,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
 
     def _scannable(self) -> bool:
         """Whether the project is small enough to scan for callers and subclasses."""
-        return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES and not getattr(self.index, "lone", False)
+        return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES
 
     # -- memos: ``value_memo.Memo`` ---------------------------------------------------------
     def scope_of(self, definition: Definition) -> Optional[Scope]:
