@@ -165,11 +165,15 @@ class FileContext:
         """What kind of value ``node`` (an expression under the current node of the pass)
         holds, from the project's value engine: a ``project.kinds`` value, ``Unknown``
         when not known (and None when this context was built without the engine)."""
-        if self._values_factory is None:
-            return None
-        if self._values is None:
+        values = self.values()
+        return None if values is None else values.kind_of(node)
+
+    def values(self) -> Any:
+        """What answers value questions about this file (``file_values.FileValues``: kinds,
+        and what a call runs in the project), None without the engine."""
+        if self._values is None and self._values_factory is not None:
             self._values = self._values_factory(self)
-        return self._values.kind_of(node)
+        return self._values
 
     # -- shared facts ----------------------------------------------------------------------
     def fact(self, compute: Callable[["FileContext"], T]) -> T:

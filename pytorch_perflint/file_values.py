@@ -18,10 +18,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .analysis.walk import descendants
 from .context import FileContext
 from .positions import statement_lines, statement_ranges
+from .project.call_values import dispatch
 from .project.forms import FormBuilder
 from .project.kinds import UNKNOWN, Kind
+from .project.resolution import Definition
 from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
 from .project.values import Answer, Where, engine_for
 
@@ -41,6 +44,8 @@ class FileValues:
         self._starts: Optional[Sequence[int]] = None
         self._statement_index: Dict[int, int] = {}
         self._scopes: Dict[int, Scope] = {}
+        self._calls: Dict[int, Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]] = {}
+        self._callees: Dict[int, Optional[Tuple[Definition, ...]]] = {}
         self._path = os.path.abspath(context.path) if context.project is not None else None
         self.engine = engine_for(context.project)
 
@@ -68,26 +73,48 @@ class FileValues:
         assert where.scope is not None
         return self.engine.answer(expression_form(expression, where.scope), where)
 
+    def callees(self, call: cst.Call, statement: cst.CSTNode) -> Optional[Tuple[Definition, ...]]:
+        """What ``call`` (under the top-level ``statement``) runs in the project:
+        ``call_values.dispatch``'s definitions, None when not known. The first question
+        about a statement locates all of its calls (its code is generated once)."""
+        if id(call) in self._callees:
+            return self._callees[id(call)]
+        located = self._calls.get(id(statement))
+        if located is None:
+            calls = [node for node in descendants(statement) if type(node) is cst.Call]
+            located = self._calls[id(statement)] = self._locate_all(calls, statement)
+        found = located.get(id(call))
+        result = None
+        if found is not None and isinstance(found[0], ast.Call):
+            where = self._where([*found[1], found[0]], found[0].lineno)
+            if where is not None and where.scope is not None:
+                result = dispatch(self.engine, expression_form(found[0].func, where.scope), where)
+        self._callees[id(call)] = result
+        return result
+
     # -- from LibCST to ast ----------------------------------------------------------------
     def _locate(self, node: cst.CSTNode) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
         """The ``ast`` node at the LibCST node's position, and its ancestors."""
-        tree = self.tree
         ancestors = self.context.ancestors
-        if tree is None or len(ancestors) < 2 and node not in self.context.module.body:
+        if len(ancestors) < 2 and node not in self.context.module.body:
             return None
         statement = ancestors[1] if len(ancestors) > 1 else node
-        index = self._index_of(statement)
-        if self._starts is None:
+        return self._locate_all([node], statement).get(id(node))
+
+    def _locate_all(self, nodes: Sequence[cst.CSTNode], statement: cst.CSTNode) -> Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]:
+        tree = self.tree
+        out: Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]] = {id(node): None for node in nodes}
+        index = None if tree is None else self._index_of(statement)
+        if self._starts is None and tree is not None:
             self._starts = statement_lines(self.context.module, tree) or ()
-        if index is None or index >= len(self._starts):
-            return None
-        ranges = statement_ranges(self.context.module, index, {id(node): node}, self._starts[index])
-        span = ranges.get(id(node))
-        if span is None:
-            return None
-        start = (span.start.line, span.start.column)
-        end = (span.end.line, span.end.column)
-        return self._find(tree, start, end)
+        if tree is None or index is None or index >= len(self._starts or ()):
+            return out
+        ranges = statement_ranges(self.context.module, index, {id(node): node for node in nodes}, self._starts[index])  # type: ignore[index]
+        for node in nodes:
+            span = ranges.get(id(node))
+            if span is not None:
+                out[id(node)] = self._find(tree, (span.start.line, span.start.column), (span.end.line, span.end.column))
+        return out
 
     def _index_of(self, statement: cst.CSTNode) -> Optional[int]:
         if not self._statement_index:

@@ -246,7 +246,7 @@ class ValueEngine:
             return UNKNOWN
         if definition.kind in ("function", "class", "method"):
             return ProjectCallable(definition)
-        if definition.kind == "binding" and definition.binding is not None and not definition.binding.mutated:
+        if definition.kind == "binding" and definition.binding is not None and not (definition.binding.mutated and mutable_display(definition.binding.form)):
             return self._eval(definition.binding.form, Where(definition.path), depth + 1)
         return UNKNOWN
 

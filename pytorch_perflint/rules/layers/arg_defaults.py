@@ -30,7 +30,7 @@ from ...project import register_summarizer
 from ...project.forms import Call, Form, Item, Lit, Ref
 from ...project.scan import line_text, lines_with, nodes_on_lines
 from ...project.summarizer import parse
-from ..training.project_calls import own_path
+from ...project.call_values import own_path
 
 KEY = "layers.argparse"
 UNKNOWN_DESTS = "*"

@@ -27,12 +27,12 @@ epoch loop around ``train_one_epoch(...)`` is a training loop but not a step loo
 steps the optimizer around an inner micro-batch loop that only runs backward (gradient
 accumulation) is a step loop, and so is the inner loop.
 
-Helpers are resolved by name only: ``f(...)`` to a function ``f`` defined in the module
-(outside classes), ``self.f(...)`` / ``cls.f(...)`` to a method of the enclosing class. With a
-project index, a call of a function or method of another module that trains (itself or
-through the project functions it calls, ``project_calls.training_reach``) makes the loops
-around it and the function it stands in train, as a same-module step helper would; one that
-loops over steps makes them epoch loops and an epoch helper. Anything else is not followed.
+The walk follows ``f(...)`` (a module-level function here) and ``self.f(...)`` by name.
+With a project index, any other call of project code that trains (what it runs is the value
+engine's dispatch, ``model.optimize_parameters()``, ``model(x)``; whether it trains,
+``project.call_values.training_reach``) makes the loops around it and the function it
+stands in train, as a same-module step helper would; one that loops over steps makes them
+epoch loops and an epoch helper.
 """
 
 from __future__ import annotations
@@ -66,80 +66,9 @@ from .classifiers import (
     last_name,
     method_name,
 )
+from ...project.call_values import may_run_project_code, own_path, training_reach
+from .guards import guarded_between
 from .host_syncs import is_sync_call
-from .project_calls import own_path, project_callees, training_reach
-
-
-# ---------------------------------------------------------------------------------------
-# Guards: is a node run on every iteration of the loop around it?
-# ---------------------------------------------------------------------------------------
-def _is_main_guard(node: cst.If) -> bool:
-    test = node.test
-    return (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value == "__name__"
-    )
-
-
-def guarded_between(path: Sequence[cst.CSTNode], loop_names: Optional[FrozenSet[str]] = None) -> bool:
-    """Whether the last node of ``path`` (a chain of nodes, each the parent of the next)
-    runs only under a condition relative to the first: inside an ``if``/``elif``/``else``
-    branch (not its test), a conditional expression's branches, the right operand of
-    ``and``/``or``, an ``except`` handler or a ``match`` case.
-
-    With ``loop_names`` (the names a loop binds, see ``loop_bound_names``), an ``if`` whose
-    test cannot change from one iteration to the next (``if not args.distributed:``,
-    ``if writer is not None:``, ``if rank == 0:``) is no guard: whatever it selects runs on
-    every iteration. A test that uses a name the loop binds, ``%``, an ordering comparison
-    or any call is taken as a per-iteration guard (``if step % 10 == 0``, ``if i == 0``,
-    ``if torch.isnan(loss)``).
-    """
-    for parent, child in zip(path, path[1:]):
-        if isinstance(parent, cst.If):
-            if child is not parent.test and not _is_main_guard(parent):
-                if loop_names is None or not loop_invariant(parent.test, loop_names):
-                    return True
-        elif isinstance(parent, cst.IfExp):
-            if child is not parent.test:
-                if loop_names is None or not loop_invariant(parent.test, loop_names):
-                    return True
-        elif isinstance(parent, cst.BooleanOperation):
-            if child is parent.right:
-                return True
-        elif isinstance(parent, cst.ExceptHandler):
-            return True
-        elif type(parent).__name__ in ("MatchCase", "ExceptStarHandler"):
-            return True
-    return False
-
-
-_INVARIANT_COMPARISONS = (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
-
-
-def loop_invariant(test: cst.BaseExpression, loop_names: FrozenSet[str]) -> bool:
-    """Whether a condition is a flag that stays the same on every iteration: names the
-    loop does not bind, their attributes, literals, ``not``/``and``/``or``, and
-    ``is``/``==``/``in`` comparisons of those."""
-    if isinstance(test, cst.Name):
-        return test.value not in loop_names
-    if isinstance(test, cst.Attribute):
-        return loop_invariant(test.value, loop_names)
-    if isinstance(test, (cst.Integer, cst.Float, cst.SimpleString)):
-        return True
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return loop_invariant(test.expression, loop_names)
-    if isinstance(test, cst.BooleanOperation):
-        return loop_invariant(test.left, loop_names) and loop_invariant(test.right, loop_names)
-    if isinstance(test, cst.Comparison):
-        return (
-            all(isinstance(c.operator, _INVARIANT_COMPARISONS) for c in test.comparisons)
-            and loop_invariant(test.left, loop_names)
-            and all(loop_invariant(c.comparator, loop_names) for c in test.comparisons)
-        )
-    if isinstance(test, (cst.List, cst.Tuple, cst.Set)):
-        return all(loop_invariant(e.value, loop_names) for e in test.elements)
-    return False
 
 
 def loop_bound_names(loop: Loop) -> FrozenSet[str]:
@@ -390,20 +319,27 @@ class TrainingFactsBuilder:
                 func.sync = True
 
     def on_project_call(self, call: cst.Call, stack: List[cst.CSTNode], func: _Func, loops: List["_Loop"]) -> None:
-        """A call of a project function or method of another module that runs a training
-        step, itself or through the project functions it calls (``trainer.train_step(x)``,
-        ``agent.update(rollouts)``, ``ppo_step(...)`` from ``core/``): the loops around the
-        call train, and so does the function it stands in (a loop that calls that function
-        trains, as with any same-module step helper). When the callee loops over steps
-        itself, the loops around it are epoch loops and the function is an epoch helper."""
-        if type(call.func) not in (cst.Name, cst.Attribute):
+        """A call of project code that runs a training step, itself or through the project
+        functions it calls (``trainer.train_step(x)``, ``model.optimize_parameters()``,
+        ``ppo_step(...)`` from ``core/``; ``call_values.dispatch`` says what it runs): the
+        loops around the call train, and so does the function it stands in (a loop that
+        calls that function trains, as with any same-module step helper). When the callee
+        loops over steps itself, the loops around it are epoch loops and the function is an
+        epoch helper. ``f(...)`` / ``self.f(...)`` of this module are the walk's own."""
+        kind = type(call.func)
+        if kind not in (cst.Name, cst.Attribute, cst.Subscript) or len(stack) < 2:
             return
-        scope = self.context.scope_for(stack[-1] if stack else self.context.module, stack)
-        callees = project_callees(self.context, call, scope)
-        if not callees or any(d.path == own_path(self.context) for d in callees):
-            return  # unknown, or this module's own (the walk sees those)
-        index = self.context.project
-        reaches = [training_reach(index, d) for d in callees]
+        name = dotted_name(call.func) if kind is not cst.Subscript else ""
+        if name is None or not may_run_project_code(name, self.qualname_at(stack)(call.func)):
+            return
+        values = self.context.values()
+        callees = None if values is None else values.callees(call, stack[1])
+        if not callees:
+            return
+        own = own_path(self.context)
+        if any(d.path == own for d in callees) and (kind is cst.Name or name.split(".")[0] in ("self", "cls") and name.count(".") == 1):
+            return  # the walk follows these by name
+        reaches = [training_reach(values.engine, d) for d in callees]
         if any(reach is None for reach in reaches):
             return
         epoch = any(reaches)

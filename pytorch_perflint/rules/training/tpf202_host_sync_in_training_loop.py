@@ -7,13 +7,14 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
 
 import libcst as cst
 
+from ...project.call_values import own_path, syncs_every_call
+from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .classifiers import callee_key, last_name, method_name
 from .host_syncs import is_sync_call
-from .project_calls import loop_call_sites, own_path, plain_loop_call, project_callees, syncs_every_call
+from .guards import guarded_between
 from .loops import (
-    guarded_between,
     loop_bound_names,
     step_loop_around,
     training_facts,
@@ -212,11 +213,12 @@ class HostSyncInTrainingLoop(Rule):
         call (``calculate_accuracy(out, y)`` ending in ``.item()``, ``meter.add(loss)``)."""
         if not isinstance(node.func, (cst.Name, cst.Attribute)):
             return None
-        callees = project_callees(self.context, node, self.context.scope)
-        index = self.context.project
-        if not callees or index is None:
+        values = self.context.values()
+        ancestors = self.context.ancestors
+        if values is None or len(ancestors) < 2:
             return None
-        if all(syncs_every_call(index, d) for d in callees):
+        callees = values.callees(node, ancestors[1])
+        if callees and all(syncs_every_call(values.engine, d) for d in callees):
             return "helper"
         return None
 
@@ -256,10 +258,11 @@ class HostSyncInTrainingLoop(Rule):
         if cached is None:
             cached = False
             index = self.context.project
+            values = self.context.values()
             name = function.name.value if owner is None else f"{owner}.{function.name.value}"
             definition = None if index is None else index.resolve(own_path(self.context), name)
-            if index is not None and definition is not None and definition.kind in ("function", "method"):
-                sites = loop_call_sites(index, definition)
+            if values is not None and definition is not None and definition.kind in ("function", "method"):
+                sites = loop_call_sites(values.engine, definition)
                 cached = bool(sites) and not any(plain_loop_call(index, *site) for site in sites)  # type: ignore[union-attr]
             self._loop_bodies[id(function)] = cached
         return cached
