@@ -126,6 +126,10 @@ def draw(method: str, form: Call, evaluate: Evaluate) -> Kind:
     return Array()
 
 
+# ``nn.Module`` methods that give the module itself back.
+MODULE_SELF = frozenset(("cuda", "to", "cpu", "train", "eval", "float", "half", "double", "bfloat16", "requires_grad_", "apply", "to_empty"))
+
+
 def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
     """What ``receiver.name(...)`` gives for a library kind."""
     if name in TO_NUMPY_METHODS:

@@ -365,6 +365,8 @@ class ValueEngine:
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
         if type(receiver) is Instance:
+            if name in library.MODULE_SELF and self._method_of(receiver.klass, name) is None and self.index.is_nn_module(receiver.klass):  # type: ignore[union-attr]
+                return receiver  # `Net().cuda()`, `model.to(device)`, `model.train()`: the module itself
             return self._dispatch(receiver, name, depth)
         return library.method(receiver, name, form, evaluate)
 

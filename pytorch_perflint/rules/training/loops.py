@@ -169,6 +169,7 @@ class _Loop:
     callees: Set[FuncKey] = field(default_factory=set)
     children: List["_Loop"] = field(default_factory=list)
     epoch_call: bool = False  # calls a project function in another module that loops over steps
+    own_step: bool = False  # steps an optimizer in its own body (not in a nested loop)
 
 
 def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bool], leave=None) -> None:
@@ -306,6 +307,8 @@ class TrainingFactsBuilder:
             for loop in loops:
                 loop.backward |= backward
                 loop.step |= step
+            if loops:
+                loops[-1].own_step |= step
         elif self.context.project is not None and (loops or func.node is not None):
             self.on_project_call(call, stack, func, loops)
         key = callee_key(call, func.class_name)
@@ -382,15 +385,20 @@ class TrainingFactsBuilder:
             """A nested training loop that runs the optimizer steps (a batch loop inside an
             epoch loop). A nested loop that only runs backward inside a loop that steps is
             gradient accumulation over micro-batches: the outer loop stays the step loop."""
+            backward = training[id(loop)][0]
             return any(
-                (trains(child) and (training[id(child)][1] or not own_step)) or nested_steps(child, own_step)
+                (trains(child) and (training[id(child)][1] or not own_step) and not (backward and not training[id(child)][0]))
+                or nested_steps(child, own_step)
                 for child in loop.children
             )
 
         facts: Dict[int, LoopFacts] = {}
         for loop in self.loops:
             backward, step = training[id(loop)]
-            is_step = (backward or step) and not nested_steps(loop, step) and not (loop.callees & loop_fns) and not loop.epoch_call
+            # A loop that steps an optimizer itself stays the step loop around a helper with
+            # its own backward loop (an adversarial attack, an inner optimisation).
+            helpers = bool(loop.callees & loop_fns) or loop.epoch_call
+            is_step = (backward or step) and not nested_steps(loop, step) and (loop.own_step or not helpers)
             facts[id(loop.node)] = LoopFacts(loop.node, loop.func.node, backward, step, is_step)
         sync = {f.key for f in self.all_funcs if f.key is not None and f.sync}
         sync -= loop_fns
