@@ -216,6 +216,36 @@ for x in pbar:
     print('cls {:.3f}'.format(float(cls_loss)))
 """,
 },
+"branches": {
+ "algo/__init__.py": "from .a2c import A2C\nfrom .ppo import PPO\n",
+ "algo/a2c.py": """
+import torch
+class A2C:
+    def __init__(self, net):
+        self.optimizer = torch.optim.Adam(net.parameters())
+    def update(self, r):
+        loss = r.loss()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+""",
+ "algo/ppo.py": "class PPO:\n    def update(self, r):\n        return 0\n",
+ "main.py": """
+import torch
+from algo import A2C, PPO
+def main(args):
+    net = Net().cuda()
+    if args.algo == 'a2c':
+        agent = A2C(net)
+    else:
+        agent = PPO()
+    for j in range(100):
+        for step in range(5):
+            obs = envs.step(act)
+        loss = agent.update(rollouts)
+""",
+},
 }
 
 
@@ -244,6 +274,8 @@ def _findings(root: Path, select: str = "TPF202") -> List[Tuple[str, int]]:
         # a comparison of a tensor, `%` into a progress bar, a term of the loss unpacked
         # from the model's output.
         ("fmt", [("train.py", 9), ("train.py", 13), ("train.py", 14)]),
+        # a step method called after a rollout, on an object one branch makes: its own sync.
+        ("branches", [("a2c.py", 10)]),
     ],
 )
 def test_tpf202_reaches_syncs_through_dispatch(tmp_path, name, expected):

@@ -54,10 +54,24 @@ def loop_call_sites(engine: ValueEngine, definition: Definition) -> Optional[Lis
                 out.append((path, site.line, short))
             continue
         where = engine._caller_where(path, site.caller, site.line) if site.caller else Where(path)
-        kind = None if where is None else engine._eval(Ref(receiver), where, 0)
-        if type(kind) is Instance and any(found.key == definition.key for found in methods(engine, kind, short) or ()):
+        if where is not None and _may_be(engine, receiver, where, definition):
             out.append((path, site.line, short))
     return out
+
+
+def _may_be(engine: ValueEngine, receiver: str, where: Where, method: Definition) -> bool:
+    """Whether ``receiver`` may be an object whose method is ``method``: its value, or one
+    of the values its function binds it to (``if args.algo == "a2c": agent = A2C(...)``
+    ``elif ...: agent = PPO(...)``; a may-question: which branch runs is not known)."""
+    short = method.name.rsplit(".", 1)[-1]
+    forms = [(Ref(receiver), where)]
+    if where.scope is not None and "." not in receiver:
+        forms += [(entry.form, where.at(entry.line)) for entry in where.scope.entries.get(receiver, ()) if entry.form is not None]
+    for form, at in forms:
+        kind = engine._eval(form, at, 0)
+        if type(kind) is Instance and any(found.key == method.key for found in methods(engine, kind, short) or ()):
+            return True
+    return False
 
 
 def plain_loop_call(index: "ProjectIndex", path: str, line: int, name: str) -> bool:
