@@ -42,13 +42,18 @@ class HostSyncInTrainingLoop(Rule):
     same-module functions, and project functions and methods of other modules
     (`calculate_accuracy(out, y)` from `utils.py` ending in `.item()`, `meter.add(loss)` with
     `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
-    functions they call unconditionally). A loop also trains when it calls a step function
-    of another module (`trainer.train_step(x, y)` with `trainer = Trainer(...)`). A step
+    functions they call unconditionally; `model(x)` whose `forward`, or a submodule's, syncs;
+    what a call runs is the value engine's dispatch, through attributes, parameters and
+    factories). Text formatted from a tensor with `%` or an f-string counts wherever it goes
+    (`pbar.set_postfix_str('%.3f' % loss)`). A loop also trains when it calls a step
+    function of another module (`trainer.train_step(x, y)`, `model.optimize_parameters()`
+    with `model = create_model(opt)`). A step
     function (it runs backward or an optimizer step, with no loop of its own) that the
     project calls from a loop is a loop body: when no call of it is itself reported (it is
     called under a condition, `if T % 4 == 0: agent.learn(mem)`, or after a rollout), its
     own unconditional syncs are reported inside it (`return loss.item()`).
-    Silent for syncs under a guard (`if step % log_every == 0:`), helpers that sync only
+    Silent for syncs under a guard (`if step % log_every == 0:`; a device-availability test,
+    `if torch.cuda.is_available():`, `if len(opt.gpu_ids) > 0:`, is no guard), helpers that sync only
     under a condition or after an early `return`, after the loop, and in code that does not
     run on an accelerator.
 
@@ -165,6 +170,11 @@ class HostSyncInTrainingLoop(Rule):
             _PREAMBLE + "for x in loader:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n    losses.append(float(loss))\n",
             line=7,
         ),
+        # A device-availability test is no sampling guard; `%` into a progress bar's text.
+        Invalid(_PREAMBLE + "for x in loader:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n"
+                "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n", line=8),
+        Invalid(_PREAMBLE + "for x in bar:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n"
+                "    bar.set_postfix_str('%.3f' % loss)\n", line=7),
     )
 
     def __init__(self, context) -> None:
