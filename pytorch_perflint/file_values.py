@@ -18,11 +18,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .analysis.scope import dotted_name
 from .analysis.walk import descendants
 from .context import FileContext
 from .positions import statement_lines, statement_ranges
 from .project.call_values import dispatch
-from .project.forms import FormBuilder
+from .project.forms import FormBuilder, dotted
 from .project.kinds import UNKNOWN, Kind
 from .project.resolution import Definition
 from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
@@ -82,7 +83,8 @@ class FileValues:
         located = self._calls.get(id(statement))
         if located is None:
             calls = [node for node in descendants(statement) if type(node) is cst.Call]
-            located = self._calls[id(statement)] = self._locate_all(calls, statement)
+            spans = self._ast_calls(statement)
+            located = self._calls[id(statement)] = _paired(calls, spans) or self._locate_all(calls, statement, spans)
         found = located.get(id(call))
         result = None
         if found is not None and isinstance(found[0], ast.Call):
@@ -101,7 +103,31 @@ class FileValues:
         statement = ancestors[1] if len(ancestors) > 1 else node
         return self._locate_all([node], statement).get(id(node))
 
-    def _locate_all(self, nodes: Sequence[cst.CSTNode], statement: cst.CSTNode) -> Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]:
+    def _ast_calls(self, statement: cst.CSTNode) -> Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]:
+        """Every ``ast`` call of the top-level statement by its span (line, character
+        column), with its ancestors: one walk for all the statement's calls."""
+        tree = self.tree
+        index = None if tree is None else self._index_of(statement)
+        if self._starts is None and tree is not None:
+            self._starts = statement_lines(self.context.module, tree) or ()
+        if tree is None or index is None or index >= len(self._starts or ()):
+            return {}
+        first = self._starts[index] + 1  # type: ignore[index]
+        last = self._starts[index + 1] if index + 1 < len(self._starts) else float("inf")  # type: ignore[index, arg-type]
+        out: Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]] = {}
+        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s in tree.body if first <= s.lineno <= last]
+        while stack:
+            node, chain = stack.pop()
+            if type(node) is ast.Call:
+                key = (node.lineno, self._column(node.lineno, node.col_offset), node.end_lineno, self._column(node.end_lineno, node.end_col_offset))  # type: ignore[arg-type]
+                out[key] = (node, chain)  # type: ignore[index]
+            inner = [*chain, node]
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        return out
+
+    def _locate_all(
+        self, nodes: Sequence[cst.CSTNode], statement: cst.CSTNode, spans: Optional[Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]] = None
+    ) -> Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]:
         tree = self.tree
         out: Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]] = {id(node): None for node in nodes}
         index = None if tree is None else self._index_of(statement)
@@ -113,7 +139,8 @@ class FileValues:
         for node in nodes:
             span = ranges.get(id(node))
             if span is not None:
-                out[id(node)] = self._find(tree, (span.start.line, span.start.column), (span.end.line, span.end.column))
+                exact = (spans or {}).get((span.start.line, span.start.column, span.end.line, span.end.column))
+                out[id(node)] = exact or self._find(tree, (span.start.line, span.start.column), (span.end.line, span.end.column))
         return out
 
     def _index_of(self, statement: cst.CSTNode) -> Optional[int]:
@@ -191,6 +218,22 @@ class FileValues:
             aliases = outer.aliases if outer is not None and node is not self.tree else {}
             scope = self._scopes[id(node)] = build_scope(node, aliases, self._path, owner)
         return scope
+
+
+def _paired(calls: Sequence[cst.Call], spans: Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]) -> Optional[Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]]:
+    """The statement's LibCST calls (in source order) paired with its ``ast`` calls sorted by
+    position (outer before inner), without generating code; None when the two do not
+    agree call for call (then positions decide)."""
+    ordered = [spans[key] for key in sorted(spans, key=lambda k: (k[0], k[1], -k[2], -k[3]))]
+    if len(ordered) != len(calls):
+        return None
+    out: Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]] = {}
+    for call, found in zip(calls, ordered):
+        spelled = dotted_name(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+        if spelled != dotted(found[0].func):  # type: ignore[attr-defined]
+            return None
+        out[id(call)] = found
+    return out
 
 
 def _span(node: ast.AST) -> Tuple[int, int]:

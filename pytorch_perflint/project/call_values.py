@@ -110,12 +110,8 @@ def dispatch(engine: ValueEngine, func: Form, where: Where) -> Optional[Tuple[De
     when it is not a project call, or any of its targets is not known."""
     if engine.index is None:
         return None
-    callee = engine._eval(func, where, 0)
-    if type(callee) is ProjectCallable:
-        found = callee.definition
-        return (found,) if found.kind in ("function", "method") and found.function is not None else None
-    if type(callee) is Instance:
-        return _call_targets(engine, callee)
+    # The receiver first: a method of an object is found without reading the attributes
+    # its class assigns (``self.step()``); an attribute or a module's function next.
     receiver = None
     if type(func) is Ref and "." in func.name:
         head, _, name = func.name.rpartition(".")
@@ -123,8 +119,16 @@ def dispatch(engine: ValueEngine, func: Form, where: Where) -> Optional[Tuple[De
     elif type(func) is Attr:
         name = func.attr  # type: ignore[union-attr]
         receiver = engine._eval(func.value, where, 0)  # type: ignore[union-attr]
-    if type(receiver) is Instance:
+    if type(receiver) is Instance and engine._method_of(receiver.klass, name) is not None:
         return methods(engine, receiver, name)
+    if type(func) is Attr:
+        return None
+    callee = engine._eval(func, where, 0)
+    if type(callee) is ProjectCallable:
+        found = callee.definition
+        return (found,) if found.kind in ("function", "method") and found.function is not None else None
+    if type(callee) is Instance:
+        return _call_targets(engine, callee)
     return None
 
 

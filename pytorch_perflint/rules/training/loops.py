@@ -66,7 +66,7 @@ from .classifiers import (
     last_name,
     method_name,
 )
-from ...project.call_values import may_run_project_code, own_path, training_reach
+from ...project.call_values import may_run_project_code, training_reach
 from .guards import guarded_between
 from .host_syncs import is_sync_call
 
@@ -222,6 +222,7 @@ class TrainingFactsBuilder:
         self.frames: List[Tuple[_Func, List[_Loop]]] = []
         self.classes: List[Optional[str]] = [None]
         self.optimizer_names: Set[str] = set()
+        self.pending: List[Tuple[cst.Call, cst.CSTNode, _Func, List[_Loop]]] = []
         self.want_sync = bool(_SYNC_SOURCE.search(context.source))
 
     def qualname_at(self, stack: List[cst.CSTNode]) -> Callable[[cst.CSTNode], Optional[str]]:
@@ -233,6 +234,8 @@ class TrainingFactsBuilder:
         self.all_funcs.append(module_func)
         self.frames.append((module_func, []))
         walk(self.context.module, self.enter, self.leave)
+        for pending in self.pending:
+            self.on_pending_call(*pending)
         return self.freeze()
 
     # -- walk callbacks -------------------------------------------------------------------
@@ -333,15 +336,16 @@ class TrainingFactsBuilder:
         if kind not in (cst.Name, cst.Attribute, cst.Subscript) or len(stack) < 2:
             return
         name = dotted_name(call.func) if kind is not cst.Subscript else ""
-        if name is None or not may_run_project_code(name, self.qualname_at(stack)(call.func)):
-            return
+        if name is not None and may_run_project_code(name, self.qualname_at(stack)(call.func)):
+            self.pending.append((call, stack[1], func, list(loops)))  # once the walk knows every def
+
+    def on_pending_call(self, call: cst.Call, statement: cst.CSTNode, func: _Func, loops: List["_Loop"]) -> None:
+        if callee_key(call, func.class_name) in self.funcs:
+            return  # the walk follows these by name
         values = self.context.values()
-        callees = None if values is None else values.callees(call, stack[1])
+        callees = None if values is None else values.callees(call, statement)
         if not callees:
             return
-        own = own_path(self.context)
-        if any(d.path == own for d in callees) and (kind is cst.Name or name.split(".")[0] in ("self", "cls") and name.count(".") == 1):
-            return  # the walk follows these by name
         reaches = [training_reach(values.engine, d) for d in callees]
         if any(reach is None for reach in reaches):
             return
