@@ -46,7 +46,7 @@ class FileValues:
         self._statement_index: Dict[int, int] = {}
         self._scopes: Dict[int, Scope] = {}
         self._calls: Dict[int, Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]] = {}
-        self._callees: Dict[int, Optional[Tuple[Definition, ...]]] = {}
+        self._callees: Dict[Tuple[int, bool], Optional[Tuple[Definition, ...]]] = {}
         self._path = os.path.abspath(context.path) if context.project is not None else None
         self.engine = engine_for(context.project)
 
@@ -74,12 +74,12 @@ class FileValues:
         assert where.scope is not None
         return self.engine.answer(expression_form(expression, where.scope), where)
 
-    def callees(self, call: cst.Call, statement: cst.CSTNode) -> Optional[Tuple[Definition, ...]]:
+    def callees(self, call: cst.Call, statement: cst.CSTNode, objects: bool = True) -> Optional[Tuple[Definition, ...]]:
         """What ``call`` (under the top-level ``statement``) runs in the project:
         ``call_values.dispatch``'s definitions, None when not known. The first question
-        about a statement locates all of its calls (its code is generated once)."""
-        if id(call) in self._callees:
-            return self._callees[id(call)]
+        about a statement locates all of its calls at once. ``objects``: as ``dispatch``."""
+        if (id(call), objects) in self._callees:
+            return self._callees[(id(call), objects)]
         located = self._calls.get(id(statement))
         if located is None:
             calls = [node for node in descendants(statement) if type(node) is cst.Call]
@@ -90,8 +90,8 @@ class FileValues:
         if found is not None and isinstance(found[0], ast.Call):
             where = self._where([*found[1], found[0]], found[0].lineno)
             if where is not None and where.scope is not None:
-                result = dispatch(self.engine, expression_form(found[0].func, where.scope), where)
-        self._callees[id(call)] = result
+                result = dispatch(self.engine, expression_form(found[0].func, where.scope), where, objects)
+        self._callees[(id(call), objects)] = result
         return result
 
     # -- from LibCST to ast ----------------------------------------------------------------

@@ -105,9 +105,11 @@ def own_path(context: object) -> str:
 # ---------------------------------------------------------------------------------------
 # Dispatch: which project definitions a call runs
 # ---------------------------------------------------------------------------------------
-def dispatch(engine: ValueEngine, func: Form, where: Where) -> Optional[Tuple[Definition, ...]]:
+def dispatch(engine: ValueEngine, func: Form, where: Where, objects: bool = True) -> Optional[Tuple[Definition, ...]]:
     """Every project function or method a call of ``func`` (read at ``where``) may run; None
-    when it is not a project call, or any of its targets is not known."""
+    when it is not a project call, or any of its targets is not known. Without ``objects``
+    a call of an object (``model(x)``, ``self.net(x)``: its ``forward``) is not followed:
+    whether a call trains is asked of every call of a module, and a forward never does."""
     if engine.index is None:
         return None
     # The receiver first: a method of an object is found without reading the attributes
@@ -121,13 +123,13 @@ def dispatch(engine: ValueEngine, func: Form, where: Where) -> Optional[Tuple[De
         receiver = engine._eval(func.value, where, 0)  # type: ignore[union-attr]
     if type(receiver) is Instance and engine._method_of(receiver.klass, name) is not None:
         return methods(engine, receiver, name)
-    if type(func) is Attr:
+    if type(func) is Attr or (not objects and type(receiver) is Instance):
         return None
     callee = engine._eval(func, where, 0)
     if type(callee) is ProjectCallable:
         found = callee.definition
         return (found,) if found.kind in ("function", "method") and found.function is not None else None
-    if type(callee) is Instance:
+    if type(callee) is Instance and objects:
         return _call_targets(engine, callee)
     return None
 
@@ -198,9 +200,9 @@ def body_facts(engine: ValueEngine, definition: Definition) -> Optional[BodyFact
     return found[1] if type(found) is tuple else None
 
 
-def _targets(engine: ValueEngine, definition: Definition, site: Site) -> Optional[Tuple[Definition, ...]]:
+def _targets(engine: ValueEngine, definition: Definition, site: Site, objects: bool = True) -> Optional[Tuple[Definition, ...]]:
     where = _definition_where(engine, definition, site.line)
-    return None if where is None else dispatch(engine, site.func, where)
+    return None if where is None else dispatch(engine, site.func, where, objects)
 
 
 def training_reach(engine: ValueEngine, definition: Definition, depth: int = 0) -> Optional[bool]:
@@ -231,7 +233,7 @@ def _reach(engine: ValueEngine, definition: Definition, depth: int) -> Optional[
     if depth >= MAX_DEPTH:
         return found
     for site in facts.sites:
-        targets = _targets(engine, definition, site)
+        targets = _targets(engine, definition, site, objects=False)
         reaches = [training_reach(engine, target, depth + 1) for target in targets or ()]
         if not reaches or any(reach is None for reach in reaches):
             continue

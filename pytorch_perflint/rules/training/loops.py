@@ -343,7 +343,7 @@ class TrainingFactsBuilder:
         if callee_key(call, func.class_name) in self.funcs:
             return  # the walk follows these by name
         values = self.context.values()
-        callees = None if values is None else values.callees(call, statement)
+        callees = None if values is None else values.callees(call, statement, objects=False)
         if not callees:
             return
         reaches = [training_reach(values.engine, d) for d in callees]
