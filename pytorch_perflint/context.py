@@ -161,12 +161,20 @@ class FileContext:
             return None
         return "torch", ("torch",)
 
-    def value_of(self, node: cst.BaseExpression) -> Any:
-        """What kind of value ``node`` (an expression under the current node of the pass)
-        holds, from the project's value engine: a ``project.kinds`` value, ``Unknown``
-        when not known (and None when this context was built without the engine)."""
+    def value_of(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Any:
+        """What kind of value ``node`` (an expression under the current node of the pass,
+        or anywhere in ``statement``, the module-level statement that holds it) holds, from
+        the project's value engine: a ``project.kinds`` value, ``Unknown`` when not known
+        (and None when this context was built without the engine)."""
         values = self.values()
-        return None if values is None else values.kind_of(node)
+        return None if values is None else values.kind_of(node, statement)
+
+    @property
+    def models(self) -> Any:
+        """The engine's questions about models (``project.module_values.ModuleValues``),
+        None without the engine."""
+        values = self.values()
+        return None if values is None else values.engine.models
 
     def values(self) -> Any:
         """What answers value questions about this file (``file_values.FileValues``: kinds,

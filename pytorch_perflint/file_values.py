@@ -24,6 +24,7 @@ from .context import FileContext
 from .positions import statement_lines, statement_ranges
 from .project.call_values import dispatch
 from .project.forms import FormBuilder, dotted
+from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
 from .project.resolution import Definition
 from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
@@ -47,8 +48,15 @@ class FileValues:
         self._scopes: Dict[int, Scope] = {}
         self._calls: Dict[int, Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]] = {}
         self._callees: Dict[Tuple[int, bool], Optional[Tuple[Definition, ...]]] = {}
-        self._path = os.path.abspath(context.path) if context.project is not None else None
-        self.engine = engine_for(context.project)
+        self._path = os.path.abspath(context.path)
+        project = context.project
+        if project is None:
+            # A file linted on its own is a project of one module: its classes and
+            # functions are followed as any project's are.
+            project = ProjectIndex(os.path.dirname(self._path), context.settings, files=[self._path])
+            project.lone = True  # type: ignore[attr-defined]  # its callers elsewhere are not known
+            project.summary(self._path, source=context.source)
+        self.engine = engine_for(project)
 
     @property
     def tree(self) -> Optional[ast.Module]:
@@ -59,16 +67,19 @@ class FileValues:
                 return None
         return self._tree
 
-    def kind_of(self, node: cst.BaseExpression) -> Kind:
-        return self.answer(node).kind
+    def kind_of(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Kind:
+        return self.answer(node, statement).kind
 
-    def answer(self, node: cst.BaseExpression) -> Answer:
-        """The engine's answer for an expression under the current node of the pass."""
-        found = self._locate(node)
+    def answer(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Answer:
+        """The engine's answer for an expression under the current node of the pass, or
+        (``statement``: the top-level statement that holds it) anywhere in the module."""
+        found = self._locate(node, statement)
         if found is None:
             return Answer(UNKNOWN)
         expression, chain = found
-        where = self._where([*chain, expression], getattr(expression, "lineno", 0))
+        # Read at its statement's first line: a name in `z = (\n z.cuda())` is the one bound before.
+        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
+        where = self._where([*chain, expression], line)
         if where is None:
             return Answer(UNKNOWN)
         assert where.scope is not None
@@ -95,13 +106,28 @@ class FileValues:
         return result
 
     # -- from LibCST to ast ----------------------------------------------------------------
-    def _locate(self, node: cst.CSTNode) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
+    def _locate(self, node: cst.CSTNode, statement: Optional[cst.CSTNode] = None) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
         """The ``ast`` node at the LibCST node's position, and its ancestors."""
+        tree = self.tree
         ancestors = self.context.ancestors
-        if len(ancestors) < 2 and node not in self.context.module.body:
+        if statement is None:
+            if tree is None or len(ancestors) < 2 and node not in self.context.module.body:
+                return None
+            statement = ancestors[1] if len(ancestors) > 1 else node
+        elif tree is None:
             return None
-        statement = ancestors[1] if len(ancestors) > 1 else node
-        return self._locate_all([node], statement).get(id(node))
+        index = self._index_of(statement)
+        if self._starts is None:
+            self._starts = statement_lines(self.context.module, tree) or ()
+        if index is None or index >= len(self._starts):
+            return None
+        ranges = statement_ranges(self.context.module, index, {id(node): node}, self._starts[index])
+        span = ranges.get(id(node))
+        if span is None:
+            return None
+        start = (span.start.line, span.start.column)
+        end = (span.end.line, span.end.column)
+        return self._find(tree, start, end)
 
     def _ast_calls(self, statement: cst.CSTNode) -> Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]:
         """Every ``ast`` call of the top-level statement by its span (line, character

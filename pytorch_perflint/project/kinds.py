@@ -85,8 +85,24 @@ class Text:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """``True`` or ``False`` (a literal, or a parameter whose every caller passes it)."""
+
+    value: bool
+
+
+@dataclass(frozen=True)
 class NoneValue:
     """``None``."""
+
+
+@dataclass(frozen=True)
+class MaybeNone:
+    """``kind`` or ``None`` (``Noise() if c else None``; callers passing one or the other).
+    Not ``kind`` itself to a rule; but an attribute, item, method or call of it is
+    ``kind``'s, as ``None`` has none of them (the program stops there on ``None``)."""
+
+    kind: "Kind"
 
 
 @dataclass(frozen=True)
@@ -116,7 +132,19 @@ class ProjectCallable:
 # -- kinds the engine describes for the other families (producers arrive family by family) --
 @dataclass(frozen=True)
 class HostTensor:
-    """A ``torch.Tensor`` in host memory."""
+    """A ``torch.Tensor`` in host memory. ``factory``: the torch factory that made it (its
+    qualified name), through steps that keep it where it is (``.zero_()``, ``.view()``,
+    ``Variable(...)``), when known; ``random``: the factory or a step drew random numbers
+    (``tensor_values``)."""
+
+    factory: str = ""
+    random: bool = False
+
+
+@dataclass(frozen=True)
+class TensorStorage:
+    """A ``torch.*Storage`` (``torch.ByteStorage.from_buffer(b)``): bytes a legacy
+    constructor wraps rather than copies."""
 
 
 @dataclass(frozen=True)
@@ -173,14 +201,49 @@ class Accelerator:
     """The accelerator device (``torch.device("cuda")``)."""
 
 
+@dataclass(frozen=True)
+class Parser:
+    """An ``argparse.ArgumentParser`` built in module ``path`` (its options' defaults are
+    that module's summary's)."""
+
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """What ``parser.parse_args()`` gives: an attribute is the option's default."""
+
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """An object of another framework (``mxnet``, ``tensorflow``...): certainly not a
+    torch module or tensor."""
+
+    library: str
+
+
 Kind = Union[
-    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, NoneValue,
-    Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
-    Wrapper, Accelerator,
+    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, Flag, NoneValue,
+    MaybeNone, Items, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor, GraphTensor, Loader, Batch,
+    Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign,
 ]
 UNKNOWN = Unknown()
 
 
 def join(first: Kind, second: Kind) -> Kind:
-    """Where two values meet (branches, callers): the kind both are, else ``Unknown``."""
-    return first if first == second else Unknown("disagree")
+    """Where two values meet (branches, callers): the kind both are, a known kind or
+    ``None`` (``MaybeNone``), else ``Unknown``."""
+    if first == second:
+        return first
+    nones = (NoneValue, MaybeNone)
+    inner = [k.kind if type(k) is MaybeNone else k for k in (first, second) if type(k) is not NoneValue]  # type: ignore[union-attr]
+    if (type(first) in nones or type(second) in nones) and all(k == inner[0] for k in inner) and type(inner[0]) is not Unknown:
+        return MaybeNone(inner[0])
+    return Unknown("disagree")
+
+
+def present(kind: Kind) -> Kind:
+    """What an attribute, item, method or call reads ``kind`` as: ``MaybeNone``'s kind."""
+    return kind.kind if type(kind) is MaybeNone else kind  # type: ignore[union-attr]

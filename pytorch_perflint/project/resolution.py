@@ -389,11 +389,15 @@ class Resolution:
         found = self.arguments(definition, parameter)
         return None if found is None else tuple(form for _, _, form in found)
 
-    def arguments(self, definition: Definition, parameter: str) -> Optional[Tuple[Tuple[str, Optional[CallSite], Form], ...]]:
+    def arguments(
+        self, definition: Definition, parameter: str, sites: Optional[Tuple[Site, ...]] = None
+    ) -> Optional[Tuple[Tuple[str, Optional[CallSite], Form], ...]]:
         """As ``argument_values``, with where each form is read: ``(calling module, call,
-        form)``, the call None for the default (a form of the definition's module)."""
+        form)``, the call None for the default (a form of the definition's module).
+        ``sites``: the calls to read instead of ``callers`` (a public method's)."""
         found = self._parameter(definition, parameter)
-        sites = None if found is None else self.callers(definition)
+        if found is not None and sites is None:
+            sites = self.callers(definition)
         if found is None or sites is None or definition.path is None:
             return None
         param, position = found
