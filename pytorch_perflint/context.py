@@ -166,21 +166,22 @@ class FileContext:
         or anywhere in ``statement``, the module-level statement that holds it) holds, from
         the project's value engine: a ``project.kinds`` value, ``Unknown`` when not known
         (and None when this context was built without the engine)."""
-        if self._values_factory is None:
-            return None
-        if self._values is None:
-            self._values = self._values_factory(self)
-        return self._values.kind_of(node, statement)
+        values = self.values()
+        return None if values is None else values.kind_of(node, statement)
 
     @property
     def models(self) -> Any:
         """The engine's questions about models (``project.module_values.ModuleValues``),
         None without the engine."""
-        if self._values_factory is None:
-            return None
-        if self._values is None:
+        values = self.values()
+        return None if values is None else values.engine.models
+
+    def values(self) -> Any:
+        """What answers value questions about this file (``file_values.FileValues``: kinds,
+        and what a call runs in the project), None without the engine."""
+        if self._values is None and self._values_factory is not None:
             self._values = self._values_factory(self)
-        return self._values.engine.models
+        return self._values
 
     # -- shared facts ----------------------------------------------------------------------
     def fact(self, compute: Callable[["FileContext"], T]) -> T:

@@ -18,11 +18,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .analysis.scope import dotted_name
+from .analysis.walk import descendants
 from .context import FileContext
 from .positions import statement_lines, statement_ranges
-from .project.forms import FormBuilder
+from .project.call_values import dispatch
+from .project.forms import FormBuilder, dotted
 from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
+from .project.resolution import Definition
 from .project.scopes import DEEP, Each, Scope, build_scope, expression_form, unpack_target
 from .project.values import Answer, Where, engine_for
 
@@ -42,6 +46,8 @@ class FileValues:
         self._starts: Optional[Sequence[int]] = None
         self._statement_index: Dict[int, int] = {}
         self._scopes: Dict[int, Scope] = {}
+        self._calls: Dict[int, Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]] = {}
+        self._callees: Dict[Tuple[int, bool], Optional[Tuple[Definition, ...]]] = {}
         self._path = os.path.abspath(context.path)
         self.engine = engine_for(context.project if context.project is not None else self._lone_index())
 
@@ -83,6 +89,26 @@ class FileValues:
         assert where.scope is not None
         return self.engine.answer(expression_form(expression, where.scope), where)
 
+    def callees(self, call: cst.Call, statement: cst.CSTNode, objects: bool = True) -> Optional[Tuple[Definition, ...]]:
+        """What ``call`` (under the top-level ``statement``) runs in the project:
+        ``call_values.dispatch``'s definitions, None when not known. The first question
+        about a statement locates all of its calls at once. ``objects``: as ``dispatch``."""
+        if (id(call), objects) in self._callees:
+            return self._callees[(id(call), objects)]
+        located = self._calls.get(id(statement))
+        if located is None:
+            calls = [node for node in descendants(statement) if type(node) is cst.Call]
+            spans = self._ast_calls(statement)
+            located = self._calls[id(statement)] = _paired(calls, spans) or self._locate_all(calls, statement, spans)
+        found = located.get(id(call))
+        result = None
+        if found is not None and isinstance(found[0], ast.Call):
+            where = self._where([*found[1], found[0]], found[0].lineno)
+            if where is not None and where.scope is not None:
+                result = dispatch(self.engine, expression_form(found[0].func, where.scope), where, objects)
+        self._callees[(id(call), objects)] = result
+        return result
+
     # -- from LibCST to ast ----------------------------------------------------------------
     def _locate(self, node: cst.CSTNode, statement: Optional[cst.CSTNode] = None) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
         """The ``ast`` node at the LibCST node's position, and its ancestors."""
@@ -106,6 +132,46 @@ class FileValues:
         start = (span.start.line, span.start.column)
         end = (span.end.line, span.end.column)
         return self._find(tree, start, end)
+
+    def _ast_calls(self, statement: cst.CSTNode) -> Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]:
+        """Every ``ast`` call of the top-level statement by its span (line, character
+        column), with its ancestors: one walk for all the statement's calls."""
+        tree = self.tree
+        index = None if tree is None else self._index_of(statement)
+        if self._starts is None and tree is not None:
+            self._starts = statement_lines(self.context.module, tree) or ()
+        if tree is None or index is None or index >= len(self._starts or ()):
+            return {}
+        first = self._starts[index] + 1  # type: ignore[index]
+        last = self._starts[index + 1] if index + 1 < len(self._starts) else float("inf")  # type: ignore[index, arg-type]
+        out: Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]] = {}
+        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s in tree.body if first <= s.lineno <= last]
+        while stack:
+            node, chain = stack.pop()
+            if type(node) is ast.Call:
+                key = (node.lineno, self._column(node.lineno, node.col_offset), node.end_lineno, self._column(node.end_lineno, node.end_col_offset))  # type: ignore[arg-type]
+                out[key] = (node, chain)  # type: ignore[index]
+            inner = [*chain, node]
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        return out
+
+    def _locate_all(
+        self, nodes: Sequence[cst.CSTNode], statement: cst.CSTNode, spans: Optional[Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]] = None
+    ) -> Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]:
+        tree = self.tree
+        out: Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]] = {id(node): None for node in nodes}
+        index = None if tree is None else self._index_of(statement)
+        if self._starts is None and tree is not None:
+            self._starts = statement_lines(self.context.module, tree) or ()
+        if tree is None or index is None or index >= len(self._starts or ()):
+            return out
+        ranges = statement_ranges(self.context.module, index, {id(node): node for node in nodes}, self._starts[index])  # type: ignore[index]
+        for node in nodes:
+            span = ranges.get(id(node))
+            if span is not None:
+                exact = (spans or {}).get((span.start.line, span.start.column, span.end.line, span.end.column))
+                out[id(node)] = exact or self._find(tree, (span.start.line, span.start.column), (span.end.line, span.end.column))
+        return out
 
     def _index_of(self, statement: cst.CSTNode) -> Optional[int]:
         if not self._statement_index:
@@ -182,6 +248,22 @@ class FileValues:
             aliases = outer.aliases if outer is not None and node is not self.tree else {}
             scope = self._scopes[id(node)] = build_scope(node, aliases, self._path, owner)
         return scope
+
+
+def _paired(calls: Sequence[cst.Call], spans: Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]) -> Optional[Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]]:
+    """The statement's LibCST calls (in source order) paired with its ``ast`` calls sorted by
+    position (outer before inner), without generating code; None when the two do not
+    agree call for call (then positions decide)."""
+    ordered = [spans[key] for key in sorted(spans, key=lambda k: (k[0], k[1], -k[2], -k[3]))]
+    if len(ordered) != len(calls):
+        return None
+    out: Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]] = {}
+    for call, found in zip(calls, ordered):
+        spelled = dotted_name(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+        if spelled != dotted(found[0].func):  # type: ignore[attr-defined]
+            return None
+        out[id(call)] = found
+    return out
 
 
 def _span(node: ast.AST) -> Tuple[int, int]:

@@ -1,4 +1,4 @@
-"""The training family's facts from other modules (``rules/training/project_calls.py`` and
+"""The training family's facts from other modules (``project/call_values.py``, ``call_sites.py`` and
 ``eval_callers.py``): what a project helper's body does, where a step function is called,
 and that a cached run sees a changed helper."""
 
@@ -18,19 +18,14 @@ import pytest
 from pytorch_perflint import runner
 from pytorch_perflint.config import load_settings
 from pytorch_perflint.project import ProjectIndex
-from pytorch_perflint.rules.training.project_calls import (
-    _read_body,
-    body_facts,
-    loop_call_sites,
-    plain_loop_call,
-    syncs_every_call,
-    training_reach,
-)
+from pytorch_perflint.project.call_sites import loop_call_sites, plain_loop_call
+from pytorch_perflint.project.call_values import body_facts, read_body, syncs_every_call, training_reach
+from pytorch_perflint.project.values import engine_for
 from pytorch_perflint.testing import FIXTURES
 
 
 def _facts(source: str):
-    return _read_body(ast.parse(textwrap.dedent(source)).body[0], {"torch": "torch", "np": "numpy"})
+    return read_body(ast.parse(textwrap.dedent(source)).body[0], {"torch": "torch", "np": "numpy"})
 
 
 def test_a_sync_counts_only_when_it_runs_on_every_call():
@@ -60,8 +55,8 @@ def test_syncs_reach_through_the_project_functions_a_helper_calls(tmp_path):
         },
     )
     index = ProjectIndex(root)
-    assert syncs_every_call(index, index.resolve(str(root / "mid.py"), "log"))
-    assert not syncs_every_call(index, index.resolve(str(root / "mid.py"), "maybe"))
+    assert syncs_every_call(engine_for(index), index.resolve(str(root / "mid.py"), "log"))
+    assert not syncs_every_call(engine_for(index), index.resolve(str(root / "mid.py"), "maybe"))
 
 
 def test_where_a_step_method_is_called_from_a_loop(tmp_path):
@@ -85,7 +80,7 @@ def test_where_a_step_method_is_called_from_a_loop(tmp_path):
         },
     )
     index = ProjectIndex(root)
-    sites = loop_call_sites(index, index.resolve(str(root / "agent.py"), "Agent.learn"))
+    sites = loop_call_sites(engine_for(index), index.resolve(str(root / "agent.py"), "Agent.learn"))
     main = str(root / "main.py")
     assert sorted(line for _, line, _ in sites) == [6, 7, 11]  # not `other.learn`: `other` is not an Agent
     assert [plain_loop_call(index, main, line, "learn") for line in (6, 7, 11)] == [False, True, False]
@@ -95,10 +90,10 @@ def test_a_helper_read_again_when_its_file_changes(tmp_path):
     root = _project(tmp_path, {"h.py": "def f(x):\n    return x.item()\n"})
     index = ProjectIndex(root)
     definition = index.resolve(str(root / "h.py"), "f")
-    assert body_facts(index, definition).syncs == (2,)
+    assert body_facts(engine_for(index), definition).syncs == (2,)
     (root / "h.py").write_text("def f(x):\n    return x.detach()  # no sync any more\n")
     definition = index.resolve(str(root / "h.py"), "f")
-    assert body_facts(index, definition).syncs == ()
+    assert body_facts(engine_for(index), definition).syncs == ()
 
 
 def _check(root: Path) -> str:
@@ -238,10 +233,10 @@ def test_training_reach_follows_project_calls_and_tells_one_step_from_an_epoch(t
     )
     index = ProjectIndex(root)
     ppo = str(root / "ppo.py")
-    assert training_reach(index, index.resolve(ppo, "ppo_step")) is False  # one step; the loop is over parameters
-    assert training_reach(index, index.resolve(ppo, "epoch")) is True  # calls a step in a loop
-    assert training_reach(index, index.resolve(ppo, "own_epoch")) is True
-    assert training_reach(index, index.resolve(ppo, "log")) is None
+    assert training_reach(engine_for(index), index.resolve(ppo, "ppo_step")) is False  # one step; the loop is over parameters
+    assert training_reach(engine_for(index), index.resolve(ppo, "epoch")) is True  # calls a step in a loop
+    assert training_reach(engine_for(index), index.resolve(ppo, "own_epoch")) is True
+    assert training_reach(engine_for(index), index.resolve(ppo, "log")) is None
 
 
 # TRPO's shape (Khrylx/PyTorch-RL, core/trpo.py): the critic's backward runs only inside a
@@ -269,10 +264,10 @@ def test_a_backward_only_in_a_callback_handed_to_scipy_is_no_training_step(tmp_p
     root = _project(tmp_path, {"trpo.py": _TRPO})
     index = ProjectIndex(root)
     trpo = str(root / "trpo.py")
-    assert training_reach(index, index.resolve(trpo, "trpo_step")) is None
-    assert training_reach(index, index.resolve(trpo, "fit_lambda")) is None
-    assert training_reach(index, index.resolve(trpo, "both")) is False  # trains itself too
-    assert training_reach(index, index.resolve(trpo, "closure_step")) is False  # torch's closure
+    assert training_reach(engine_for(index), index.resolve(trpo, "trpo_step")) is None
+    assert training_reach(engine_for(index), index.resolve(trpo, "fit_lambda")) is None
+    assert training_reach(engine_for(index), index.resolve(trpo, "both")) is False  # trains itself too
+    assert training_reach(engine_for(index), index.resolve(trpo, "closure_step")) is False  # torch's closure
 
 
 def test_a_loop_around_a_scipy_fitted_update_is_no_step_loop(tmp_path):

@@ -227,8 +227,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return UNKNOWN
         if definition.kind in ("function", "class", "method"):
             return ProjectCallable(definition)
-        if definition.kind == "binding" and definition.binding is not None and not definition.binding.mutated:
-            return self._eval(definition.binding.form, Where(definition.path), depth + 1)
+        if definition.kind == "binding" and definition.binding is not None:  # changed in place: an object keeps its class
+            return kind if type(kind := self._eval(definition.binding.form, Where(definition.path), depth + 1)) is Instance or not definition.binding.mutated else UNKNOWN
         return UNKNOWN
 
     # -- parameters ----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from ...context import FileContext
 from ...project import Definition, FunctionBody, ProjectIndex
 from ...project.bodies import locate
 from ...project.forms import Call, Form, Lit, Ref
-from ..training.project_calls import own_path
+from ...project.call_values import own_path
 
 _MAX_BINDINGS = 3  # local names followed from a helper's ``return`` (``conv = nn.Conv2d(...)``)
 

@@ -10,15 +10,15 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from ...analysis.ast_index import tree_index
-from ...analysis.scope import Scope, ScopeNode, dotted_name
+from ...analysis.scope import ScopeNode, dotted_name
 from ...analysis.values import literal_value
 from ...analysis.walk import descendants
 from ...context import FileContext
 from ...finding import NodeFix
+from ...project.call_values import own_path, trains
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ..training.loops import training_facts
-from ..training.project_calls import own_path, project_callees, trains
 from ..training.screens import could_have_training_loop, loop_calls_step_by_name
 from .entry_scripts import entry_scripts_decide
 from .module_parts import walk_scoped
@@ -84,10 +84,12 @@ def _loop_method_calls(context: FileContext) -> Dict[int, str]:
     return out
 
 
-def _trains_through(context: FileContext, call: cst.Call, scope: Scope) -> bool:
-    """``agent.learn(batch)``: the method of the project class that built ``agent`` runs
-    a training step (backward or an optimizer step) in its own body."""
-    callees = project_callees(context, call, scope)
+def _trains_through(context: FileContext, call: cst.Call) -> bool:
+    """``agent.learn(batch)``: the project method the call runs (the value engine's
+    dispatch) runs a training step (backward or an optimizer step) in its own body."""
+    values = context.values()
+    statement = next((s for s in context.module.body if any(n is call for n in descendants(s))), None)
+    callees = None if values is None or statement is None else values.callees(call, statement)
     return bool(callees) and all(d.function is not None and trains(d.function) for d in callees)
 
 
@@ -135,7 +137,7 @@ def _decide(context: FileContext) -> _Decision:
     if not linked and through:
         # The model lives in a project object the loop trains through (``agent.learn(...)``).
         targets = {b.target for b in builds}
-        stepped = {r for r, call, chain in through if r in targets and _trains_through(context, call, context.scope_of(chain))}
+        stepped = {r for r, call, chain in through if r in targets and _trains_through(context, call)}
         linked = [b for b in builds if b.target in stepped]
     linked.sort(key=lambda b: b.inside_model)
     if not linked:

@@ -20,7 +20,7 @@ import libcst as cst
 from ...analysis.ast_index import ast_dotted
 from ...context import FileContext
 from ...project.forms import Ref
-from ..training.project_calls import own_path
+from ...project.call_values import own_path
 
 _DDP = "DistributedDataParallel"
 

@@ -9,13 +9,11 @@ import libcst as cst
 
 from ...analysis.scope import dotted_name
 from ...analysis.values import literal_value
+from ...project.call_values import is_optimizer_name
 
 Loop = Union[cst.For, cst.While]
 FuncKey = Tuple[Optional[str], str]  # (class name or None, function name)
 
-_SCHEDULER = re.compile(r"sched", re.IGNORECASE)
-# opt, opts, optG, opt_d, opt1, g_opt, genOpt (``optim`` anywhere is checked separately).
-_OPTIMIZER = re.compile(r"^opts?(?:$|_|\d|[A-Z])|_opts?(?:$|_|\d)|[a-z]Opts?(?:$|_|\d|[A-Z])")
 BACKWARD_ATTRS = frozenset({"backward", "manual_backward"})
 _NO_GRAD_NAMES = frozenset({"torch.no_grad", "torch.inference_mode"})
 _NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
@@ -33,13 +31,6 @@ def last_name(expr: cst.BaseExpression) -> Optional[str]:
     if isinstance(expr, cst.Name):
         return expr.value
     return None
-
-
-def is_optimizer_name(name: str) -> bool:
-    """``optimizer``, ``opt``, ``optG``, ``g_optim``, ``self.opt_d``; never a scheduler."""
-    if _SCHEDULER.search(name):
-        return False
-    return bool(_OPTIMIZER.search(name)) or "optim" in name.lower()
 
 
 def method_name(call: cst.Call) -> Optional[str]:

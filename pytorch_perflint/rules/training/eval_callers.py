@@ -21,7 +21,7 @@ from ...project import ProjectIndex, register_summarizer
 from ...project.forms import Call, Ref
 from ...project.resolution import Definition
 from ...project.summary import CallSite
-from .project_calls import own_path
+from ...project.call_values import own_path
 
 _NO_GRAD = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

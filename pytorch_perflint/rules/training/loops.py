@@ -27,12 +27,12 @@ epoch loop around ``train_one_epoch(...)`` is a training loop but not a step loo
 steps the optimizer around an inner micro-batch loop that only runs backward (gradient
 accumulation) is a step loop, and so is the inner loop.
 
-Helpers are resolved by name only: ``f(...)`` to a function ``f`` defined in the module
-(outside classes), ``self.f(...)`` / ``cls.f(...)`` to a method of the enclosing class. With a
-project index, a call of a function or method of another module that trains (itself or
-through the project functions it calls, ``project_calls.training_reach``) makes the loops
-around it and the function it stands in train, as a same-module step helper would; one that
-loops over steps makes them epoch loops and an epoch helper. Anything else is not followed.
+The walk follows ``f(...)`` (a module-level function here) and ``self.f(...)`` by name.
+With a project index, any other call of project code that trains (what it runs is the value
+engine's dispatch, ``model.optimize_parameters()``, ``model(x)``; whether it trains,
+``project.call_values.training_reach``) makes the loops around it and the function it
+stands in train, as a same-module step helper would; one that loops over steps makes them
+epoch loops and an epoch helper.
 """
 
 from __future__ import annotations
@@ -66,80 +66,9 @@ from .classifiers import (
     last_name,
     method_name,
 )
+from ...project.call_values import may_run_project_code, training_reach
+from .guards import guarded_between
 from .host_syncs import is_sync_call
-from .project_calls import own_path, project_callees, training_reach
-
-
-# ---------------------------------------------------------------------------------------
-# Guards: is a node run on every iteration of the loop around it?
-# ---------------------------------------------------------------------------------------
-def _is_main_guard(node: cst.If) -> bool:
-    test = node.test
-    return (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value == "__name__"
-    )
-
-
-def guarded_between(path: Sequence[cst.CSTNode], loop_names: Optional[FrozenSet[str]] = None) -> bool:
-    """Whether the last node of ``path`` (a chain of nodes, each the parent of the next)
-    runs only under a condition relative to the first: inside an ``if``/``elif``/``else``
-    branch (not its test), a conditional expression's branches, the right operand of
-    ``and``/``or``, an ``except`` handler or a ``match`` case.
-
-    With ``loop_names`` (the names a loop binds, see ``loop_bound_names``), an ``if`` whose
-    test cannot change from one iteration to the next (``if not args.distributed:``,
-    ``if writer is not None:``, ``if rank == 0:``) is no guard: whatever it selects runs on
-    every iteration. A test that uses a name the loop binds, ``%``, an ordering comparison
-    or any call is taken as a per-iteration guard (``if step % 10 == 0``, ``if i == 0``,
-    ``if torch.isnan(loss)``).
-    """
-    for parent, child in zip(path, path[1:]):
-        if isinstance(parent, cst.If):
-            if child is not parent.test and not _is_main_guard(parent):
-                if loop_names is None or not loop_invariant(parent.test, loop_names):
-                    return True
-        elif isinstance(parent, cst.IfExp):
-            if child is not parent.test:
-                if loop_names is None or not loop_invariant(parent.test, loop_names):
-                    return True
-        elif isinstance(parent, cst.BooleanOperation):
-            if child is parent.right:
-                return True
-        elif isinstance(parent, cst.ExceptHandler):
-            return True
-        elif type(parent).__name__ in ("MatchCase", "ExceptStarHandler"):
-            return True
-    return False
-
-
-_INVARIANT_COMPARISONS = (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
-
-
-def loop_invariant(test: cst.BaseExpression, loop_names: FrozenSet[str]) -> bool:
-    """Whether a condition is a flag that stays the same on every iteration: names the
-    loop does not bind, their attributes, literals, ``not``/``and``/``or``, and
-    ``is``/``==``/``in`` comparisons of those."""
-    if isinstance(test, cst.Name):
-        return test.value not in loop_names
-    if isinstance(test, cst.Attribute):
-        return loop_invariant(test.value, loop_names)
-    if isinstance(test, (cst.Integer, cst.Float, cst.SimpleString)):
-        return True
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return loop_invariant(test.expression, loop_names)
-    if isinstance(test, cst.BooleanOperation):
-        return loop_invariant(test.left, loop_names) and loop_invariant(test.right, loop_names)
-    if isinstance(test, cst.Comparison):
-        return (
-            all(isinstance(c.operator, _INVARIANT_COMPARISONS) for c in test.comparisons)
-            and loop_invariant(test.left, loop_names)
-            and all(loop_invariant(c.comparator, loop_names) for c in test.comparisons)
-        )
-    if isinstance(test, (cst.List, cst.Tuple, cst.Set)):
-        return all(loop_invariant(e.value, loop_names) for e in test.elements)
-    return False
 
 
 def loop_bound_names(loop: Loop) -> FrozenSet[str]:
@@ -240,6 +169,7 @@ class _Loop:
     callees: Set[FuncKey] = field(default_factory=set)
     children: List["_Loop"] = field(default_factory=list)
     epoch_call: bool = False  # calls a project function in another module that loops over steps
+    own_step: bool = False  # steps an optimizer in its own body (not in a nested loop)
 
 
 def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bool], leave=None) -> None:
@@ -292,6 +222,7 @@ class TrainingFactsBuilder:
         self.frames: List[Tuple[_Func, List[_Loop]]] = []
         self.classes: List[Optional[str]] = [None]
         self.optimizer_names: Set[str] = set()
+        self.pending: List[Tuple[cst.Call, cst.CSTNode, _Func, List[_Loop]]] = []
         self.want_sync = bool(_SYNC_SOURCE.search(context.source))
 
     def qualname_at(self, stack: List[cst.CSTNode]) -> Callable[[cst.CSTNode], Optional[str]]:
@@ -303,6 +234,8 @@ class TrainingFactsBuilder:
         self.all_funcs.append(module_func)
         self.frames.append((module_func, []))
         walk(self.context.module, self.enter, self.leave)
+        for pending in self.pending:
+            self.on_pending_call(*pending)
         return self.freeze()
 
     # -- walk callbacks -------------------------------------------------------------------
@@ -377,6 +310,8 @@ class TrainingFactsBuilder:
             for loop in loops:
                 loop.backward |= backward
                 loop.step |= step
+            if loops:
+                loops[-1].own_step |= step
         elif self.context.project is not None and (loops or func.node is not None):
             self.on_project_call(call, stack, func, loops)
         key = callee_key(call, func.class_name)
@@ -390,20 +325,28 @@ class TrainingFactsBuilder:
                 func.sync = True
 
     def on_project_call(self, call: cst.Call, stack: List[cst.CSTNode], func: _Func, loops: List["_Loop"]) -> None:
-        """A call of a project function or method of another module that runs a training
-        step, itself or through the project functions it calls (``trainer.train_step(x)``,
-        ``agent.update(rollouts)``, ``ppo_step(...)`` from ``core/``): the loops around the
-        call train, and so does the function it stands in (a loop that calls that function
-        trains, as with any same-module step helper). When the callee loops over steps
-        itself, the loops around it are epoch loops and the function is an epoch helper."""
-        if type(call.func) not in (cst.Name, cst.Attribute):
+        """A call of project code that runs a training step, itself or through the project
+        functions it calls (``trainer.train_step(x)``, ``model.optimize_parameters()``,
+        ``ppo_step(...)`` from ``core/``; ``call_values.dispatch`` says what it runs): the
+        loops around the call train, and so does the function it stands in (a loop that
+        calls that function trains, as with any same-module step helper). When the callee
+        loops over steps itself, the loops around it are epoch loops and the function is an
+        epoch helper. ``f(...)`` / ``self.f(...)`` of this module are the walk's own."""
+        kind = type(call.func)
+        if kind not in (cst.Name, cst.Attribute, cst.Subscript) or len(stack) < 2:
             return
-        scope = self.context.scope_for(stack[-1] if stack else self.context.module, stack)
-        callees = project_callees(self.context, call, scope)
-        if not callees or any(d.path == own_path(self.context) for d in callees):
-            return  # unknown, or this module's own (the walk sees those)
-        index = self.context.project
-        reaches = [training_reach(index, d) for d in callees]
+        name = dotted_name(call.func) if kind is not cst.Subscript else ""
+        if name is not None and may_run_project_code(name, self.qualname_at(stack)(call.func)):
+            self.pending.append((call, stack[1], func, list(loops)))  # once the walk knows every def
+
+    def on_pending_call(self, call: cst.Call, statement: cst.CSTNode, func: _Func, loops: List["_Loop"]) -> None:
+        if callee_key(call, func.class_name) in self.funcs:
+            return  # the walk follows these by name
+        values = self.context.values()
+        callees = None if values is None else values.callees(call, statement, objects=False)
+        if not callees:
+            return
+        reaches = [training_reach(values.engine, d) for d in callees]
         if any(reach is None for reach in reaches):
             return
         epoch = any(reaches)
@@ -446,15 +389,20 @@ class TrainingFactsBuilder:
             """A nested training loop that runs the optimizer steps (a batch loop inside an
             epoch loop). A nested loop that only runs backward inside a loop that steps is
             gradient accumulation over micro-batches: the outer loop stays the step loop."""
+            backward = training[id(loop)][0]
             return any(
-                (trains(child) and (training[id(child)][1] or not own_step)) or nested_steps(child, own_step)
+                (trains(child) and (training[id(child)][1] or not own_step) and not (backward and not training[id(child)][0]))
+                or nested_steps(child, own_step)
                 for child in loop.children
             )
 
         facts: Dict[int, LoopFacts] = {}
         for loop in self.loops:
             backward, step = training[id(loop)]
-            is_step = (backward or step) and not nested_steps(loop, step) and not (loop.callees & loop_fns) and not loop.epoch_call
+            # A loop that steps an optimizer itself stays the step loop around a helper with
+            # its own backward loop (an adversarial attack, an inner optimisation).
+            helpers = bool(loop.callees & loop_fns) or loop.epoch_call
+            is_step = (backward or step) and not nested_steps(loop, step) and (loop.own_step or not helpers)
             facts[id(loop.node)] = LoopFacts(loop.node, loop.func.node, backward, step, is_step)
         sync = {f.key for f in self.all_funcs if f.key is not None and f.sync}
         sync -= loop_fns

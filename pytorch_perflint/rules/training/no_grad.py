@@ -33,7 +33,8 @@ from .classifiers import (
     method_name,
 )
 from .eval_callers import callers_all_no_grad, callers_evaluate
-from .loops import _is_main_guard, training_facts, walk
+from .guards import _is_main_guard
+from .loops import training_facts, walk
 
 
 # ---------------------------------------------------------------------------------------

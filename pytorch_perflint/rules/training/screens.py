@@ -13,7 +13,7 @@ import bisect
 import functools
 import re
 import string
-from typing import Callable, FrozenSet, Iterator, Optional, Set, Union
+from typing import Callable, FrozenSet, Iterator, Optional, Set, Tuple, Union
 
 from ...analysis.ast_index import (
     LOOP_TYPES,
@@ -378,23 +378,27 @@ def loop_calls_step_by_name(tree: ast.Module) -> bool:
         elif isinstance(func, ast.Attribute) and func.attr != "step" and _STEP_WORDS.search(func.attr):
             if built is None:
                 built = _built_objects(tree)
-            if ast_dotted(func.value) in built:
+            receiver = ast_dotted(func.value)
+            if receiver in built[0] or (receiver in built[1] and func.attr not in ("update", "learn")):
                 return True
     return False
 
 
 @functools.lru_cache(maxsize=1)
-def _built_objects(tree: ast.Module) -> FrozenSet[str]:
-    """Dotted targets assigned a call of a capitalised name that is not a container."""
+def _built_objects(tree: ast.Module) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """Dotted targets assigned a call of a capitalised name that is not a container, and
+    those assigned any other call (``model = create_model(opt)``: a factory's object,
+    whose ``optimize_parameters()`` may train)."""
     targets: Set[str] = set()
+    made: Set[str] = set()
     for node in tree_index(tree).assignments:
         value = node.value
         if isinstance(value, ast.Call):
             name = _last_name(value.func)
-            if name[:1].isupper() and not _CONTAINERS.search(name):
-                found = node.targets if isinstance(node, ast.Assign) else [node.target]
-                targets.update(filter(None, map(ast_dotted, found)))
-    return frozenset(targets)
+            found = node.targets if isinstance(node, ast.Assign) else [node.target]
+            into = targets if name[:1].isupper() and not _CONTAINERS.search(name) else made
+            into.update(filter(None, map(ast_dotted, found)))
+    return frozenset(targets), frozenset(made)
 
 
 _SYNC_ATTRS = frozenset({"item", "cpu", "tolist", "synchronize"})

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from ...project.call_values import own_path, syncs_every_call
+from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .classifiers import callee_key, last_name, method_name
 from .host_syncs import is_sync_call
-from .project_calls import loop_call_sites, own_path, plain_loop_call, project_callees, syncs_every_call
+from .guards import guarded_between
 from .loops import (
-    guarded_between,
     loop_bound_names,
     step_loop_around,
     training_facts,
@@ -41,13 +42,18 @@ class HostSyncInTrainingLoop(Rule):
     same-module functions, and project functions and methods of other modules
     (`calculate_accuracy(out, y)` from `utils.py` ending in `.item()`, `meter.add(loss)` with
     `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
-    functions they call unconditionally). A loop also trains when it calls a step function
-    of another module (`trainer.train_step(x, y)` with `trainer = Trainer(...)`). A step
+    functions they call unconditionally; `model(x)` whose `forward`, or a submodule's, syncs;
+    what a call runs is the value engine's dispatch, through attributes, parameters and
+    factories). Text formatted from a tensor with `%` or an f-string counts wherever it goes
+    (`pbar.set_postfix_str('%.3f' % loss)`). A loop also trains when it calls a step
+    function of another module (`trainer.train_step(x, y)`, `model.optimize_parameters()`
+    with `model = create_model(opt)`). A step
     function (it runs backward or an optimizer step, with no loop of its own) that the
     project calls from a loop is a loop body: when no call of it is itself reported (it is
     called under a condition, `if T % 4 == 0: agent.learn(mem)`, or after a rollout), its
     own unconditional syncs are reported inside it (`return loss.item()`).
-    Silent for syncs under a guard (`if step % log_every == 0:`), helpers that sync only
+    Silent for syncs under a guard (`if step % log_every == 0:`; a device-availability test,
+    `if torch.cuda.is_available():`, `if len(opt.gpu_ids) > 0:`, is no guard), helpers that sync only
     under a condition or after an early `return`, after the loop, and in code that does not
     run on an accelerator.
 
@@ -164,6 +170,11 @@ class HostSyncInTrainingLoop(Rule):
             _PREAMBLE + "for x in loader:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n    losses.append(float(loss))\n",
             line=7,
         ),
+        # A device-availability test is no sampling guard; `%` into a progress bar's text.
+        Invalid(_PREAMBLE + "for x in loader:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n"
+                "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n", line=8),
+        Invalid(_PREAMBLE + "for x in bar:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n"
+                "    bar.set_postfix_str('%.3f' % loss)\n", line=7),
     )
 
     def __init__(self, context) -> None:
@@ -177,7 +188,7 @@ class HostSyncInTrainingLoop(Rule):
         what = self._sync_kind(node)
         if what is None and (
             self.context.project is None
-            or not isinstance(node.func, (cst.Name, cst.Attribute))
+            or not isinstance(node.func, (cst.Name, cst.Attribute, cst.Subscript))
             or not self.context.fact(training_facts).has_training_loop
         ):
             return
@@ -210,13 +221,12 @@ class HostSyncInTrainingLoop(Rule):
     def _project_helper(self, node: cst.Call) -> Optional[str]:
         """A call of a project function or method of another module that syncs on every
         call (``calculate_accuracy(out, y)`` ending in ``.item()``, ``meter.add(loss)``)."""
-        if not isinstance(node.func, (cst.Name, cst.Attribute)):
+        values = self.context.values()
+        ancestors = self.context.ancestors
+        if values is None or len(ancestors) < 2:
             return None
-        callees = project_callees(self.context, node, self.context.scope)
-        index = self.context.project
-        if not callees or index is None:
-            return None
-        if all(syncs_every_call(index, d) for d in callees):
+        callees = values.callees(node, ancestors[1])
+        if callees and all(syncs_every_call(values.engine, d) for d in callees):
             return "helper"
         return None
 
@@ -256,10 +266,11 @@ class HostSyncInTrainingLoop(Rule):
         if cached is None:
             cached = False
             index = self.context.project
+            values = self.context.values()
             name = function.name.value if owner is None else f"{owner}.{function.name.value}"
             definition = None if index is None else index.resolve(own_path(self.context), name)
-            if index is not None and definition is not None and definition.kind in ("function", "method"):
-                sites = loop_call_sites(index, definition)
+            if values is not None and definition is not None and definition.kind in ("function", "method"):
+                sites = loop_call_sites(values.engine, definition)
                 cached = bool(sites) and not any(plain_loop_call(index, *site) for site in sites)  # type: ignore[union-attr]
             self._loop_bodies[id(function)] = cached
         return cached
@@ -308,6 +319,8 @@ class HostSyncInTrainingLoop(Rule):
             key = callee_key(node, self._class_name())
             if key is not None and key in facts.sync_helpers:
                 return "helper"
+        if any(_formats(a.value) for a in node.args):
+            return "tensor"  # text formatted from a tensor: `pbar.set_postfix_str('%.3f' % loss)`
         return None
 
     def _class_name(self) -> Optional[str]:
@@ -320,11 +333,13 @@ class HostSyncInTrainingLoop(Rule):
     def _on_tensor(self, node: cst.Call, loop: cst.CSTNode) -> bool:
         names = self._loss_names(loop)
         func = node.func
-        assert isinstance(func, cst.Name)
         args = [a.value for a in node.args if a.keyword is None and not a.star]
-        if func.value != "print":
+        if isinstance(func, cst.Name) and func.value in _CONVERSIONS:
             return len(args) == 1 and self._is_tensor(args[0], names)
-        return any(self._is_tensor(value, names) for arg in args for value in _formatted_values(arg))
+        if isinstance(func, cst.Name) and func.value == "print":
+            return any(self._is_tensor(value, names) for arg in args for value in _formatted_values(arg))
+        formatted = [a.value for a in node.args if _formats(a.value)]
+        return any(self._is_tensor(value, names) for arg in formatted for value in list(_formatted_values(arg))[1:])
 
     def _is_tensor(self, expr: cst.BaseExpression, names: Set[str]) -> bool:
         if isinstance(expr, cst.Name):
@@ -333,6 +348,8 @@ class HostSyncInTrainingLoop(Rule):
             return self._is_tensor(expr.value, names)
         if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
             return self._is_tensor(expr.value, names)
+        if isinstance(expr, cst.Comparison):  # `bool(loss == 0)`: a comparison of tensors is one
+            return any(self._is_tensor(e, names) for e in (expr.left, *(c.comparator for c in expr.comparisons)))
         if isinstance(expr, cst.Call):
             if self.context.qualname(expr.func) in _TORCH_REDUCTIONS:
                 return True
@@ -352,10 +369,20 @@ class HostSyncInTrainingLoop(Rule):
         if cached is not None:
             return cached
         names: Set[str] = set()
+        made: Dict[str, List[Tuple[cst.BaseExpression, bool]]] = {}  # name -> (value, an element of it)
 
         def enter(child: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> bool:
             if isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 return False
+            if isinstance(child, cst.Assign):
+                for target in child.targets:
+                    bound = target.target
+                    if isinstance(bound, cst.Name):
+                        made.setdefault(bound.value, []).append((child.value, False))
+                    elif isinstance(bound, (cst.Tuple, cst.List)):  # an element of the value
+                        for element in bound.elements:
+                            if isinstance(element.value, cst.Name):
+                                made.setdefault(element.value.value, []).append((child.value, True))
             if isinstance(child, cst.Call) and method_name(child) == "backward":
                 receiver = child.func.value  # type: ignore[union-attr]
                 positional = [a.value for a in child.args if a.keyword is None and isinstance(a.value, cst.Name)]
@@ -368,8 +395,39 @@ class HostSyncInTrainingLoop(Rule):
             return True
 
         walk(loop, enter)
+        _add_terms(names, made)
         self._tensor_names[id(loop)] = names
         return names
+
+
+_HOST_CALLS = frozenset(("float", "int", "bool", "len", "round", "str", "item", "tolist", "numpy"))
+
+
+def _add_terms(names: Set[str], made: Dict[str, List[Tuple[cst.BaseExpression, bool]]]) -> None:
+    """The terms of a loss are tensors too: ``loss = cls_loss + reg_loss`` where each term is
+    bound in the loop to what a call returns (``cls_loss, reg_loss = model(x)``, then
+    ``cls_loss = cls_loss.mean()``), not to a host number (``float(...)``, ``.item()``)."""
+    todo = list(names)
+    while todo:
+        for value, element in made.get(todo.pop(), ()):
+            for term in [] if element else _terms(value):
+                if term not in names and made.get(term) and all(_tensor_call(v) for v, _ in made[term]):
+                    names.add(term)
+                    todo.append(term)
+
+
+def _terms(value: cst.BaseExpression) -> List[str]:
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+        return _terms(value.left) + _terms(value.right)
+    return [value.value] if isinstance(value, cst.Name) else []
+
+
+def _tensor_call(value: cst.BaseExpression) -> bool:
+    """What a call returns (or an element of it, unpacked), unless it makes a host value."""
+    if not isinstance(value, cst.Call):
+        return False
+    callee = method_name(value) or (value.func.value if isinstance(value.func, cst.Name) else None)
+    return callee not in _HOST_CALLS
 
 
 def _owner(ancestors: Sequence[cst.CSTNode], at: int):
@@ -409,6 +467,13 @@ def _exits_early(function: cst.FunctionDef, path: Sequence[cst.CSTNode]) -> bool
 
 
 _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+def _formats(arg: cst.BaseExpression) -> bool:
+    """Text formatted with ``%`` or an f-string (``.format`` is read inside ``print``)."""
+    return isinstance(arg, cst.FormattedString) or (
+        isinstance(arg, cst.BinaryOperation) and isinstance(arg.operator, cst.Modulo) and isinstance(arg.left, _STRINGS)
+    )
 
 
 def _formatted_values(arg: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

@@ -14,7 +14,8 @@ from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .classifiers import is_backward_call, is_optimizer_step, method_name
-from .loops import guarded_between, training_facts, walk
+from .guards import guarded_between
+from .loops import training_facts, walk
 from .screens import calls_training_step
 from .test_code import enclosing_function, in_test_code
 

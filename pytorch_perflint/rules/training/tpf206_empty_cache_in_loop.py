@@ -15,7 +15,8 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from .classifiers import callee_key, is_no_grad_expr, last_name, method_name
 from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
-from .loops import guarded_between, loop_bound_names, step_loop_around, training_facts
+from .guards import guarded_between
+from .loops import loop_bound_names, step_loop_around, training_facts
 from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
 from .test_code import in_test_code
 
