@@ -1,5 +1,6 @@
 """Device-to-host syncs read with ``ast`` (the bodies of project functions in other
-modules, ``project_calls``): ``host_syncs.is_sync_call`` for trees without LibCST."""
+modules, ``project_calls``): ``host_syncs.is_sync_call`` for trees without LibCST; and the
+calls that hand the caching allocator's blocks back to the driver (TPF206)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,26 @@ from ...project.forms import dotted, qualify
 _HOST_FACTORIES = frozenset(
     f"torch.{n}" for n in ("randperm", "arange", "randint", "rand", "randn", "zeros", "ones", "tensor", "empty", "full", "linspace")
 )
+
+
+# Every spelling of "give the caching allocator's free blocks back to the driver" (TPF206).
+EMPTY_CACHE = frozenset(
+    {
+        "torch.cuda.empty_cache",
+        "torch.cuda.memory.empty_cache",
+        "torch.mps.empty_cache",
+        "torch.xpu.empty_cache",
+        "torch.xpu.memory.empty_cache",
+        "torch.accelerator.empty_cache",
+        "torch.accelerator.memory.empty_cache",
+    }
+)
+
+
+def is_empty_cache(call: ast.Call, aliases: Dict[str, str]) -> bool:
+    """``torch.cuda.empty_cache()`` and its spellings, through the module's imports."""
+    spelled = dotted(call.func)
+    return spelled is not None and qualify(spelled, aliases) in EMPTY_CACHE
 
 
 def is_sync(call: ast.Call, aliases: Dict[str, str]) -> bool:

@@ -32,7 +32,7 @@ from ...project.forms import dotted, qualify
 from ...project.resolution import Definition
 from ...project.scan import line_text, nodes_on_lines
 from ...project.summary import FunctionSummary
-from .ast_syncs import is_sync
+from .ast_syncs import is_empty_cache, is_sync
 from .classifiers import is_optimizer_name
 
 MAX_DEPTH = 4
@@ -54,6 +54,7 @@ class BodyFacts:
     loop_trains: bool = False  # runs backward or an optimizer step inside a loop of its own
     trains_here: bool = False  # runs backward or an optimizer step itself, not in a nested def
     host_optimised: bool = False  # hands a function it defines to ``scipy.optimize``
+    empties: Tuple[int, ...] = ()  # lines of ``torch.cuda.empty_cache()`` calls that run on every call
 
 
 # ---------------------------------------------------------------------------------------
@@ -222,23 +223,45 @@ def training_reach(index: ProjectIndex, definition: Definition, depth: int = 0, 
     return found
 
 
-def syncs_every_call(index: ProjectIndex, definition: Definition, depth: int = 0, seen: Optional[Set[Tuple]] = None) -> bool:
+def syncs_every_call(index: ProjectIndex, definition: Definition) -> bool:
     """Whether calling the function always syncs with the device: a sync in its own body
     outside any condition or loop, or such a call of a project function that does."""
-    seen = set() if seen is None else seen
+    return _every_call(index, definition, lambda facts: bool(facts.syncs), 0, set())
+
+
+def empties_cache_every_call(index: ProjectIndex, definition: Definition) -> bool:
+    """Whether calling the function always runs ``torch.cuda.empty_cache()`` (or another
+    spelling of it): in its own body outside any condition, loop or ``except`` (a
+    ``finally`` counts), or through a project function it calls that does (TPF206)."""
+    return _every_call(index, definition, lambda facts: bool(facts.empties), 0, set())
+
+
+def _every_call(index: ProjectIndex, definition: Definition, holds, depth: int, seen: Set[Tuple]) -> bool:
+    """``holds(facts)`` of the function's body, or of a project function it calls on every
+    call (any module, up to ``MAX_DEPTH`` calls away)."""
     if depth > MAX_DEPTH or definition.key in seen:
         return False
     seen.add(definition.key)
     facts = body_facts(index, definition)
     if facts is None:
         return False
-    if facts.syncs:
+    if holds(facts):
         return True
     for callee in facts.calls:
         found = _callee_of(index, definition, callee)
-        if found is not None and syncs_every_call(index, found, depth + 1, seen):
+        if found is not None and _every_call(index, found, holds, depth + 1, seen):
             return True
     return False
+
+
+def self_method(index: ProjectIndex, path: str, class_name: str, name: str) -> Optional[Definition]:
+    """``self.name(...)`` in a method of the project class ``class_name`` of ``path``: the
+    method it runs, looked up through the class's project bases."""
+    klass = index.resolve(path, class_name)
+    if klass is None or klass.kind != "class":
+        return None
+    found = _method(index, klass, name)
+    return found if found is not None and found.function is not None else None
 
 
 def _callee_of(index: ProjectIndex, caller: Definition, callee: str) -> Optional[Definition]:
@@ -254,6 +277,7 @@ def _callee_of(index: ProjectIndex, caller: Definition, callee: str) -> Optional
 
 def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     syncs: List[int] = []
+    empties: List[int] = []
     calls: List[str] = []
     callees: List[str] = []
     loop_callees: List[str] = []
@@ -321,6 +345,8 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
         if always and isinstance(child, ast.Call):
             if is_sync(child, aliases):
                 syncs.append(child.lineno)
+            if is_empty_cache(child, aliases):
+                empties.append(child.lineno)
             name = dotted(child.func)
             if name is not None:
                 calls.append(name)
@@ -343,6 +369,7 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
         loop_trains[0],
         trains_here[0],
         bool(handed & (local_defs | {"<lambda>"})),
+        tuple(empties),
     )
 
 
