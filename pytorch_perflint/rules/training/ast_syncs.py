@@ -34,6 +34,16 @@ def is_empty_cache(call: ast.Call, aliases: Dict[str, str]) -> bool:
     return spelled is not None and qualify(spelled, aliases) in EMPTY_CACHE
 
 
+def moves_new_module(call: ast.Call) -> bool:
+    """``Net(...).cuda()`` / ``Net(...).to(device)``: a class (capitalised) constructed and
+    moved to the device in one expression."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and isinstance(func.value, ast.Call)):
+        return False
+    name = dotted(func.value.func)
+    return name is not None and name.rsplit(".", 1)[-1][:1].isupper()
+
+
 def is_sync(call: ast.Call, aliases: Dict[str, str]) -> bool:
     """``host_syncs.is_sync_call`` on ``ast``: ``t.item()``, ``t.cpu()``, ``t.tolist()``,
     ``t.numpy(force=True)``, ``t.to("cpu")``, ``torch.cuda.synchronize()``; not on a chain

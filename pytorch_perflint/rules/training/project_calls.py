@@ -32,7 +32,7 @@ from ...project.forms import dotted, qualify
 from ...project.resolution import Definition
 from ...project.scan import line_text, nodes_on_lines
 from ...project.summary import FunctionSummary
-from .ast_syncs import is_empty_cache, is_sync
+from .ast_syncs import is_empty_cache, is_sync, moves_new_module
 from .classifiers import is_optimizer_name
 
 MAX_DEPTH = 4
@@ -55,6 +55,7 @@ class BodyFacts:
     trains_here: bool = False  # runs backward or an optimizer step itself, not in a nested def
     host_optimised: bool = False  # hands a function it defines to ``scipy.optimize``
     empties: Tuple[int, ...] = ()  # lines of ``torch.cuda.empty_cache()`` calls that run on every call
+    builds_model: bool = False  # moves a module it constructs to the device (``Net(...).cuda()``)
 
 
 # ---------------------------------------------------------------------------------------
@@ -232,8 +233,13 @@ def syncs_every_call(index: ProjectIndex, definition: Definition) -> bool:
 def empties_cache_every_call(index: ProjectIndex, definition: Definition) -> bool:
     """Whether calling the function always runs ``torch.cuda.empty_cache()`` (or another
     spelling of it): in its own body outside any condition, loop or ``except`` (a
-    ``finally`` counts), or through a project function it calls that does (TPF206)."""
-    return _every_call(index, definition, lambda facts: bool(facts.empties), 0, set())
+    ``finally`` counts), or through a project function it calls that does (TPF206). Not
+    a function that builds its own model (``Net(cfg).cuda()``): each call frees one
+    model's memory before the next model, as a loop over models does."""
+    facts = body_facts(index, definition)
+    if facts is not None and facts.builds_model:
+        return False
+    return _every_call(index, definition, lambda facts: bool(facts.empties) and not facts.builds_model, 0, set())
 
 
 def _every_call(index: ProjectIndex, definition: Definition, holds, depth: int, seen: Set[Tuple]) -> bool:
@@ -278,6 +284,7 @@ def _callee_of(index: ProjectIndex, caller: Definition, callee: str) -> Optional
 def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     syncs: List[int] = []
     empties: List[int] = []
+    builds_model = [False]
     calls: List[str] = []
     callees: List[str] = []
     loop_callees: List[str] = []
@@ -350,6 +357,8 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
             name = dotted(child.func)
             if name is not None:
                 calls.append(name)
+        if isinstance(child, ast.Call) and moves_new_module(child):
+            builds_model[0] = True
         for grandchild in ast.iter_child_nodes(child):
             visit(grandchild, always)
 
@@ -370,6 +379,7 @@ def _read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
         trains_here[0],
         bool(handed & (local_defs | {"<lambda>"})),
         tuple(empties),
+        builds_model[0],
     )
 
 
