@@ -75,6 +75,7 @@ class FileContext:
         self._scope_nodes: List[ScopeNode] = []
         self._scopes: Dict[int, Scope] = {}
         self._facts: Dict[Any, Any] = {}
+        self._stars: Dict[str, Optional[str]] = {}  # names only a star import binds
         self._on_accelerator = on_accelerator  # the engine's answer, when it asked already
         self._accelerator = accelerator  # how to ask otherwise (the engine knows the project)
         self.findings: List[Finding] = []
@@ -133,10 +134,25 @@ class FileContext:
         head, _, rest = dotted.partition(".")
         target = (scope or self.scope).lookup_import(head)
         if target is None:
+            target = self._star_imported(head, scope or self.scope)
+        if target is None:
             return None
         if scope is None and comprehension_binds([*self.ancestors, expr], head):
             return None
         return canonical(f"{target}.{rest}" if rest else target)
+
+    def _star_imported(self, name: str, scope: Scope) -> Optional[str]:
+        """What ``name`` means when only a star import of a project module can bind it
+        (``from utils import *`` where ``utils.py`` has ``import torch``): the project
+        index follows the star imports (``__all__`` and re-exports included). None when
+        anything here binds the name, or it is not an external import there."""
+        if self.project is None or "import *" not in self.source or scope.binds_in_chain(name):
+            return None
+        if name not in self._stars:
+            found = self.project.resolve(self.path, name)
+            external = found is not None and found.kind == "external" and found.qualname
+            self._stars[name] = found.qualname if external else None  # type: ignore[union-attr]
+        return self._stars[name]
 
     def call_qualname(self, call: cst.Call, scope: Optional[Scope] = None) -> Optional[str]:
         return self.qualname(call.func, scope)

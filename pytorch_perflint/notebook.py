@@ -25,6 +25,8 @@ from .engine import compile_python
 from .types import Diagnostic, Location
 
 _MARKER = "# pytorch-perflint: cell {index}"
+# Cell magics whose body is Python that IPython runs (timed, repeated or captured).
+_PYTHON_BODY_RE = re.compile(r"^%%(?:time|timeit|capture)(?:\s|$)")
 _MARKER_RE = re.compile(r"^# pytorch-perflint: cell (\d+)$")
 # At the start of a logical line: a line or shell magic, ``?name`` help, or the result of a
 # magic assigned (``out = !ls``, ``t = %time f()``; ``=`` then ``%``/``!`` is never Python).
@@ -148,9 +150,17 @@ def _mask_cell(cell_lines: Sequence[str], magics: List[str]) -> List[str]:
 
     Only a line that starts a logical line can be a magic (IPython reads them the same way):
     ``% 3)`` inside brackets or after a backslash is Python. The lines after a magic that
-    ends with a backslash belong to it, and a ``%%`` cell is a magic throughout.
+    ends with a backslash belong to it, and a ``%%`` cell is a magic throughout, except
+    the cell magics whose body IPython runs as Python (``%%time``, ``%%timeit``,
+    ``%%capture``): only their first line is masked, the body is linted and fixed.
     """
     if cell_lines and cell_lines[0].startswith("%%"):
+        if _PYTHON_BODY_RE.match(cell_lines[0]):
+            kept = len(magics)
+            body = _mask_cell(cell_lines[1:], magics)
+            if _compiles("\n".join(body)):
+                return [_masked(cell_lines[0], "", magics), *body]
+            del magics[kept:]  # not Python after all: the whole cell stays a magic
         return [_masked(line, "", magics) for line in cell_lines]
     candidates = [index for index, line in enumerate(cell_lines) if _is_magic(line)]
     if not candidates:
@@ -173,6 +183,15 @@ def _mask_cell(cell_lines: Sequence[str], magics: List[str]) -> List[str]:
             index += 1
     out.extend(cell_lines[index:])
     return out
+
+
+def _compiles(text: str) -> bool:
+    """Python (not run, only compiled) accepts the text."""
+    try:
+        compile(text, "<cell>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _masked(line: str, indent: str, magics: List[str]) -> str:

@@ -38,6 +38,7 @@ MET = {
     "trainer_class/TPF104",
     "src_layout_package/TPF101",
     "evaluation_helpers",
+    "cache_helpers",
     "trainer_class/TPF202",
     "conv_model_elsewhere",
     "src_layout_package/TPF403",

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from .allocator_calls import is_empty_cache, moves_new_module
 from .bodies import locate
 from .forms import Attr, Form, FormBuilder, Ref, dotted, qualify
 from .kinds import Instance, ProjectCallable, Unknown
@@ -78,6 +79,8 @@ class BodyFacts:
     loop_trains: bool = False  # runs backward or an optimizer step inside a loop of its own
     trains_here: bool = False  # runs backward or an optimizer step itself, not in a nested def
     host_optimised: bool = False  # hands a function it defines to ``scipy.optimize``
+    empties: Tuple[int, ...] = ()  # lines of ``torch.cuda.empty_cache()`` calls that run on every call
+    builds_model: bool = False  # moves a module it constructs to the device (``Net(...).cuda()``)
 
 
 _BUILTINS = frozenset(
@@ -246,24 +249,37 @@ def _reach(engine: ValueEngine, definition: Definition, depth: int) -> Optional[
 def syncs_every_call(engine: ValueEngine, definition: Definition, depth: int = 0) -> bool:
     """Whether calling the function always syncs with the device: a sync in its own body
     outside any condition or loop, or such a call of project code whose every target does."""
+    return _every_call(engine, definition, "syncs", depth)
+
+
+def empties_cache_every_call(engine: ValueEngine, definition: Definition) -> bool:
+    """Whether calling the function always runs ``torch.cuda.empty_cache()`` (or another
+    spelling of it), itself or through project code it calls on every call (TPF206). Not a
+    function that builds its own model (``Net(cfg).cuda()``): each call frees one model's
+    memory before the next model, as a loop over models does."""
+    facts = body_facts(engine, definition)
+    return facts is not None and not facts.builds_model and _every_call(engine, definition, "empties", 0)
+
+
+def _every_call(engine: ValueEngine, definition: Definition, what: str, depth: int) -> bool:
     function = definition.function
     if function is None or engine.index is None or depth > MAX_DEPTH:
         return False
-    key = ("syncs", definition.path, definition.name, function.line)
-    return engine._memoised(key, lambda: _syncs(engine, definition, depth)) is True  # type: ignore[arg-type]
+    key = (what, definition.path, definition.name, function.line)
+    return engine._memoised(key, lambda: _holds(engine, definition, what, depth)) is True  # type: ignore[arg-type]
 
 
-def _syncs(engine: ValueEngine, definition: Definition, depth: int) -> bool:
+def _holds(engine: ValueEngine, definition: Definition, what: str, depth: int) -> bool:
     facts = body_facts(engine, definition)
     if facts is None:
         return False
-    if facts.syncs:
+    if getattr(facts, what) and not (what == "empties" and facts.builds_model):
         return True
     for site in facts.sites:
         if not site.always:
             continue
         targets = _targets(engine, definition, site)
-        if targets and all(syncs_every_call(engine, target, depth + 1) for target in targets):
+        if targets and all(_every_call(engine, target, what, depth + 1) for target in targets):
             return True
     return False
 
@@ -272,7 +288,8 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     """The facts of a function's own statements (nested defs and classes left out)."""
     syncs: List[int] = []
     sites: List[Site] = []
-    flags = {"loop": False, "loop_trains": False, "trains": False}
+    empties: List[int] = []
+    flags = {"loop": False, "loop_trains": False, "trains": False, "builds": False}
     local_defs: Set[str] = set()
     handed: Set[str] = set()  # names passed to scipy.optimize (a lambda counts as local)
     in_loop = [0]
@@ -301,6 +318,9 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
                     handed.add(arg.id if isinstance(arg, ast.Name) else "<lambda>" if isinstance(arg, ast.Lambda) else "")
             if always and is_sync(child, aliases):
                 syncs.append(child.lineno)
+            if always and is_empty_cache(child, aliases):
+                empties.append(child.lineno)
+            flags["builds"] |= moves_new_module(child)
             sites.append(Site(child.lineno, builder.form(child.func), always, bool(in_loop[0])))
             for grandchild in ast.iter_child_nodes(child):
                 visit(grandchild, always)
@@ -356,6 +376,8 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
         flags["loop_trains"],
         flags["trains"],
         bool(handed & (local_defs | {"<lambda>"})),
+        tuple(empties),
+        flags["builds"],
     )
 
 

@@ -209,3 +209,45 @@ def local_defs(context: FileContext, call: cst.Call) -> List[cst.FunctionDef]:
     else:
         return []
     return context.fact(defs_by_name).get(name, [])
+
+
+# -- a sampler a same-module helper returns (TPF105) ---------------------------------
+def returned_by(context: FileContext, call: cst.Call, ancestors: Path) -> Optional[Helper]:
+    """``def data_sampler(...): return DistributedSampler(...)`` at module level."""
+    if not ancestors or not isinstance(ancestors[-1], cst.Return):
+        return None
+    function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    if not isinstance(function, cst.FunctionDef) or len(context.fact(defs_by_name).get(function.name.value, [])) != 1:
+        return None
+    if not any(a is function for a in context.module.body):
+        return None
+    return Helper(function.name.value, function)
+
+def helper_calls(context: FileContext, function: cst.FunctionDef) -> List[cst.Call]:
+    """The calls ``name(...)`` of a module-level function in this module."""
+    name = function.name.value
+    return [c for c in calls_in(context.module) if isinstance(c.func, cst.Name) and c.func.value == name]
+
+def shuffled_by_callers(context: FileContext, arg: Optional[cst.Arg], ancestors: Path) -> bool:
+    """``shuffle=shuffle``, a parameter of the module-level helper the call stands in,
+    that every call of the helper in this module passes as ``True`` (by keyword)."""
+    helper = _returned_by_any(context, ancestors)
+    if arg is None or helper is None or not isinstance(arg.value, cst.Name):
+        return False
+    name = arg.value.value
+    if name not in [p.name.value for p in helper.params.params]:
+        return False
+    calls = helper_calls(context, helper)
+    if not calls:
+        return False
+    for call in calls:
+        passed = argument(call, name, None)
+        if passed.value is not True:
+            return False
+    return True
+
+def _returned_by_any(context: FileContext, ancestors: Path) -> Optional[cst.FunctionDef]:
+    function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    if isinstance(function, cst.FunctionDef) and any(a is function for a in context.module.body):
+        return function
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -23,15 +23,17 @@ from .sampler_facts import (
     binding_scope,
     bound_name,
     calls_in,
-    defs_by_name,
     epoch_variable,
     evaluates,
+    helper_calls,
     is_builtin_call,
     local_defs,
     names_bound_to,
     project_sets_epoch,
+    returned_by,
     sampler_of,
     self_attr,
+    shuffled_by_callers,
 )
 
 _SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
@@ -314,6 +316,20 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             + "sampler = DistributedSampler(ds, shuffle=True)\ntrain(DataLoader(ds, sampler=sampler), 1000)\n",
             line=11,
         ),
+        # one name bound to a sampler on each branch: one finding, at the first (shown, not applied)
+        Invalid(
+            _SETUP
+            + "if ddp:\n    sampler = DistributedSampler(ds)\nelse:\n    sampler = DistributedSampler(ds, num_replicas=1, rank=0)\n"
+            + "loader = DataLoader(ds, sampler=sampler)\n" + _epoch_loop_text("loader"),
+            line=4,
+        ),
+        # ... and when the first does not shuffle, at the second
+        Invalid(
+            _SETUP
+            + "sampler = DistributedSampler(ds, shuffle=False)\nif args.shuffle:\n    sampler = DistributedSampler(ds)\n"
+            + "loader = DataLoader(ds, sampler=sampler)\n" + _epoch_loop_text("loader"),
+            line=5,
+        ),
         # passed inline; a step loop that starts a new pass when the loader runs out
         Invalid(
             _SETUP
@@ -323,6 +339,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             line=3,
         ),
     )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._reported_names: Set[Tuple[int, str]] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -336,9 +356,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         shuffle = argument(node, "shuffle", 3, self.context.lookup)
         target = bound_name(node, ancestors)
         if target is None:
-            target = self._returned_by(node, ancestors)
+            target = returned_by(self.context, node, ancestors)
         # `shuffle=shuffle` of a helper no call here decides: only callers elsewhere can
-        only_elsewhere = not (shuffle.missing or shuffle.value is True or self._shuffled_by_callers(shuffle.node, ancestors))
+        only_elsewhere = not (shuffle.missing or shuffle.value is True or shuffled_by_callers(self.context, shuffle.node, ancestors))
         if only_elsewhere and not (isinstance(target, Helper) and isinstance(shuffle.node, cst.Arg) and isinstance(shuffle.node.value, cst.Name)):
             return
         facts = self.context.fact(loader_facts)
@@ -371,6 +391,14 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             sampler = f"self.{target[0]}" if isinstance(target, tuple) and uncovered else "loader.sampler"
         if batched and sampler == "loader.sampler":  # a loader given a batch_sampler has a default .sampler
             sampler = "loader.batch_sampler.sampler"
+        if isinstance(target, str):
+            # One name bound to two samplers (`if ddp: s = DistributedSampler(ds) else: s =
+            # DistributedSampler(ds, num_replicas=1, rank=0)`) is one mistake: one finding,
+            # at the first of them the rule reports (the visit follows the source order).
+            key = (id(self.context.scope_for(node, ancestors)), target)
+            if key in self._reported_names:
+                return
+            self._reported_names.add(key)
         message = self.message.format(sampler=sampler)
         fix = self._fix(node, ancestors, target, uncovered) if uncovered and not elsewhere else self._shown()
         self.report(node, message=message, fix=fix)
@@ -395,49 +423,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             scope = self.context.scope_for(site.call, site.ancestors)
             return value.value.value == target.name and binding_scope(scope, target.name) is own
         if isinstance(target, Helper) and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-            return value.func.value == target.name and any(c is value for c in self._helper_calls(target.function))
+            return value.func.value == target.name and any(c is value for c in helper_calls(self.context, target.function))
         return False
-
-    # -- a sampler a same-module helper returns ------------------------------------------
-    def _returned_by(self, call: cst.Call, ancestors: Path) -> Optional["Helper"]:
-        """``def data_sampler(...): return DistributedSampler(...)`` at module level."""
-        if not ancestors or not isinstance(ancestors[-1], cst.Return):
-            return None
-        function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
-        if not isinstance(function, cst.FunctionDef) or len(self.context.fact(defs_by_name).get(function.name.value, [])) != 1:
-            return None
-        if not any(a is function for a in self.context.module.body):
-            return None
-        return Helper(function.name.value, function)
-
-    def _helper_calls(self, function: cst.FunctionDef) -> List[cst.Call]:
-        """The calls ``name(...)`` of a module-level function in this module."""
-        name = function.name.value
-        return [c for c in calls_in(self.context.module) if isinstance(c.func, cst.Name) and c.func.value == name]
-
-    def _shuffled_by_callers(self, arg: Optional[cst.Arg], ancestors: Path) -> bool:
-        """``shuffle=shuffle``, a parameter of the module-level helper the call stands in,
-        that every call of the helper in this module passes as ``True`` (by keyword)."""
-        helper = self._returned_by_any(ancestors)
-        if arg is None or helper is None or not isinstance(arg.value, cst.Name):
-            return False
-        name = arg.value.value
-        if name not in [p.name.value for p in helper.params.params]:
-            return False
-        calls = self._helper_calls(helper)
-        if not calls:
-            return False
-        for call in calls:
-            passed = argument(call, name, None)
-            if passed.value is not True:
-                return False
-        return True
-
-    def _returned_by_any(self, ancestors: Path) -> Optional[cst.FunctionDef]:
-        function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
-        if isinstance(function, cst.FunctionDef) and any(a is function for a in self.context.module.body):
-            return function
-        return None
 
     # -- does the epoch loop set the epoch? ----------------------------------------------
     def _sets_epoch(self, loop: cst.CSTNode, path: Path, target, site: LoaderSite) -> bool:

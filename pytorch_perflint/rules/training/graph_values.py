@@ -3,7 +3,8 @@
 A value is known to carry a graph when it is a loss: a call of ``torch.nn.functional``'s
 losses, of an ``nn.*Loss`` instance, of a callee named ``criterion`` / ``loss_fn``, or
 arithmetic and reductions (``.mean()``, ``* n``) on one; a name counts when every binding
-of it inside the loop is such a value, outside no-grad. Anything else (``.item()``,
+of it inside the loop is such a value, outside no-grad, or when the loop binds it once and
+backpropagates it (``loss.backward()``). Anything else (``.item()``,
 ``.detach()``, ``.data``, ``float(...)``, an unknown call) is unknown, and unknown is silent.
 
 An accumulator outlives the loop when its name is bound before the loop in the same
@@ -56,6 +57,7 @@ class GraphValues:
         self.loop = loop
         self.loop_ancestors = loop_ancestors
         self._bindings: Optional[dict] = None
+        self._backward_names: Optional[frozenset] = None
 
     def carries(self, expr: cst.BaseExpression, scope_path: Path, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
@@ -102,16 +104,38 @@ class GraphValues:
         return re.search(rf"^\s*def\s+{re.escape(name)}\s*\(", self.context.source, re.M) is not None
 
     def _name(self, name: str, scope_path: Path, depth: int) -> bool:
-        """Every binding of ``name`` inside the loop carries a graph (and there is one)."""
+        """Every binding of ``name`` inside the loop carries a graph (and there is one); or
+        the loop binds it once, with grad on, and calls ``name.backward()``: only a tensor
+        with a graph can be backpropagated, whatever call or unpacking made it
+        (``loss, parts = compute(batch)``)."""
         found = self.bindings().get(name)
         if not found:
             return False
+        if len(found) == 1 and name in self._backpropagated() and not under_no_grad(self.context, found[0][1]):
+            return True
         for value, path in found:
             if value is None or under_no_grad(self.context, path):
                 return False
             if not self.carries(value, path, depth + 1):
                 return False
         return True
+
+    def _backpropagated(self) -> frozenset:
+        """Names the loop body calls ``.backward()`` on (``loss.backward()``)."""
+        if self._backward_names is None:
+            names = set()
+
+            def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
+                if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                    return False
+                if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+                    if isinstance(node.func.value, cst.Name):
+                        names.add(node.func.value.value)
+                return True
+
+            walk(self.loop.body, enter)
+            self._backward_names = frozenset(names)
+        return self._backward_names
 
     def bindings(self) -> dict:
         """name -> [(value or None for a binding that is not ``name = value``, ancestors)]

@@ -105,6 +105,12 @@ class LossAccumulatedWithGraph(Rule):
 
     VALID = (
         _SETUP + "total = 0\n" + _LOOP + "    total += loss.item()\n",
+        # what an unknown helper returns beside the backpropagated loss is not known to be one
+        _SETUP + "aux_total = 0\nfor x, y in loader:\n    loss, aux = compute(model, x, y)\n    loss.backward()\n"
+        + "    opt.step()\n    aux_total += aux\n",
+        # bound twice in the loop, the second time to a float
+        _SETUP + "total = 0\nfor x, y in loader:\n    loss = compute(model, x, y)\n    loss.backward()\n"
+        + "    opt.step()\n    loss = loss.item()\n    total += loss\n",
         _SETUP + "total = 0\n" + _LOOP + "    total += loss.detach()\n",
         _SETUP + "total = 0\n" + _LOOP + "    total += loss.data\n",
         _SETUP + "total = 0\n" + _LOOP + "    total += float(loss)\n",
@@ -149,6 +155,12 @@ class LossAccumulatedWithGraph(Rule):
         + "for x, y in loader:\n    l = loss_fn(model(x), y)\n    opt.step()\n    total += l\n",
     )
     INVALID = (
+        # a value the loop backpropagates carries a graph, whatever helper made it
+        Invalid(
+            _SETUP + "total = 0\nfor x, y in loader:\n    loss, aux = compute(model, x, y)\n    loss.backward()\n"
+            + "    opt.step()\n    total += loss\n",
+            line=9,
+        ),
         Invalid(
             _SETUP + "total = 0\n" + _LOOP + "    total += loss\n",
             line=9,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, FrozenSet, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from ...analysis.ast_index import code_identifiers
 from ...analysis.scope import dotted_name
 from ...analysis.walk import child_nodes
+from ...project.allocator_calls import EMPTY_CACHE
+from ...project.call_values import empties_cache_every_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .classifiers import callee_key, is_no_grad_expr, last_name, method_name
@@ -18,20 +20,12 @@ from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
 from .guards import guarded_between
 from .loops import loop_bound_names, step_loop_around, training_facts
 from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
+from .cache_calls import imports_reach_empty_cache, loop_calls
 from .test_code import in_test_code
 
-# Every spelling of "give the caching allocator's free blocks back to the driver".
-_EMPTY_CACHE = frozenset(
-    {
-        "torch.cuda.empty_cache",
-        "torch.cuda.memory.empty_cache",
-        "torch.mps.empty_cache",
-        "torch.xpu.empty_cache",
-        "torch.xpu.memory.empty_cache",
-        "torch.accelerator.empty_cache",
-        "torch.accelerator.memory.empty_cache",
-    }
-)
+if TYPE_CHECKING:
+    from ...project import ProjectIndex
+
 # A loop that handles out-of-memory errors frees the cache on purpose.
 _OOM = re.compile(r"OutOfMemoryError|out of memory|\bOOM\b", re.IGNORECASE)
 # Names of flags and checks that only say whether a GPU is there (``if use_cuda:``).
@@ -39,6 +33,8 @@ _DEVICE_FLAG = re.compile(r"cuda|gpu|mps|xpu|accelerat", re.IGNORECASE)
 _DEVICES = frozenset({"cuda", "mps", "xpu"})
 # ... but a flag about the cache itself (``args.clear_gpu_cache``) is the author's switch.
 _CACHE_FLAG = re.compile(r"cache|empty|clear|free|mem", re.IGNORECASE)
+# A module that selects the GPU (the rule is silent in CPU-only code).
+_GPU = "import torch\ndevice = torch.device('cuda')\n"
 _LOOP = (
     "import torch\nfor i, (x, y) in enumerate(loader):\n    loss = crit(model(x.cuda()), y.cuda())\n"
     "    loss.backward()\n    opt.step()\n"
@@ -53,8 +49,13 @@ class EmptyCacheInLoop(Rule):
     or through project functions it calls, in any module) or of an evaluation loop (a loop
     that calls a model under `torch.no_grad()` / `torch.inference_mode()`, around it or in
     its own body, or through a loop-free helper that does; or one TPF203 sees as evaluation).
+    A `finally:` in the loop body runs on every iteration too. A call of a project function
+    or method (this module or another) that empties the cache on every call, itself or
+    through the project functions it calls (`free_memory()`, a `train_step()` that ends
+    with it, `self._release()`), is reported at that call.
 
-    Silent outside loops, in an epoch loop around a helper that trains a whole epoch, under
+    Silent in code that does not run on an accelerator (there the call returns at once),
+    outside loops, in an epoch loop around a helper that trains a whole epoch, under
     a guard that runs it every N steps (`if step % 100 == 0:`) or behind a flag, in an
     `except` handler, and in loops that handle out-of-memory errors (the cache is freed
     there on purpose). A guard that only asks whether a GPU is there
@@ -94,16 +95,32 @@ class EmptyCacheInLoop(Rule):
     code = "TPF206"
     name = "empty-cache-in-loop"
     message = (
-        "`{what}()` on every iteration of {kind} loop makes the next iteration allocate its "
+        "`{what}` on every iteration of {kind} loop makes the next iteration allocate its "
         "memory afresh; remove it or run it every N steps"
     )
+    helper_message = (
+        "`{what}` empties the CUDA cache (`empty_cache()`) on every iteration of {kind} loop, which "
+        "makes the next iteration allocate its memory afresh; remove the call there or run it every N steps"
+    )
     fix_applicability = Applicability.DISPLAY_ONLY
-    triggers = ("empty_cache",)
+    needs_cuda = True  # without an accelerator the call returns at once
+
+    @classmethod
+    def could_fire(cls, source: str) -> bool:
+        """``empty_cache`` here, or a loop that may call a project helper that empties it."""
+        return "empty_cache" in source or ("import" in source and ("for " in source or "while " in source))
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code (not a comment or string) names ``empty_cache``."""
-        return "empty_cache" in code_identifiers(tree)
+        """The code (not a comment or string) names ``empty_cache``, or a loop calls
+        something (a project function of another module may empty the cache)."""
+        return "empty_cache" in code_identifiers(tree) or loop_calls(tree)
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """``empty_cache`` here, or in a project module this one imports (directly or
+        through other project modules, as deep as a helper is followed)."""
+        return "empty_cache" in code_identifiers(tree) or imports_reach_empty_cache(project, path)
 
     VALID = (
         # Outside any loop.
@@ -146,6 +163,10 @@ class EmptyCacheInLoop(Rule):
         # A loop over checkpoints of a model put in eval mode: loading is no forward.
         "import torch\nvqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        vqgan.load_state_dict(torch.load(path))\n"
         "    torch.cuda.empty_cache()\n",
+        # A CPU-only module: nothing selects an accelerator, the call returns at once.
+        "import torch\nfor x in loader:\n    model(x).backward()\n    opt.step()\n    torch.cuda.empty_cache()\n",
+        # A `finally:` around the whole loop runs once.
+        _GPU + "try:\n    for x in loader:\n        model(x).backward()\n        opt.step()\nfinally:\n    torch.cuda.empty_cache()\n",
         # Not torch's.
         "def empty_cache():\n    pass\n" + _LOOP + "    empty_cache()\n",
         "import torch\nfor x in loader:\n    model(x).backward()\n    opt.step()\n    cache.empty_cache()\n",
@@ -155,47 +176,49 @@ class EmptyCacheInLoop(Rule):
     INVALID = (
         # The training step runs in a helper the loop calls.
         Invalid(
-            "import torch\ndef update(batch):\n    loss = model(batch).mean()\n    loss.backward()\n    opt.step()\n"
+            _GPU + "def update(batch):\n    loss = model(batch).mean()\n    loss.backward()\n    opt.step()\n"
             "for batch in loader:\n    update(batch)\n    torch.cuda.empty_cache()\n",
-            line=8,
+            line=9,
         ),
         # The forward runs under no-grad inside the loop (one image at a time).
         Invalid(
-            "import torch\nfor path in paths:\n    img = load(path)\n    with torch.no_grad():\n        out = net(img)[0]\n"
+            _GPU + "for path in paths:\n    img = load(path)\n    with torch.no_grad():\n        out = net(img)[0]\n"
             "    save(out)\n    torch.cuda.empty_cache()\n",
-            line=7,
+            line=8,
         ),
         # ... or in a loop-free helper method of the class (basicsr's validation).
         Invalid(
-            "import torch\nclass Model:\n    def test(self):\n        with torch.no_grad():\n            self.output = self.net_g(self.lq)\n"
+            _GPU + "class Model:\n    def test(self):\n        with torch.no_grad():\n            self.output = self.net_g(self.lq)\n"
             "    def validation(self, loader):\n        for data in loader:\n            self.feed_data(data)\n            self.test()\n"
             "            torch.cuda.empty_cache()\n",
-            line=10,
+            line=11,
         ),
         # A model named otherwise, put in eval mode before the loop (and its submodules).
         Invalid(
-            "import torch\nvqgan.eval()\ndef run(paths):\n    for path in paths:\n        with torch.no_grad():\n"
+            _GPU + "vqgan.eval()\ndef run(paths):\n    for path in paths:\n        with torch.no_grad():\n"
             "            out = vqgan(load(path))\n        torch.cuda.empty_cache()\n",
-            line=7,
+            line=8,
         ),
         Invalid(
-            "import torch\nvqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        z = vqgan.encoder(load(path))\n"
+            _GPU + "vqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        z = vqgan.encoder(load(path))\n"
             "    torch.cuda.empty_cache()\n",
-            line=6,
+            line=7,
         ),
         # An options dict named `opt` is no optimizer.
         Invalid(
-            "import torch\nclass Model:\n    def test(self):\n        with torch.no_grad():\n            self.output = self.net_g(self.lq)\n"
+            _GPU + "class Model:\n    def test(self):\n        with torch.no_grad():\n            self.output = self.net_g(self.lq)\n"
             "    def validation(self, loader):\n        for data in loader:\n            self.test()\n            torch.cuda.empty_cache()\n"
             "            for name, o in self.opt['val']['metrics'].items():\n                score(name, o)\n",
-            line=9,
+            line=10,
         ),
         Invalid(
-            "import torch\ndef predict(net, x):\n    return net(x).softmax(1)\n@torch.no_grad()\ndef evaluate(net, loader):\n"
+            _GPU + "def predict(net, x):\n    return net(x).softmax(1)\n@torch.no_grad()\ndef evaluate(net, loader):\n"
             "    for x in loader:\n        probs = predict(net, x)\n        torch.cuda.empty_cache()\n",
-            line=8,
+            line=9,
         ),
         Invalid(_LOOP + "    torch.cuda.empty_cache()\n", line=6),
+        # A `finally:` in the loop body runs on every iteration.
+        Invalid(_LOOP + "    try:\n        log(i)\n    finally:\n        torch.cuda.empty_cache()\n", line=9),
         Invalid(
             "from torch.cuda import empty_cache\n" + _LOOP.replace("import torch\n", "") + "    empty_cache()\n",
             line=6,
@@ -204,26 +227,40 @@ class EmptyCacheInLoop(Rule):
             _LOOP + "    if torch.cuda.is_available():\n        torch.cuda.empty_cache()\n",
             line=7,
         ),
-        Invalid("import torch\nwhile True:\n    loss = step_loss()\n    loss.backward()\n    torch.mps.empty_cache()\n", line=5),
+        Invalid(_GPU + "while True:\n    loss = step_loss()\n    loss.backward()\n    torch.mps.empty_cache()\n", line=6),
         Invalid(
             "import torch\n@torch.no_grad()\ndef evaluate(model, loader):\n    for x, y in loader:\n"
             "        out = model(x.cuda())\n        torch.accelerator.empty_cache()\n",
             line=6,
         ),
         Invalid(
-            "import torch\ndef validate(net, loader):\n    with torch.inference_mode():\n        for x in loader:\n"
+            _GPU + "def validate(net, loader):\n    with torch.inference_mode():\n        for x in loader:\n"
             "            preds.append(net(x))\n            torch.cuda.memory.empty_cache()\n",
-            line=6,
+            line=7,
         ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         qualname = self.context.qualname(node.func)
-        if qualname not in _EMPTY_CACHE:
-            return
+        if qualname in EMPTY_CACHE:
+            what = (dotted_name(node.func) or "empty_cache") + "()"
+            self._check(node, self.message, what)
+        elif self.context.project is not None and isinstance(node.func, (cst.Name, cst.Attribute)):
+            ancestors = self._ancestors(node)
+            if _innermost_loop(ancestors) is None and step_loop_around(self.context, ancestors) is None:
+                return
+            if self._empties_every_call(node, ancestors):
+                what = self.context.code_for(node.func) + "(...)"
+                self._check(node, self.helper_message, what)
+
+    def _ancestors(self, node: cst.Call) -> Sequence[cst.CSTNode]:
         ancestors = self.context.ancestors
-        if ancestors and ancestors[-1] is node:
-            ancestors = ancestors[:-1]
+        return ancestors[:-1] if ancestors and ancestors[-1] is node else ancestors
+
+    def _check(self, node: cst.Call, template: str, what: str) -> None:
+        """Report ``node`` when it runs on every iteration of a training or evaluation loop
+        (no guard between them, no out-of-memory handling in the loop, not a unit test)."""
+        ancestors = self._ancestors(node)
         if in_test_code(ancestors, self.context.path):
             return
         found = self._loop(ancestors)
@@ -233,10 +270,18 @@ class EmptyCacheInLoop(Rule):
         loop = ancestors[index]
         if guarded_between(_without_device_checks([*ancestors[index:], node], self.context.qualname)):
             return
-        if any(type(a) is cst.Finally for a in ancestors[index:]) or _OOM.search(self.context.code_for(loop)):
+        if _OOM.search(self.context.code_for(loop)):
             return
-        what = dotted_name(node.func) or "empty_cache"
-        self.report(node, message=self.message.format(what=what, kind=kind))
+        self.report(node, message=template.format(what=what, kind=kind))
+
+    def _empties_every_call(self, node: cst.Call, ancestors: Sequence[cst.CSTNode]) -> bool:
+        """The call runs project code (a function or method of this module or another) that
+        empties the cache on every call, itself or through the project code it calls."""
+        values = self.context.values()
+        if values is None or len(ancestors) < 2:
+            return False
+        callees = values.callees(node, ancestors[1])
+        return bool(callees) and all(empties_cache_every_call(values.engine, d) for d in callees)
 
     def _loop(self, ancestors: Sequence[cst.CSTNode]) -> Optional[Tuple[int, str]]:
         """The loop the call runs in on every iteration, and whether it trains or evaluates."""

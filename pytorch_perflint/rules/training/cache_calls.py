@@ -1,0 +1,62 @@
+"""TPF206's project screen: can a file's loops reach ``empty_cache()`` through the project?
+
+The rule reads a call of a project function that empties the cache on every call
+(``call_values.empties_cache_every_call``), so a file that never names ``empty_cache``
+may still hold a finding: when a project module it imports, directly or through others,
+does. Answered before LibCST parses the file, from module texts read once per summary.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from typing import Dict, Tuple
+
+from ...project import ProjectIndex
+from ...project.call_values import MAX_DEPTH
+
+
+def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:
+    """A project module that ``path`` imports (directly or through other project modules,
+    as deep as a helper is followed) names ``empty_cache``."""
+    seen = {path}
+    frontier = [path]
+    for _ in range(MAX_DEPTH):
+        following = []
+        for module in frontier:
+            for imported in project.imported_modules(module):
+                if imported in seen:
+                    continue
+                seen.add(imported)
+                if _mentions_empty_cache(project, imported):
+                    return True
+                following.append(imported)
+        frontier = following
+    return False
+
+
+_MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool]]]" = weakref.WeakKeyDictionary()
+
+
+def _mentions_empty_cache(project: ProjectIndex, path: str) -> bool:
+    """Whether a project module's text names ``empty_cache``: read once per summary of it
+    (as ``call_values.body_facts`` keeps bodies), the read still recorded for the cache."""
+    summary = project.summary(path)
+    kept = _MENTIONS.setdefault(project, {})
+    hit = kept.get(path)
+    if hit is not None and hit[0] is summary:
+        project.note_text(path)
+        return hit[1]
+    text = project.text(path)
+    found = text is not None and "empty_cache" in text
+    kept[path] = (summary, found)
+    return found
+
+
+def loop_calls(tree: ast.Module) -> bool:
+    """Some ``for``/``while`` body calls something."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            if any(isinstance(child, ast.Call) for statement in node.body for child in ast.walk(statement)):
+                return True
+    return False

@@ -1,0 +1,70 @@
+"""A name that only ``from project_module import *`` binds is what that module imports
+(``torch`` from ``utils.py``'s ``import torch``): rules match the API through it, as through
+any import (issue 23: PyTorch-RL and BasicLFSR get ``torch`` this way, and no rule saw their
+``torch.cuda.empty_cache()`` calls)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from pytorch_perflint.cli import main
+
+_LOOP = (
+    "device = torch.device('cuda')\n"
+    "def train(model, loader, optimizer):\n"
+    "    for x, y in loader:\n"
+    "        model(x.to(device)).sum().backward()\n"
+    "        optimizer.step()\n"
+    "        torch.cuda.empty_cache()\n"
+)
+
+
+def _findings(root: Path):
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(main, ["check", "--no-cache", "--select", "TPF206", "--output-format", "json", "."], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return sorted((Path(d["filename"]).name, d["location"]["row"]) for d in json.loads(result.stdout))
+
+
+def _project(tmp_path: Path, files) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_torch_from_a_star_import_of_a_project_module_is_torch(tmp_path):
+    root = _project(
+        tmp_path,
+        {
+            "utils/__init__.py": "from .common import *\n",
+            "utils/common.py": "import os\nimport torch\n",
+            "train.py": "from utils import *\n" + _LOOP,
+        },
+    )
+    assert _findings(root) == [("train.py", 7)]
+
+
+def test_names_a_star_import_cannot_give_stay_unknown(tmp_path):
+    root = _project(
+        tmp_path,
+        {
+            "helpers.py": "torch = None\n",  # not the torch module
+            "exported.py": "import torch\n__all__ = ['helper']\ndef helper():\n    pass\n",  # torch not exported
+            "a.py": "from helpers import *\n" + _LOOP,
+            "b.py": "from exported import *\n" + _LOOP,
+            "c.py": "from somelib import *\n" + _LOOP,  # an external module may bind anything
+            "d.py": "from helpers_torch import *\ntorch = make_fake()\n" + _LOOP,  # bound here
+            "helpers_torch.py": "import torch\n",
+        },
+    )
+    assert _findings(root) == []
