@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from .context import FileContext
-from .positions import statement_lines, statement_ranges
+from .positions import StatementPositions, statement_lines
 from .project.forms import FormBuilder
 from .project.kinds import UNKNOWN, Kind
 from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
@@ -40,6 +40,7 @@ class FileValues:
         self._lines: Optional[List[str]] = None
         self._starts: Optional[Sequence[int]] = None
         self._statement_index: Dict[int, int] = {}
+        self._positions: Dict[int, StatementPositions] = {}  # by statement index
         self._scopes: Dict[int, Scope] = {}
         self._path = os.path.abspath(context.path) if context.project is not None else None
         self.engine = engine_for(context.project)
@@ -81,8 +82,10 @@ class FileValues:
             self._starts = statement_lines(self.context.module, tree) or ()
         if index is None or index >= len(self._starts):
             return None
-        ranges = statement_ranges(self.context.module, index, {id(node): node}, self._starts[index])
-        span = ranges.get(id(node))
+        positions = self._positions.get(index)
+        if positions is None:
+            positions = self._positions[index] = StatementPositions(self.context.module, index, self._starts[index])
+        span = positions.get(node)
         if span is None:
             return None
         start = (span.start.line, span.start.column)
