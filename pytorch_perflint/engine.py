@@ -29,6 +29,7 @@ from typing import (
 import libcst as cst
 
 from . import narrowing
+from .analysis.ast_index import forget_trees
 from .analysis.walk import child_nodes
 from .config import Settings
 from .context import FileContext
@@ -322,7 +323,10 @@ def lint_source(
     """
     with _collector_paused():
         chosen = selection if selection is not None else for_file(path, settings, rules)
-        return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project, screen_only, passed)
+        try:
+            return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project, screen_only, passed)
+        finally:
+            forget_trees()  # the screens' caches: the tree goes with the caller's last reference
 
 
 def _lint_source(
@@ -441,6 +445,7 @@ def _lint_source(
     if want_unused_noqa:
         result.diagnostics.extend(unused_noqa(path, noqa, used))
     result.diagnostics.sort(key=Diagnostic.sort_key)
+    context.release()
     return result
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterator, List, Sequence, Set, Tuple, TypeVar, Union
 
+R = TypeVar("R")
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 
@@ -69,7 +70,26 @@ def walk_ast(root: ast.AST) -> Iterator[ast.AST]:
 _LEAVE_LOOP = ast.AST()
 
 
-@functools.lru_cache(maxsize=1)
+_PER_TREE: List["functools._lru_cache_wrapper[object]"] = []
+
+
+def per_tree(function: Callable[[ast.Module], R]) -> Callable[[ast.Module], R]:
+    """``functools.lru_cache(maxsize=1)`` for what a screen works out from a module's tree
+    (several screens ask about the same file), which ``forget_trees`` empties."""
+    cached = functools.lru_cache(maxsize=1)(function)
+    _PER_TREE.append(cached)  # type: ignore[arg-type]
+    return cached  # type: ignore[return-value]
+
+
+def forget_trees() -> None:
+    """Let go of the last file's tree, kept by the ``per_tree`` caches: the linting of a
+    file ends here (``engine.lint_source``), and a tree kept alive past it was walked
+    again by the cyclic collector, once per generation, on every file of a run."""
+    for cached in _PER_TREE:
+        cached.cache_clear()
+
+
+@per_tree
 def tree_index(tree: ast.Module) -> TreeIndex:
     """One walk, in ``walk_ast``'s order (the order of ``calls`` is the order of every walk).
     Names and constants are read where they are met, not pushed, and a marker under a
