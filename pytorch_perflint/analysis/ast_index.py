@@ -28,6 +28,7 @@ class TreeIndex:
     functions: Tuple[Function, ...]
     identifiers: FrozenSet[str]  # names, attributes and imported names (not strings)
     declared: FrozenSet[str] = frozenset()  # names in ``global`` and ``nonlocal`` statements
+    comprehensions: Tuple[ast.comprehension, ...] = ()  # each ``for ... in ...`` of one
 
 
 # Fields that never hold a name or a call (``ctx`` is Load/Store, ``op`` an operator).
@@ -101,6 +102,7 @@ def tree_index(tree: ast.Module) -> TreeIndex:
     functions: List[Function] = []
     names: Set[str] = set()
     declared: Set[str] = set()
+    comprehensions: List[ast.comprehension] = []
     stack: List[ast.AST] = [tree]
     pop, push, add_name = stack.pop, stack.append, names.add
     fields_of = _CHILD_FIELDS.get
@@ -131,6 +133,8 @@ def tree_index(tree: ast.Module) -> TreeIndex:
                 names.update(alias.name.split("."))
         elif kind is ast.Global or kind is ast.Nonlocal:
             declared.update(node.names)  # type: ignore[attr-defined]
+        elif kind is ast.comprehension:
+            comprehensions.append(node)  # type: ignore[arg-type]
         for name in fields_of(kind) or _child_fields(kind):  # ast_children, inlined
             value = getattr(node, name, None)
             if type(value) is list:
@@ -144,7 +148,14 @@ def tree_index(tree: ast.Module) -> TreeIndex:
             elif type(value) is not Constant and isinstance(value, _AST):
                 push(value)
     return TreeIndex(
-        tuple(calls), tuple(in_loops), tuple(assignments), tuple(imports), tuple(functions), frozenset(names), frozenset(declared)
+        tuple(calls),
+        tuple(in_loops),
+        tuple(assignments),
+        tuple(imports),
+        tuple(functions),
+        frozenset(names),
+        frozenset(declared),
+        tuple(comprehensions),
     )
 
 

@@ -303,12 +303,11 @@ def _comprehension_bindings(tree: ast.Module) -> List[ast.Assign]:
     """``x = item`` for each item a comprehension's ``for x in ...`` walks (each item of a
     display, else the iterable), as assignments the screen can read."""
     out = []
-    for node in walk_ast(tree):
-        if isinstance(node, ast.comprehension):
-            items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [node.iter]
-            for item in items:
-                assign = ast.Assign(targets=[node.target], value=item)
-                out.append(ast.copy_location(assign, item))
+    for node in tree_index(tree).comprehensions:
+        items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [node.iter]
+        for item in items:
+            assign = ast.Assign(targets=[node.target], value=item)
+            out.append(ast.copy_location(assign, item))
     return out
 
 
