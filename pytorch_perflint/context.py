@@ -161,15 +161,26 @@ class FileContext:
             return None
         return "torch", ("torch",)
 
-    def value_of(self, node: cst.BaseExpression) -> Any:
-        """What kind of value ``node`` (an expression under the current node of the pass)
-        holds, from the project's value engine: a ``project.kinds`` value, ``Unknown``
-        when not known (and None when this context was built without the engine)."""
+    def value_of(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Any:
+        """What kind of value ``node`` (an expression under the current node of the pass,
+        or anywhere in ``statement``, the module-level statement that holds it) holds, from
+        the project's value engine: a ``project.kinds`` value, ``Unknown`` when not known
+        (and None when this context was built without the engine)."""
         if self._values_factory is None:
             return None
         if self._values is None:
             self._values = self._values_factory(self)
-        return self._values.kind_of(node)
+        return self._values.kind_of(node, statement)
+
+    @property
+    def models(self) -> Any:
+        """The engine's questions about models (``project.module_values.ModuleValues``),
+        None without the engine."""
+        if self._values_factory is None:
+            return None
+        if self._values is None:
+            self._values = self._values_factory(self)
+        return self._values.engine.models
 
     def release(self) -> None:
         """Drop what the pass built (the value engine's answers, the shared facts, the

@@ -21,8 +21,9 @@ import libcst as cst
 from .context import FileContext
 from .positions import StatementPositions, statement_lines
 from .project.forms import FormBuilder
+from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
-from .project.scopes import DEEP, Each, Entry, Scope, build_scope, expression_form
+from .project.scopes import DEEP, Each, Scope, build_scope, expression_form, unpack_target
 from .project.values import Answer, Where, engine_for
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -42,8 +43,19 @@ class FileValues:
         self._statement_index: Dict[int, int] = {}
         self._positions: Dict[int, StatementPositions] = {}  # by statement index
         self._scopes: Dict[int, Scope] = {}
-        self._path = os.path.abspath(context.path) if context.project is not None else None
-        self.engine = engine_for(context.project)
+        self._path = os.path.abspath(context.path)
+        self.engine = engine_for(context.project if context.project is not None else self._lone_index())
+
+    def _lone_index(self) -> Optional[ProjectIndex]:
+        """A file linted as a project of its own: an index of that one module (its text as
+        given), so that its functions' returns and its callers' arguments are followed all the
+        same. It is ``lone``: with no caller in the file a parameter is not known (callers
+        elsewhere may pass anything), rather than its default."""
+        assert self._path is not None
+        index = ProjectIndex(os.path.dirname(self._path), self.context.settings, files=[self._path])
+        index.lone = True  # type: ignore[attr-defined]
+        index.summary(self._path, source=self.context.source, tree=self._tree if self.text == self.context.source else None)
+        return index
 
     @property
     def tree(self) -> Optional[ast.Module]:
@@ -54,29 +66,35 @@ class FileValues:
                 return None
         return self._tree
 
-    def kind_of(self, node: cst.BaseExpression) -> Kind:
-        return self.answer(node).kind
+    def kind_of(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Kind:
+        return self.answer(node, statement).kind
 
-    def answer(self, node: cst.BaseExpression) -> Answer:
-        """The engine's answer for an expression under the current node of the pass."""
-        found = self._locate(node)
+    def answer(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Answer:
+        """The engine's answer for an expression under the current node of the pass, or
+        (``statement``: the top-level statement that holds it) anywhere in the module."""
+        found = self._locate(node, statement)
         if found is None:
             return Answer(UNKNOWN)
         expression, chain = found
-        where = self._where([*chain, expression], getattr(expression, "lineno", 0))
+        # Read at its statement's first line: a name in `z = (\n z.cuda())` is the one bound before.
+        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
+        where = self._where([*chain, expression], line)
         if where is None:
             return Answer(UNKNOWN)
         assert where.scope is not None
         return self.engine.answer(expression_form(expression, where.scope), where)
 
     # -- from LibCST to ast ----------------------------------------------------------------
-    def _locate(self, node: cst.CSTNode) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
+    def _locate(self, node: cst.CSTNode, statement: Optional[cst.CSTNode] = None) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
         """The ``ast`` node at the LibCST node's position, and its ancestors."""
         tree = self.tree
         ancestors = self.context.ancestors
-        if tree is None or len(ancestors) < 2 and node not in self.context.module.body:
+        if statement is None:
+            if tree is None or len(ancestors) < 2 and node not in self.context.module.body:
+                return None
+            statement = ancestors[1] if len(ancestors) > 1 else node
+        elif tree is None:
             return None
-        statement = ancestors[1] if len(ancestors) > 1 else node
         index = self._index_of(statement)
         if self._starts is None:
             self._starts = statement_lines(self.context.module, tree) or ()
@@ -178,11 +196,5 @@ def _comprehension_scope(node: ast.AST, outer: Scope) -> Scope:
     scope = Scope(outer.path, None, (), outer.aliases, inline=True)
     builder = FormBuilder(outer.aliases, DEEP)
     for generator in node.generators:  # type: ignore[attr-defined]
-        target = generator.target
-        if isinstance(target, ast.Name):
-            scope.entries.setdefault(target.id, []).append(Entry(0, (), Each(builder.form(generator.iter))))
-        else:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name):
-                    scope.entries.setdefault(sub.id, []).append(Entry(0, (), None))
+        unpack_target(generator.target, Each(builder.form(generator.iter)), 0, (), scope)
     return scope

@@ -159,3 +159,23 @@ def test_a_finding_from_the_value_engine_depends_on_the_callers_it_read(tmp_path
     assert _findings(tmp_path, ".") == [("agent.py", 5, "TPF401")]  # warm
     _rewrite(tmp_path / "main.py", MAIN_LIST)
     assert _findings(tmp_path, ".") == []
+
+
+DATA_PINNED = "from torch.utils.data import DataLoader\n\n\ndef make_loader(ds):\n    return DataLoader(ds, pin_memory=True)\n"
+DATA_PAGEABLE = "from torch.utils.data import DataLoader\n\n\ndef make_loader(ds):\n    return DataLoader(ds, pin_memory=False)\n"
+COPIES = "from data import make_loader\n\n\ndef main(ds, device):\n    for x, y in make_loader(ds):\n        x = x.to(device)\n"
+
+
+def test_a_blocking_copy_depends_on_the_module_that_pins_its_loader(tmp_path):
+    """TPF104 in train.py holds because data.py's loader pins memory (the value engine's
+    answer read data.py): train.py's cached findings must follow data.py's changes."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text('[tool.pytorch-perflint]\nselect = ["TPF104"]\n')
+    (tmp_path / "data.py").write_text(DATA_PINNED)
+    (tmp_path / "train.py").write_text(COPIES)
+    assert _findings(tmp_path, ".") == [("train.py", 6, "TPF104")]
+    assert _findings(tmp_path, ".") == [("train.py", 6, "TPF104")]  # warm
+    _rewrite(tmp_path / "data.py", DATA_PAGEABLE)
+    assert _findings(tmp_path, ".") == []
+    _rewrite(tmp_path / "data.py", DATA_PINNED)
+    assert _findings(tmp_path, "train.py") == [("train.py", 6, "TPF104")]

@@ -13,7 +13,8 @@ from pytorch_perflint.analysis.values import UNKNOWN
 from pytorch_perflint.context import FileContext
 from pytorch_perflint.rules.dataloader.loader_args import loader_args
 from pytorch_perflint.rules.dataloader.loader_facts import loader_facts
-from pytorch_perflint.testing import settings_with
+from pytorch_perflint.registry import rule_by_code
+from pytorch_perflint.testing import lint_example, settings_with
 
 
 def _context(source: str) -> FileContext:
@@ -115,6 +116,5 @@ def main(ds, device):
 
 
 def test_blocking_copies_stop_at_a_rebinding():
-    context, facts = _facts(PINNED)
-    copies = sorted(_line(context, call) for call in facts.blocking_copies.values())
-    assert copies == ["x.to(device)"]
+    # TPF104 asks the value engine (``project/loader_values.py``) what ``x`` holds.
+    assert lint_example(rule_by_code("TPF104"), PINNED) == [(6, "TPF104")]

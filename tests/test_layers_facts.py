@@ -8,7 +8,8 @@ from typing import List, Tuple
 import libcst as cst
 
 from pytorch_perflint.context import FileContext
-from pytorch_perflint.rules.layers.conv_models import conv_model_builds
+from pytorch_perflint.file_values import FileValues
+from pytorch_perflint.rules.layers.trained_models import model_builds
 from pytorch_perflint.rules.layers.module_facts import module_facts
 from pytorch_perflint.testing import settings_with
 
@@ -124,6 +125,55 @@ def test_conv_model_builds() -> None:
         "f = nn.DataParallel(Net())\n"
         "g = build(cfg)\n"
     )
-    context = _context(source)
-    targets = [(b.target, b.inside_model) for b in context.fact(conv_model_builds)]
+    context = FileContext(Path("example.py"), source, cst.parse_module(source), settings_with({}), values=lambda c: FileValues(c, source))
+    wanted = ("self.c", "self.net", "self.fc", "a", "b", "c", "d", "e", "f", "g")
+    targets = [(b.target, b.inside_model) for b in model_builds(context, wanted) if b.conv]
     assert targets == [("self.c", True), ("self.net", True), ("a", False), ("b", False), ("c", False), ("f", False)]
+
+
+def test_a_list_without_its_last_item_keeps_its_inner_feeds() -> None:
+    """RepDistiller's ``make_layers``: ``layers = layers[:-1]`` before ``Sequential(*layers)``."""
+    source = (
+        "import torch.nn as nn\n"
+        "def make(cfg):\n"
+        "    layers = []\n"
+        "    for v in cfg:\n"
+        "        conv2d = nn.Conv2d(3, v, 3)\n"
+        "        layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU()]\n"
+        "    layers = layers[:-1]\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert ("Conv2d", "BatchNorm2d", "sequential") in _feeds(source)
+    # The BatchNorm a statement adds last may be the item dropped: not a feed.
+    dropped = source.replace("nn.BatchNorm2d(v), nn.ReLU()]", "nn.BatchNorm2d(v)]")
+    assert _feeds(dropped) == []
+    # Another slice is not known.
+    assert _feeds(source.replace("layers[:-1]", "layers[1:]")) == []
+
+
+def test_an_attribute_bound_in_each_arm_of_an_if_chain() -> None:
+    source = (
+        "import torch.nn as nn\n"
+        "class ConvReg(nn.Module):\n"
+        "    def __init__(self, a, b):\n"
+        "        super().__init__()\n"
+        "        if a == b:\n            self.conv = nn.Conv2d(8, 16, 1)\n"
+        "        elif a > b:\n            self.conv = nn.ConvTranspose2d(8, 16, 4)\n"
+        "        else:\n            self.conv = nn.Conv2d(8, 16, 3)\n"
+        "        self.bn = nn.BatchNorm2d(16)\n"
+        "    def forward(self, x):\n"
+        "        return self.bn(self.conv(x))\n"
+    )
+    assert sorted(_feeds(source)) == [
+        ("Conv2d", "BatchNorm2d", "forward"),
+        ("Conv2d", "BatchNorm2d", "forward"),
+        ("ConvTranspose2d", "BatchNorm2d", "forward"),
+    ]
+    # Bound twice in a row (not exclusive), or the norm differs by branch: not known.
+    twice = source.replace("        elif a > b:\n", "        self.conv = nn.Conv2d(8, 16, 5)\n        if a > b:\n")
+    assert _feeds(twice) == []
+    norms = source.replace("        self.bn = nn.BatchNorm2d(16)\n", "").replace(
+        "            self.conv = nn.Conv2d(8, 16, 1)\n", "            self.conv = nn.Conv2d(8, 16, 1)\n            self.bn = nn.BatchNorm2d(16)\n"
+    ).replace("        else:\n            self.conv = nn.Conv2d(8, 16, 3)\n", "        else:\n            self.conv = nn.Conv2d(8, 16, 3)\n            self.bn = nn.GroupNorm(2, 16)\n")
+    assert all(target != "GroupNorm" for _, target, _ in _feeds(norms))
+    assert _feeds(norms) == []

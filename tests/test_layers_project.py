@@ -167,7 +167,7 @@ def test_arch_defaults_the_parser_does_not_settle_are_not_known(tmp_path):
 def test_the_argparse_summary_of_a_module():
     import ast
 
-    from pytorch_perflint.rules.layers.arg_defaults import argparse_defaults
+    from pytorch_perflint.project.argparse_values import argparse_defaults
 
     source = (
         "import argparse\np = argparse.ArgumentParser()\n"

@@ -147,10 +147,12 @@ def test_the_with_binding_keeps_the_managers_form(tmp_path: Path):
     assert binding.form.func.attr == "__enter__"
 
 
-def test_a_lone_file_knows_nothing_of_other_definitions():
+def test_a_lone_file_knows_its_own_definitions():
+    """RULES.md's "Known values": a function's return value in the same module is known,
+    also when the file is linted as a project of its own (its callers elsewhere are not)."""
     rule = rule_by_code("TPF401")
     code = "import numpy as np\nimport torch\ndef grid():\n    return np.zeros(3)\nx = torch.tensor(grid())\n"
-    assert lint_example(rule, code) == []
+    assert [line for line, _ in lint_example(rule, code)] == [5]
 
 
 TPF402_CASES = [
@@ -300,17 +302,27 @@ PARAMETERS = {
                 return self._prep(np.array(obs, dtype=np.float32))
 
             def public(self, obs):
+                return torch.tensor(obs)  #!
+
+            def escaped(self, obs):
+                return torch.tensor(obs)
+
+        class Net(torch.nn.Module):
+            def forward(self, obs):
                 return torch.tensor(obs)
     """,
     "main.py": """
         import numpy as np
-        from agent import Agent, mixed, to_tensor
+        from agent import Agent, Net, mixed, to_tensor
 
         to_tensor(np.zeros(3))
         to_tensor(np.ones(3) / 2)
         mixed(np.zeros(3))
         mixed([1, 2])
         Agent().public(np.zeros(3))
+        Agent().escaped(np.zeros(3))
+        handler = Agent().escaped
+        Net().forward(np.zeros(3))
     """,
 }
 

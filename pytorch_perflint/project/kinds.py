@@ -69,7 +69,29 @@ class RandomGenerator:
 
 @dataclass(frozen=True)
 class Number:
-    """A Python int or float (a literal, or arithmetic of them)."""
+    """A Python int or float (a literal, or arithmetic of them); ``value`` when known."""
+
+    value: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Options:
+    """A dict with literal string keys (``{"pin_memory": True}``, ``dict(num_workers=0)``):
+    each key and its value's ``describe``; ``open`` when it may hold other keys too (a
+    dict comprehension: no key known, ``value`` is what each holds)."""
+
+    items: Tuple[Tuple[str, str], ...] = ()
+    open: bool = False
+    value: "Kind" = Unknown("values")  # the kind every value is (``loaders[phase]``)
+
+
+@dataclass(frozen=True)
+class Iterator:
+    """Something whose iteration yields ``element`` (``enumerate(loader)``, ``iter(loader)``,
+    ``batch.items()``)."""
+
+    element: "Kind"
+    indexable: bool = False  # a list built by a comprehension: ``xs[i]`` is an element too
 
 
 @dataclass(frozen=True)
@@ -85,8 +107,24 @@ class Text:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """``True`` or ``False`` (a literal, or a parameter whose every caller passes it)."""
+
+    value: bool
+
+
+@dataclass(frozen=True)
 class NoneValue:
     """``None``."""
+
+
+@dataclass(frozen=True)
+class MaybeNone:
+    """``kind`` or ``None`` (``Noise() if c else None``; callers passing one or the other).
+    Not ``kind`` itself to a rule; but an attribute, item, method or call of it is
+    ``kind``'s, as ``None`` has none of them (the program stops there on ``None``)."""
+
+    kind: "Kind"
 
 
 @dataclass(frozen=True)
@@ -116,7 +154,19 @@ class ProjectCallable:
 # -- kinds the engine describes for the other families (producers arrive family by family) --
 @dataclass(frozen=True)
 class HostTensor:
-    """A ``torch.Tensor`` in host memory."""
+    """A ``torch.Tensor`` in host memory. ``factory``: the torch factory that made it (its
+    qualified name), through steps that keep it where it is (``.zero_()``, ``.view()``,
+    ``Variable(...)``), when known; ``random``: the factory or a step drew random numbers
+    (``tensor_values``)."""
+
+    factory: str = ""
+    random: bool = False
+
+
+@dataclass(frozen=True)
+class TensorStorage:
+    """A ``torch.*Storage`` (``torch.ByteStorage.from_buffer(b)``): bytes a legacy
+    constructor wraps rather than copies."""
 
 
 @dataclass(frozen=True)
@@ -130,12 +180,38 @@ class GraphTensor:
 
 
 @dataclass(frozen=True)
+class Dataset:
+    """A ``torch.utils.data`` dataset: ``storage`` is ``memory`` (a ``TensorDataset``),
+    ``map`` or ``iterable`` (``""``: not known)."""
+
+    storage: str = ""
+
+
+@dataclass(frozen=True)
 class Loader:
-    """A ``torch.utils.data.DataLoader``: its known arguments (name -> form's repr) and its
-    dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
+    """A ``torch.utils.data.DataLoader``: its known arguments (name -> ``describe`` of the
+    value: ``"True"``, ``"0"``, ``"None"``, ``"?"`` when not known; a name absent was not
+    passed, unless ``("*", "?")`` says an unknown ``*args``/``**kwargs`` may pass it) and
+    its dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
 
     arguments: Tuple[Tuple[str, str], ...] = ()
     dataset: str = ""
+
+    def argument(self, name: str) -> Optional[str]:
+        """The argument's value as described, ``"?"`` when not known, None when not passed."""
+        for key, value in self.arguments:
+            if key == name:
+                return value
+        return "?" if ("*", "?") in self.arguments else None
+
+    @property
+    def pinned(self) -> bool:
+        return self.argument("pin_memory") == "True"
+
+    @property
+    def custom_collate(self) -> bool:
+        """A ``collate_fn`` (or one not known) may build batches of any type."""
+        return self.argument("collate_fn") not in (None, "None")
 
 
 @dataclass(frozen=True)
@@ -173,14 +249,80 @@ class Accelerator:
     """The accelerator device (``torch.device("cuda")``)."""
 
 
+@dataclass(frozen=True)
+class Parser:
+    """An ``argparse.ArgumentParser`` built in module ``path`` (its options' defaults are
+    that module's summary's)."""
+
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """What ``parser.parse_args()`` gives: an attribute is the option's default."""
+
+    path: Optional[str]
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """An object of another framework (``mxnet``, ``tensorflow``...): certainly not a
+    torch module or tensor."""
+
+    library: str
+
+
 Kind = Union[
-    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Text, NoneValue,
-    Items, Instance, ProjectCallable, HostTensor, DeviceTensor, GraphTensor, Loader, Batch, Module, Optimizer,
-    Wrapper, Accelerator,
+    Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
+    Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor,
+    GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign,
 ]
 UNKNOWN = Unknown()
 
 
 def join(first: Kind, second: Kind) -> Kind:
-    """Where two values meet (branches, callers): the kind both are, else ``Unknown``."""
-    return first if first == second else Unknown("disagree")
+    """Where two values meet (branches, callers): the kind both are, a known kind or
+    ``None`` (``MaybeNone``), two numbers, loaders on the arguments they agree on; else
+    ``Unknown``."""
+    if first == second:
+        return first
+    if type(first) is Number and type(second) is Number:
+        return Number()  # two numbers: still a number
+    if type(first) is Loader and type(second) is Loader:
+        return _loaders(first, second)
+    if type(first) is Batch and type(second) is Batch and first.path == second.path:
+        return Batch(_loaders(first.loader, second.loader), first.path)
+    nones = (NoneValue, MaybeNone)
+    inner = [k.kind if type(k) is MaybeNone else k for k in (first, second) if type(k) is not NoneValue]  # type: ignore[union-attr]
+    if (type(first) in nones or type(second) in nones) and all(k == inner[0] for k in inner) and type(inner[0]) is not Unknown:
+        return MaybeNone(inner[0])
+    return Unknown("disagree")
+
+
+def present(kind: Kind) -> Kind:
+    """What an attribute, item, method or call reads ``kind`` as: ``MaybeNone``'s kind."""
+    return kind.kind if type(kind) is MaybeNone else kind  # type: ignore[union-attr]
+
+
+def _loaders(first: Loader, second: Loader) -> Loader:
+    """Two loaders (a train and a validation loader passed to one function): a loader whose
+    arguments are known where both agree."""
+    names = [n for n, _ in (*first.arguments, *second.arguments) if n != "*"]
+    arguments = []
+    for name in dict.fromkeys(names):
+        one, other = first.argument(name), second.argument(name)
+        if one is not None or other is not None:
+            arguments.append((name, one if one == other else "?"))
+    if ("*", "?") in first.arguments or ("*", "?") in second.arguments:
+        arguments.append(("*", "?"))
+    return Loader(tuple(arguments), first.dataset if first.dataset == second.dataset else "")
+
+
+def join_all(kinds) -> Kind:
+    """Where several values meet: the kind all are, else ``Unknown`` (none: ``Unknown``)."""
+    if not kinds:
+        return UNKNOWN
+    out = kinds[0]
+    for kind in kinds[1:]:
+        out = join(out, kind)
+    return out

@@ -1,5 +1,6 @@
 """What library calls, methods, attributes and subscripts give, as kinds: the value engine's
-knowledge of NumPy, SciPy, pandas, h5py and the image readers (``numpy_api`` lists them).
+knowledge of NumPy, SciPy, pandas, h5py and the image readers (``numpy_api`` lists them),
+and of torch's tensors (``tensor_values``).
 
 Pure functions of kinds already worked out: the engine (``values``) evaluates the operands
 and asks here. Each answer is a known kind only where the library always returns it (a
@@ -11,17 +12,21 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .forms import Call, Form, Lit, Seq, Unknown as UnknownForm
+from . import tensor_values as tensors
 from .kinds import (
     UNKNOWN,
     Array,
     ArrayArchive,
     Arrays,
+    DeviceTensor,
+    Flag,
     Frame,
     H5Dataset,
     H5File,
     HostTensor,
     Items,
     Kind,
+    MaybeNone,
     NoneValue,
     Number,
     RandomGenerator,
@@ -37,6 +42,9 @@ from .numpy_api import (
     H5PY_FILES,
     OTHER_ARRAY_FUNCTIONS,
     PATH_JOINERS,
+    SCIPY_MAT_FILES,
+    SCIPY_MINIMISERS,
+    SCIPY_TUPLES,
     SHAPE_AS_ARGS,
     SIZED_RANDOM,
     TO_NUMPY_METHODS,
@@ -55,6 +63,8 @@ def knows(qualname: str) -> bool:
 
 def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     """What calling the library function ``qualname`` with ``form``'s arguments gives."""
+    if qualname.startswith("torch."):
+        return tensors.call(qualname, form, evaluate)  # it reads `*sizes` itself
     if qualname in ARRAY_FUNCTIONS or qualname in OTHER_ARRAY_FUNCTIONS:
         return Array()
     if form.star or form.dstar:
@@ -88,8 +98,20 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     if qualname in PATH_JOINERS:
         last = evaluate(form.args[-1]) if form.args else UNKNOWN
         return Text(tail=last.value or last.tail) if type(last) is Text else UNKNOWN
-    if qualname == "torch.from_numpy":
-        return HostTensor()
+    return _scipy(qualname, form)
+
+
+def _scipy(qualname: str, form: Call) -> Kind:
+    """SciPy readers and minimisers (``numpy_api``'s lists)."""
+    if qualname in SCIPY_TUPLES:
+        return Items(tuple(Array() if p == "array" else Number() if p == "number" else UNKNOWN for p in SCIPY_TUPLES[qualname]))
+    if qualname in SCIPY_MINIMISERS:
+        asked = [form.keyword(name) for name in ("full_output", "retall")]
+        plain = all(flag is None or (type(flag) is Lit and not flag.value) for flag in asked)
+        return Array() if plain and len(form.args) <= 3 else UNKNOWN
+    if qualname in SCIPY_MAT_FILES:
+        squeezed = [form.keyword(name) for name in ("squeeze_me", "simplify_cells", "mdict")]
+        return ArrayArchive() if len(form.args) == 1 and all(flag is None for flag in squeezed) else UNKNOWN
     return UNKNOWN
 
 
@@ -121,7 +143,7 @@ def draw(method: str, form: Call, evaluate: Evaluate) -> Kind:
     size = form.keyword("size")
     if size is None and len(form.args) > position:
         size = form.args[position]
-    if size is None or type(evaluate(size)) is NoneValue:
+    if size is None or type(evaluate(size)) in (NoneValue, MaybeNone):
         return UNKNOWN
     return Array()
 
@@ -137,6 +159,8 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
         return Array() if name == "to_numpy" else Frame()
     if kind is RandomGenerator:
         return draw(name, form, evaluate)
+    if kind is HostTensor or kind is DeviceTensor:
+        return tensors.method(receiver, name, form)
     return UNKNOWN
 
 
@@ -155,7 +179,7 @@ def item(receiver: Kind, index: Form, evaluate: Evaluate) -> Optional[Kind]:
     if kind is Array:
         return Array() if _keeps_array(index, evaluate) else UNKNOWN
     if kind is ArrayArchive:
-        if _is_key(index) or (receiver.may_be_array and _reads_whole(index)):  # type: ignore[union-attr]
+        if (_is_key(index) and not index.value.startswith("__")) or (receiver.may_be_array and _reads_whole(index)):  # type: ignore[union-attr]
             return Array()
         return UNKNOWN
     if kind is Arrays:
@@ -214,10 +238,12 @@ def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
 def literal(value: object) -> Kind:
     if value is None:
         return NoneValue()
+    if isinstance(value, bool):
+        return Flag(value)
     if isinstance(value, str):
         return Text(value=value)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return Number()
+    if isinstance(value, (int, float)):
+        return Number(value)
     return UNKNOWN
 
 

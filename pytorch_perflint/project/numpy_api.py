@@ -6,7 +6,7 @@ only from these allow-lists, so a scalar or a list never passes for an array.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet
+from typing import Dict, FrozenSet, Tuple
 
 # numpy functions that return an ndarray whatever they are given (a 0-d array at worst).
 ARRAY_FUNCTIONS: FrozenSet[str] = frozenset(
@@ -91,3 +91,18 @@ ARRAY_TUPLES: FrozenSet[str] = frozenset({"numpy.meshgrid", "numpy.broadcast_arr
 UNIQUE_EXTRAS = ("return_index", "return_inverse", "return_counts")
 H5PY_FILES: FrozenSet[str] = frozenset({"h5py.File"})
 PATH_JOINERS: FrozenSet[str] = frozenset({"os.path.join", "posixpath.join", "pathlib.Path"})
+
+# SciPy calls that return a fixed tuple: what each position holds ("array", "number", or ""
+# when not known: ``fmin_l_bfgs_b``'s value may be a NumPy scalar, its info is a dict).
+SCIPY_TUPLES: Dict[str, Tuple[str, ...]] = {
+    "scipy.io.wavfile.read": ("number", "array"),
+    "scipy.optimize.fmin_l_bfgs_b": ("array", "", ""),
+    "scipy.optimize.fmin_tnc": ("array", "", ""),
+}
+# SciPy minimisers that return the minimum's array alone unless ``full_output``/``retall``
+# (given by keyword or past the first three arguments) asks for a tuple.
+SCIPY_MINIMISERS: FrozenSet[str] = frozenset(
+    f"scipy.optimize.{name}" for name in ("fmin", "fmin_bfgs", "fmin_cg", "fmin_powell", "fmin_ncg")
+)
+# ``scipy.io.loadmat``: a dict whose variables are arrays (its ``__header__``... are not).
+SCIPY_MAT_FILES: FrozenSet[str] = frozenset({"scipy.io.loadmat", "scipy.io.matlab.loadmat"})

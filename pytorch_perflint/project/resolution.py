@@ -14,6 +14,7 @@ standard library (an ``import`` of that name may be the library).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
@@ -247,9 +248,10 @@ class Resolution:
             self._stars = frozenset(stars)
         return self._stars
 
-    def callers(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
+    def callers(self, definition: Definition, public: bool = False) -> Optional[Tuple[Site, ...]]:
         """The project's calls of a function, method or class (a class's calls are its
-        ``__init__``'s), or None when they cannot all be known."""
+        ``__init__``'s), or None when they cannot all be known. ``public``: a public method's
+        too, when every use of its name is ``self.m(...)`` (the value engine's parameters)."""
         if definition.path is None or definition.kind not in ("function", "class", "method"):
             return None
         self.index.note_read(ALL_TEXTS)  # the answer reads every module that spells the name
@@ -258,7 +260,7 @@ class Resolution:
         if stem in STDLIB_MODULES or top in STDLIB_MODULES or definition.path in self._star_imported():
             return None
         if definition.kind == "method":
-            return self._method_callers(definition)
+            return self._method_callers(definition, public)
         if definition.kind == "class":
             return self._class_callers(definition, set())
         return self._direct(definition)
@@ -266,7 +268,9 @@ class Resolution:
     def _direct(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
         """Calls that name the definition (``conv_bn(...)``, ``layers.conv_bn(...)``)."""
         out = []
-        for path, site in self._uses_of(definition.name.split(".")[-1]):
+        parts = definition.name.split(".")
+        # ``Base.__init__(self, ...)`` spells the class: only modules that name it are read.
+        for path, site in self._uses_of(parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]):
             head = site.callee.split(".")[0]
             if head in ("self", "cls", "super()"):
                 continue
@@ -278,13 +282,13 @@ class Resolution:
             out.append((path, site))
         return tuple(out)
 
-    def _method_callers(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
+    def _method_callers(self, definition: Definition, public: bool = False) -> Optional[Tuple[Site, ...]]:
         method = definition.name.split(".")[-1]
         if method == "__init__" and definition.klass is not None:
             owner = Definition("class", definition.path, definition.name.split(".")[0], klass=definition.klass)
             return self.callers(owner)
-        if not method.startswith("_") or method.startswith("__"):
-            return None  # public (called on objects of any class) or called by Python itself
+        if method.startswith("__") or not (public or method.startswith("_")):
+            return None  # called by Python itself, or public (called on objects of any class)
         out = []
         for path, site in self._uses_of(method):
             head, _, rest = site.callee.partition(".")
@@ -292,8 +296,26 @@ class Resolution:
                 if not site.called:
                     return None
                 out.append((path, site))
+            elif not method.startswith("_"):
+                return None  # a public method used on another object: its callers are any class's
+        if not method.startswith("_") and not self._only_on_self(method):
+            return None
         direct = self._direct(definition)  # ``Net._build(self)``
         return None if direct is None else (*out, *direct)
+
+    def _only_on_self(self, method: str) -> bool:
+        """Every ``.method`` written in the project's text is ``self.method`` / ``cls.`` /
+        ``super().`` (the recorded uses hold only chains a project name may start)."""
+        attribute = re.compile(rf"\.\s*{re.escape(method)}\b")
+        on_self = re.compile(r"(?:^|[^\w.])(?:self|cls|super\(\))\s*$")
+        for path in sorted(self.index.import_graph()):
+            text = self.index.text(path)
+            if text is None or method not in text:
+                continue
+            for found in attribute.finditer(text):
+                if not on_self.search(text[max(0, found.start() - 40): found.start()]):
+                    return False
+        return True
 
     def _class_callers(self, definition: Definition, seen: Set[Tuple]) -> Optional[Tuple[Site, ...]]:
         if definition.key in seen:
@@ -314,9 +336,9 @@ class Resolution:
                 out.extend(more)
             else:
                 out.extend(
-                    (path, site)
-                    for path, site in self._uses_of("__init__")
-                    if path == sub.path and site.callee == "super().__init__" and site.caller == f"{sub.name}.__init__"
+                    (sub.path, site)
+                    for site in self.index.uses(sub.path)  # type: ignore[arg-type]
+                    if site.callee == "super().__init__" and site.caller == f"{sub.name}.__init__"
                 )
         return tuple(out)
 
@@ -389,11 +411,15 @@ class Resolution:
         found = self.arguments(definition, parameter)
         return None if found is None else tuple(form for _, _, form in found)
 
-    def arguments(self, definition: Definition, parameter: str) -> Optional[Tuple[Tuple[str, Optional[CallSite], Form], ...]]:
+    def arguments(
+        self, definition: Definition, parameter: str, sites: Optional[Tuple[Site, ...]] = None
+    ) -> Optional[Tuple[Tuple[str, Optional[CallSite], Form], ...]]:
         """As ``argument_values``, with where each form is read: ``(calling module, call,
-        form)``, the call None for the default (a form of the definition's module)."""
+        form)``, the call None for the default (a form of the definition's module).
+        ``sites``: the calls to read instead of ``callers`` (a public method's)."""
         found = self._parameter(definition, parameter)
-        sites = None if found is None else self.callers(definition)
+        if found is not None and sites is None:
+            sites = self.callers(definition, public=True)
         if found is None or sites is None or definition.path is None:
             return None
         param, position = found

@@ -24,10 +24,12 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # index resolves them; in a function they are not values the engine follows.
 DEFINED = "<defined>"
 IMPORTED = "<imported>"
+ANY_ATTRIBUTE = "*"  # an own attribute set by a name not written out (``setattr(self, k, v)``)
 DEEP = 12  # how deep the engine's own forms go (summaries keep theirs shallower)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Compound statements and their bodies (as ``statements._BODIES``, plus handlers).
 _FIELDS = ("body", "orelse", "finalbody")
+_COMPREHENSIONS = {ast.ListComp: "list", ast.SetComp: "set", ast.DictComp: "dict", ast.GeneratorExp: "generator"}
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,24 @@ class Each:
 
 
 @dataclass(frozen=True)
+class Comprehension:
+    """A comprehension bound to a name (``loaders = {k: DataLoader(...) for k in keys}``):
+    ``element`` read in ``scope`` (its targets: elements of what it walks); ``kind``:
+    ``dict``, ``list``, ``set`` or ``generator``."""
+
+    scope: "Scope"
+    element: Form
+    kind: str
+
+
+@dataclass(frozen=True)
 class Branches:
-    """One of several bindings reaches a read (``if``/``else`` arms): their forms and lines."""
+    """One of several bindings reaches a read (``if``/``else`` arms): their forms and lines.
+    ``carried``: some come from a later pass of a loop around the read (the engine cuts a
+    binding that reads itself)."""
 
     forms: Tuple[Tuple[object, int], ...]
+    carried: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,13 +83,17 @@ class Scope:
     entries: Dict[str, List[Entry]] = field(default_factory=dict)
     returns: List[Tuple[int, Tuple[Tuple[int, str], ...], Form]] = field(default_factory=list)
     generator: bool = False
+    yields: List[Tuple[int, Tuple[Tuple[int, str], ...], object]] = field(default_factory=list)  # `yield x`, `yield from xs` (Each)
     # (line, attribute, form or None) of ``self.attr = value`` (first parameter ``self``)
     own_attrs: List[Tuple[int, Tuple[Tuple[int, str], ...], str, Optional[Form]]] = field(default_factory=list)
     loops: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # id -> line span
+    # id of an if/else or try/except -> its blocks: binding in each of them binds on every path
+    alternatives: Dict[int, Tuple[Tuple[int, str], ...]] = field(default_factory=dict)
     statements: List[Tuple[int, int, Tuple[Tuple[int, str], ...]]] = field(default_factory=list)
     module: bool = False
     mutated: set = field(default_factory=set)  # names a statement changes in place
     inline: bool = False  # a comprehension: the scope around it is read at the same line
+    node: Optional[ast.AST] = None  # the ``ast`` it was built from (in-place writes are read there)
 
     def binds(self, name: str) -> bool:
         return name in self.entries or name in self.params
@@ -112,14 +132,32 @@ class Scope:
         if not reaching or any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in reaching):
             return ("unknown", None, 0)
         outer = len(enclosing[-1].blocks) if enclosing else 0
+        carried: List[Entry] = []
         for block, _ in here[outer:]:  # loops around the read that the binding is not in
             span = self.loops.get(block)
-            if span is not None and any(span[0] <= e.line <= span[1] and e not in reaching for e in entries):
-                return ("unknown", None, 0)  # rebound later in a loop around the read
+            if span is not None:
+                carried += [e for e in entries if span[0] <= e.line <= span[1] and e not in reaching and e not in carried]
+        if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
+            return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
+        if carried and self._covers(reaching, here):
+            carried = []  # every path to the read rebinds it first (`try: x = next(it) except ...: x = ...`)
+        if carried:  # rebound later in a loop around the read: any of them may reach it
+            return ("value", Branches(tuple((e.form, e.line) for e in (*reaching, *carried)), carried=True), line)
         if len(reaching) > 1:
             return ("value", Branches(tuple((e.form, e.line) for e in reaching)), line)
         latest = reaching[0]
         return ("value", latest.form, latest.line)
+
+
+    def _covers(self, reaching: List[Entry], here: Tuple[Tuple[int, str], ...]) -> bool:
+        """Whether the bindings bind on every path through one if/else or try/except that
+        stands in a block around the read (each of its blocks holds one of them)."""
+        for blocks in {e.blocks[: len(here) + 1] for e in reaching if len(e.blocks) > len(here) and e.blocks[: len(here)] == here}:
+            statement = blocks[-1][0]
+            arms = self.alternatives.get(statement)
+            if arms and all(any(arm in e.blocks for e in reaching) for arm in arms):
+                return True
+        return False
 
 
 def mutable_display(form: object) -> bool:
@@ -138,7 +176,7 @@ def build_scope(node: ast.AST, aliases: Mapping[str, str], path: Optional[str], 
         params += tuple(a.arg for a in (args.vararg, args.kwarg) if a is not None)
         body = node.body  # type: ignore[attr-defined]
     local: Dict[str, str] = {}
-    scope = Scope(path, owner, params, local, module=isinstance(node, ast.Module))
+    scope = Scope(path, owner, params, local, module=isinstance(node, ast.Module), node=node)
     own = None if isinstance(node, (ast.Module, ast.ClassDef)) or not params else params[0]
     statements = scope_statements(body)
     targets: Dict[str, set] = {}
@@ -165,6 +203,11 @@ def build_scope(node: ast.AST, aliases: Mapping[str, str], path: Optional[str], 
         if len(found) == 1 and None not in found and name not in other:
             local[name] = next(iter(found))  # type: ignore[assignment]
     _walk(body, (), scope, own, [])
+    if scope.module:  # a function's `global NAME` may rebind it at any time
+        for sub in ast.walk(node):
+            if type(sub) is ast.Global:
+                for name in sub.names:  # type: ignore[attr-defined]
+                    scope.entries[name] = [Entry(e.line, e.blocks, None) for e in scope.entries.get(name, [])]
     return scope
 
 
@@ -189,6 +232,10 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             scope.returns.append((line, blocks, builder.form(stmt.value)))  # type: ignore[attr-defined]
         elif kind is ast.Expr and type(stmt.value) in (ast.Yield, ast.YieldFrom):  # type: ignore[attr-defined]
             scope.generator = True
+            value = builder.form(stmt.value.value)  # type: ignore[attr-defined]
+            scope.yields.append((line, blocks, value if type(stmt.value) is ast.Yield else Each(value)))  # type: ignore[attr-defined]
+        elif kind is ast.Expr and own is not None and _sets_any(stmt.value, own):  # type: ignore[attr-defined]
+            scope.own_attrs.append((line, blocks, ANY_ATTRIBUTE, None))  # `setattr(self, name, v)`: any attribute
         elif kind is ast.Expr and type(stmt.value) is ast.Call and type(stmt.value.func) is ast.Attribute:  # type: ignore[attr-defined]
             receiver = stmt.value.func.value  # type: ignore[attr-defined]
             if type(receiver) is ast.Name:
@@ -205,16 +252,16 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
                 _add(scope, name, Entry(line, blocks, None))
         if kind in _LOOPS:
             scope.loops[id(stmt)] = (line, getattr(stmt, "end_lineno", None) or line)
+        elif kind is ast.If and stmt.orelse:  # type: ignore[attr-defined]
+            scope.alternatives[id(stmt)] = ((id(stmt), "body"), (id(stmt), "orelse"))
+        elif kind is ast.Try and stmt.handlers and not stmt.orelse and not stmt.finalbody:  # type: ignore[attr-defined]
+            scope.alternatives[id(stmt)] = ((id(stmt), "body"), *((id(h), "body") for h in stmt.handlers))  # type: ignore[attr-defined]
         if kind in (ast.For, ast.AsyncFor):
             iterable = builder.form(stmt.iter)  # type: ignore[attr-defined]
             target = stmt.target  # type: ignore[attr-defined]
             form = Each(iterable)
             inner = blocks + ((id(stmt), "body"),)
-            if type(target) is ast.Name:
-                _add(scope, target.id, Entry(line, inner, form))
-            else:
-                for name in target_names(target):
-                    _add(scope, name, Entry(line, inner, None))
+            unpack_target(target, form, line, inner, scope)
         elif kind in (ast.With, ast.AsyncWith):
             for item in stmt.items:  # type: ignore[attr-defined]
                 target = item.optional_vars
@@ -240,6 +287,16 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
                     _add(scope, sub.target.id, Entry(line, blocks, None))
 
 
+def _sets_any(value: ast.AST, own: str) -> bool:
+    """``setattr(self, name, v)`` with a name not written out, or ``self.__dict__.update(...)``."""
+    if type(value) is not ast.Call:
+        return False
+    func, args = value.func, value.args  # type: ignore[attr-defined]
+    if type(func) is ast.Name and func.id == "setattr" and args and type(args[0]) is ast.Name and args[0].id == own:
+        return not (len(args) > 1 and type(args[1]) is ast.Constant)
+    return type(func) is ast.Attribute and func.attr == "update" and ast.unparse(func.value) == f"{own}.__dict__"
+
+
 def _headers(stmt: ast.stmt, kind: type) -> List[ast.AST]:
     """The expressions a statement runs itself (not its nested blocks' statements)."""
     if kind in _DEFS or kind is ast.ClassDef:
@@ -252,7 +309,7 @@ def _headers(stmt: ast.stmt, kind: type) -> List[ast.AST]:
 def _bind(target: ast.AST, value: ast.AST, line: int, blocks, scope: Scope, own: Optional[str], builder: FormBuilder) -> None:
     kind = type(target)
     if kind is ast.Name:
-        _add(scope, target.id, Entry(line, blocks, builder.form(value)))  # type: ignore[attr-defined]
+        _add(scope, target.id, Entry(line, blocks, _value_form(value, scope, builder)))  # type: ignore[attr-defined]
     elif kind is ast.Subscript and type(target.value) is ast.Name:  # type: ignore[attr-defined]
         scope.mutated.add(target.value.id)  # type: ignore[attr-defined]
     elif kind is ast.Attribute:
@@ -270,6 +327,31 @@ def _bind(target: ast.AST, value: ast.AST, line: int, blocks, scope: Scope, own:
                     _bind(elt, ast.Subscript(value=value, slice=ast.Constant(position)), line, blocks, scope, own, builder)
                 continue
             _add(scope, elt.id, Entry(line, blocks, Item(source, Lit(position))))
+
+
+def _value_form(value: ast.AST, scope: Scope, builder: FormBuilder) -> object:
+    """The form of an assigned value; a comprehension's element, read in a scope of its own."""
+    kind = _COMPREHENSIONS.get(type(value))
+    if kind is None:
+        return builder.form(value)
+    inner = Scope(scope.path, None, (), scope.aliases, inline=True)
+    for generator in value.generators:  # type: ignore[attr-defined]
+        unpack_target(generator.target, Each(builder.form(generator.iter)), 0, (), inner)
+    element = value.value if kind == "dict" else value.elt  # type: ignore[attr-defined]
+    return Comprehension(inner, builder.form(element), kind)
+
+
+def unpack_target(target: ast.AST, form: object, line: int, blocks, scope: Scope) -> None:
+    """Bind a loop target to ``form``: a name to it, a tuple's names to its items
+    (``for i, (x, y) in enumerate(loader)``); starred or other targets are not known."""
+    if type(target) is ast.Name:
+        _add(scope, target.id, Entry(line, blocks, form))  # type: ignore[attr-defined]
+    elif type(target) in (ast.Tuple, ast.List) and not any(type(e) is ast.Starred for e in target.elts):  # type: ignore[attr-defined]
+        for position, elt in enumerate(target.elts):  # type: ignore[attr-defined]
+            unpack_target(elt, Item(form, Lit(position)), line, blocks, scope)  # type: ignore[arg-type]
+    else:
+        for name in target_names(target):
+            _add(scope, name, Entry(line, blocks, None))
 
 
 def _add(scope: Scope, name: str, entry: Entry) -> None:

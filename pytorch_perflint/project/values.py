@@ -25,13 +25,17 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
 
 from . import library_values as library
+from . import loader_values as loaders
 from .bodies import locate
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, ProjectCallable, Text, Unknown, join
-from .resolution import Definition
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, ProjectCallable, Text, Unknown, join, join_all, present
+from .method_callers import public_method_sites
+from .module_values import ModuleValues
+from .resolution import ALL_TEXTS, Definition
+from .value_memo import Memo
 from .scopes import Branches, Each, Scope, build_scope, mutable_display
 
 if TYPE_CHECKING:
@@ -43,7 +47,6 @@ MAX_CALLERS = 16  # more callers than this: the parameter is not known
 # (the torch package) parameters stay unknown and a method's ``self`` is taken for an
 # object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
 MAX_SCANNED_MODULES = 400
-_IN_PROGRESS = Unknown("recursion")
 _PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
 
 
@@ -86,15 +89,14 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine:
+class ValueEngine(loaders.LoaderFlow, Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
         self.index = index
         self.optimistic = optimistic
-        self._generation = -1
-        self._memo: Dict[Tuple, Tuple[Kind, FrozenSet[str]]] = {}
-        self._scopes: Dict[Tuple, Optional[Scope]] = {}
+        self._init_memo()
+        self.models = ModuleValues(self, Where)
 
     # -- the question ------------------------------------------------------------------------
     def answer(self, form: Form, where: Where) -> Answer:
@@ -114,31 +116,9 @@ class ValueEngine:
 
     def _scannable(self) -> bool:
         """Whether the project is small enough to scan for callers and subclasses."""
-        return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES
+        return self.index is not None and len(self.index.files) <= MAX_SCANNED_MODULES and not getattr(self.index, "lone", False)
 
-    # -- memos ---------------------------------------------------------------------------------
-    def _fresh(self) -> None:
-        generation = getattr(self.index, "generation", 0)
-        if generation != self._generation:
-            self._memo.clear()
-            self._scopes.clear()
-            self._generation = generation
-
-    def _memoised(self, key: Tuple, compute: Callable[[], Kind]) -> Kind:
-        """A memoised answer; its reads are told again to the recordings on a hit, and a
-        key met again while it is computed (recursion) is unknown."""
-        self._fresh()
-        kept = self._memo.get(key)
-        if kept is not None:
-            for read in kept[1]:
-                self.index.note_read(read)  # type: ignore[union-attr]
-            return kept[0]
-        self._memo[key] = (_IN_PROGRESS, frozenset())
-        with self.index.recording() as used:  # type: ignore[union-attr]
-            kind = compute()
-        self._memo[key] = (kind, frozenset(used))
-        return kind
-
+    # -- memos: ``value_memo.Memo`` ---------------------------------------------------------
     def scope_of(self, definition: Definition) -> Optional[Scope]:
         """The scope of a project function or method (its own lines, parsed on demand)."""
         function = definition.function
@@ -186,8 +166,8 @@ class ValueEngine:
         if kind is Joined:
             return Text(tail=form.tail)  # type: ignore[union-attr]
         if kind is Each:
-            return self._element(self._eval(form.iterable, where, depth + 1))  # type: ignore[union-attr]
-        return UNKNOWN  # dict displays: their items are read through ``Item``
+            return self._element(self._eval(form.iterable, where, depth + 1), depth)  # type: ignore[union-attr]
+        return self._container(form, where, depth)  # dict displays and comprehensions (``loader_values``)
 
     def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
         head, _, rest = form.name.partition(".")
@@ -195,6 +175,7 @@ class ValueEngine:
         if isinstance(found, tuple):  # a dotted name the index resolved whole
             return found[0]
         kind = found
+        kind = self.models.read_namespace(kind, head, rest, where) if type(kind) is Namespace and rest else kind
         for part in rest.split(".") if rest else ():
             kind = self._attribute(kind, part, depth)
         return kind
@@ -210,7 +191,7 @@ class ValueEngine:
                 return self._module_name(current.path, dotted or name, depth, whole=dotted is not None)
             status, value, line = scope.value_at(name, current.line if first else 0)
             if status == "value" and type(value) is Branches:
-                return _join_all([self._eval(form, current.at(at), depth + 1) for form, at in value.forms])  # type: ignore[union-attr]
+                return self._branches(value, current, name, depth)
             if status == "value":
                 return self._eval(value, current.at(line), depth + 1)
             if status == "param":
@@ -263,21 +244,35 @@ class ValueEngine:
                 return UNKNOWN
             owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
             return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
-        if not decorators <= _PLAIN:
-            return UNKNOWN
+        if not decorators <= _PLAIN or (definition.kind == "method" and "staticmethod" in decorators):
+            return UNKNOWN  # a static method's arguments do not line up with its callers'
         method = definition.name.rpartition(".")[2]
-        if definition.kind == "method" and not (method.startswith("_") and not method.endswith("__")):
-            return UNKNOWN  # a public method or a constructor: its callers are not all known cheaply
+        if definition.kind == "method" and method == "__init__":  # its callers are the class's
+            definition = self.index.resolve(scope.path, scope.owner.rpartition(".")[0]) or definition
+        public = definition.kind == "method" and not (method.startswith("_") and not method.endswith("__"))
+        if public and method.startswith("__") and method != "__init__":
+            return UNKNOWN  # a method Python calls (a constructor's callers are its class's)
+        public = public and method != "__init__"
         if self.optimistic:
             return Array()  # a screen's question: could it be an array?
         if not self._scannable():
             return UNKNOWN
-        key = ("param", scope.path, scope.owner, definition.function.line, name)
-        return self._memoised(key, lambda: self._arguments(definition, name, depth))
+        key = ("param", scope.path, scope.owner, name)
+        return self._memoised(key, lambda: self._arguments(definition, name, depth, public))
 
-    def _arguments(self, definition: Definition, name: str, depth: int) -> Kind:
-        found = self.index.resolution.arguments(definition, name)  # type: ignore[union-attr]
-        if not found or len(found) > MAX_CALLERS:
+    def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
+        """All callers' arguments, else unknown. A public method's callers: every call of its
+        name in the project (``method_callers``), or, when that cannot be known, its calls
+        on ``self`` when those are its only uses (``Resolution.callers(public=True)``)."""
+        sites = None
+        if public:  # the same callers for every parameter: read once (their reads were noted)
+            key = (definition.path, definition.name)
+            if key not in self._sites:
+                self._sites[key] = public_method_sites(self.index, definition)  # type: ignore[arg-type]
+            self.index.note_read(ALL_TEXTS)  # type: ignore[union-attr]
+            sites = self._sites[key]
+        found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
+        if not found or len(found) > MAX_CALLERS or (getattr(self.index, "lone", False) and all(s is None for _, s, _ in found)):
             return UNKNOWN
         kinds = []
         for path, site, form in found:
@@ -288,7 +283,7 @@ class ValueEngine:
             if type(kind) is Unknown:
                 return kind
             kinds.append(kind)
-        return _join_all(kinds)
+        return join_all(kinds)
 
     def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
         definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
@@ -303,38 +298,38 @@ class ValueEngine:
         def evaluate(arg: Form) -> Kind:
             return self._eval(arg, where, depth + 1)
 
+        if (found := self.models.library_call(form, evaluate, where.path)) is not None:
+            return found  # models, argparse, other frameworks
         if type(func) is Ref:
             if func.name == "<enter>":  # `with h5py.File(p) as f`: the file itself
                 entered = evaluate(form.args[0]) if form.args else UNKNOWN
                 return entered if type(entered) is H5File else UNKNOWN
+            found = self._loader_call(func, form, where, depth)
+            if found is not None:
+                return found
             if func.qualname is not None and library.knows(func.qualname):
                 return library.call(func.qualname, form, evaluate)
             if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
-                return self._by_name(form.args[0].name, form.args[1], where, depth)  # type: ignore[union-attr]
+                return self.models.by_name(form.args[0].name, form.args[1], where, depth)  # type: ignore[union-attr]
             head, _, method = func.name.rpartition(".")
             if head:
                 callee = self._ref(func, where, depth + 1)
                 if type(callee) is ProjectCallable:
-                    return self._call_callable(callee, depth)
+                    return self._call_callable(callee, depth, form, where)
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
-            return self._call_kind(self._ref(func, where, depth + 1), depth)
+            return self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
         if type(func) is Attr:
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
         if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
+            inner = func.func
+            if type(inner) is Ref and inner.name == "getattr" and len(func.args) == 2 and type(func.args[0]) is Ref and self._free(where, "getattr"):
+                return self.models.call_by_name(func.args[0].name, func.args[1], where, depth)  # type: ignore[union-attr]
             return self._call_kind(self._eval(func, where, depth + 1), depth)
         if type(func) is Item and type(func.value) is Ref and func.value.name.endswith(".__dict__"):
             owner = func.value.name[: -len(".__dict__")]
-            return self._call_kind(self._by_name(owner, func.index, where, depth), depth)
+            return self.models.call_by_name(owner, func.index, where, depth)
         return UNKNOWN
-
-    def _by_name(self, owner: str, name: Form, where: Where, depth: int) -> Kind:
-        """A factory chosen by name: ``models.__dict__[arch]``, ``getattr(models, arch)``
-        with ``arch`` a known string (a literal, or a name bound to one)."""
-        chosen = self._eval(name, where, depth + 1)
-        if type(chosen) is not Text or chosen.value is None or not chosen.value.isidentifier():
-            return UNKNOWN
-        return self._ref(Ref(f"{owner}.{chosen.value}"), where, depth + 1)
 
     @staticmethod
     def _free(where: Where, name: str) -> bool:
@@ -346,9 +341,10 @@ class ValueEngine:
             current = current.parent
         return True
 
-    def _call_kind(self, callee: Kind, depth: int) -> Kind:
+    def _call_kind(self, callee: Kind, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
+        callee = present(callee)
         if type(callee) is ProjectCallable:
-            return self._call_callable(callee, depth)
+            return self._call_callable(callee, depth, form, where)
         if type(callee) is Instance:
             if self._method_of(callee.klass, "__call__") is not None:
                 return self._dispatch(callee, "__call__", depth)
@@ -357,16 +353,18 @@ class ValueEngine:
             return UNKNOWN
         return UNKNOWN
 
-    def _call_callable(self, callee: ProjectCallable, depth: int) -> Kind:
+    def _call_callable(self, callee: ProjectCallable, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         definition = callee.definition
         if definition.kind == "class":
             return Instance(definition)
-        return self.returns(definition, depth)
+        return self._passed_through(definition, form, where, depth)
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
-        if type(receiver) is Instance:
+        receiver = present(receiver)
+        if type(receiver) is Instance and not self.models.keeps(receiver, name):  # `Net().cuda()`: still it
             return self._dispatch(receiver, name, depth)
-        return library.method(receiver, name, form, evaluate)
+        found = self.models.method(receiver, name, form) or loaders.method(receiver, name)
+        return library.method(receiver, name, form, evaluate) if found is None else found
 
     def _dispatch(self, receiver: Instance, name: str, depth: int) -> Kind:
         """What calling method ``name`` of the instance returns: its class's method, joined
@@ -380,7 +378,7 @@ class ValueEngine:
                 if sub.klass is not None and sub.klass.method(name) is not None:
                     override = self._method_of(sub, name)
                     kinds.append(UNKNOWN if override is None else self.returns(override, depth))
-        return _join_all(kinds)
+        return join_all(kinds)
 
     def _method_of(self, klass: Definition, name: str, seen: Tuple = ()) -> Optional[Definition]:
         """The method ``name`` of a project class, or of its project bases (in order)."""
@@ -408,21 +406,22 @@ class ValueEngine:
             return UNKNOWN
         outer = Where(definition.path)
         kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
-        return _join_all(kinds)
+        return self.models.join(kinds) if len(set(kinds)) > 1 else join_all(kinds)  # every candidate a conv model?
 
     # -- attributes, items, iteration ---------------------------------------------------------
     def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
+        receiver = present(receiver)
         if type(receiver) is Instance:
             klass, exact = receiver.klass, receiver.exact
             key = ("attr", klass.path, klass.name, name, exact)
-            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth))
+            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth, key))
         if type(receiver) is ProjectCallable and receiver.definition.kind == "class" and self.index is not None:
             definition = receiver.definition
             found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
             return self._definition(found, depth)
-        return library.attribute(receiver, name)
+        return self.models.attribute(receiver, name) or library.attribute(receiver, name)
 
-    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int) -> Kind:
+    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int, key: Tuple = ()) -> Kind:
         """Every ``self.name = ...`` in the methods of the class and its project bases (and
         subclasses, when the object may be one of theirs), and a class attribute of that
         name: the kind all of them agree on. A list or dict display is not followed (code
@@ -442,13 +441,16 @@ class ValueEngine:
                     return UNKNOWN  # a method or property: not followed here
                 scope = None
                 for line, _, attr, form in self._own_attrs(definition):
-                    if attr != name:
+                    if attr != name and attr != "*":  # "*": `setattr(self, k, v)` may set it
                         continue
                     if form is None or mutable_display(form):
                         return UNKNOWN
                     scope = scope or self.scope_of(definition)
                     kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
-        return _join_all(kinds) if kinds else UNKNOWN
+        known = join_all([kind for kind in kinds if type(kind) is not Unknown])
+        if key and type(known) is not Unknown:
+            self._guess(key, known)  # `self.x = self.x + dx`: tried if it reads itself
+        return join_all(kinds) if kinds else UNKNOWN
 
     def _own_attrs(self, definition: Definition) -> Iterable:
         scope = self.scope_of(definition)
@@ -466,7 +468,7 @@ class ValueEngine:
         return tuple(out)
 
     def _item(self, form: Item, where: Where, depth: int) -> Kind:
-        receiver = self._eval(form.value, where, depth + 1)
+        receiver = present(self._eval(form.value, where, depth + 1))
         index = form.index
         if type(receiver) is Items:
             if type(index) is Lit and type(index.value) is int and -len(receiver.items) <= index.value < len(receiver.items):
@@ -477,22 +479,17 @@ class ValueEngine:
             return self._eval(values[-1], where, depth + 1) if values and not form.value.truncated else UNKNOWN
         if type(receiver) is Instance:
             return self._dispatch(receiver, "__getitem__", depth)
-        known = library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
+        known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         return UNKNOWN if known is None else known
 
-    def _element(self, iterable: Kind) -> Kind:
+    def _element(self, iterable: Kind, depth: int = 0) -> Kind:
         """An item of what a ``for`` or a comprehension walks (a known container's items)."""
+        iterable = present(iterable)
+        found = self._loader_element(iterable, depth)
+        if found is not None:
+            return found
         if type(iterable) is Items and iterable.items:
-            return _join_all(list(iterable.items))
+            return join_all(list(iterable.items))
         if type(iterable) is Arrays:
             return Array()
         return UNKNOWN
-
-
-def _join_all(kinds) -> Kind:
-    if not kinds:
-        return UNKNOWN
-    out = kinds[0]
-    for kind in kinds[1:]:
-        out = join(out, kind)
-    return out

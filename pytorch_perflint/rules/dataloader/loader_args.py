@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 import libcst as cst
 
 from ...analysis.ast_index import code_identifiers
-from ...analysis.calls import Argument, argument
+from ...analysis.calls import MISSING, Argument, argument
 from ...analysis.values import UNKNOWN, Lookup
 from ...context import FileContext
+from ...project.kinds import Loader
 
 DATALOADER = "torch.utils.data.DataLoader"
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
@@ -67,6 +68,33 @@ def loader_args(call: cst.Call, lookup: Optional[Lookup], source: str = "") -> L
         pin_memory=read("pin_memory", PIN_MEMORY_POSITION),
         persistent_workers=read("persistent_workers", None),
         collate_fn=read("collate_fn", COLLATE_FN_POSITION),
+    )
+
+
+def known_loader_args(context: FileContext, call: cst.Call) -> LoaderArgs:
+    """``loader_args``, with what the project's value engine knows where the call's own text
+    does not tell (``num_workers=workers`` whose default no caller overrides, ``**`` a dict
+    a project helper returns, one changed in place by literal writes)."""
+    args = loader_args(call, context.lookup, context.source)
+    if not (args.num_workers.unknown or args.pin_memory.unknown or args.persistent_workers.unknown):
+        return args
+    loader = context.value_of(call)
+    if type(loader) is not Loader:
+        return args
+
+    def known(found: Argument, name: str) -> Argument:
+        if not found.unknown:
+            return found
+        value = loader.argument(name)
+        if value is None:
+            return Argument(MISSING, found.node)
+        return Argument(UNKNOWN if value == "?" else ast.literal_eval(value), found.node)
+
+    return replace(
+        args,
+        num_workers=known(args.num_workers, "num_workers"),
+        pin_memory=known(args.pin_memory, "pin_memory"),
+        persistent_workers=known(args.persistent_workers, "persistent_workers"),
     )
 
 

@@ -7,11 +7,11 @@
   bound once, ``self.attr`` set once in a class, parameters of same-module functions whose
   every call passes a loader, helpers that return one (or a tuple the caller unpacks),
   dicts and lists of loaders (``loaders[phase]``), and ``enumerate``/``tqdm``/``iter``.
-  Helpers in other modules of the project that return a loader are read through the
-  project index (``project_loaders``).
   From that it knows which loaders are iterated again and again (inside an outer loop that
-  did not create them: TPF103) and which ``.to(device)``/``.cuda()`` calls copy a batch taken
-  straight from a loader known to pin memory (TPF104).
+  did not create them: TPF103, TPF105), with the loops around each pass. What a loader or a
+  batch *is* (pinned, its workers, its dataset) is the value engine's answer
+  (``project/loader_values.py``, asked through ``FileContext.value_of``); this walk answers
+  only the loop question, which is about where code runs, not about a value.
 
 Anything that cannot be followed (a wrapper such as ``accelerator.prepare``, a name bound
 twice, a call with ``*args``) ends the trail, so the rules stay silent there.
@@ -33,31 +33,20 @@ from .loader_sources import LoaderSourceResolver
 
 
 def loader_facts(context: FileContext) -> LoaderFacts:
-    """Walk the module once and derive the TPF103/TPF104 facts."""
-    elsewhere = _loaders_from_helpers(context)
-    if "DataLoader" not in context.source and not elsewhere:
+    """Walk the module once and derive the TPF103/TPF105 facts."""
+    if "DataLoader" not in context.source:
         return LoaderFacts()
     collector = LoaderSiteRecorder(context)
     collector.walk(context.module)
     facts = LoaderFacts(sites=collector.sites)
-    if not collector.sites and not elsewhere:
+    if not collector.sites:
         return facts
     resolver = LoaderSourceResolver(context, collector)
     facts.resolver = resolver
     _find_reiterated(resolver, facts)
     if context.project is not None:
         _find_reiterated_elsewhere(context, resolver, facts)
-    if elsewhere or any(site.args.pinned for site in collector.sites.values()):
-        from .pinned_batches import find_blocking_copies
-
-        find_blocking_copies(context, resolver, collector, facts)
     return facts
-
-
-def _loaders_from_helpers(context: FileContext) -> bool:
-    """The module may iterate loaders that project helpers in other modules build: it has
-    a project, and copies to a device what it iterates (the screen TPF104 uses)."""
-    return context.project is not None and could_iterate_helper_loaders(context.source)
 
 
 def could_iterate_helper_loaders(source: str) -> bool:

@@ -69,7 +69,6 @@ class LoaderFacts:
 
     sites: Dict[int, LoaderSite] = field(default_factory=dict)
     reiterated: Set[int] = field(default_factory=set)
-    blocking_copies: Dict[int, cst.Call] = field(default_factory=dict)
     # id(DataLoader call) -> each pass over it in an epoch loop of this module: the
     # iterating node's ancestors (the node last) and the epoch loops around it (TPF105).
     passes: Dict[int, List[Tuple[Path, Tuple[cst.CSTNode, ...]]]] = field(default_factory=dict)

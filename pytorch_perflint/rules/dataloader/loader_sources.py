@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import Scope, binds_below_module, dotted_name, target_names
+from ...analysis.scope import Scope, dotted_name, target_names
 from ...analysis.walk import child_nodes
 from ...context import FileContext
 from .loader_args import _TQDM, Path
 from .loader_sites import (
     _NOTHING,
-    LoaderSite,
     LoaderSiteRecorder,
     Resolution,
     Source,
@@ -23,7 +21,6 @@ from .loader_sites import (
     _method_class,
     enclosing_loops,
 )
-from .project_loaders import helper_loaders
 
 
 class LoaderSourceResolver:
@@ -281,10 +278,11 @@ class LoaderSourceResolver:
         self, call: cst.Call, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int, index: Optional[int] = None
     ) -> Resolution:
         """``make_loader(...)``: the loaders a same-module helper returns (element ``index``
-        of the tuple it returns, when the caller unpacks it)."""
+        of the tuple it returns, when the caller unpacks it). A helper of another module
+        builds no site of this one: TPF103/TPF105 report only this module's calls."""
         func = call.func
         if not isinstance(func, cst.Name) or not self._calls_module_def(call, path):
-            return self.project_returned(call, path, loops, index)
+            return _NOTHING  # another module's helper: its loaders are no sites of this module
         defs = [d for d, p in self.recorded.functions.get(func.value, []) if len(p) == 1]
         if len(defs) != 1:
             return _NOTHING
@@ -302,43 +300,7 @@ class LoaderSourceResolver:
             inner = self.resolve(value, value_path, depth + 1)
             complete = complete and inner.complete
             sources.extend(s.through(loops, creator=path) for s in inner.sources)
-        return self._pinned_by_writes(Resolution(tuple(sources), complete), func.value, index)
-
-    def _pinned_by_writes(self, found: Resolution, helper: str, index: Optional[int]) -> Resolution:
-        """A same-module helper's one loader whose ``**kwargs`` dict the helper changes in
-        place (so its ``pin_memory`` reads as unknown here): read the dict's writes as for a
-        helper of another module (``project_loaders``), which sees a literal
-        ``kwargs.update({"pin_memory": True})`` on the accelerator path. Only the pinning is
-        taken; the site stays this module's (TPF102/TPF103 read its own arguments)."""
-        project = self.context.project
-        if project is None or not found.known or len(found.sources) != 1:
-            return found
-        source = found.sources[0]
-        if not source.site.args.pin_memory.unknown:
-            return found
-        loaders = helper_loaders(project, str(self.context.path), helper, index)
-        if loaders is None or len(loaders) != 1 or not loaders[0].pinned:
-            return found
-        args = dataclasses.replace(source.site.args, pin_memory=loaders[0].pin_memory, collate_fn=loaders[0].collate_fn)
-        site = dataclasses.replace(source.site, args=args)
-        return Resolution((dataclasses.replace(source, site=site),), True)
-
-    def project_returned(self, call: cst.Call, path: Path, loops: Tuple[cst.CSTNode, ...], index: Optional[int]) -> Resolution:
-        """``make_loader(...)`` or ``data.make_loader(...)`` of a helper in another module
-        of the project (``project_loaders``): its loaders stand at the helper call, which
-        creates them, and are not sites of this module (TPF103 reports nothing here)."""
-        project = self.context.project
-        func = call.func
-        name = dotted_name(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        if project is None or name is None:
-            return _NOTHING
-        if binds_below_module(self.context.scope_for(call, path), name.partition(".")[0]):
-            return _NOTHING
-        loaders = helper_loaders(project, str(self.context.path), name, index)
-        if not loaders:
-            return _NOTHING
-        sources = tuple(Source(LoaderSite(call, path, args), loops, (path,)) for args in loaders)
-        return Resolution(sources, True)
+        return Resolution(tuple(sources), complete)
 
     def self_attribute(self, expr: cst.Attribute, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
         """``self.loader`` assigned exactly once in the class, to a loader."""

@@ -10,10 +10,11 @@ import libcst as cst
 from ...analysis.call_edits import with_argument_value, with_keyword
 from ...analysis.walk import name_uses
 from ...context import FileContext
+from ...project.kinds import Loader
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .datasets import dataset_facts
-from .loader_args import is_dataloader, loader_args, names_dataloader
+from .loader_args import is_dataloader, known_loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 _STREAM = (
@@ -191,13 +192,13 @@ class DataloaderSyncLoading(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.context, node):
             return
-        workers = loader_args(node, self.context.lookup, self.context.source).num_workers
+        workers = known_loader_args(self.context, node).num_workers
         if not (workers.missing or (type(workers.value) is int and workers.value == 0)):
             return
         if _read_once(self.context, node):
             return  # workers would start up to load one batch
         dataset = dataset_facts(self.context, node, self.context.scope)
-        if dataset.in_memory:
+        if dataset.in_memory or _in_memory(self.context.value_of(node)):
             return  # items come from memory: workers only add start-up cost
         handle = dataset.handle
         if handle is not None:
@@ -238,6 +239,12 @@ _HANDLE_MESSAGE = (
     "(`self.{h.attr} = {h.opener}(...)` in `__init__`): forked workers would share it and read "
     "corrupt items; open it in each worker (lazily in `__getitem__`) before adding `num_workers`"
 )
+
+
+def _in_memory(loader: object) -> bool:
+    """The value engine knows the dataset holds tensors in memory (a ``TensorDataset``, also
+    one a project function returns)."""
+    return type(loader) is Loader and loader.dataset == "memory"
 
 
 def _read_once(context: FileContext, call: cst.Call) -> bool:

@@ -9,7 +9,7 @@ import libcst as cst
 from ...analysis.call_edits import with_argument_value, with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_args import dataset_on_device, is_dataloader, loader_args, names_dataloader
+from .loader_args import dataset_on_device, is_dataloader, known_loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
 
@@ -96,7 +96,7 @@ class DataloaderNoPinMemory(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.context, node):
             return
-        pin = loader_args(node, self.context.lookup, self.context.source).pin_memory
+        pin = known_loader_args(self.context, node).pin_memory
         if not (pin.missing or pin.value is False):
             return
         if dataset_on_device(node, self.context.lookup, self.context.code_for):

@@ -10,7 +10,7 @@ from ...analysis.call_edits import with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .datasets import dataset_facts
-from .loader_args import names_dataloader
+from .loader_args import known_loader_args, names_dataloader
 from .loader_facts import loader_facts
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
@@ -143,7 +143,7 @@ class DataloaderNoPersistentWorkers(Rule):
         site = facts.sites.get(id(node))
         if site is None or id(node) not in facts.reiterated:
             return
-        args = site.args
+        args = known_loader_args(self.context, node)
         workers = args.num_workers.value
         if not (type(workers) is int and workers > 0):
             return

@@ -8,14 +8,17 @@ from typing import Optional
 import libcst as cst
 
 from ...analysis.call_edits import with_keyword
+from ...analysis.values import literal_value
+from ...project.kinds import Batch
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_facts import could_copy_loader_batches, could_iterate_helper_loaders, loader_facts
+from .loader_facts import could_copy_loader_batches, could_iterate_helper_loaders
 
 _SETUP = (
     "import torch\nfrom torch.utils.data import DataLoader\n"
     "device = torch.device('cuda')\nloader = DataLoader(ds, batch_size=32, pin_memory=True)\n"
 )
+_DEVICE_WORDS = ("device", "cuda", "gpu", "rank")
 
 
 class BlockingHostToDeviceCopy(Rule):
@@ -24,11 +27,14 @@ class BlockingHostToDeviceCopy(Rule):
     from a `DataLoader` known to use `pin_memory=True`: the loop variables of
     `for x, y in loader` (also through `enumerate` and `tqdm`), `next(iter(loader))`, and
     what is unpacked or indexed out of them (the tensors of a list or dict batch too:
-    `[t.cuda() for t in targets]`), until the name is rebound. The loader may be built by a
-    helper in this module or in another module of the project (`from data import
-    make_train_loader`), pinned by `pin_memory=True` or by a `**kwargs` dict that a literal
-    `kwargs.update({"pin_memory": True})` pins on the accelerator path (under `if
-    device.type == "cuda":`).
+    `[t.cuda() for t in targets]`), until the name is rebound. What the copied value is
+    comes from the project's value engine, so the loader may be built by a helper in any
+    module of the project (`from data import make_train_loader`), passed as a parameter
+    (every caller passes one), kept in an attribute (`self.loader = loader`), or walked by
+    a project iterable's `__iter__` (a wrapper that yields from the loader it holds); it
+    may be pinned by `pin_memory=True` or by a `**kwargs` dict (a helper's, or one that a
+    literal `kwargs.update({"pin_memory": True})` pins on the accelerator path, under `if
+    device.type == "cuda":`). Validation loaders count as any other.
 
     ## Why is this bad?
     A copy from pinned memory can run asynchronously: with `non_blocking=True` the host
@@ -117,8 +123,50 @@ class BlockingHostToDeviceCopy(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        facts = self.context.fact(loader_facts)
-        if id(node) not in facts.blocking_copies:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") or not self._blocking_copy(node, func):
             return
+        batch = self.context.value_of(func.value)
+        if type(batch) is not Batch or not batch.loader.pinned:
+            return
+        if not batch.path and batch.loader.custom_collate:
+            return  # a custom collate_fn may build a batch type whose `.to` takes no non_blocking
         replacement = with_keyword(node, "non_blocking", cst.Name("True"))
         self.report(node, fix=self.fix([(node, replacement)], message="Add `non_blocking=True`"))
+
+    def _blocking_copy(self, call: cst.Call, func: cst.Attribute) -> bool:
+        """A copy to a device without a true ``non_blocking``."""
+        if any(arg.star for arg in call.args):
+            return False
+        positional = [arg for arg in call.args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+        flag = keywords.get("non_blocking")
+        if flag is not None and literal_value(flag.value, self.context.scope.lookup_value) is not False:
+            return False
+        # `.cuda(device, non_blocking)` and `.to(device, dtype, non_blocking)` pass the flag
+        # by position; `.to(device, dtype)` does not.
+        if len(positional) > (2 if func.attr.value == "to" else 1):
+            return False
+        if func.attr.value == "to" and "device" not in keywords:
+            return bool(positional) and self._device_like(positional[0].value)
+        return True
+
+    def _device_like(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``.to(expr)`` moves to a device (not a dtype, not another tensor)."""
+        value = literal_value(expr, self.context.scope.lookup_value)
+        if isinstance(value, str):
+            return value.startswith("cuda")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if isinstance(expr, cst.FormattedString):  # f"cuda:{rank}"
+            first = expr.parts[0] if expr.parts else None
+            return isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda")
+        if isinstance(expr, cst.Call):
+            return self.context.qualname(expr.func) == "torch.device"
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            qualname = self.context.qualname(expr)
+            if qualname is not None and qualname.startswith("torch."):
+                return False  # torch.float16 and friends
+            last = (expr.value if isinstance(expr, cst.Name) else expr.attr.value).lower()
+            return last == "dev" or any(word in last for word in _DEVICE_WORDS)
+        return False

@@ -1,14 +1,13 @@
 """Where a layer's bias is decided, when the ``torch.nn`` call alone does not say (TPF301).
 
-Two facts need the project index (``ctx.project``), and both stay unknown without it:
+What a helper builds needs the project index (``ctx.project``) and stays unknown without
+it (whether ``bias=bias`` is true is the value engine's answer, asked by TPF301):
 
 * a layer built by a project helper (``conv3x3(a, b)`` with ``def conv3x3(in_planes,
   out_planes, stride=1, bias=True): return nn.Conv2d(..., bias=bias)``), in this module or
   another: every ``return`` of the helper builds the same ``torch.nn`` class, and its bias
-  is a literal there or one of the helper's parameters (never rebound), read at the call;
-* ``bias=bias`` where ``bias`` is a parameter of the enclosing function (or constructor)
-  whose default is ``True`` and every project caller passes ``True`` or nothing
-  (``ProjectIndex.argument_values``): RULES.md's "Known values".
+  is a literal there or one of the helper's parameters (never rebound), read at the call:
+  the fix passes ``False`` for that parameter, so the helper's signature is kept here.
 
 Anything else (a helper that decorates, returns something else, passes ``**kwargs``; a
 caller that passes another value, a parameter with no default) is unknown, so TPF301
@@ -25,7 +24,7 @@ import libcst as cst
 
 from ...analysis.calls import MISSING
 from ...analysis.scope import Scope, binds_below_module, dotted_name
-from ...analysis.values import UNKNOWN, literal_value
+from ...analysis.values import UNKNOWN
 from ...context import FileContext
 from ...project import Definition, FunctionBody, ProjectIndex
 from ...project.bodies import locate
@@ -143,43 +142,3 @@ def _rebound(index: ProjectIndex, found: Definition, name: str) -> bool:
         or (type(n) in (ast.Global, ast.Nonlocal) and name in n.names)  # type: ignore[attr-defined]
         for n in ast.walk(node)
     )
-
-
-def parameter_owner(context: FileContext, value: cst.BaseExpression, scope: Scope) -> Optional[str]:
-    """``bias=bias`` where ``bias`` is a parameter of the enclosing module-level function
-    or method, never rebound, that defaults to ``True``, and every project caller passes
-    ``True`` or nothing: the function's name (``conv_bn``, ``Block.__init__``), else None."""
-    index = context.project
-    if index is None or type(value) is not cst.Name:
-        return None
-    name = value.value
-    owner = next((s for s in scope.visible() if name in s.bindings or name in s.imports or name in s.declared_outer), None)
-    if owner is None or type(owner.node) is not cst.FunctionDef or owner.bindings.get(name) != [None]:
-        return None
-    if name in owner.imports or name in owner.declared_outer or name in owner.mutated:
-        return None
-    function = owner.node
-    params = function.params
-    param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name), None)
-    if param is None or param.default is None or literal_value(param.default) is not True:
-        return None
-    outer = owner.parent
-    if outer is None:
-        return None
-    if type(outer.node) is cst.Module:
-        written, definition_name = function.name.value, function.name.value
-    elif type(outer.node) is cst.ClassDef and outer.parent is not None and type(outer.parent.node) is cst.Module:
-        written = f"{outer.node.name.value}.{function.name.value}"
-        # A constructor's callers are the class's (``Block(16)``, ``super().__init__(...)``).
-        definition_name = outer.node.name.value if function.name.value == "__init__" else written
-    else:
-        return None
-    definition = index.resolve(own_path(context), definition_name)
-    if definition is None or definition.kind not in ("function", "method", "class"):
-        return None
-    if definition.path not in index.files:
-        return None  # a module outside the project's files (excluded): its callers are not all seen
-    values = index.argument_values(definition, name)
-    if values is None or not all(type(v) is Lit and v.value is True for v in values):
-        return None
-    return written

@@ -1,23 +1,17 @@
 """Facts about the ``nn.Module`` structure of a file: which layer's output feeds which.
 
 TPF301 must know that a convolution's output goes *straight* into a BatchNorm, and nothing
-else sees it; that is only decidable when the layers are built in the same file. This module
-finds, once per file:
-
-* the ``torch.nn`` layers built by calls (``nn.Conv2d(3, 64, 3)``), with the scope their
-  arguments are read in;
-* ``nn.Module`` subclasses and which ``self.<attr>`` holds which layer (attributes assigned
-  exactly once in the class, to a layer call or a name bound once to one);
+else sees it: structure, not a value, so it stays here (what a helper builds and whether a
+bias parameter is true are the rule's questions). Once per file, this finds:
+* the ``torch.nn`` layers built by calls, with the scope their arguments are read in;
+* ``nn.Module`` subclasses and which ``self.<attr>`` holds which layer (assigned once, or
+  once in each arm of an ``if``/``elif`` chain of one method);
 * adjacent layers of ``nn.Sequential``: positional arguments, ``*[...]`` lists, an
   ``OrderedDict([...])``, lists built with ``layers = [...]`` / ``.append`` / ``+=`` /
-  ``.extend`` in straight-line code, and ``super().__init__(...)`` of Sequential subclasses;
-* the data flow in methods: ``self.bn(self.conv(x))`` and ``x = self.conv(x)`` followed by
-  ``x = self.bn(x)``.
-
-Anything not known (a conditional append, a layer used twice) is left out, so rules built on
-these facts stay silent rather than guess. A call of a function that may be a project helper
-(``conv3x3(a, b)``; only with a project index) is kept as a ``HELPER`` layer: which class it
-builds is the rule's question to the index, asked only for the pairs it cares about.
+  ``.extend`` in straight-line code (``layers = layers[:-1]`` drops the feeds into a
+  statement's last item), ``super().__init__(...)`` of Sequential subclasses;
+* the data flow in methods: ``self.bn(self.conv(x))``, ``x = self.conv(x); x = self.bn(x)``.
+Anything not known is left out; a call that may be a project helper is a ``HELPER`` layer.
 """
 
 from __future__ import annotations
@@ -47,7 +41,10 @@ from .module_parts import (
     _name_count,
     _only_read,
     _pairs,
+    _drops_last,
+    _may_be_helper,
     _parents,
+    exclusive,
     _returned,
     _self_attrs,
     _self_layer,
@@ -80,6 +77,7 @@ class ModuleFactsBuilder:
         self.functions: List[Visited] = []
         self.class_nodes: List[Visited] = []
         self.empty_sequentials: List[Tuple[str, Visited]] = []
+        self._tails: Set[int] = set()  # feeds into the last item a statement adds to a list
 
     # -- resolving expressions to layers -------------------------------------------------
     def scope(self, chain: Sequence[ScopeNode]) -> Scope:
@@ -177,6 +175,8 @@ class ModuleFactsBuilder:
             target = small.target  # layers: List[nn.Module] = [...]
         if target is not None and _dotted(target) == name:
             value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+            if value is not None and _drops_last(value, name):
+                return False, None  # type: ignore[return-value]  # `layers = layers[:-1]`
             if value is not None:
                 if isinstance(value, (cst.List, cst.Tuple)):
                     return True, self._list_items(value, scope)
@@ -237,8 +237,15 @@ class ModuleFactsBuilder:
                     return False
                 continue
             fresh, items = added
+            if items is None:  # the last item dropped: a feed into a statement's last item may be gone
+                found[:] = [f for f in found if id(f) not in self._tails]
+                last = None
+                continue
             if items:
-                found.extend(_pairs(([None] if fresh else [last]) + items))
+                pairs = _pairs(([None] if fresh else [last]) + items)
+                found.extend(pairs)
+                if pairs and pairs[-1].target is items[-1]:
+                    self._tails.add(id(pairs[-1]))
                 last = items[-1]
             elif fresh:
                 last = None
@@ -252,7 +259,7 @@ class ModuleFactsBuilder:
         bases = tuple(self.context.qualname(base.value, scope) for base in node.bases)
         inner = visited.chain + (node,)
         counts: Dict[str, int] = {}
-        found: Dict[str, Layer] = {}
+        found: Dict[str, List[Tuple[Layer, cst.CSTNode, cst.FunctionDef]]] = {}
         for method in _methods(node):
             own = _self_name(method)
             if own is None:
@@ -273,9 +280,16 @@ class ModuleFactsBuilder:
                         counts[attr] = counts.get(attr, 0) + 1
                         layer = self.layer(value, method_scope) if value is not None and type(target) is cst.Attribute else None
                         if layer is not None:
-                            found[attr] = layer
-        attributes = tuple((a, l) for a, l in found.items() if counts.get(a) == 1)
-        return ModuleClass(node, scope, bases, attributes)
+                            found.setdefault(attr, []).append((layer, sub, method))
+        attributes: List[Tuple[str, Layer]] = []
+        for attr, layers in found.items():
+            if counts.get(attr) == 1:
+                attributes.append((attr, layers[0][0]))
+            elif counts.get(attr) == len(layers) and len({id(m) for _, _, m in layers}) == 1:
+                # Bound in each arm of an if/elif chain of one method: each may be the layer.
+                if exclusive([a for _, a, _ in layers], _parents(layers[0][2])):
+                    attributes.extend((attr, layer) for layer, _, _ in layers)
+        return ModuleClass(node, scope, bases, tuple(attributes))
 
     def super_init(self, visited: Visited) -> Optional[Sequence[cst.Arg]]:
         """The layer arguments of a Sequential subclass's ``super().__init__(...)``."""
@@ -314,7 +328,7 @@ class ModuleFactsBuilder:
                     type(node) is cst.Attribute
                     and type(node.value) is cst.Name
                     and node.value.value == own
-                    and module_class.attribute(node.attr.value) is not None
+                    and module_class.layers(node.attr.value)
                 ):
                     continue
                 attr = node.attr.value
@@ -332,11 +346,10 @@ class ModuleFactsBuilder:
         for attr, consumers in targets.items():
             if attr in escaped or not consumers or any(c is None for c in consumers):
                 continue
-            source = module_class.attribute(attr)
-            assert source is not None
-            for consumer in consumers:
-                assert consumer is not None
-                self.feeds.append(Feed(source, consumer, "forward"))
+            for source in module_class.layers(attr):
+                for consumer in consumers:
+                    assert consumer is not None
+                    self.feeds.append(Feed(source, consumer, "forward"))
 
     def _consumer(
         self,
@@ -475,18 +488,9 @@ class ModuleFactsBuilder:
                 continue
             if any((dotted_name(b.value) or "").split(".")[-1] == name for b in node.bases):
                 for sub in descendants(node.body):
-                    if isinstance(sub, cst.Attribute) and module_class.attribute(sub.attr.value) is not None:
+                    if isinstance(sub, cst.Attribute) and module_class.layers(sub.attr.value):
                         touched.add(sub.attr.value)
         return touched
-
-
-def _may_be_helper(func: cst.BaseExpression, qualname: Optional[str]) -> bool:
-    """A call of a plain or dotted name that is not a method of ``self``/``cls`` and not
-    something of torch's: it may be a project function."""
-    name = _dotted(func)
-    if name is None or name.partition(".")[0] in ("self", "cls", "super"):
-        return False
-    return qualname is None or qualname.partition(".")[0] not in ("torch", "torchvision")
 
 
 def module_facts(context: FileContext) -> ModuleFacts:

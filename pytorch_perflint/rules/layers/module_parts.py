@@ -55,11 +55,14 @@ class ModuleClass:
     bases: Tuple[Optional[str], ...]
     attributes: Tuple[Tuple[str, Layer], ...]
 
+    def layers(self, name: str) -> List[Layer]:
+        """Every layer ``self.<name>`` holds (several: one per arm of an ``if`` chain)."""
+        return [layer for attr, layer in self.attributes if attr == name]
+
     def attribute(self, name: str) -> Optional[Layer]:
-        for attr, layer in self.attributes:
-            if attr == name:
-                return layer
-        return None
+        """The one layer ``self.<name>`` holds (None: none, or one per branch)."""
+        found = self.layers(name)
+        return found[0] if len(found) == 1 else None
 
 
 
@@ -216,6 +219,30 @@ def _self_layer(func: cst.BaseExpression, module_class: ModuleClass, own: str) -
     return None
 
 
+def exclusive(nodes: Sequence[cst.CSTNode], parents: Dict[int, cst.CSTNode]) -> bool:
+    """Whether the nodes stand in different arms of one ``if``/``elif``/``else`` chain (at
+    most one of them runs)."""
+    paths = []
+    for node in nodes:
+        path = [node]
+        while id(path[-1]) in parents:
+            path.append(parents[id(path[-1])])
+        paths.append(path[::-1])  # root first
+    for first in range(len(paths)):
+        for second in range(first + 1, len(paths)):
+            a, b = paths[first], paths[second]
+            depth = 0
+            while depth < min(len(a), len(b)) and a[depth] is b[depth]:
+                depth += 1
+            common = a[depth - 1] if depth else None
+            if type(common) is not cst.If or depth >= min(len(a), len(b)):
+                return False
+            arms = {id(common.body), id(common.orelse)}
+            if id(a[depth]) not in arms or id(b[depth]) not in arms:
+                return False
+    return True
+
+
 def _parents(root: cst.CSTNode) -> Dict[int, cst.CSTNode]:
     parents: Dict[int, cst.CSTNode] = {}
     for node in descendants(root):
@@ -236,3 +263,23 @@ def _returned(function: cst.FunctionDef) -> List[cst.BaseExpression]:
         for node in descendants(function.body)
         if isinstance(node, cst.Return) and isinstance(node.value, (cst.Name, cst.List, cst.Tuple))
     ]
+
+
+def _drops_last(value: cst.BaseExpression, name: str) -> bool:
+    """``name[:-1]``: the list without its last item."""
+    if type(value) is not cst.Subscript or _dotted(value.value) != name or len(value.slice) != 1:
+        return False
+    part = value.slice[0].slice
+    if type(part) is not cst.Slice or part.lower is not None or part.step is not None:
+        return False
+    upper = part.upper
+    return type(upper) is cst.UnaryOperation and type(upper.operator) is cst.Minus and type(upper.expression) is cst.Integer and upper.expression.value == "1"
+
+
+def _may_be_helper(func: cst.BaseExpression, qualname: Optional[str]) -> bool:
+    """A call of a plain or dotted name that is not a method of ``self``/``cls`` and not
+    something of torch's: it may be a project function."""
+    name = _dotted(func)
+    if name is None or name.partition(".")[0] in ("self", "cls", "super"):
+        return False
+    return qualname is None or qualname.partition(".")[0] not in ("torch", "torchvision")

@@ -16,7 +16,9 @@ from ...context import FileContext
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .bias_sources import HelperLayer, HelperLayers, parameter_owner
+from ...analysis.scope import Scope
+from ...project.kinds import Flag
+from .bias_sources import HelperLayer, HelperLayers
 from .module_facts import Feed, Layer, ModuleFacts, module_facts
 from .module_parts import HELPER, variables
 
@@ -94,10 +96,36 @@ def _decide(layer: Layer, helpers: HelperLayers, context: FileContext) -> Option
     if value is True:
         return Flagged(layer, qualname, keyword, position, name)
     if value is UNKNOWN and passed.node is not None:
-        owner = parameter_owner(context, passed.node.value, layer.scope)
+        owner = _parameter_owner(context, passed.node.value, layer)
         if owner is not None:
             return Flagged(layer, qualname, keyword, position, name, owner)
     return None
+
+
+def _parameter_owner(context: FileContext, value: cst.BaseExpression, layer: Layer) -> Optional[str]:
+    """``bias=bias`` where ``bias`` is a parameter of the enclosing module-level function or
+    method and the value engine says it is ``True`` there (its default, and what every
+    project caller passes): the function's name (``conv_bn``, ``Block.__init__``)."""
+    if context.project is None or type(value) is not cst.Name:
+        return None
+    owner = _binding_scope(layer.scope, value.value)
+    if owner is None or type(owner.node) is not cst.FunctionDef or owner.parent is None:
+        return None
+    function, outer = owner.node, owner.parent
+    if type(outer.node) is cst.Module:
+        written = function.name.value
+    elif type(outer.node) is cst.ClassDef and outer.parent is not None and type(outer.parent.node) is cst.Module:
+        written = f"{outer.node.name.value}.{function.name.value}"
+    else:
+        return None
+    top = next((s for s in context.module.body if s is function or s is outer.node), None)
+    if top is None:
+        return None
+    return written if context.value_of(value, top) == Flag(True) else None
+
+
+def _binding_scope(scope: Scope, name: str) -> Optional[Scope]:
+    return next((s for s in scope.visible() if name in s.bindings or name in s.imports or name in s.declared_outer), None)
 
 
 def flagged(facts: ModuleFacts, context: FileContext) -> Dict[int, Flagged]:

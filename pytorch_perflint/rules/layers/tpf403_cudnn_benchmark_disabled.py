@@ -20,10 +20,10 @@ from ...types import Applicability
 from ..training.loops import training_facts
 from ..training.project_calls import own_path, project_callees, trains
 from ..training.screens import could_have_training_loop, loop_calls_step_by_name
-from .conv_models import ModelBuild, conv_model_builds, could_build_conv_model
 from .entry_scripts import entry_scripts_decide
-from .script_settings import insert_after_imports, is_entry_script, training_receivers
 from .module_parts import walk_scoped
+from .script_settings import insert_after_imports, is_entry_script, training_receivers
+from .trained_models import ModelBuild, model_builds
 
 _BENCHMARK = "torch.backends.cudnn.benchmark"
 # Settings that show the author chose reproducibility (or no cuDNN) over speed.
@@ -35,6 +35,11 @@ _TRAINED_BY = frozenset(("parameters", "named_parameters", "train"))
 # ``trainer.train_step(x)``): the text screen's words and the method names.
 _STEP_WORDS = (".learn(", ".update(", "_step(", ".optimi", "_batch(")
 _STEP_METHOD = re.compile(r"^(?:learn|update|optimi[sz]e\w*)$|_step$|^step_|_batch$")
+
+
+def _could_build_conv_model(source: str) -> bool:
+    """A word every convolutional model built in the module needs (a text screen)."""
+    return any(word in source for word in ("Conv", "torchvision", "timm", "hub.load", "segmentation_models", "EfficientNet"))
 
 
 def _loop_steps_a_built_object(tree: ast.Module) -> bool:
@@ -90,13 +95,9 @@ def _decide(context: FileContext) -> _Decision:
     called = training_receivers(context)  # first: TPF202 and TPF601 share these facts
     if called is None:
         return _Decision()
-    builds = context.fact(conv_model_builds)
-    if not builds:
-        return _Decision()
     false_values: List[cst.BaseExpression] = []
     trained: Set[str] = set()
-    targets = {b.target for b in builds if b.target not in called}
-    in_loops = _loop_method_calls(context) if targets and context.project is not None else {}
+    in_loops = _loop_method_calls(context) if context.project is not None else {}
     through: List[Tuple[str, cst.Call, Tuple[ScopeNode, ...]]] = []
     for visited in walk_scoped(context.module):
         node = visited.node
@@ -117,7 +118,7 @@ def _decide(context: FileContext) -> _Decision:
                 receiver = dotted_name(func.value)
                 if receiver is not None:
                     trained.add(receiver)
-            if in_loops.get(id(node)) in targets:
+            if id(node) in in_loops and in_loops[id(node)] not in called:
                 through.append((in_loops[id(node)], node, visited.chain))
             if context.qualname(func, context.scope_of(visited.chain)) == _USE_DETERMINISTIC and not (
                 node.args and literal_value(node.args[0].value) is False
@@ -128,10 +129,13 @@ def _decide(context: FileContext) -> _Decision:
                 for a in node.args
             ):
                 return _Decision()  # e.g. set_random_seed(seed, deterministic=True)
+    wanted = trained | called | {receiver for receiver, _, _ in through}
+    builds = [b for b in model_builds(context, wanted) if b.conv]
     linked = [b for b in builds if b.target in trained or b.target in called]
     if not linked and through:
         # The model lives in a project object the loop trains through (``agent.learn(...)``).
-        stepped = {r for r, call, chain in through if _trains_through(context, call, context.scope_of(chain))}
+        targets = {b.target for b in builds}
+        stepped = {r for r, call, chain in through if r in targets and _trains_through(context, call, context.scope_of(chain))}
         linked = [b for b in builds if b.target in stepped]
     linked.sort(key=lambda b: b.inside_model)
     if not linked:
@@ -168,10 +172,15 @@ class CudnnBenchmarkDisabled(Rule):
     the project's own model package), `timm.create_model(args.model)` and
     `models.get_model(args.arch)` count when the name is known: a literal, or the
     argparse default of the option (`parser.add_argument("--arch", default="resnet18")`
-    in this module, or in the project module whose parser gives `args`). A project object
-    that holds a convolutional model (`agent = Agent(...)` whose constructor builds one)
-    counts as trained when the loop calls one of its methods that runs a training step
-    (`agent.learn(batch)`).
+    in this module, or in the project module whose parser gives `args`); with the name not
+    known, a project module whose every public factory builds a convolutional model, and a
+    factory whose every `return` does (`get_model(name)` with an `if`/`elif` over names).
+    A project object that holds a convolutional model (`agent = Agent(...)` whose
+    constructor builds one) counts as trained when the loop calls one of its methods that
+    runs a training step (`agent.learn(batch)`); a trainer class that keeps the model its
+    callers pass (`self.model = model`, `model, diffusion = create_model_and_diffusion()`
+    in the script) is flagged at that assignment. What a model is comes from the value
+    engine (`project/module_values.py`).
 
     ## Why is this bad?
     With `benchmark` off, cuDNN picks a convolution algorithm by heuristics. With it on, the
@@ -231,7 +240,7 @@ class CudnnBenchmarkDisabled(Rule):
         (``agent.learn(...)``), and a word that building a convolutional model needs, or an
         import (the model may come from another module of the project)."""
         return (".backward(" in source or ".step(" in source or any(w in source for w in _STEP_WORDS)) and (
-            could_build_conv_model(source) or "import " in source
+            _could_build_conv_model(source) or "import " in source
         )
 
     @classmethod

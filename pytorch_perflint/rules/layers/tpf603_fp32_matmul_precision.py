@@ -20,10 +20,9 @@ from ..training.classifiers import last_name
 from ..training.precision import chooses_precision
 from ..training.screens import could_have_training_loop
 from ..training.test_code import in_test_code
-from .conv_models import conv_model_builds
-from .script_settings import insert_after_imports, is_entry_script, training_receivers
 from .module_parts import Visited, walk_scoped
-from .project_models import ProjectModels
+from .script_settings import insert_after_imports, is_entry_script, training_receivers
+from .trained_models import model_builds
 
 # Methods that return the module they are called on (`Net().cuda().train()` is still it).
 _MODEL_METHODS = frozenset(("to", "cuda", "train", "eval", "float", "requires_grad_", "to_empty"))
@@ -291,26 +290,15 @@ def _trained_build(context: FileContext) -> Optional[_Build]:
                 scope = context.scope_of(visited.chain)
                 if target is not None and _builds_model(context, small.value, scope):  # type: ignore[attr-defined]
                     candidates.append((node, small, target, visited.chain, scope))
-    if any(build.target in trained for build in context.fact(conv_model_builds)):
+    if any(build.conv for build in model_builds(context, trained)):
         return None  # a convolutional model is trained: cuDNN uses TF32 for it already
     for line, small, target, chain, scope in candidates:
         if target not in trained:
             continue
-        if in_test_code(list(chain), context.path) or _project_conv(context, _unwrap(context, small.value, scope)):  # type: ignore[attr-defined]
+        if in_test_code(list(chain), context.path):
             return None
         return _Build(line, small, len(chain) == 1)
     return None
-
-
-def _project_conv(context: FileContext, value: cst.BaseExpression) -> bool:
-    """A build whose class or factory the project index finds convolutional, however it
-    was imported (``from models import *`` too)."""
-    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _MODEL_METHODS:
-        value = value.func.value
-    written = dotted_name(value.func) if type(value) is cst.Call and type(value.func) in (cst.Name, cst.Attribute) else None  # type: ignore[attr-defined]
-    if written is None or context.project is None:
-        return False
-    return ProjectModels(context.project).builds_conv(os.path.abspath(context.path), written)
 
 
 def _optimizer_call(context: FileContext, call: cst.Call, scope: Scope) -> bool:

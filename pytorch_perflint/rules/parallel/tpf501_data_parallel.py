@@ -16,11 +16,13 @@ from ...types import Applicability
 # What a wrapper built only to rename checkpoint keys is used for: its state dict (the keys
 # gain or lose the ``module.`` prefix) and the model inside it. Never its forward.
 _CHECKPOINT_METHODS = frozenset({"state_dict", "load_state_dict"})
+_OTHER_PARALLEL = ("DistributedDataParallel", "ShardedDataParallel")
 
 
 class DataParallel(Rule):
     """## What it does
-    Flags every construction of `torch.nn.DataParallel`.
+    Flags every construction of `torch.nn.DataParallel`, and of a project class derived
+    from it (through any number of project classes).
 
     Not flagged: a wrapper built only to rename checkpoint keys, which never runs a step
     (`nn.DataParallel(net).state_dict()`, or a name bound once to the wrapper whose every
@@ -72,8 +74,9 @@ class DataParallel(Rule):
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """The code names ``DataParallel`` (an attribute, a name or an import): the
-        qualified name of the wrapped call ends with it, through the file's imports."""
-        return "DataParallel" in code_identifiers(tree)
+        qualified name of the wrapped call ends with it, through the file's imports; or a
+        name that holds it (``UserScatteredDataParallel``, a project subclass)."""
+        return any(name.endswith("DataParallel") and not name.endswith(_OTHER_PARALLEL) for name in code_identifiers(tree))
 
     VALID = (
         "import torch\nif isinstance(model, torch.nn.DataParallel):\n    model = model.module\n",
@@ -101,8 +104,22 @@ class DataParallel(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.qualname(node.func) == "torch.nn.DataParallel" and not _checkpoint_only(self.context, node):
-            self.report(node)
+        if not _constructs_data_parallel(self.context, node) or _checkpoint_only(self.context, node):
+            return
+        self.report(node)
+
+
+def _constructs_data_parallel(context: FileContext, call: cst.Call) -> bool:
+    """``nn.DataParallel(...)``, or a class the value engine knows derives from it (a
+    project subclass, at any depth): only class-like names are asked about."""
+    qualname = context.qualname(call.func)
+    if qualname == "torch.nn.DataParallel":
+        return True
+    last = call.func.attr.value if type(call.func) is cst.Attribute else call.func.value if type(call.func) is cst.Name else ""
+    if context.project is None or qualname is not None and qualname.startswith("torch.") or not last[:1].isupper():
+        return False
+    models = context.models
+    return models is not None and models.wrapper(context.value_of(call)) == "DataParallel"
 
 
 def _checkpoint_only(context: FileContext, call: cst.Call) -> bool:

@@ -1,47 +1,31 @@
-"""Which expression makes a fresh tensor on the host that a ``.to()``/``.cuda()`` then moves
-(TPF402), and what a fix may change.
+"""Which fresh host tensor a ``.to()``/``.cuda()`` moves (TPF402), and where its factory is
+written, for the fix.
 
-A move's receiver is followed down through steps that keep a tensor where it is
-(``.zero_()``, ``.fill_(0)``, ``.float()``, ``.view(...)``, ``.expand_as(x)``) and through
-``Variable(...)`` to the factory at its root. When the root is a name, the factory may be
-in an earlier statement of the same block (``z = torch.randn(n)`` ... ``z = z.cuda()``): it
-counts only when no statement in between mentions the name and the move rebinds it, so the
-host tensor is never seen by anything else and creating it on the device changes nothing
-but where it lives.
+What the receiver *is* (a tensor a torch factory made on the host, through steps that keep
+it there: ``.zero_()``, ``.float()``, ``.view(...)``, ``Variable(...)``; and whether random
+numbers were drawn on the way) is the value engine's answer (``context.value_of``, its
+producers in ``project/tensor_values.py``). What stays here is statement structure, which
+no value says: where the factory call is written (in the move's own expression, or in an
+earlier ``z = torch.randn(n)`` line of the same block, so that the fix can pass it
+``device=``), and that nothing else sees the host tensor between its creation and its move:
+no statement in between mentions the name except ``z = z.<step>(...)`` lines that rebind
+it, and the move rebinds it, so creating it on the device changes nothing but where it
+lives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
 from ...context import FileContext
+from ...project import kinds
+from ...project.tensor_values import FACTORIES, KEEP_DEVICE, LEGACY, RANDOM, RANDOM_FILLS, VARIABLES
 
-FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor")
-)
-# On the GPU these draw from the GPU's generator: a seeded run gets other numbers.
-RANDOM = frozenset(f"torch.{name}" for name in ("rand", "randn", "randint", "randperm", "normal"))
-# Legacy typed constructors: always a host tensor (``torch.Tensor`` follows the default
-# tensor type). They take no ``device="cuda"``, so their findings carry no fix.
-LEGACY = frozenset(
-    f"torch.{name}"
-    for name in (
-        "Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor "
-        "ShortTensor CharTensor ByteTensor BoolTensor"
-    ).split()
-)
-VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
-# Methods whose result lives where their receiver does: in-place fills, dtype casts, views.
-KEEP_DEVICE = frozenset(
-    "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
-    "squeeze expand expand_as contiguous repeat t transpose permute".split()
-)
-# In-place fills that draw random numbers (random on the device too, from its generator).
-RANDOM_FILLS = frozenset({"normal_", "uniform_", "random_", "bernoulli_", "exponential_"})
+_STEPS = KEEP_DEVICE | RANDOM_FILLS
+_MADE_BY = FACTORIES | RANDOM | LEGACY
 
 
 @dataclass(frozen=True)
@@ -74,63 +58,37 @@ class HostTensor:
 
 def host_tensor(receiver: cst.BaseExpression, context: FileContext, move: cst.Call) -> Optional[HostTensor]:
     """The fresh host tensor ``move`` (a ``.to``/``.cuda`` call on ``receiver``) copies."""
-    root, random = _strip(receiver, context)
-    if root is None:
+    root = _root(receiver, context)
+    statements: Tuple = ()
+    if isinstance(root, cst.Name):
+        found = _earlier(root, context, move)  # statement structure first: it rules out most names
+        if found is None:
+            return None
+        root, statements = found
+    if not isinstance(root, cst.Call) or context.qualname(root.func) not in _MADE_BY:
         return None
-    if isinstance(root, cst.Call):
-        found = _factory(root, context)
-        return None if found is None else HostTensor(root, found, random or found in RANDOM)
-    return _earlier(root, context, move, random)
+    kind = context.value_of(receiver)
+    if type(kind) is not kinds.HostTensor or kind.factory != context.qualname(root.func):
+        return None
+    if (kind.factory not in LEGACY or kind.factory == "torch.Tensor") and _default_changed(context):
+        return None
+    return HostTensor(root, kind.factory, kind.random, *statements)
 
 
-def _strip(expr: cst.BaseExpression, context: FileContext) -> Tuple[Optional[cst.BaseExpression], bool]:
-    """The root under device-keeping steps and ``Variable(...)``; whether a step is random."""
-    random = False
+def _root(expr: cst.BaseExpression, context: FileContext) -> Union[cst.Call, cst.Name, None]:
+    """Where a receiver's chain starts, under device-keeping steps and ``Variable(...)``
+    (what they do to the tensor is the engine's to say; this finds the factory's node)."""
     for _ in range(16):
-        if not isinstance(expr, cst.Call) or any(arg.star for arg in expr.args):
+        if not isinstance(expr, cst.Call):
             break
         func = expr.func
-        if isinstance(func, cst.Attribute) and func.attr.value in KEEP_DEVICE | RANDOM_FILLS:
-            if context.qualname(func) is not None:
-                break  # `torch.float(...)`-like module attribute, not a method
-            random = random or func.attr.value in RANDOM_FILLS
+        if isinstance(func, cst.Attribute) and func.attr.value in _STEPS and context.qualname(func) is None:
             expr = func.value
-            continue
-        if context.qualname(func) in VARIABLES:
-            if not expr.args or expr.args[0].keyword is not None:
-                return None, random
+        elif context.qualname(func) in VARIABLES and expr.args and expr.args[0].keyword is None:
             expr = expr.args[0].value
-            continue
-        break
-    return (expr if isinstance(expr, (cst.Call, cst.Name)) else None), random
-
-
-def _factory(call: cst.Call, context: FileContext) -> Optional[str]:
-    """The factory's qualified name, when the call makes a fresh host tensor."""
-    name = context.qualname(call.func)
-    if name in LEGACY:
-        positional = [arg for arg in call.args if arg.keyword is None]
-        if not positional or len(positional) != len(call.args) or any(arg.star for arg in call.args):
-            return None  # `torch.FloatTensor()` is empty; keywords: `device=`...
-        if name == "torch.Tensor" and _default_changed(context):
-            return None
-        if len(positional) == 1 and _wraps_storage(positional[0].value, context):
-            return None  # `torch.ByteTensor(storage)` wraps bytes already on the host
-        return name
-    if name in FACTORIES or name in RANDOM:
-        return None if _default_changed(context) else name
-    return None
-
-
-def _wraps_storage(expr: cst.BaseExpression, context: FileContext) -> bool:
-    """A storage (``torch.ByteStorage.from_buffer(b)``, or a name bound once to one): the
-    constructor shares it, and no factory could make those bytes on the device."""
-    if isinstance(expr, cst.Name):
-        bound = context.lookup(expr.value)
-        if bound is None:
-            return False
-        expr = bound
-    return "Storage" in context.code_for(expr)
+        else:
+            break
+    return expr if isinstance(expr, (cst.Call, cst.Name)) else None
 
 
 def _default_changed(context: FileContext) -> bool:
@@ -144,8 +102,9 @@ def _sets_default(context: FileContext) -> bool:
     return "set_default_tensor_type" in source or "set_default_device" in source
 
 
-def _earlier(name: cst.Name, context: FileContext, move: cst.Call, random: bool) -> Optional[HostTensor]:
-    """``z = torch.randn(n)`` ... ``z = z<steps>.cuda()`` in one block, ``z`` unused between."""
+def _earlier(name: cst.Name, context: FileContext, move: cst.Call) -> Optional[Tuple[cst.BaseExpression, Tuple]]:
+    """``z = torch.randn(n)`` ... ``z = z<steps>.cuda()`` in one block, ``z`` unused between
+    but by ``z = z<steps>`` lines: the creating expression's root, and the statements."""
     block, index = _statement(context)
     if block is None:
         return None
@@ -154,20 +113,17 @@ def _earlier(name: cst.Name, context: FileContext, move: cst.Call, random: bool)
         return None  # the move must rebind the name and read it only as its root
     for position in range(index - 1, -1, -1):
         earlier = block[position]
-        if not _mentions(earlier, name.value):
+        mentions = _mentions(earlier, name.value)
+        if not mentions:
             continue
         value = _assigned(earlier, name.value)
-        if not isinstance(value, cst.Call) or _mentions(earlier, name.value) != 1:
-            return None
-        root, fill_random = _strip(value, context)
-        if not isinstance(root, cst.Call):
-            return None
-        found = _factory(root, context)
-        if found is None:
+        root = None if value is None else _root(value, context)
+        if mentions == 2 and isinstance(root, cst.Name) and root.value == name.value:
+            continue  # `z = z.view(-1)`: a step on the way, the engine follows it
+        if not isinstance(root, cst.Call) or mentions != 1:
             return None
         assert isinstance(earlier, cst.SimpleStatementLine) and isinstance(statement, cst.SimpleStatementLine)
-        between = tuple(block[position + 1 : index])
-        return HostTensor(root, found, random or fill_random or found in RANDOM, earlier, statement, between)
+        return root, (earlier, statement, tuple(block[position + 1 : index]))
     return None
 
 
@@ -201,18 +157,7 @@ def _assigned(statement: cst.BaseStatement, name: str) -> Optional[cst.BaseExpre
 
 def _mentions(node: cst.CSTNode, name: str) -> int:
     """How many times ``name`` appears as a name (not an attribute) in ``node``."""
-    count = 0
-    stack: List[cst.CSTNode] = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name) and current.value == name:
-            count += 1
-        elif isinstance(current, cst.Attribute):
-            stack.append(current.value)
-            continue
-        stack.extend(current.children)
-    return count
-
+    return sum(1 for found in _names(node) if found.value == name)
 
 
 def _names(node: cst.CSTNode) -> List[cst.Name]:

@@ -8,23 +8,13 @@ import bisect
 from typing import Callable, Iterator, List, Set, Tuple
 
 from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, per_tree, tree_index
+from ...project.tensor_values import BLOCKERS, FACTORIES, KEEP_DEVICE, LEGACY, RANDOM, RANDOM_FILLS
 from .device_targets import is_device_name, is_device_string
 
-_FACTORY_NAMES = frozenset(
-    {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
-    | {"rand", "randn", "randint", "randperm", "normal"}
-    | {"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor"}
-    | {"ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"}
-)
-# Steps a move's receiver is followed through to its factory (``host_tensors.KEEP_DEVICE``
-# and the random fills), and ``Variable(...)``.
-_STEPS = frozenset(
-    "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
-    "squeeze expand expand_as contiguous repeat t transpose permute normal_ uniform_ random_ "
-    "bernoulli_ exponential_".split()
-)
-# Factory keywords after which a move is not a plain "create on the host, then copy".
-FACTORY_BLOCKERS = frozenset({"device", "out", "pin_memory", "generator", "layout"})
+# The last parts of the tensor producers' names (``project/tensor_values.py``) and of the
+# steps a move's receiver is followed through to its factory.
+_FACTORY_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in FACTORIES | RANDOM | LEGACY)
+_STEPS = KEEP_DEVICE | RANDOM_FILLS
 _MOVE_KEYWORDS = {
     "cuda": frozenset({"device", "non_blocking", "memory_format"}),
     "to": frozenset({"device", "dtype", "memory_format", "non_blocking", "copy"}),
@@ -101,7 +91,7 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
             continue
         if ast_dotted(factory.func).rsplit(".", 1)[-1] not in _FACTORY_NAMES:
             continue
-        if any(k.arg is None or k.arg in FACTORY_BLOCKERS for k in factory.keywords):
+        if any(k.arg is None or k.arg in BLOCKERS for k in factory.keywords):
             continue
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None or k.arg not in _MOVE_KEYWORDS[move] for k in node.keywords
@@ -164,8 +154,8 @@ def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) ->
                 if not _binds_name(statement, name):
                     continue  # `w = z.cuda()` keeps `z`: never reported
                 start = position
-                while start > 0 and not _binds_name(block[start - 1], name):
-                    start -= 1
+                while start > 0 and (not _binds_name(block[start - 1], name) or _steps_on(block[start - 1], name)):
+                    start -= 1  # past `z = z.view(-1)` steps too
                 if start > 0 and _creates(block[start - 1]):
                     out.extend(block[start - 1 : position + 1])
     return out
@@ -200,3 +190,11 @@ def _binds_name(statement: ast.stmt, name: str) -> bool:
     return isinstance(statement, ast.Assign) and any(
         isinstance(target, ast.Name) and target.id == name for target in statement.targets
     )
+
+
+def _steps_on(statement: ast.stmt, name: str) -> bool:
+    """``name = name.<steps>(...)``: a step on the way from the factory to the move."""
+    if not isinstance(statement, ast.Assign):
+        return False
+    root = _strip(statement.value)
+    return root is not statement.value and isinstance(root, ast.Name) and root.id == name

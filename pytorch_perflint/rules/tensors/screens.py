@@ -313,15 +313,15 @@ def _comprehension_bindings(tree: ast.Module) -> List[ast.Assign]:
 
 def _passed_parameters(tree: ast.Module, around: Sequence[ast.AST]) -> Set[str]:
     """The parameters of the function a call is in, when the engine can know what every
-    caller passes: a module-level function, or a private method (``_sample``) of a
-    module-level class (a public method may be called on any object)."""
+    caller passes: a module-level function, or a method of a module-level class other
+    than a dunder (``project/method_callers`` says when a public one's callers are known)."""
     if not around or len(around) > 1:
         return set()
     function = around[0]
     name = function.name  # type: ignore[attr-defined]
     top = any(function is node for node in tree.body)
-    private = name.startswith("_") and not name.endswith("__")
-    if not top and not (private and any(isinstance(n, ast.ClassDef) and any(function is m for m in n.body) for n in tree.body)):
+    method = not name.startswith("__") or name == "__init__"
+    if not top and not (method and any(isinstance(n, ast.ClassDef) and any(function is m for m in n.body) for n in tree.body)):
         return set()
     args = function.args  # type: ignore[attr-defined]
     names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]

@@ -54,12 +54,14 @@ class TensorCopyFromNumpy(Rule):
     result of a NumPy function that returns an array (`np.where(m)[0]`, the arrays of
     `np.unique(..., return_inverse=True)` and `np.meshgrid`), `.numpy()`, an OpenCV/imageio
     read, an `h5py` dataset or `np.load` archive key read whole or sliced (`f["x"][:]`), a
-    SciPy filter or matrix routine, a field of a structured array, arithmetic or `.astype`
+    SciPy filter or matrix routine (and `wavfile.read`'s data, `fmin_l_bfgs_b`'s minimum,
+    a `loadmat` variable), a field of a structured array, arithmetic or `.astype`
     of an array, a slice or fancy index of one (`self.state[ind]`), or a name bound to one
     of these. With the project index it also follows a project function's returns (any
     module), a method of the object's class, an attribute every assignment of its class
-    sets to an array, and a parameter that every project caller passes an array (the
-    default when none passes it). A value the engine does not know (a helper that may
+    sets to an array (also when it reads itself: `self.state = self.state + dx`), and a
+    parameter that every project caller passes an array (the default when none passes it;
+    for a public method, every `.name(...)` call in the project, when no caller can hide). A value the engine does not know (a helper that may
     return a list, `np.load` of a path that may hold a pickle, `arr[i]`, which may be a
     scalar) is not reported, and nothing is known of other definitions in a file linted
     outside any project.

@@ -17,9 +17,8 @@ from ...types import Applicability
 from ...finding import NodeFix, Replacement
 from .device_targets import device_target
 from .host_tensors import HostTensor, host_tensor
-from .move_screens import FACTORY_BLOCKERS, create_then_move_candidates
+from .move_screens import create_then_move_candidates
 
-# Factory keywords that make the host placement deliberate or the move impossible to fold.
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})
 _LEGACY_MESSAGE = (
@@ -59,8 +58,10 @@ class TensorCreatedThenMoved(Rule):
     is (`.zero_()`, `.fill_(0)`, `.uniform_()`, `.float()`, `.view(...)`, `.unsqueeze(...)`,
     `.expand_as(x)`) or a `Variable(...)` wrapper, or in a later statement of the same block
     that rebinds the name (`z = torch.randn(n)` ... `z = z.cuda()`) when no statement in
-    between mentions it. A one-time buffer built in `__init__` is reported too: it costs
-    little once, but the fix is free.
+    between mentions it but lines that rebind it through such steps (`z = z.view(-1)`).
+    What the moved value is comes from the project's value engine (`context.value_of`); a
+    one-time buffer built in `__init__` is reported too: it costs little once, but the fix
+    is free.
 
     ## Why is this bad?
     The tensor is first allocated and filled in host memory, then copied to the device and
@@ -198,10 +199,6 @@ class TensorCreatedThenMoved(Rule):
         if host is None:
             return
         factory = host.factory
-        if any(arg.star == "**" for arg in factory.args):
-            return
-        if any(arg.keyword is not None and arg.keyword.value in FACTORY_BLOCKERS for arg in factory.args):
-            return
         move = self._cuda_move(node) if func.attr.value == "cuda" else self._to_move(node)
         if move is None:
             return

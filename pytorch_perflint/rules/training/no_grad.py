@@ -356,11 +356,18 @@ class _EvalWalk:
         model_like = frame.eval_named and mode is None and (
             bool(MODEL_NAME.match(dotted.rsplit(".", 1)[-1])) or dotted in frame.layers
         )
-        if mode == "eval" or model_like:
+        if (mode == "eval" or model_like) and not self._foreign(target, stack):
             self.mark("forward")
         elif mode is None and dotted in frame.models and self.context.project is not None:
             for loop in frame.loops:
                 loop.param_forward.add(dotted)
+
+    def _foreign(self, target: cst.BaseExpression, stack: List[cst.CSTNode]) -> bool:
+        """The value engine knows the called thing is not a torch module (an MXNet net)."""
+        models = self.context.models
+        if models is None or len(stack) < 2:
+            return False
+        return models.is_torch_module(self.context.value_of(target, stack[1])) is False
 
     def _backward_after(self, loop: _ELoop) -> bool:
         """Whether the function needs gradients after the loop at the loop's own level (not

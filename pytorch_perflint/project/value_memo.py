@@ -1,0 +1,92 @@
+"""The value engine's memo (``values.ValueEngine`` inherits it): answers kept while no
+summary changes, their reads told again on a hit, recursion cut.
+
+A key met again while it is computed (``self.x = self.x + dx``: the attribute reads itself)
+is unknown at first. When the other answers it joins agree on one kind (``guess``: the
+attribute's other bindings are all arrays), that kind is tried as a hypothesis: the key is
+computed again with the hypothesis standing for the recursive read, and kept only when the
+result is the hypothesis itself (every binding keeps the kind, given it on entry: an
+inductive invariant). Otherwise the answers computed under it are thrown away.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Optional, Set, Tuple
+
+from .kinds import UNKNOWN, Kind, Unknown, join
+
+if TYPE_CHECKING:
+    from .index import ProjectIndex
+
+IN_PROGRESS = Unknown("recursion")
+
+
+class Memo:
+    """Memoised answers of one engine over ``index`` (set by the engine)."""
+
+    index: Optional["ProjectIndex"]
+
+    def _init_memo(self) -> None:
+        self._generation = -1
+        self._memo: Dict[Tuple, Tuple[Kind, FrozenSet[str]]] = {}
+        self._scopes: Dict[Tuple, object] = {}
+        self._reentered: Set[Tuple] = set()
+        self._guesses: Dict[Tuple, Kind] = {}
+        self._sites: Dict[Tuple, object] = {}  # a public method's callers, per definition
+
+    def _fresh(self) -> None:
+        generation = getattr(self.index, "generation", 0)
+        if generation != self._generation:
+            self._memo.clear()
+            self._scopes.clear()
+            self._sites.clear()
+            self._generation = generation
+
+    def _guess(self, key: Tuple, kind: Kind) -> None:
+        """What ``key`` would be if its recursive reads were ``kind`` (see the module)."""
+        self._guesses[key] = kind
+
+    def _memoised(self, key: Tuple, compute: Callable[[], Kind]) -> Kind:
+        """A memoised answer; its reads are told again to the recordings on a hit, and a
+        key met again while it is computed (recursion) is unknown, or a proven guess."""
+        self._fresh()
+        kept = self._memo.get(key)
+        if kept is not None:
+            if kept[0] is IN_PROGRESS:
+                self._reentered.add(key)
+            for read in kept[1]:
+                self.index.note_read(read)  # type: ignore[union-attr]
+            return kept[0]
+        self._memo[key] = (IN_PROGRESS, frozenset())
+        mark = len(self._memo)  # keys are kept in insertion order: later ones are new
+        with self.index.recording() as used:  # type: ignore[union-attr]
+            kind = compute()
+            guess = self._guesses.pop(key, None)
+            if guess is not None and type(kind) is Unknown and key in self._reentered:
+                kind = self._prove(key, guess, mark, compute)
+        self._reentered.discard(key)
+        self._memo[key] = (kind, frozenset(used))
+        return kind
+
+    def _prove(self, key: Tuple, guess: Kind, mark: int, compute: Callable[[], Kind]) -> Kind:
+        """``guess`` if computing ``key`` under it gives it back; a guess the answer only
+        widens (``Number(0)`` to ``Number()``: ``count = count + 1``) is widened once."""
+        for _ in range(2):
+            self._forget_since(mark)  # read while the key was unknown: read again
+            self._memo[key] = (guess, frozenset())
+            again = compute()
+            self._guesses.pop(key, None)
+            if again == guess:
+                return guess
+            widened = join(guess, again)
+            if type(widened) is Unknown or widened == guess:
+                break
+            guess = widened
+        self._forget_since(mark)
+        return UNKNOWN
+
+    def _forget_since(self, mark: int) -> None:
+        """Drop the answers memoised after the first ``mark`` (a nested drop removes only
+        keys newer than its own mark, so the first ``mark`` keys stay in place)."""
+        for stale in list(self._memo)[mark:]:
+            del self._memo[stale]

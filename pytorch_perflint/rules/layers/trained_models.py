@@ -1,0 +1,101 @@
+"""The statements that bind a model a module trains, and what the value engine says it is
+(TPF403, TPF603).
+
+A rule knows which names its training loops use (``model``, ``self.net``); this finds the
+assignments that bind them (``model = Net().cuda()``, ``self.model = model``, ``G, D =
+build()``) and asks the engine whether the value bound is a convolutional model: the
+engine follows factories, parameters, attributes and library builders (``project/
+module_values.py``). Only the trained names are asked about, so the engine's work stays
+proportional to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from ...analysis.scope import dotted_name
+from ...context import FileContext
+from ...analysis.walk import child_nodes
+
+
+@dataclass(frozen=True)
+class ModelBuild:
+    """A statement that binds a model (``model = Net().cuda()``) and whether it is
+    convolutional."""
+
+    line: cst.SimpleStatementLine
+    assign: cst.BaseSmallStatement
+    target: str  # dotted: ``model`` or ``self.net``
+    conv: bool
+    inside_model: bool = False  # in the body of an nn.Module class (a sub-network)
+
+
+def _targets(small: cst.BaseSmallStatement) -> List[Tuple[str, int]]:
+    """(dotted target, position in an unpacked tuple or -1) of an assignment."""
+    targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]  # type: ignore[attr-defined]
+    if len(targets) != 1:
+        return []
+    target = targets[0]
+    if type(target) in (cst.Tuple, cst.List):
+        out = []
+        for position, element in enumerate(target.elements):  # type: ignore[attr-defined]
+            if type(element) is cst.StarredElement:
+                return []
+            name = dotted_name(element.value) if type(element.value) in (cst.Name, cst.Attribute) else None
+            if name is not None:
+                out.append((name, position))
+        return out
+    name = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
+    return [] if name is None else [(name, -1)]
+
+
+def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuild, ...]:
+    """The assignments of the module that bind one of the ``wanted`` names, in source
+    order, each with the engine's answer."""
+    names = set(wanted)
+    models = context.models
+    if not names or models is None:
+        return ()
+    out: List[ModelBuild] = []
+    for statement, node, cls in _lines(context.module):
+        for small in node.body:
+            if type(small) not in (cst.Assign, cst.AnnAssign) or small.value is None:  # type: ignore[attr-defined]
+                continue
+            for target, position in _targets(small):
+                if target not in names:
+                    continue
+                kind = context.value_of(small.value, statement)  # type: ignore[attr-defined]
+                if position >= 0:
+                    items = getattr(kind, "items", None)
+                    kind = items[position] if items is not None and position < len(items) else None
+                conv = kind is not None and models.conv(kind)
+                inside = cls is not None and _is_module_class(context, cls)
+                out.append(ModelBuild(node, small, target, conv, inside))
+    return tuple(out)
+
+
+def _lines(module: cst.Module) -> Iterator[Tuple[cst.CSTNode, cst.SimpleStatementLine, Optional[cst.ClassDef]]]:
+    """Each simple statement line with the module-level statement that holds it and its
+    innermost class, in source order."""
+    for top in module.body:
+        stack: List[Tuple[cst.CSTNode, Optional[cst.ClassDef]]] = [(top, None)]
+        while stack:
+            node, cls = stack.pop()
+            if type(node) is cst.SimpleStatementLine:
+                yield top, node, cls
+                continue
+            inner = node if type(node) is cst.ClassDef else cls
+            stack.extend((child, inner) for child in reversed(child_nodes(node)) if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.Finally)) or type(child).__name__ in ("MatchCase",))
+
+
+def _is_module_class(context: FileContext, cls: cst.ClassDef) -> bool:
+    """A class of the module that derives from ``nn.Module`` (its assignments build parts)."""
+    scope = context.scope_of([context.module])
+    for base in cls.bases:
+        name = context.qualname(base.value, scope) or ""
+        if name.startswith("torch.nn.") or name.startswith("torchvision.models."):
+            return True
+    return False
