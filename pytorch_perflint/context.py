@@ -199,6 +199,14 @@ class FileContext:
             self._values = self._values_factory(self)
         return self._values
 
+    def release(self) -> None:
+        """Drop what the pass built (the value engine's answers, the shared facts, the
+        scopes) once the file's diagnostics are made: they refer back to this context, and
+        the syntax trees they hold would otherwise wait for the cyclic collector."""
+        self._values = None
+        self._facts.clear()
+        self._scopes.clear()
+
     # -- shared facts ----------------------------------------------------------------------
     def fact(self, compute: Callable[["FileContext"], T]) -> T:
         """Compute a per-file fact once, however many rules ask for it."""

@@ -29,6 +29,7 @@ from typing import (
 import libcst as cst
 
 from . import narrowing
+from .analysis.ast_index import forget_trees
 from .analysis.walk import child_nodes
 from .config import Settings
 from .context import FileContext
@@ -322,7 +323,10 @@ def lint_source(
     """
     with _collector_paused():
         chosen = selection if selection is not None else for_file(path, settings, rules)
-        return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project, screen_only, passed)
+        try:
+            return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project, screen_only, passed)
+        finally:
+            forget_trees()  # the screens' caches: the tree goes with the caller's last reference
 
 
 def _lint_source(
@@ -383,25 +387,26 @@ def _lint_source(
         if want_unused_noqa:
             result.diagnostics.extend(unused_noqa(path, noqa_comments(source), {}))
         return result
-    narrowed = None
+    narrowed = lean = None  # a part of the file; the file without its data (narrowing)
     if not keep_module and active and tree is not None:
         narrowed = narrowing.narrowed_for(source, tree, active)
+        lean = narrowing.without_data(source, tree) if narrowed is None else None
     try:
         if parsed is not None and narrowed is None:
             module = parsed
         else:
-            module = cst.parse_module(narrowed if narrowed is not None else source)
+            module = cst.parse_module(narrowed or lean or source)
     except RecursionError:
         result.errors.append(f"{path}: too deeply nested to parse")
         return result
     except MemoryError:
         raise  # past the worker's memory cap: TPF003 (runner, workers)
     except Exception as error:  # noqa: BLE001 - LibCST also fails on some valid code with a TypeError
-        if narrowed is not None:  # a part of the file: decide on the whole file
+        if narrowed is not None or lean is not None:  # a part of the file: decide on the whole file
             return _lint_source(source, path, settings, with_edits, chosen, project=project)
         result.diagnostics.extend(_parse_failure(path, source, error, codes, tree))
         return result
-    if narrowed is None:
+    if narrowed is None and lean is None:
         result.module = module
     ask = functools.partial(runs_on_accelerator, path, source, tree, settings, project)
     values = functools.partial(FileValues, text=narrowed or source, tree=None if narrowed is not None else tree)
@@ -419,13 +424,13 @@ def _lint_source(
     used: Dict[int, set] = {}
     if findings:
         if narrowed is None:
-            positions = NodePositions(module, _positioned_nodes(findings), source, tree)
+            positions = NodePositions(module, _positioned_nodes(findings), lean or source, tree)
         else:
             positions = NodePositions(module, _positioned_nodes(findings))
         seen = set()
         # Parsed in part, the module's text keeps every kept line on its row: its edits
         # are the whole file's.
-        edit_maker = FixEdits(module, narrowed or source, positions) if with_edits else None
+        edit_maker = FixEdits(module, narrowed or lean or source, positions) if with_edits else None
         for finding in findings:
             diagnostic, candidate = _to_diagnostic(finding, positions, path, edit_maker)
             key = (diagnostic.code, diagnostic.location, diagnostic.end_location)
@@ -435,11 +440,12 @@ def _lint_source(
             if suppressed(diagnostic, noqa, used) and not settings.ignore_noqa:
                 continue  # (--ignore-noqa still notes which comments matched, for TPF002)
             result.diagnostics.append(diagnostic)
-            if candidate is not None and narrowed is None:
+            if candidate is not None and narrowed is None and lean is None:
                 result.candidates.append(candidate)
     if want_unused_noqa:
         result.diagnostics.extend(unused_noqa(path, noqa, used))
     result.diagnostics.sort(key=Diagnostic.sort_key)
+    context.release()
     return result
 
 

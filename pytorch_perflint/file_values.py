@@ -21,7 +21,7 @@ import libcst as cst
 from .analysis.scope import dotted_name
 from .analysis.walk import descendants
 from .context import FileContext
-from .positions import statement_lines, statement_ranges
+from .positions import StatementPositions, statement_lines, statement_ranges
 from .project.call_values import dispatch
 from .project.forms import FormBuilder, dotted
 from .project.index import ProjectIndex
@@ -45,6 +45,7 @@ class FileValues:
         self._lines: Optional[List[str]] = None
         self._starts: Optional[Sequence[int]] = None
         self._statement_index: Dict[int, int] = {}
+        self._positions: Dict[int, StatementPositions] = {}  # by statement index
         self._scopes: Dict[int, Scope] = {}
         self._calls: Dict[int, Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]] = {}
         self._callees: Dict[Tuple[int, bool], Optional[Tuple[Definition, ...]]] = {}
@@ -125,8 +126,10 @@ class FileValues:
             self._starts = statement_lines(self.context.module, tree) or ()
         if index is None or index >= len(self._starts):
             return None
-        ranges = statement_ranges(self.context.module, index, {id(node): node}, self._starts[index])
-        span = ranges.get(id(node))
+        positions = self._positions.get(index)
+        if positions is None:
+            positions = self._positions[index] = StatementPositions(self.context.module, index, self._starts[index])
+        span = positions.get(node)
         if span is None:
             return None
         start = (span.start.line, span.start.column)

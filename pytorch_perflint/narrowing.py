@@ -18,6 +18,13 @@ Blanked statements become empty lines, so each kept line stays on its row and co
 the positions of findings need no mapping. Bindings are over-approximated (``global``
 anywhere, comprehension variables at module level), so that narrowing can only keep more
 than needed, never drop a binding the analysis would have seen.
+
+A file whose rules need all of it may still hold tables of data (torch's
+``sparse/_triton_ops_meta.py``: a 7,000-line dict of numbers, 6 s of LibCST for one rule
+that reads none of it). ``without_data`` gives LibCST such a file with the value of each
+large top-level literal assignment written ``...``: a literal holds no call, name or
+attribute for a rule's visitor, and the value engine reads the whole file's ``ast`` tree,
+in which the statement keeps its value (every statement stays, on its rows).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from .analysis.scope import MUTATORS
 MIN_LINES = 1000
 # Narrow only when it leaves out at least this share of the lines.
 MIN_SHARE_LEFT_OUT = 0.5
+# A top-level literal assignment over this many lines is data (``without_data``).
+MIN_DATA_LINES = 100
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -95,6 +104,85 @@ def narrowed_source(source: str, tree: ast.Module, candidates: Iterable[ast.AST]
             line = lines[row]
             lines[row] = line[len(line.rstrip("\r\n")) :]  # keep only the line break
     return "".join(lines)
+
+
+def without_data(source: str, tree: ast.Module) -> Optional[str]:
+    """``source`` with the value of every top-level ``name = <literal>`` (or annotated)
+    that spans ``MIN_DATA_LINES`` lines or more written ``...`` on its first line, its
+    other lines blank (line breaks kept: every other statement stays on its rows and
+    columns); None when there is none. A literal is made of constants, dicts, lists,
+    tuples and sets, and attributes of imported modules (``torch.float16``); the statement
+    has its lines to itself (no ``;``, no parentheses around the value)."""
+    if source.count("\n") < MIN_DATA_LINES:
+        return None
+    lines: Optional[List[str]] = None
+    previous_end = 0
+    imported: Optional[Set[str]] = None
+    for position, statement in enumerate(tree.body):
+        value = getattr(statement, "value", None)
+        first, last = statement.lineno, statement.end_lineno or statement.lineno
+        following = tree.body[position + 1].lineno if position + 1 < len(tree.body) else None
+        shares = first == previous_end or following == last
+        previous_end = last
+        if shares or type(statement) not in (ast.Assign, ast.AnnAssign) or value is None or last - first + 1 < MIN_DATA_LINES:
+            continue
+        if value.lineno != first or (value.end_lineno, value.end_col_offset) != (last, statement.end_col_offset):
+            continue
+        if imported is None:
+            imported = _imported(tree)
+        if not _literal(value, imported):
+            continue
+        if lines is None:
+            lines = io.StringIO(source, newline="").readlines()
+        head = lines[first - 1]
+        column = len(head.encode("utf-8")[: value.col_offset].decode("utf-8", "ignore"))
+        lines[first - 1] = head[:column] + "..." + head[len(head.rstrip("\r\n")) :]
+        for row in range(first, min(last, len(lines))):
+            line = lines[row]
+            lines[row] = line[len(line.rstrip("\r\n")) :]  # keep only the line break
+    return "".join(lines) if lines is not None else None
+
+
+_CONTAINERS = (ast.Dict, ast.List, ast.Tuple, ast.Set)
+
+
+def _imported(tree: ast.Module) -> Set[str]:
+    """The names the module's top-level imports bind."""
+    names: Set[str] = set()
+    for statement in tree.body:
+        if type(statement) is ast.Import or type(statement) is ast.ImportFrom:
+            names.update(alias.asname or alias.name.split(".")[0] for alias in statement.names)  # type: ignore[attr-defined]
+    return names
+
+
+def _literal(value: ast.expr, imported: Set[str]) -> bool:
+    """A container of constants (``-1`` counts) and attributes of imported modules only,
+    however nested."""
+    if type(value) not in _CONTAINERS:
+        return False
+    stack: List[ast.AST] = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Constant:
+            continue
+        if kind is ast.Dict:
+            if any(key is None for key in node.keys):  # type: ignore[attr-defined]
+                return False  # ``**other``
+            stack.extend(node.keys)  # type: ignore[attr-defined,arg-type]
+            stack.extend(node.values)  # type: ignore[attr-defined]
+        elif kind in _CONTAINERS:
+            stack.extend(node.elts)  # type: ignore[attr-defined]
+        elif kind is ast.UnaryOp and type(node.operand) is ast.Constant:  # type: ignore[attr-defined]
+            continue
+        elif kind is ast.Attribute:
+            while type(node) is ast.Attribute:
+                node = node.value  # type: ignore[attr-defined]
+            if type(node) is not ast.Name or node.id not in imported:  # type: ignore[attr-defined]
+                return False
+        else:
+            return False
+    return True
 
 
 def _blocks(tree: ast.Module) -> List[_Block]:

@@ -179,6 +179,38 @@ def statement_lines(module: cst.Module, tree: ast.Module) -> Optional[Sequence[i
     return starts
 
 
+class _Everything(Dict[int, cst.CSTNode]):
+    """The ``wanted`` of a generation that records every node's tokens."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+class StatementPositions:
+    """The range of any node of one top-level statement, ``module.body[index]``, whose code
+    starts on 0-based line ``first_line`` (``statement_lines``): the statement is generated
+    once, noting every node's tokens, and a node's range is worked out when asked (the
+    value engine asks about many nodes of the same statement, a class's methods)."""
+
+    def __init__(self, module: cst.Module, index: int, first_line: int) -> None:
+        state = _TargetedCodegenState(default_indent=module.default_indent, default_newline=module.default_newline, wanted=_Everything())
+        module.body[index]._codegen(state)
+        self._spans = state.spans
+        self._offsets = [0, *itertools.accumulate(len(token) for token in state.tokens)]
+        self._breaks = [match.end() for match in _NEWLINE.finditer("".join(state.tokens))]
+        self._first_line = first_line
+
+    def get(self, node: cst.CSTNode) -> Optional[CodeRange]:
+        """The node's range, as ``statement_ranges`` gives it; None for a node not in the statement."""
+        span = self._spans.get(id(node))
+        return None if span is None else CodeRange(self._position(span[0]), self._position(span[1]))
+
+    def _position(self, token_index: int) -> CodePosition:
+        offset = self._offsets[min(token_index, len(self._offsets) - 1)]
+        line = bisect.bisect_right(self._breaks, offset)
+        return CodePosition(self._first_line + line + 1, offset - (self._breaks[line - 1] if line else 0))
+
+
 def statement_ranges(module: cst.Module, index: int, wanted: Dict[int, cst.CSTNode], first_line: int) -> Dict[int, CodeRange]:
     """The ranges of ``wanted`` nodes held by the top-level statement ``module.body[index]``
     whose code starts on 0-based line ``first_line`` (``statement_lines``): only that

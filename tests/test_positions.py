@@ -10,7 +10,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from pytorch_perflint.analysis.walk import child_nodes
-from pytorch_perflint.positions import NodePositions, _statement_ranges, statement_lines
+from pytorch_perflint.positions import NodePositions, StatementPositions, _statement_ranges, statement_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
@@ -50,6 +50,25 @@ def test_node_positions_match_the_position_provider(source, with_ast):
         positions = NodePositions(module, nodes)
     for node in nodes:
         assert positions[node] == expected[node], module.code_for_node(node)
+
+
+@pytest.mark.parametrize("source", ALL_SOURCES, ids=IDS)
+def test_a_statement_generated_once_positions_every_node_in_it(source):
+    """``StatementPositions`` (the value engine's, one generation per statement for every
+    node asked about) gives ``PositionProvider``'s range for each node of the statement,
+    and nothing for a node of another statement."""
+    if not source.endswith("\n"):
+        return
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    starts = statement_lines(module, ast.parse(source))
+    assert starts is not None
+    for index, statement in enumerate(module.body):
+        positions = StatementPositions(module, index, starts[index])
+        for node in _all_nodes(statement):
+            assert positions.get(node) == expected[node], module.code_for_node(node)
+        if index:
+            assert positions.get(module.body[index - 1]) is None
 
 
 @pytest.mark.parametrize("source", ALL_SOURCES, ids=IDS)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, List, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterator, List, Sequence, Set, Tuple, TypeVar, Union
 
+R = TypeVar("R")
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 
@@ -27,6 +28,7 @@ class TreeIndex:
     functions: Tuple[Function, ...]
     identifiers: FrozenSet[str]  # names, attributes and imported names (not strings)
     declared: FrozenSet[str] = frozenset()  # names in ``global`` and ``nonlocal`` statements
+    comprehensions: Tuple[ast.comprehension, ...] = ()  # each ``for ... in ...`` of one
 
 
 # Fields that never hold a name or a call (``ctx`` is Load/Store, ``op`` an operator).
@@ -69,7 +71,26 @@ def walk_ast(root: ast.AST) -> Iterator[ast.AST]:
 _LEAVE_LOOP = ast.AST()
 
 
-@functools.lru_cache(maxsize=1)
+_PER_TREE: List["functools._lru_cache_wrapper[object]"] = []
+
+
+def per_tree(function: Callable[[ast.Module], R]) -> Callable[[ast.Module], R]:
+    """``functools.lru_cache(maxsize=1)`` for what a screen works out from a module's tree
+    (several screens ask about the same file), which ``forget_trees`` empties."""
+    cached = functools.lru_cache(maxsize=1)(function)
+    _PER_TREE.append(cached)  # type: ignore[arg-type]
+    return cached  # type: ignore[return-value]
+
+
+def forget_trees() -> None:
+    """Let go of the last file's tree, kept by the ``per_tree`` caches: the linting of a
+    file ends here (``engine.lint_source``), and a tree kept alive past it was walked
+    again by the cyclic collector, once per generation, on every file of a run."""
+    for cached in _PER_TREE:
+        cached.cache_clear()
+
+
+@per_tree
 def tree_index(tree: ast.Module) -> TreeIndex:
     """One walk, in ``walk_ast``'s order (the order of ``calls`` is the order of every walk).
     Names and constants are read where they are met, not pushed, and a marker under a
@@ -81,6 +102,7 @@ def tree_index(tree: ast.Module) -> TreeIndex:
     functions: List[Function] = []
     names: Set[str] = set()
     declared: Set[str] = set()
+    comprehensions: List[ast.comprehension] = []
     stack: List[ast.AST] = [tree]
     pop, push, add_name = stack.pop, stack.append, names.add
     fields_of = _CHILD_FIELDS.get
@@ -111,6 +133,8 @@ def tree_index(tree: ast.Module) -> TreeIndex:
                 names.update(alias.name.split("."))
         elif kind is ast.Global or kind is ast.Nonlocal:
             declared.update(node.names)  # type: ignore[attr-defined]
+        elif kind is ast.comprehension:
+            comprehensions.append(node)  # type: ignore[arg-type]
         for name in fields_of(kind) or _child_fields(kind):  # ast_children, inlined
             value = getattr(node, name, None)
             if type(value) is list:
@@ -124,7 +148,14 @@ def tree_index(tree: ast.Module) -> TreeIndex:
             elif type(value) is not Constant and isinstance(value, _AST):
                 push(value)
     return TreeIndex(
-        tuple(calls), tuple(in_loops), tuple(assignments), tuple(imports), tuple(functions), frozenset(names), frozenset(declared)
+        tuple(calls),
+        tuple(in_loops),
+        tuple(assignments),
+        tuple(imports),
+        tuple(functions),
+        frozenset(names),
+        frozenset(declared),
+        tuple(comprehensions),
     )
 
 

@@ -410,12 +410,21 @@ class LoaderFlow:
         own = [type(f) is Ref and f.name in scope.params and scope.value_at(f.name, line)[0] == "param" for line, _, f in scope.returns]
         if not any(own):
             return self.returns(definition, depth)  # type: ignore[attr-defined]
-        kinds = []
-        for (line, _, returned), passes in zip(scope.returns, own):
-            if passes:
-                kinds.append(self._argument_at(definition, returned.name, form, where, depth))  # type: ignore[arg-type]
-            else:
-                kinds.append(self._eval_in(definition, returned, line, depth))
+        # A function whose other returns call it again (torch's _inductor/lowering.py) is
+        # read per call once: inside, its memoised returns (else exponential in the depth).
+        passing = self.__dict__.setdefault("_passing", set())
+        if definition.key in passing:
+            return self.returns(definition, depth)  # type: ignore[attr-defined]
+        passing.add(definition.key)
+        try:
+            kinds = []
+            for (line, _, returned), passes in zip(scope.returns, own):
+                if passes:
+                    kinds.append(self._argument_at(definition, returned.name, form, where, depth))  # type: ignore[arg-type]
+                else:
+                    kinds.append(self._eval_in(definition, returned, line, depth))
+        finally:
+            passing.discard(definition.key)
         return join_all(kinds)
 
     def _argument_at(self, definition: Any, name: str, form: Call, where: Any, depth: int) -> Kind:

@@ -234,6 +234,10 @@ def read_scope(body: Sequence[ast.stmt], module_scope: bool, own: Optional[str] 
                     visit(case.body)
 
     visit(body)
+    # ``visit`` refers to itself through its closure: a cycle that would keep ``names``, and
+    # the syntax trees it holds, alive until the cyclic collector runs (which then walks
+    # every node of them). Ended here, they go when the last reference does.
+    del visit
     return names
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 from typing import Callable, Iterator, List, Set, Tuple
 
-from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, tree_index
+from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, per_tree, tree_index
 from ...project.tensor_values import BLOCKERS, FACTORIES, KEEP_DEVICE, LEGACY, RANDOM, RANDOM_FILLS
 from .device_targets import is_device_name, is_device_string
 
@@ -63,7 +62,7 @@ def _could_be_device(node: ast.AST, bound: Callable[[], Set[str]]) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
+@per_tree  # the screen and the narrowing both ask
 def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     """The moves of a tensor factory call without ``device=`` (or another blocker): its
     ``.cuda(...)``, or its ``.to(...)`` whose target could be a device (TPF402)."""

@@ -4,12 +4,11 @@ calls whose argument could be an array, with and without the project index."""
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import unicodedata
 from typing import Callable, Container, List, Sequence, Set, Tuple, Union
 
-from ...analysis.ast_index import TreeIndex, enclosing_functions, tree_index, walk_ast
+from ...analysis.ast_index import TreeIndex, enclosing_functions, per_tree, tree_index, walk_ast
 from ...project.numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
 
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
@@ -189,7 +188,7 @@ def _reportable(call: ast.Call) -> bool:
     return not (keywords and name in _CONSTRUCTORS and name != "tensor")
 
 
-@functools.lru_cache(maxsize=1)  # the screen and the narrowing both ask
+@per_tree  # the screen and the narrowing both ask
 def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     """The tensor constructor calls whose first argument could be a NumPy array: an
     expression from numpy (or cv2, pandas...), ``.numpy()``, or a name assigned one in a
@@ -304,12 +303,11 @@ def _comprehension_bindings(tree: ast.Module) -> List[ast.Assign]:
     """``x = item`` for each item a comprehension's ``for x in ...`` walks (each item of a
     display, else the iterable), as assignments the screen can read."""
     out = []
-    for node in walk_ast(tree):
-        if isinstance(node, ast.comprehension):
-            items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [node.iter]
-            for item in items:
-                assign = ast.Assign(targets=[node.target], value=item)
-                out.append(ast.copy_location(assign, item))
+    for node in tree_index(tree).comprehensions:
+        items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [node.iter]
+        for item in items:
+            assign = ast.Assign(targets=[node.target], value=item)
+            out.append(ast.copy_location(assign, item))
     return out
 
 

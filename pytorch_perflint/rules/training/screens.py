@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 import re
 import string
 from typing import Callable, FrozenSet, Iterator, Optional, Set, Tuple, Union
@@ -20,6 +19,7 @@ from ...analysis.ast_index import (
     ast_children,
     ast_dotted,
     enclosing_functions,
+    per_tree,
     tree_index,
     walk_ast,
 )
@@ -267,7 +267,7 @@ def could_evaluate_without_no_grad(tree: ast.Module, evaluated_by_callers: Optio
     return False
 
 
-@functools.lru_cache(maxsize=1)
+@per_tree
 def _layer_attributes(tree: ast.Module) -> FrozenSet[str]:
     """``self.x`` targets assigned a call of a capitalised name anywhere in the module (the
     LibCST analysis asks for a ``torch.nn`` layer in the class's ``__init__``; this
@@ -290,7 +290,7 @@ def _last_name(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-@functools.lru_cache(maxsize=1)
+@per_tree
 def _optimizer_targets(tree: ast.Module) -> FrozenSet[str]:
     """Over-approximates ``training``'s optimizer names (targets bound to a ``torch.optim``
     constructor): every dotted target assigned a call of a capitalised name."""
@@ -384,7 +384,7 @@ def loop_calls_step_by_name(tree: ast.Module) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=1)
+@per_tree
 def _built_objects(tree: ast.Module) -> Tuple[FrozenSet[str], FrozenSet[str]]:
     """Dotted targets assigned a call of a capitalised name that is not a container, and
     those assigned any other call (``model = create_model(opt)``: a factory's object,
