@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import bisect
 import os
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -31,6 +32,7 @@ from .project.scopes import DEEP, Each, Scope, build_scope, expression_form, unp
 from .project.values import Answer, Where, engine_for
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LINE_ENDS = re.compile(r"\r\n|\r|\n")
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -182,11 +184,18 @@ class FileValues:
         return self._statement_index.get(id(statement))
 
     def _column(self, line: int, offset: int) -> int:
-        """A character column from ``ast``'s byte offset."""
+        """A character column from ``ast``'s byte offset, as LibCST counts it. Lines end at
+        line feeds and carriage returns only (``str.splitlines`` also splits at a form
+        feed), and LibCST does not count form feeds that stand right before a line's code."""
         if self._lines is None:
-            self._lines = self.text.splitlines()
+            self._lines = _LINE_ENDS.split(self.text)
         text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
-        return offset if text.isascii() else len(text.encode("utf-8")[:offset].decode("utf-8", "ignore"))
+        column = offset if text.isascii() else len(text.encode("utf-8")[:offset].decode("utf-8", "ignore"))
+        if text.startswith("\x0c"):
+            feeds = len(text) - len(text.lstrip("\x0c"))
+            if text[feeds : feeds + 1] not in (" ", "\t") and column >= feeds:
+                column -= feeds  # LibCST does not count form feeds right before code
+        return column
 
     def _find(self, tree: ast.Module, start: Tuple[int, int], end: Tuple[int, int]) -> Optional[Tuple[ast.AST, List[ast.AST]]]:
         body = tree.body

@@ -247,9 +247,17 @@ class ModuleValues:
 
     def join(self, kinds: List[Kind]) -> Kind:
         """Several candidate models (a factory's returns): convolutional when every one is."""
-        if kinds and all(self.conv(kind) for kind in kinds):
+        if kinds and all(self._model_like(kind) for kind in kinds) and all(self.conv(kind) for kind in kinds):
             return Module(conv=True)
         return Unknown("disagree")
+
+    def _model_like(self, kind: Kind) -> bool:
+        """A module, a wrapper, or an object of a project ``nn.Module`` class: cheap to tell,
+        asked before reading any class's calls (a factory of IR nodes is no model)."""
+        if type(kind) in (Module, Wrapper):
+            return True
+        index = self.engine.index
+        return type(kind) is Instance and index is not None and index.is_nn_module(kind.klass)  # type: ignore[union-attr]
 
     # -- questions ---------------------------------------------------------------------------
     def as_module(self, kind: Kind) -> Optional[Module]:

@@ -9,6 +9,7 @@ does. Answered before LibCST parses the file, from module texts read once per su
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 from typing import Dict, Tuple
 
@@ -38,6 +39,10 @@ def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:
 _MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool]]]" = weakref.WeakKeyDictionary()
 
 
+# A call of ``empty_cache`` (not its own definition: ``torch/cuda/memory.py`` defines it).
+_CALLS_EMPTY_CACHE = re.compile(r"(?<!def )\bempty_cache\s*\(")
+
+
 def _mentions_empty_cache(project: ProjectIndex, path: str) -> bool:
     """Whether a project module's text names ``empty_cache``: read once per summary of it
     (as ``call_values.body_facts`` keeps bodies), the read still recorded for the cache."""
@@ -48,7 +53,7 @@ def _mentions_empty_cache(project: ProjectIndex, path: str) -> bool:
         project.note_text(path)
         return hit[1]
     text = project.text(path)
-    found = text is not None and "empty_cache" in text
+    found = text is not None and "empty_cache" in text and _CALLS_EMPTY_CACHE.search(text) is not None
     kept[path] = (summary, found)
     return found
 
