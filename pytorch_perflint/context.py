@@ -76,6 +76,7 @@ class FileContext:
         self._scopes: Dict[int, Scope] = {}
         self._facts: Dict[Any, Any] = {}
         self._stars: Dict[str, Optional[str]] = {}  # names only a star import binds
+        self._has_star: Optional[bool] = None
         self._on_accelerator = on_accelerator  # the engine's answer, when it asked already
         self._accelerator = accelerator  # how to ask otherwise (the engine knows the project)
         self.findings: List[Finding] = []
@@ -146,13 +147,19 @@ class FileContext:
         (``from utils import *`` where ``utils.py`` has ``import torch``): the project
         index follows the star imports (``__all__`` and re-exports included). None when
         anything here binds the name, or it is not an external import there."""
-        if self.project is None or "import *" not in self.source or scope.binds_in_chain(name):
+        if self.project is None or not self._star_imports() or scope.binds_in_chain(name):
             return None
         if name not in self._stars:
             found = self.project.resolve(self.path, name)
             external = found is not None and found.kind == "external" and found.qualname
             self._stars[name] = found.qualname if external else None  # type: ignore[union-attr]
         return self._stars[name]
+
+    def _star_imports(self) -> bool:
+        """Whether the file has a star import (searched once: ``qualname`` asks often)."""
+        if self._has_star is None:
+            self._has_star = "import *" in self.source
+        return self._has_star
 
     def call_qualname(self, call: cst.Call, scope: Optional[Scope] = None) -> Optional[str]:
         return self.qualname(call.func, scope)

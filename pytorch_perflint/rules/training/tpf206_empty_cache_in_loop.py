@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, FrozenSet, List, Optional, Sequence,
 
 import libcst as cst
 
-from ...analysis.ast_index import code_identifiers
+from ...analysis.ast_index import code_identifiers, tree_index
 from ...analysis.scope import dotted_name
 from ...analysis.walk import child_nodes
 from ...project.allocator_calls import EMPTY_CACHE
@@ -19,7 +19,8 @@ from .classifiers import callee_key, is_no_grad_expr, last_name, method_name
 from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
 from .guards import guarded_between
 from .loops import loop_bound_names, step_loop_around, training_facts
-from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
+from .no_grad import evaluation_loops, is_eval_function_name, needs_grad_name, under_no_grad
+from .screens import could_have_training_loop, loop_calls_step_by_name
 from .cache_calls import imports_reach_empty_cache, loop_calls
 from .test_code import in_test_code
 
@@ -31,6 +32,8 @@ _OOM = re.compile(r"OutOfMemoryError|out of memory|\bOOM\b", re.IGNORECASE)
 # Names of flags and checks that only say whether a GPU is there (``if use_cuda:``).
 _DEVICE_FLAG = re.compile(r"cuda|gpu|mps|xpu|accelerat", re.IGNORECASE)
 _DEVICES = frozenset({"cuda", "mps", "xpu"})
+# What an evaluation loop names (no-grad regions, eval mode): TPF206's project screen.
+_EVALUATES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "eval"})
 # ... but a flag about the cache itself (``args.clear_gpu_cache``) is the author's switch.
 _CACHE_FLAG = re.compile(r"cache|empty|clear|free|mem", re.IGNORECASE)
 # A module that selects the GPU (the rule is silent in CPU-only code).
@@ -118,9 +121,15 @@ class EmptyCacheInLoop(Rule):
 
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
-        """``empty_cache`` here, or in a project module this one imports (directly or
-        through other project modules, as deep as a helper is followed)."""
-        return "empty_cache" in code_identifiers(tree) or imports_reach_empty_cache(project, path)
+        """``empty_cache`` here; or a loop here that may train or evaluate, and a project
+        module this one imports (directly or through other project modules, as deep as a
+        helper is followed) that calls ``empty_cache``."""
+        names = code_identifiers(tree)
+        if "empty_cache" in names:
+            return True
+        loops = could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & names)
+        loops = loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
+        return loops and imports_reach_empty_cache(project, path)
 
     VALID = (
         # Outside any loop.
@@ -280,7 +289,7 @@ class EmptyCacheInLoop(Rule):
         values = self.context.values()
         if values is None or len(ancestors) < 2:
             return False
-        callees = values.callees(node, ancestors[1])
+        callees = values.callees(node, ancestors[1], objects=False)  # as the loops ask: answered once
         return bool(callees) and all(empties_cache_every_call(values.engine, d) for d in callees)
 
     def _loop(self, ancestors: Sequence[cst.CSTNode]) -> Optional[Tuple[int, str]]:
