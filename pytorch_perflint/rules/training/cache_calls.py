@@ -43,6 +43,14 @@ _MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool
 _CALLS_EMPTY_CACHE = re.compile(r"(?<!def )\bempty_cache\s*\(")
 
 
+def _calls_empty_cache(text: str) -> bool:
+    """Some line calls ``empty_cache`` outside a comment (a docstring may still say so: a
+    screen may let too much through, never too little)."""
+    return any(
+        _CALLS_EMPTY_CACHE.search(line.split("#", 1)[0]) for line in text.splitlines() if "empty_cache" in line
+    )
+
+
 def _mentions_empty_cache(project: ProjectIndex, path: str) -> bool:
     """Whether a project module's text names ``empty_cache``: read once per summary of it
     (as ``call_values.body_facts`` keeps bodies), the read still recorded for the cache."""
@@ -53,7 +61,7 @@ def _mentions_empty_cache(project: ProjectIndex, path: str) -> bool:
         project.note_text(path)
         return hit[1]
     text = project.text(path)
-    found = text is not None and "empty_cache" in text and _CALLS_EMPTY_CACHE.search(text) is not None
+    found = text is not None and "empty_cache" in text and _calls_empty_cache(text)
     kept[path] = (summary, found)
     return found
 

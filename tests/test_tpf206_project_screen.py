@@ -1,0 +1,86 @@
+"""TPF206's project screen: a file that does not name ``empty_cache`` goes to LibCST only
+when a loop of it may train or evaluate and a module it imports calls ``empty_cache``
+(one that only defines or mentions it, as ``torch/cuda/memory.py`` does, is not enough).
+Each case also runs the rule, so a screen that drops a finding would fail here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from pytorch_perflint import runner
+from pytorch_perflint.config import load_settings
+from pytorch_perflint.project.linted import index_for
+from pytorch_perflint.rules.training.tpf206_empty_cache_in_loop import EmptyCacheInLoop
+
+from project_tree import write_project
+
+HELPERS = """
+    import torch
+
+    def free_memory():
+        torch.cuda.empty_cache()
+"""
+# Names empty_cache in a comment and defines a function of that name: calls it nowhere.
+DEFINES_ONLY = """
+    import torch
+
+    def empty_cache():
+        # empty_cache() frees the blocks no tensor uses
+        return None
+
+    def free_memory():
+        return empty_cache
+"""
+TRAINS = """
+    import torch
+    from helpers import free_memory
+
+    def train(model, loader, opt):
+        model.cuda()
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            opt.step()
+            free_memory()
+"""
+PLAIN_LOOP = """
+    import torch
+    from helpers import free_memory
+
+    def tidy(paths):
+        torch.zeros(1).cuda()
+        for path in paths:
+            print(path)
+            free_memory()
+"""
+
+
+def _screen_and_findings(tmp_path: Path, files: dict, target: str):
+    root = write_project(tmp_path, files)
+    settings = load_settings([root])
+    path = root / target
+    index = index_for(path, settings)
+    assert index is not None
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    screened = EmptyCacheInLoop.could_fire_project(tree, str(path.resolve()), index)
+    result = runner.process_file(path, settings, runner.Mode.CHECK, False, None, None, project=index)
+    codes = [d.code for d in result.diagnostics if d.code == "TPF206"]
+    return screened, codes
+
+
+@pytest.mark.parametrize(
+    ("files", "screened", "found"),
+    [
+        ({"helpers.py": HELPERS, "train.py": TRAINS}, True, 1),
+        ({"helpers.py": HELPERS, "train.py": PLAIN_LOOP}, False, 0),
+        ({"helpers.py": DEFINES_ONLY, "train.py": TRAINS}, False, 0),
+    ],
+    ids=["training-loop-and-a-helper-that-empties", "a-loop-that-neither-trains-nor-evaluates", "a-module-that-only-defines-it"],
+)
+def test_the_project_screen_lets_through_what_the_rule_reports(tmp_path, files, screened, found):
+    got_screened, codes = _screen_and_findings(tmp_path, files, "train.py")
+    assert got_screened is screened
+    assert len(codes) == found
