@@ -22,7 +22,7 @@ import libcst as cst
 from .analysis.scope import dotted_name
 from .analysis.walk import descendants
 from .context import FileContext
-from .positions import StatementPositions, statement_lines, statement_ranges
+from .positions import StatementPositions, statement_lines
 from .project.call_values import dispatch
 from .project.forms import FormBuilder, dotted
 from .project.index import ProjectIndex
@@ -123,15 +123,8 @@ class FileValues:
             statement = ancestors[1] if len(ancestors) > 1 else node
         elif tree is None:
             return None
-        index = self._index_of(statement)
-        if self._starts is None:
-            self._starts = statement_lines(self.context.module, tree) or ()
-        if index is None or index >= len(self._starts):
-            return None
-        positions = self._positions.get(index)
-        if positions is None:
-            positions = self._positions[index] = StatementPositions(self.context.module, index, self._starts[index])
-        span = positions.get(node)
+        positions = self._positions_of(statement)
+        span = None if positions is None else positions.get(node)
         if span is None:
             return None
         start = (span.start.line, span.start.column)
@@ -142,10 +135,8 @@ class FileValues:
         """Every ``ast`` call of the top-level statement by its span (line, character
         column), with its ancestors: one walk for all the statement's calls."""
         tree = self.tree
-        index = None if tree is None else self._index_of(statement)
-        if self._starts is None and tree is not None:
-            self._starts = statement_lines(self.context.module, tree) or ()
-        if tree is None or index is None or index >= len(self._starts or ()):
+        index = self._statement_index_of(statement)
+        if tree is None or index is None:
             return {}
         first = self._starts[index] + 1  # type: ignore[index]
         last = self._starts[index + 1] if index + 1 < len(self._starts) else float("inf")  # type: ignore[index, arg-type]
@@ -165,18 +156,33 @@ class FileValues:
     ) -> Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]:
         tree = self.tree
         out: Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]] = {id(node): None for node in nodes}
-        index = None if tree is None else self._index_of(statement)
-        if self._starts is None and tree is not None:
-            self._starts = statement_lines(self.context.module, tree) or ()
-        if tree is None or index is None or index >= len(self._starts or ()):
+        positions = self._positions_of(statement)
+        if tree is None or positions is None:
             return out
-        ranges = statement_ranges(self.context.module, index, {id(node): node for node in nodes}, self._starts[index])  # type: ignore[index]
         for node in nodes:
-            span = ranges.get(id(node))
+            span = positions.get(node)
             if span is not None:
                 exact = (spans or {}).get((span.start.line, span.start.column, span.end.line, span.end.column))
                 out[id(node)] = exact or self._find(tree, (span.start.line, span.start.column), (span.end.line, span.end.column))
         return out
+
+    def _statement_index_of(self, statement: cst.CSTNode) -> Optional[int]:
+        """The index of a top-level statement whose first line is known (``_starts``)."""
+        tree = self.tree
+        index = None if tree is None else self._index_of(statement)
+        if self._starts is None and tree is not None:
+            self._starts = statement_lines(self.context.module, tree) or ()
+        return None if index is None or index >= len(self._starts or ()) else index
+
+    def _positions_of(self, statement: cst.CSTNode) -> Optional[StatementPositions]:
+        """The node ranges of a top-level statement, generated once for every question."""
+        index = self._statement_index_of(statement)
+        if index is None:
+            return None
+        positions = self._positions.get(index)
+        if positions is None:
+            positions = self._positions[index] = StatementPositions(self.context.module, index, self._starts[index])  # type: ignore[index]
+        return positions
 
     def _index_of(self, statement: cst.CSTNode) -> Optional[int]:
         if not self._statement_index:

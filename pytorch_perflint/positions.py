@@ -201,7 +201,7 @@ class StatementPositions:
         self._first_line = first_line
 
     def get(self, node: cst.CSTNode) -> Optional[CodeRange]:
-        """The node's range, as ``statement_ranges`` gives it; None for a node not in the statement."""
+        """The node's range in the file; None for a node not in the statement."""
         span = self._spans.get(id(node))
         return None if span is None else CodeRange(self._position(span[0]), self._position(span[1]))
 
@@ -209,10 +209,3 @@ class StatementPositions:
         offset = self._offsets[min(token_index, len(self._offsets) - 1)]
         line = bisect.bisect_right(self._breaks, offset)
         return CodePosition(self._first_line + line + 1, offset - (self._breaks[line - 1] if line else 0))
-
-
-def statement_ranges(module: cst.Module, index: int, wanted: Dict[int, cst.CSTNode], first_line: int) -> Dict[int, CodeRange]:
-    """The ranges of ``wanted`` nodes held by the top-level statement ``module.body[index]``
-    whose code starts on 0-based line ``first_line`` (``statement_lines``): only that
-    statement is generated."""
-    return _spans_to_ranges(_generate(module, module.body[index], wanted), first_line)
