@@ -61,7 +61,7 @@ class FileValues:
         elsewhere may pass anything), rather than its default."""
         assert self._path is not None
         index = ProjectIndex(os.path.dirname(self._path), files=[self._path])
-        index.lone = True  # type: ignore[attr-defined]
+        index.lone = True
         index.summary(self._path, source=self.context.source, tree=self._tree if self.text == self.context.source else None)
         return index
 

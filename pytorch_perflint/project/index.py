@@ -104,6 +104,7 @@ class ProjectIndex(Details):
         self.settings = settings if settings is not None else Settings(project_root=self.root)
         self.summarizers = summarizers
         self.max_bytes = max_bytes
+        self.lone = False  # one file linted alone: a parameter it never passes is not known
         self._files: Optional[FrozenSet[str]] = None if files is None else frozenset(os.path.abspath(f) for f in files)
         self._modules: Optional[ModuleMap] = None
         self._on_disk: Dict[str, Tuple[StatKey, ModuleSummary]] = {}

@@ -272,7 +272,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             self.index.note_read(ALL_TEXTS)  # type: ignore[union-attr]
             sites = self._sites[key]
         found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
-        if not found or len(found) > MAX_CALLERS or (getattr(self.index, "lone", False) and all(s is None for _, s, _ in found)):
+        if not found or len(found) > MAX_CALLERS or (self.index.lone and all(s is None for _, s, _ in found)):
             return UNKNOWN
         kinds = []
         for path, site, form in found:
