@@ -228,7 +228,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         if definition.kind in ("function", "class", "method"):
             return ProjectCallable(definition)
         if definition.kind == "binding" and definition.binding is not None:  # changed in place: an object keeps its class
-            return kind if type(kind := self._eval(definition.binding.form, Where(definition.path), depth + 1)) is Instance or not definition.binding.mutated else UNKNOWN
+            kind = self._eval(definition.binding.form, Where(definition.path), depth + 1)
+            return kind if type(present(kind)) is Instance or not definition.binding.mutated else UNKNOWN
         return UNKNOWN
 
     # -- parameters ----------------------------------------------------------------------------

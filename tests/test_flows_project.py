@@ -1,0 +1,104 @@
+"""Value-flow mechanisms seen missing on whole repositories (issue 22, review-4), each on a
+scratch project: the lines marked ``#!`` are reported, the look-alikes beside them are not.
+
+* A module-level object that may be ``None`` (``Noise() if c else None``) and is changed in
+  place later (``noise.scale = ...``, ``noise.reset()``) keeps its class: a method of it
+  called through a public method's parameter still reads the class's method.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import List, Mapping, Tuple
+
+from pytorch_perflint import runner
+from pytorch_perflint.config import load_settings
+
+from project_tree import write_project
+
+MARK = "#!"
+
+
+def _findings(root: Path, files: Mapping[str, str], code: str) -> List[Tuple[str, int]]:
+    write_project(root, {"pyproject.toml": f'[tool.pytorch-perflint]\nselect = ["{code}"]\n', **files})
+    settings = load_settings([root])
+    results, _ = runner.run(sorted(root.rglob("*.py")), settings, jobs=1)
+    return sorted(
+        (Path(d.path).name, d.location.row) for result in results for d in result.diagnostics if d.code == code
+    )
+
+
+def _marked(files: Mapping[str, str]) -> List[Tuple[str, int]]:
+    out = []
+    for name, source in files.items():
+        lines = textwrap.dedent(source).lstrip("\n").splitlines()
+        out += [(name, row) for row, line in enumerate(lines, start=1) if line.rstrip().endswith(MARK)]
+    return sorted(out)
+
+
+NOISE = {
+    "noise.py": """
+        import numpy as np
+
+        class Noise:
+            def __init__(self, dim, scale=0.1):
+                self.dim = dim
+                self.scale = scale
+                self.state = np.ones(dim)
+
+            def reset(self):
+                self.state = np.ones(self.dim)
+
+            def sample(self):
+                self.state = self.state + np.random.randn(self.dim)
+                return self.state * self.scale
+
+        class Other:
+            def __init__(self, dim):
+                self.dim = dim
+
+            def reset(self):
+                pass
+
+            def sample(self):
+                return [0.0] * self.dim
+    """,
+    "agent.py": """
+        import torch
+
+        class Agent:
+            def act(self, state, noise=None):
+                mu = torch.zeros(3)
+                if noise is not None:
+                    mu += torch.Tensor(noise.sample())  #!
+                return mu
+
+            def act_other(self, state, other=None):
+                mu = torch.zeros(3)
+                if other is not None:
+                    mu += torch.Tensor(other.sample())
+                return mu
+    """,
+    "main.py": """
+        import sys
+        from agent import Agent
+        from noise import Noise, Other
+
+        agent = Agent()
+        noise = Noise(3) if len(sys.argv) > 1 else None
+        other = Other(3) if len(sys.argv) > 1 else None
+        for episode in range(10):
+            noise.scale = 0.5
+            noise.reset()
+            other.reset()
+            agent.act(None, noise)
+            agent.act(None, None)
+            agent.act(None)
+            agent.act_other(None, other)
+    """,
+}
+
+
+def test_an_object_that_may_be_none_keeps_its_class_when_changed_in_place(tmp_path):
+    assert _findings(tmp_path, NOISE, "TPF401") == _marked(NOISE)
