@@ -4,6 +4,9 @@ scratch project: the lines marked ``#!`` are reported, the look-alikes beside th
 * A module-level object that may be ``None`` (``Noise() if c else None``) and is changed in
   place later (``noise.scale = ...``, ``noise.reset()``) keeps its class: a method of it
   called through a public method's parameter still reads the class's method.
+* A parameter rebound later in its function (``if c: loader = Wrap(loader)``) is still the
+  callers' argument where it is read before the rebinding; after it, either may reach the
+  read (their join); a closure reads its last value (unknown).
 """
 
 from __future__ import annotations
@@ -102,3 +105,53 @@ NOISE = {
 
 def test_an_object_that_may_be_none_keeps_its_class_when_changed_in_place(tmp_path):
     assert _findings(tmp_path, NOISE, "TPF401") == _marked(NOISE)
+
+
+REBOUND = {
+    "wrap.py": """
+        class Wrap:
+            def __init__(self, loader, device):
+                self.loader = loader
+                self.device = device
+
+            def batches(self, loader):
+                for x, y in loader:
+                    x = x.cuda(self.device)  #!
+                    yield x, y
+
+            def __iter__(self):
+                return self.batches(self.loader)
+
+
+        def prepare(cfg, loader, device):
+            if cfg.mix:
+                loader = Wrap(loader, device)
+            return loader
+
+
+        def later(cfg, loader):
+            def run():
+                for x in loader:
+                    x.cuda()
+            if cfg.mix:
+                loader = [1, 2]
+            run()
+            for x in loader:
+                x.cuda()
+    """,
+    "train.py": """
+        import torch
+        from wrap import prepare, later
+
+        def main(cfg, data):
+            loader = torch.utils.data.DataLoader(data, pin_memory=True)
+            loader = prepare(cfg, loader, 0)
+            for x, y in loader:
+                x = x.cuda()
+            later(cfg, torch.utils.data.DataLoader(data, pin_memory=True))
+    """,
+}
+
+
+def test_a_parameter_read_before_its_rebinding_is_the_callers_argument(tmp_path):
+    assert _findings(tmp_path, REBOUND, "TPF104") == _marked(REBOUND)

@@ -44,7 +44,7 @@ from .kinds import (
     join_all,
 )
 from .library_values import literal
-from .scopes import Comprehension
+from .scopes import PASSED, Comprehension
 
 Evaluate = Callable[[Form], Kind]
 DATALOADER = "torch.utils.data.DataLoader"
@@ -396,10 +396,16 @@ class LoaderFlow:
         if branches.carried:
             carrying.add(key)
         try:
-            return join_all([self._eval(form, where.at(at), depth + 1) for form, at in branches.forms])  # type: ignore[attr-defined]
+            return join_all([self._branch(form, where.at(at), name, depth) for form, at in branches.forms])
         finally:
             if branches.carried:
                 carrying.discard(key)
+
+    def _branch(self, form: Any, where: Any, name: str, depth: int) -> Kind:
+        """One binding that may reach a read; ``PASSED``: the parameter as its callers pass it."""
+        if form is PASSED:
+            return self._parameter(where.scope, name, where, depth)  # type: ignore[attr-defined]
+        return self._eval(form, where, depth + 1)  # type: ignore[attr-defined]
 
     def _passed_through(self, definition: Any, form: Optional[Call], where: Any, depth: int) -> Kind:
         """A function's returns at one call: a ``return param`` (not rebound) gives what this

@@ -24,6 +24,7 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # index resolves them; in a function they are not values the engine follows.
 DEFINED = "<defined>"
 IMPORTED = "<imported>"
+PASSED = "<passed>"  # in ``Branches``: a parameter's value as its callers pass it
 ANY_ATTRIBUTE = "*"  # an own attribute set by a name not written out (``setattr(self, k, v)``)
 DEEP = 12  # how deep the engine's own forms go (summaries keep theirs shallower)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -125,10 +126,13 @@ class Scope:
         here = self.blocks_at(line)
         before = [e for e in entries if e.line < line]
         enclosing = [e for e in before if e.blocks == here[: len(e.blocks)]]
-        if not enclosing and name in self.params:
-            return ("unknown", None, 0)  # the parameter's own value may reach the read
+        passed = not enclosing and name in self.params  # the parameter's own value may reach the read
+        if passed and line <= 0:
+            return ("unknown", None, 0)  # a closure reads the parameter's last value
         start = before.index(enclosing[-1]) if enclosing else 0
         reaching = before[start:]  # the latest binding around the read, and those in branches after it
+        if passed:
+            reaching = [Entry(0, (), PASSED), *reaching]  # `if c: x = f(x)`: either reaches
         if not reaching or any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in reaching):
             return ("unknown", None, 0)
         outer = len(enclosing[-1].blocks) if enclosing else 0
@@ -139,13 +143,15 @@ class Scope:
                 carried += [e for e in entries if span[0] <= e.line <= span[1] and e not in reaching and e not in carried]
         if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
-        if carried and self._covers(reaching, here):
+        if carried and not passed and self._covers(reaching, here):
             carried = []  # every path to the read rebinds it first (`try: x = next(it) except ...: x = ...`)
         if carried:  # rebound later in a loop around the read: any of them may reach it
             return ("value", Branches(tuple((e.form, e.line) for e in (*reaching, *carried)), carried=True), line)
         if len(reaching) > 1:
             return ("value", Branches(tuple((e.form, e.line) for e in reaching)), line)
         latest = reaching[0]
+        if latest.form is PASSED:
+            return ("param", None, 0)
         return ("value", latest.form, latest.line)
 
 
