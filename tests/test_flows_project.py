@@ -7,6 +7,9 @@ scratch project: the lines marked ``#!`` are reported, the look-alikes beside th
 * A parameter rebound later in its function (``if c: loader = Wrap(loader)``) is still the
   callers' argument where it is read before the rebinding; after it, either may reach the
   read (their join); a closure reads its last value (unknown).
+* A layer's output that goes one way or another through an ``if``/``else`` (``x =
+  self.conv(x)``, then ``return self.act(self.bn(x))`` or ``return self.bn(x)``) feeds the
+  layer every arm gives it to first.
 """
 
 from __future__ import annotations
@@ -155,3 +158,73 @@ REBOUND = {
 
 def test_a_parameter_read_before_its_rebinding_is_the_callers_argument(tmp_path):
     assert _findings(tmp_path, REBOUND, "TPF104") == _marked(REBOUND)
+
+
+BRANCHES = {
+    "layers.py": """
+        import torch.nn as nn
+
+        class Reg(nn.Module):
+            def __init__(self, c, relu=True):
+                super().__init__()
+                self.relu_on = relu
+                self.conv = nn.Conv2d(c, c, 3)  #!
+                self.bn = nn.BatchNorm2d(c)
+                self.act = nn.ReLU()
+
+            def forward(self, x):
+                x = self.conv(x)
+                if self.relu_on:
+                    return self.act(self.bn(x))
+                elif self.relu_on is None:
+                    x = self.bn(x)
+                    return x
+                else:
+                    return self.bn(x)
+
+        class NoElse(nn.Module):
+            def __init__(self, c, relu=True):
+                super().__init__()
+                self.relu_on = relu
+                self.conv = nn.Conv2d(c, c, 3)
+                self.bn = nn.BatchNorm2d(c)
+
+            def forward(self, x):
+                x = self.conv(x)
+                if self.relu_on:
+                    x = self.bn(x)
+                return x
+
+        class OtherArm(nn.Module):
+            def __init__(self, c, relu=True):
+                super().__init__()
+                self.relu_on = relu
+                self.conv = nn.Conv2d(c, c, 3)
+                self.bn = nn.BatchNorm2d(c)
+                self.act = nn.ReLU()
+
+            def forward(self, x):
+                x = self.conv(x)
+                if self.relu_on:
+                    return self.bn(x)
+                else:
+                    return self.act(x)
+
+        class Tested(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv2d(c, c, 3)
+                self.bn = nn.BatchNorm2d(c)
+
+            def forward(self, x):
+                x = self.conv(x)
+                if x.mean() > 0:
+                    return self.bn(x)
+                else:
+                    return self.bn(x)
+    """,
+}
+
+
+def test_a_layer_output_through_every_arm_of_an_if_else_feeds_the_layer_each_arm_reads(tmp_path):
+    assert _findings(tmp_path, BRANCHES, "TPF301") == _marked(BRANCHES)
