@@ -10,6 +10,9 @@ scratch project: the lines marked ``#!`` are reported, the look-alikes beside th
 * A layer's output that goes one way or another through an ``if``/``else`` (``x =
   self.conv(x)``, then ``return self.act(self.bn(x))`` or ``return self.bn(x)``) feeds the
   layer every arm gives it to first.
+* A list built by ``append`` statements in the block of its binding (``xs = []``,
+  ``nn.ModuleList([])``), read after them, holds their items in order; an append in a
+  branch or a loop, any other change or hand-off of the list, leaves its items unknown.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from typing import List, Mapping, Tuple
 
 from pytorch_perflint import runner
 from pytorch_perflint.config import load_settings
+from pytorch_perflint.project.kinds import Instance
+from pytorch_perflint.project.scopes import expression_form
+from pytorch_perflint.project.values import engine_for
 
-from project_tree import write_project
+from project_tree import index_of, write_project
 
 MARK = "#!"
 
@@ -228,3 +234,111 @@ BRANCHES = {
 
 def test_a_layer_output_through_every_arm_of_an_if_else_feeds_the_layer_each_arm_reads(tmp_path):
     assert _findings(tmp_path, BRANCHES, "TPF301") == _marked(BRANCHES)
+
+
+APPENDED = {
+    "main.py": """
+        import numpy as np
+        import torch
+
+
+        def helper(values):
+            values.insert(0, [1.0])
+
+
+        def built():
+            xs = []
+            xs.append(np.zeros(3))
+            xs.append([1.0, 2.0])
+            a = torch.Tensor(xs[0])  #!
+            b = torch.Tensor(xs[1])
+            c = torch.Tensor(xs[-2])  #!
+            for step in range(3):
+                d = torch.Tensor(xs[0])  #!
+            return a, b, c, d
+
+
+        def conditional(flag):
+            xs = []
+            if flag:
+                xs.append([1.0])
+            xs.append(np.zeros(3))
+            return torch.Tensor(xs[0])
+
+
+        def handed():
+            ys = [np.zeros(3)]
+            helper(ys)
+            return torch.Tensor(ys[0])
+
+
+        def changed():
+            zs = []
+            zs.append(np.zeros(3))
+            zs.insert(0, [1.0])
+            return torch.Tensor(zs[0])
+
+
+        def looped():
+            ws = []
+            for i in range(3):
+                ws.append(np.zeros(3))
+            return torch.Tensor(ws[0])
+
+
+        def later_in_loop():
+            vs = [np.zeros(3)]
+            for i in range(3):
+                e = torch.Tensor(vs[0])
+                vs.append([1.0])
+                vs.reverse()
+            return e
+    """,
+}
+
+
+def test_items_of_a_list_built_by_appends_in_its_block(tmp_path):
+    assert _findings(tmp_path, APPENDED, "TPF401") == _marked(APPENDED)
+
+
+MODULES = {
+    "losses.py": """
+        import torch.nn as nn
+
+        class Contrast(nn.Module):
+            def forward(self, a, b, index):
+                return (a - b).sum()
+    """,
+    "main.py": """
+        import torch.nn as nn
+        from losses import Contrast
+
+        def run(criteria):
+            first = criteria[0]
+            third = criteria[2]
+            return first, third
+
+        def main():
+            criteria = nn.ModuleList([])
+            criteria.append(nn.CrossEntropyLoss())
+            criteria.append(nn.KLDivLoss())
+            criteria.append(Contrast())
+            criteria.cuda()
+            run(criteria)
+    """,
+}
+
+
+def test_a_module_list_built_by_appends_reaches_a_callee_through_its_parameter(tmp_path):
+    import ast
+    import os
+
+    index = index_of(tmp_path, MODULES)
+    engine = engine_for(index)
+    path = os.path.abspath(tmp_path / "main.py")
+    definition = index.resolve(path, "run")
+    where = engine._where_in(definition, 7)
+    third = engine.answer(expression_form(ast.parse("third", mode="eval").body, where.scope), where).kind
+    first = engine.answer(expression_form(ast.parse("first", mode="eval").body, where.scope), where).kind
+    assert type(third) is Instance and third.klass.name == "Contrast"
+    assert type(first) is not Instance
