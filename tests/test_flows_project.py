@@ -13,6 +13,10 @@ scratch project: the lines marked ``#!`` are reported, the look-alikes beside th
 * A list built by ``append`` statements in the block of its binding (``xs = []``,
   ``nn.ModuleList([])``), read after them, holds their items in order; an append in a
   branch or a loop, any other change or hand-off of the list, leaves its items unknown.
+* A loop over a model's parameters (``.parameters()``, ``.named_parameters()``, a name
+  bound once to ``list(...)`` of them) or an optimizer's ``param_groups`` runs on every
+  call: a sync in it syncs on every call of the function. A loop over any other iterable
+  may run no time.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import List, Mapping, Tuple
 
 from pytorch_perflint import runner
 from pytorch_perflint.config import load_settings
+from pytorch_perflint.project.call_values import syncs_every_call
 from pytorch_perflint.project.kinds import Instance
 from pytorch_perflint.project.scopes import expression_form
 from pytorch_perflint.project.values import engine_for
@@ -342,3 +347,57 @@ def test_a_module_list_built_by_appends_reaches_a_callee_through_its_parameter(t
     first = engine.answer(expression_form(ast.parse("first", mode="eval").body, where.scope), where).kind
     assert type(third) is Instance and third.klass.name == "Contrast"
     assert type(first) is not Instance
+
+
+PARAMETER_LOOPS = {
+    "stats.py": """
+        import torch
+
+        def grad_norm(model):
+            total = 0.0
+            for p in model.parameters():
+                total += p.grad.norm().item()
+            return total
+
+        def named_norm(model):
+            params = list(model.named_parameters())
+            total = 0.0
+            for i, (name, p) in enumerate(params):
+                total += p.norm().item()
+            return total
+
+        def lr_of(optimizer):
+            total = 0.0
+            for group in optimizer.param_groups:
+                total += group["params"][0].grad.norm().item()
+            return total
+
+        def norms_of(tensors):
+            total = 0.0
+            for t in tensors:
+                total += t.norm().item()
+            return total
+
+        def filtered(model):
+            total = 0.0
+            for p in [q for q in model.parameters() if q.grad is not None]:
+                total += p.norm().item()
+            return total
+
+        def shallow(model):
+            total = 0.0
+            for p in model.parameters(recurse=False):
+                total += p.norm().item()
+            return total
+    """,
+}
+
+
+def test_a_sync_in_a_loop_over_parameters_runs_on_every_call(tmp_path):
+    import os
+
+    index = index_of(tmp_path, PARAMETER_LOOPS)
+    engine = engine_for(index)
+    path = os.path.abspath(tmp_path / "stats.py")
+    every = {name: syncs_every_call(engine, index.resolve(path, name)) for name in ("grad_norm", "named_norm", "lr_of", "norms_of", "filtered", "shallow")}
+    assert every == {"grad_norm": True, "named_norm": True, "lr_of": True, "norms_of": False, "filtered": False, "shallow": False}
