@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from .allocator_calls import is_empty_cache, moves_new_module
 from .bodies import locate
 from .forms import Attr, Form, FormBuilder, Ref, dotted, qualify
+from .parameter_loops import bound_once, over_parameters
 from .kinds import Instance, ProjectCallable, Unknown
 from .resolution import Definition
 from .scopes import DEEP
@@ -294,7 +295,7 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     handed: Set[str] = set()  # names passed to scipy.optimize (a lambda counts as local)
     in_loop = [0]
     builder = FormBuilder(aliases, DEEP)
-    once = _bound_once(node)
+    once = bound_once(node)
 
     def visit(child: ast.AST, always: bool) -> None:
         if isinstance(child, _SCOPES):
@@ -306,7 +307,7 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
             visit(child.iter if isinstance(child, (ast.For, ast.AsyncFor)) else child.test, always)
             in_loop[0] += 1
             # A loop over parameters runs at least once: its body runs on every call.
-            block(child.body, always and isinstance(child, ast.For) and _over_parameters(child.iter, once))
+            block(child.body, always and isinstance(child, ast.For) and over_parameters(child.iter, once))
             for part in child.orelse:
                 visit(part, False)
             in_loop[0] -= 1
@@ -382,41 +383,6 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
         tuple(empties),
         flags["builds"],
     )
-
-
-def _over_parameters(iterable: ast.AST, once: Dict[str, ast.AST]) -> bool:
-    """A model's parameters (``m.parameters()``, ``m.named_parameters()``, no arguments),
-    an optimizer's ``param_groups`` (never empty), ``list``/``tuple``/``enumerate`` of
-    them, or a name bound once to one of these: what a training step's helper walks."""
-    if isinstance(iterable, ast.Name) and iterable.id in once:
-        iterable = once[iterable.id]
-    if isinstance(iterable, ast.Attribute):
-        return iterable.attr == "param_groups"
-    if not isinstance(iterable, ast.Call) or iterable.keywords:
-        return False
-    func = iterable.func
-    if isinstance(func, ast.Attribute):
-        return func.attr in ("parameters", "named_parameters") and not iterable.args
-    if isinstance(func, ast.Name) and func.id in ("list", "tuple", "enumerate") and len(iterable.args) == 1:
-        return _over_parameters(iterable.args[0], once)
-    return False
-
-
-def _bound_once(node: ast.AST) -> Dict[str, ast.AST]:
-    """Names a function binds once, by a plain assignment: their values."""
-    counts: Dict[str, int] = {}
-    values: Dict[str, ast.AST] = {}
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        child = stack.pop()
-        if isinstance(child, _SCOPES):
-            continue
-        if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
-            counts[child.id] = counts.get(child.id, 0) + 1
-        if isinstance(child, ast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], ast.Name):
-            values[child.targets[0].id] = child.value
-        stack.extend(ast.iter_child_nodes(child))
-    return {name: value for name, value in values.items() if counts.get(name) == 1}
 
 
 def device_test(test: ast.AST, aliases: Dict[str, str]) -> bool:
