@@ -13,6 +13,8 @@ scratch project: the lines marked ``#!`` are reported, the look-alikes beside th
 * A list built by ``append`` statements in the block of its binding (``xs = []``,
   ``nn.ModuleList([])``), read after them, holds their items in order; an append in a
   branch or a loop, any other change or hand-off of the list, leaves its items unknown.
+* A function that returns a tuple holding a parameter it did not rebind (``return model,
+  loader``) gives, at each call, what that call passes for it in that place.
 * A loop over a model's parameters (``.parameters()``, ``.named_parameters()``, a name
   bound once to ``list(...)`` of them) or an optimizer's ``param_groups`` runs on every
   call: a sync in it syncs on every call of the function. A loop over any other iterable
@@ -401,3 +403,49 @@ def test_a_sync_in_a_loop_over_parameters_runs_on_every_call(tmp_path):
     path = os.path.abspath(tmp_path / "stats.py")
     every = {name: syncs_every_call(engine, index.resolve(path, name)) for name in ("grad_norm", "named_norm", "lr_of", "norms_of", "filtered", "shallow")}
     assert every == {"grad_norm": True, "named_norm": True, "lr_of": True, "norms_of": False, "filtered": False, "shallow": False}
+
+
+TUPLES = {
+    "helpers.py": """
+        def setup(model, loader, lr):
+            optimizer = [lr]
+            return model, loader, optimizer
+
+
+        def maybe_listed(model, loader):
+            if model is None:
+                loader = list(loader)
+            return model, loader
+
+
+        def swapped(model, loader):
+            return loader, model
+    """,
+    "train.py": """
+        import torch
+        from helpers import setup, maybe_listed, swapped
+
+        def main(net, data):
+            loader = torch.utils.data.DataLoader(data, pin_memory=True)
+            model, loader, opt = setup(net, loader, 0.1)
+            for x, y in loader:
+                x = x.cuda()  #!
+            model, plain, opt = setup(net, [(1, 2)], 0.1)
+            for x, y in plain:
+                x = x.cuda()
+            other = torch.utils.data.DataLoader(data, pin_memory=True)
+            model, listed = maybe_listed(net, other)
+            for x, y in listed:
+                x = x.cuda()
+            first, second = swapped(net, other)
+            swapped(other, net)
+            for x, y in second:
+                x = x.cuda()
+            for x, y in first:
+                x = x.cuda()  #!
+    """,
+}
+
+
+def test_a_returned_tuple_passes_a_parameter_through_per_call(tmp_path):
+    assert _findings(tmp_path, TUPLES, "TPF104") == _marked(TUPLES)
