@@ -449,3 +449,30 @@ TUPLES = {
 
 def test_a_returned_tuple_passes_a_parameter_through_per_call(tmp_path):
     assert _findings(tmp_path, TUPLES, "TPF104") == _marked(TUPLES)
+
+
+TRAIN_WITH_PARAMETER_LOOPS = {
+    **PARAMETER_LOOPS,
+    "train.py": """
+        from stats import grad_norm, named_norm, lr_of, norms_of, filtered, shallow
+
+
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                x = x.cuda()
+                loss = model(x).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                g = grad_norm(model)  #!
+                n = named_norm(model)  #!
+                lr = lr_of(optimizer)  #!
+                o = norms_of([loss])
+                f = filtered(model)
+                s = shallow(model)
+    """,
+}
+
+
+def test_a_helper_syncing_in_a_loop_over_parameters_is_reported_in_the_training_loop(tmp_path):
+    assert _findings(tmp_path, TRAIN_WITH_PARAMETER_LOOPS, "TPF202") == _marked(TRAIN_WITH_PARAMETER_LOOPS)
