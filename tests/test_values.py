@@ -274,7 +274,7 @@ SUBCLASSES = """
     base = Base()
     listy = Listy()
     xs = [np.zeros(3)]
-    xs.append([1.0])
+    xs.insert(0, [1.0])
     first = xs[0]
     ys = [np.zeros(3)]
     kept = ys[0]
@@ -284,7 +284,8 @@ SUBCLASSES = """
 @pytest.mark.parametrize("expression", ["base.read()[0]", "base.read()[1]", "listy.get()", "listy.make()", "first"])
 def test_a_method_self_may_be_a_subclass_and_lists_change(tmp_path, expression):
     """In ``Base.read``, ``self`` may be a ``Listy``: its assignment and override count; a
-    list appended to is not known by its display."""
+    list changed other than by appends is not known by its display (appends:
+    ``test_flows_project``)."""
     assert type(_kind(tmp_path, {"main.py": SUBCLASSES}, expression)) is not Array
 
 

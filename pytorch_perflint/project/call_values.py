@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from .allocator_calls import is_empty_cache, moves_new_module
 from .bodies import locate
 from .forms import Attr, Form, FormBuilder, Ref, dotted, qualify
+from .parameter_loops import bound_once, over_parameters
 from .kinds import Instance, ProjectCallable, Unknown
 from .resolution import Definition
 from .scopes import DEEP
@@ -294,6 +295,7 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     handed: Set[str] = set()  # names passed to scipy.optimize (a lambda counts as local)
     in_loop = [0]
     builder = FormBuilder(aliases, DEEP)
+    once = bound_once(node)
 
     def visit(child: ast.AST, always: bool) -> None:
         if isinstance(child, _SCOPES):
@@ -304,7 +306,9 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
             flags["loop"] = True
             visit(child.iter if isinstance(child, (ast.For, ast.AsyncFor)) else child.test, always)
             in_loop[0] += 1
-            for part in (*child.body, *child.orelse):
+            # A loop over parameters runs at least once: its body runs on every call.
+            block(child.body, always and isinstance(child, ast.For) and over_parameters(child.iter, once))
+            for part in child.orelse:
                 visit(part, False)
             in_loop[0] -= 1
             return

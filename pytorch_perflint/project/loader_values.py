@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .forms import Call, Dict as DictForm, Form, Lit, Ref
+from .forms import Call, Dict as DictForm, Form, Lit, Ref, Seq
 from .kinds import (
     UNKNOWN,
     Batch,
@@ -44,7 +44,7 @@ from .kinds import (
     join_all,
 )
 from .library_values import literal
-from .scopes import Comprehension
+from .scopes import PASSED, Comprehension
 
 Evaluate = Callable[[Form], Kind]
 DATALOADER = "torch.utils.data.DataLoader"
@@ -396,18 +396,33 @@ class LoaderFlow:
         if branches.carried:
             carrying.add(key)
         try:
-            return join_all([self._eval(form, where.at(at), depth + 1) for form, at in branches.forms])  # type: ignore[attr-defined]
+            return join_all([self._branch(form, where.at(at), name, depth) for form, at in branches.forms])
         finally:
             if branches.carried:
                 carrying.discard(key)
 
+    def _branch(self, form: Any, where: Any, name: str, depth: int) -> Kind:
+        """One binding that may reach a read; ``PASSED``: the parameter as its callers pass it."""
+        if form is PASSED:
+            return self._parameter(where.scope, name, where, depth)  # type: ignore[attr-defined]
+        return self._eval(form, where, depth + 1)  # type: ignore[attr-defined]
+
     def _passed_through(self, definition: Any, form: Optional[Call], where: Any, depth: int) -> Kind:
         """A function's returns at one call: a ``return param`` (not rebound) gives what this
-        call passes for it (or its default); the other returns as always; all must agree."""
+        call passes for it (or its default), so does such an item of a returned tuple
+        (``return model, loader``); the other returns as always; all must agree."""
         scope = self.scope_of(definition) if form is not None and definition.kind == "function" else None  # type: ignore[attr-defined]
         if scope is None or scope.generator or not scope.returns:
             return self.returns(definition, depth)  # type: ignore[attr-defined]
-        own = [type(f) is Ref and f.name in scope.params and scope.value_at(f.name, line)[0] == "param" for line, _, f in scope.returns]
+
+        def passes(item: Any, line: int) -> bool:
+            return type(item) is Ref and item.name in scope.params and scope.value_at(item.name, line)[0] == "param"
+
+        def through(item: Any, line: int) -> bool:
+            tuple_display = type(item) is Seq and item.kind == "tuple" and not item.truncated
+            return passes(item, line) or (tuple_display and any(passes(i, line) for i in item.items))
+
+        own = [through(f, line) for line, _, f in scope.returns]
         if not any(own):
             return self.returns(definition, depth)  # type: ignore[attr-defined]
         # A function whose other returns call it again (torch's _inductor/lowering.py) is
@@ -418,11 +433,17 @@ class LoaderFlow:
         passing.add(definition.key)
         try:
             kinds = []
-            for (line, _, returned), passes in zip(scope.returns, own):
-                if passes:
+            for (line, _, returned), passed in zip(scope.returns, own):
+                if not passed:
+                    kinds.append(self._eval_in(definition, returned, line, depth))
+                elif type(returned) is Ref:
                     kinds.append(self._argument_at(definition, returned.name, form, where, depth))  # type: ignore[arg-type]
                 else:
-                    kinds.append(self._eval_in(definition, returned, line, depth))
+                    items = returned.items  # type: ignore[union-attr]
+                    kinds.append(Items(tuple(
+                        self._argument_at(definition, i.name, form, where, depth) if passes(i, line) else self._eval_in(definition, i, line, depth)
+                        for i in items
+                    )))
         finally:
             passing.discard(definition.key)
         return join_all(kinds)

@@ -17,6 +17,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
 from .forms import Dict as DictForm
+from .list_uses import ANY_TIME, list_uses
 from .statements import alias_target, import_records, scope_statements, target_names
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -24,6 +25,7 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # index resolves them; in a function they are not values the engine follows.
 DEFINED = "<defined>"
 IMPORTED = "<imported>"
+PASSED = "<passed>"  # in ``Branches``: a parameter's value as its callers pass it
 ANY_ATTRIBUTE = "*"  # an own attribute set by a name not written out (``setattr(self, k, v)``)
 DEEP = 12  # how deep the engine's own forms go (summaries keep theirs shallower)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -94,6 +96,8 @@ class Scope:
     mutated: set = field(default_factory=set)  # names a statement changes in place
     inline: bool = False  # a comprehension: the scope around it is read at the same line
     node: Optional[ast.AST] = None  # the ``ast`` it was built from (in-place writes are read there)
+    appends: Dict[str, List[Tuple[int, Tuple[Tuple[int, str], ...], Form]]] = field(default_factory=dict)  # `xs.append(a)`
+    uses: Optional[Dict[str, List[Tuple[int, bool]]]] = None  # ``list_uses``, read on demand
 
     def binds(self, name: str) -> bool:
         return name in self.entries or name in self.params
@@ -116,6 +120,9 @@ class Scope:
             return ("param", None, 0) if name in self.params else ("free", None, 0)
         if all(e.form is IMPORTED for e in entries) or (len(entries) == 1 and entries[0].form is DEFINED):
             return ("defined", None, 0) if self.module else ("unknown", None, 0)
+        built = self._appended(name, entries, line)
+        if built is not None:
+            return ("value", built, line) if type(built) is Appended else ("unknown", None, 0)
         if name in self.mutated and any(mutable_display(e.form) for e in entries):
             return ("unknown", None, 0)  # a list or dict display changed in place since
         if len(entries) == 1 and name not in self.params:
@@ -125,10 +132,13 @@ class Scope:
         here = self.blocks_at(line)
         before = [e for e in entries if e.line < line]
         enclosing = [e for e in before if e.blocks == here[: len(e.blocks)]]
-        if not enclosing and name in self.params:
-            return ("unknown", None, 0)  # the parameter's own value may reach the read
+        passed = not enclosing and name in self.params  # the parameter's own value may reach the read
+        if passed and line <= 0:
+            return ("unknown", None, 0)  # a closure reads the parameter's last value
         start = before.index(enclosing[-1]) if enclosing else 0
         reaching = before[start:]  # the latest binding around the read, and those in branches after it
+        if passed:
+            reaching = [Entry(0, (), PASSED), *reaching]  # `if c: x = f(x)`: either reaches
         if not reaching or any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in reaching):
             return ("unknown", None, 0)
         outer = len(enclosing[-1].blocks) if enclosing else 0
@@ -139,15 +149,47 @@ class Scope:
                 carried += [e for e in entries if span[0] <= e.line <= span[1] and e not in reaching and e not in carried]
         if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
-        if carried and self._covers(reaching, here):
+        if carried and not passed and self._covers(reaching, here):
             carried = []  # every path to the read rebinds it first (`try: x = next(it) except ...: x = ...`)
         if carried:  # rebound later in a loop around the read: any of them may reach it
             return ("value", Branches(tuple((e.form, e.line) for e in (*reaching, *carried)), carried=True), line)
         if len(reaching) > 1:
             return ("value", Branches(tuple((e.form, e.line) for e in reaching)), line)
         latest = reaching[0]
+        if latest.form is PASSED:
+            return ("param", None, 0)
         return ("value", latest.form, latest.line)
 
+
+    def _appended(self, name: str, entries: List[Entry], line: int) -> Optional[object]:
+        """``xs = []`` (or ``nn.ModuleList([...])``), then ``xs.append(a)`` statements in the
+        same block, all before the read: the list's items in order (``Appended``).
+        ``CHANGED`` when the list may be changed otherwise before the read, or in a loop
+        around it (``list_uses``); None when the read is not of such a list."""
+        before = [e for e in entries if 0 < e.line < line]
+        if not before or self.node is None:
+            return None
+        base = before[-1]
+        items = _list_items(base.form)
+        if items is None or (type(base.form) is not Seq and name not in self.appends):
+            return None
+        here = self.blocks_at(line)
+        if base.blocks != here[: len(base.blocks)]:
+            return CHANGED if name in self.appends else None
+        end = line
+        for block, _ in here[len(base.blocks):]:  # a loop around the read: its later lines run before it too
+            end = max(end, self.loops.get(block, (0, 0))[1] + 1)
+        if any(line <= e.line < end for e in entries):
+            return None  # rebound later in a loop around the read
+        appends = self.appends.get(name, ())
+        if any(base.line < at < end and (blocks != base.blocks or at >= line) for at, blocks, _ in appends):
+            return CHANGED  # an append in a branch or a loop of its own, or after the read in a loop around it
+        if self.uses is None:
+            self.uses = list_uses(self.node)
+        if any(not safe and (at == ANY_TIME or base.line < at < end) for at, safe in self.uses.get(name, ())):
+            return CHANGED
+        appended = [(a, at) for at, _, a in appends if base.line < at < line]
+        return Appended(tuple((item, base.line) for item in items) + tuple(appended))
 
     def _covers(self, reaching: List[Entry], here: Tuple[Tuple[int, str], ...]) -> bool:
         """Whether the bindings bind on every path through one if/else or try/except that
@@ -158,6 +200,29 @@ class Scope:
             if arms and all(any(arm in e.blocks for e in reaching) for arm in arms):
                 return True
         return False
+
+
+@dataclass(frozen=True)
+class Appended:
+    """A list built by ``append``: its items' forms, each read at the line that adds it."""
+
+    items: Tuple[Tuple[object, int], ...]
+
+
+_LISTS = frozenset(("torch.nn.ModuleList", "list"))
+CHANGED = "<changed>"  # a list changed or handed on before a read: its items are not known
+
+
+def _list_items(form: object) -> Optional[Tuple[object, ...]]:
+    """The items of a list display, ``list()`` or ``nn.ModuleList([...])`` (None: not one)."""
+    if type(form) is Seq and form.kind == "list" and not form.truncated:  # type: ignore[union-attr]
+        return tuple(form.items)  # type: ignore[union-attr]
+    if type(form) is not Call or form.kwargs or form.star or form.dstar or len(form.args) > 1:  # type: ignore[union-attr]
+        return None
+    func = form.func  # type: ignore[union-attr]
+    if type(func) is not Ref or (func.qualname or func.name) not in _LISTS:
+        return None
+    return _list_items(form.args[0]) if form.args else ()  # type: ignore[union-attr]
 
 
 def mutable_display(form: object) -> bool:
@@ -240,6 +305,9 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             receiver = stmt.value.func.value  # type: ignore[attr-defined]
             if type(receiver) is ast.Name:
                 scope.mutated.add(receiver.id)  # `xs.append(...)`
+                call = stmt.value  # type: ignore[attr-defined]
+                if call.func.attr == "append" and len(call.args) == 1 and not call.keywords and type(call.args[0]) is not ast.Starred:
+                    scope.appends.setdefault(receiver.id, []).append((line, blocks, builder.form(call.args[0])))
         elif kind in _DEFS or kind is ast.ClassDef:
             _add(scope, stmt.name, Entry(line, blocks, DEFINED))  # type: ignore[attr-defined]
         elif kind is ast.Import or kind is ast.ImportFrom:

@@ -36,7 +36,7 @@ from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
-from .scopes import Branches, Each, Scope, build_scope, mutable_display
+from .scopes import Appended, Branches, Each, Scope, build_scope, mutable_display
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -167,6 +167,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return Text(tail=form.tail)  # type: ignore[union-attr]
         if kind is Each:
             return self._element(self._eval(form.iterable, where, depth + 1), depth)  # type: ignore[union-attr]
+        if kind is Appended:  # each item as read where it is added
+            return Items(tuple(self._eval(item, where.at(at), depth + 1) for item, at in form.items))  # type: ignore[union-attr]
         return self._container(form, where, depth)  # dict displays and comprehensions (``loader_values``)
 
     def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
@@ -228,7 +230,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         if definition.kind in ("function", "class", "method"):
             return ProjectCallable(definition)
         if definition.kind == "binding" and definition.binding is not None:  # changed in place: an object keeps its class
-            return kind if type(kind := self._eval(definition.binding.form, Where(definition.path), depth + 1)) is Instance or not definition.binding.mutated else UNKNOWN
+            kind = self._eval(definition.binding.form, Where(definition.path), depth + 1)
+            return kind if type(present(kind)) is Instance or not definition.binding.mutated else UNKNOWN
         return UNKNOWN
 
     # -- parameters ----------------------------------------------------------------------------

@@ -10,7 +10,8 @@ bias parameter is true are the rule's questions). Once per file, this finds:
   ``OrderedDict([...])``, lists built with ``layers = [...]`` / ``.append`` / ``+=`` /
   ``.extend`` in straight-line code (``layers = layers[:-1]`` drops the feeds into a
   statement's last item), ``super().__init__(...)`` of Sequential subclasses;
-* the data flow in methods: ``self.bn(self.conv(x))``, ``x = self.conv(x); x = self.bn(x)``.
+* the data flow in methods: ``self.bn(self.conv(x))``, ``x = self.conv(x); x = self.bn(x)``,
+  and through an ``if``/``else`` whose every arm's first reader is that layer.
 Anything not known is left out; a call that may be a project helper is a ``HELPER`` layer.
 """
 
@@ -25,34 +26,10 @@ from ...analysis.scope import Scope, ScopeNode, dotted_name
 from ...analysis.walk import descendants
 from ...context import FileContext
 from .module_parts import (
-    HELPER,
-    _MOVES,
-    _ORDERED_DICTS,
-    _SEQUENTIAL,
-    Feed,
-    Layer,
-    ModuleClass,
-    Visited,
-    _blocks,
-    _chain_to,
-    _dotted,
-    _mentions_target,
-    _methods,
-    _name_count,
-    _only_read,
-    _pairs,
-    _drops_last,
-    _may_be_helper,
-    _parents,
-    exclusive,
-    _returned,
-    _self_attrs,
-    _self_layer,
-    _self_name,
-    _unique,
-    mentions,
-    variables,
-    walk_scoped,
+    HELPER, _MOVES, _ORDERED_DICTS, _SEQUENTIAL, Feed, Layer, ModuleClass, Visited, _blocks,
+    _chain_to, _dotted, _mentions_target, _methods, _name_count, _only_read, _pairs, _drops_last,
+    _may_be_helper, _parents, exclusive, _returned, _self_attrs, _self_layer, _self_name, _unique,
+    mentions, variables, walk_scoped, arm_readers,
 )
 
 
@@ -384,6 +361,10 @@ class ModuleFactsBuilder:
         for statement in statements[index + 1 :]:
             if not mentions(statement, variable):
                 continue
+            if isinstance(statement, cst.If):  # `if c: return self.bn(x)` / `else: return self.act(self.bn(x))`
+                arms = arm_readers(statement, variable) or ()
+                found = [self._takes_only(s, variable, module_class, own, parents, method, line) for s in arms]
+                return found[0] if found and all(f is not None and f is found[0] for f in found) else None
             return self._takes_only(statement, variable, module_class, own, parents, method, line)
         return None
 

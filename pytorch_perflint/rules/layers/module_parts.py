@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -283,3 +283,20 @@ def _may_be_helper(func: cst.BaseExpression, qualname: Optional[str]) -> bool:
     if name is None or name.partition(".")[0] in ("self", "cls", "super"):
         return False
     return qualname is None or qualname.partition(".")[0] not in ("torch", "torchvision")
+
+
+def arm_readers(statement: cst.If, variable: str) -> Optional[List[cst.BaseStatement]]:
+    """The first statement that reads ``variable`` in each arm of an ``if``/``elif``/``else``
+    chain: the value goes one of these ways. None when the test reads it, the chain has no
+    ``else`` (the value may go past it) or an arm does not read it."""
+    readers: List[cst.BaseStatement] = []
+    arm: Optional[Union[cst.If, cst.Else]] = statement
+    while isinstance(arm, cst.If):
+        if mentions(arm.test, variable) or not isinstance(arm.body, cst.IndentedBlock):
+            return None
+        readers.append(next((s for s in arm.body.body if mentions(s, variable)), None))  # type: ignore[arg-type]
+        arm = arm.orelse
+    if arm is None or not isinstance(arm.body, cst.IndentedBlock):
+        return None
+    readers.append(next((s for s in arm.body.body if mentions(s, variable)), None))  # type: ignore[arg-type]
+    return None if any(r is None for r in readers) else readers

@@ -208,6 +208,7 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     sources = [node for node in index.assignments if node.value is not None and _could_be_array(node.value, roots, _EVERY_NAME)]
     if any(isinstance(call.args[0], ast.Name) for call in candidates):
         sources += [node for node in _comprehension_bindings(tree) if _could_be_array(node.value, roots, _EVERY_NAME)]
+    sources += [node for node in _append_bindings(index) if _could_be_array(node.value, roots, _EVERY_NAME)]
     return _visible_arrays(tree, index, candidates, sources, roots)
 
 
@@ -222,7 +223,7 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
     index = tree_index(tree)
     array_roots = _array_roots(index)
     roots = _AskedRoots(array_roots, _project_roots(index) - array_roots, never_array)
-    assignments = list(index.assignments)
+    assignments = list(index.assignments) + _append_bindings(index)
     if any(isinstance(call.args[0], ast.Name) for call in candidates):
         assignments += _comprehension_bindings(tree)
     assigned: dict = {}
@@ -297,6 +298,18 @@ def _visible_arrays(
         found.extend(c for c, where in zip(candidates, call_scopes) if where == scope and _could_be_array(c.args[0], roots, names))
     order = {id(c): i for i, c in enumerate(candidates)}
     return tuple(sorted(found, key=lambda c: order[id(c)]))
+
+
+def _append_bindings(index: TreeIndex) -> List[ast.Assign]:
+    """``xs = a`` for each ``xs.append(a)``: an item of the list may be what a list holds
+    (the engine knows which item, ``scopes.Scope``)."""
+    out = []
+    for call in index.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Name) and len(call.args) == 1:
+            assign = ast.Assign(targets=[ast.Name(func.value.id, ast.Store())], value=call.args[0])
+            out.append(ast.copy_location(assign, call))
+    return out
 
 
 def _comprehension_bindings(tree: ast.Module) -> List[ast.Assign]:
