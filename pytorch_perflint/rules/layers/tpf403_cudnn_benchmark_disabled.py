@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -15,7 +15,7 @@ from ...analysis.values import literal_value
 from ...analysis.walk import descendants
 from ...context import FileContext
 from ...finding import NodeFix
-from ...project.call_values import own_path, trains
+from ...project.call_values import may_run_project_code, own_path, training_reach, trains
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ..training.loops import training_facts
@@ -24,6 +24,9 @@ from .entry_scripts import entry_scripts_decide
 from .module_parts import walk_scoped
 from .script_settings import insert_after_imports, is_entry_script, training_receivers
 from .trained_models import ModelBuild, model_builds
+
+if TYPE_CHECKING:
+    from ...project import ProjectIndex
 
 _BENCHMARK = "torch.backends.cudnn.benchmark"
 # Settings that show the author chose reproducibility (or no cuDNN) over speed.
@@ -66,6 +69,49 @@ def _loop_steps_a_built_object(tree: ast.Module) -> bool:
     return False
 
 
+def _hands_to_an_object(tree: ast.Module) -> bool:
+    """The screen of ``_handed_to_trainers``: a method called on an object made with a
+    name (``Trainer(model).fit()``, or ``t.fit()`` with ``t = Trainer(model)`` here)."""
+    index = tree_index(tree)
+
+    def passes_a_name(call: ast.AST) -> bool:
+        return isinstance(call, ast.Call) and any(
+            isinstance(a, ast.Name) for a in (*call.args, *(k.value for k in call.keywords if k.arg))
+        )
+
+    made = {
+        t.id
+        for node in index.assignments
+        if isinstance(node, ast.Assign) and passes_a_name(node.value)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    for call in index.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and (
+            passes_a_name(func.value) or (isinstance(func.value, ast.Name) and func.value.id in made)
+        ):
+            return True
+    return False
+
+
+def _imports_a_trainer(path: str, project: "ProjectIndex") -> bool:
+    """A project module this one imports (at any distance) has a function or method that
+    runs backward or an optimizer step itself (the summaries' facts)."""
+    seen = {path}
+    stack = [path]
+    while stack:
+        for other in project.imported_modules(stack.pop()):
+            if other in seen:
+                continue
+            seen.add(other)
+            summary = project.summary(other)
+            if any(trains(f) for f in summary.functions) or any(trains(m) for c in summary.classes for m in c.methods):
+                return True
+            stack.append(other)
+    return False
+
+
 @dataclass(frozen=True)
 class _Decision:
     """What TPF403 reports in a file: ``benchmark = False`` assignments, or the model build."""
@@ -93,10 +139,50 @@ def _trains_through(context: FileContext, call: cst.Call) -> bool:
     return bool(callees) and all(d.function is not None and trains(d.function) for d in callees)
 
 
+def _names_passed(call: cst.Call) -> Set[str]:
+    return {a.value.value for a in call.args if type(a.value) is cst.Name and a.star == ""}  # type: ignore[union-attr]
+
+
+def _handed_to_trainers(context: FileContext) -> Set[str]:
+    """Names a statement of the module hands to a project object that trains them: a call
+    statement of a method that runs a training step (the value engine's dispatch and
+    ``training_reach``) on an object made with the name (``TrainLoop(model=model).
+    run_loop()``; ``t = Trainer(model); t.fit()``). The model is built here, so the
+    finding is here (``_hands_to_an_object`` is its screen)."""
+    values = context.values() if context.project is not None else None
+    if values is None:
+        return set()
+    constructed: Dict[str, List[cst.Call]] = {}
+    statements: List[Tuple[cst.CSTNode, cst.Call]] = []
+    for top in context.module.body:
+        for node in descendants(top):
+            if type(node) is cst.Assign and type(node.value) is cst.Call and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+                constructed.setdefault(node.targets[0].target.value, []).append(node.value)  # type: ignore[union-attr]
+            elif type(node) is cst.Expr and type(node.value) is cst.Call:
+                statements.append((top, node.value))  # type: ignore[arg-type]
+    out: Set[str] = set()
+    for top, call in statements:
+        func = call.func
+        passed: Set[str] = set()
+        if type(func) is cst.Attribute and type(func.value) is cst.Call:
+            passed = _names_passed(func.value)
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name:
+            for made in constructed.get(func.value.value, ()):
+                passed |= _names_passed(made)
+        if not passed - out:
+            continue
+        callees = values.callees(call, top, objects=False)
+        if callees and all(training_reach(values.engine, d) is not None for d in callees):
+            out |= passed
+    return out
+
+
 def _decide(context: FileContext) -> _Decision:
     called = training_receivers(context)  # first: TPF202 and TPF601 share these facts
     if called is None:
-        return _Decision()
+        if not context.fact(_handed_to_trainers):
+            return _Decision()
+        called = set()
     false_values: List[cst.BaseExpression] = []
     trained: Set[str] = set()
     in_loops = _loop_method_calls(context) if context.project is not None else {}
@@ -139,6 +225,10 @@ def _decide(context: FileContext) -> _Decision:
         targets = {b.target for b in builds}
         stepped = {r for r, call, chain in through if r in targets and _trains_through(context, call)}
         linked = [b for b in builds if b.target in stepped]
+    if not linked:
+        # The model built here is handed to a project trainer (``TrainLoop(model=model)``).
+        handed = context.fact(_handed_to_trainers)
+        linked = [b for b in model_builds(context, handed) if b.conv]
     linked.sort(key=lambda b: b.inside_model)
     if not linked:
         return _Decision()
@@ -239,11 +329,10 @@ class CudnnBenchmarkDisabled(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """A training loop, or a call of what may be a training step of a project object
-        (``agent.learn(...)``), and a word that building a convolutional model needs, or an
-        import (the model may come from another module of the project)."""
-        return (".backward(" in source or ".step(" in source or any(w in source for w in _STEP_WORDS)) and (
-            _could_build_conv_model(source) or "import " in source
-        )
+        (``agent.learn(...)``), and a word that building a convolutional model needs; or an
+        import (the model, or the trainer it is handed to, may come from another module)."""
+        trains_here = ".backward(" in source or ".step(" in source or any(w in source for w in _STEP_WORDS)
+        return (trains_here and _could_build_conv_model(source)) or "import " in source
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
@@ -252,7 +341,15 @@ class CudnnBenchmarkDisabled(Rule):
         with ``agent = Agent(...)``): the training family's screen for step functions of
         other modules (which leaves out containers: ``seen = OrderedSet(); seen.update(x)``),
         less its bare function calls."""
-        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree))
+        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)) or _hands_to_an_object(tree)
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """A file that passed only for handing a name to an object (no training loop of
+        its own) needs a project module it imports that trains."""
+        if could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)):
+            return True
+        return _imports_a_trainer(path, project)
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"
