@@ -43,6 +43,7 @@ from .kinds import (
     Unknown,
     join_all,
 )
+from .choices import choose
 from .library_values import literal
 from .scopes import Comprehension
 
@@ -396,7 +397,7 @@ class LoaderFlow:
         if branches.carried:
             carrying.add(key)
         try:
-            return join_all([self._eval(form, where.at(at), depth + 1) for form, at in branches.forms])  # type: ignore[attr-defined]
+            return choose([self._eval(form, where.at(at), depth + 1) for form, at in branches.forms])  # type: ignore[attr-defined]
         finally:
             if branches.carried:
                 carrying.discard(key)
