@@ -110,3 +110,14 @@ def test_a_builder_with_one_arm_without_convolutions_is_unknown(tmp_path):
         "        elif arch == 'mlp':\n            net_encoder = nn.Linear(3, 8)\n",
     ).replace("net_decoder = C1(num_class)", "net_decoder = nn.Linear(8, num_class)")
     assert _findings(_project(tmp_path, {**BUILDER, "models.py": models}, "TPF403"), ".") == []
+
+
+def test_a_constructor_that_names_its_class_in_super_still_has_known_callers(tmp_path):
+    # `super(SegmentationModule, self).__init__()` names the class without calling it or
+    # letting it escape: the constructor's parameters are still read from its callers.
+    models = BUILDER["models.py"].replace(
+        "    def __init__(self, net_enc, net_dec, crit):\n        super().__init__()\n",
+        "    def __init__(self, net_enc, net_dec, crit):\n        super(SegmentationModule, self).__init__()\n",
+    )
+    assert models != BUILDER["models.py"]
+    assert _findings(_project(tmp_path, {**BUILDER, "models.py": models}, "TPF403"), ".") == [("train.py", 10, "TPF403")]
