@@ -269,10 +269,16 @@ class CudnnBenchmarkDisabled(Rule):
     factory whose every `return` does (`get_model(name)` with an `if`/`elif` over names).
     A project object that holds a convolutional model (`agent = Agent(...)` whose
     constructor builds one) counts as trained when the loop calls one of its methods that
-    runs a training step (`agent.learn(batch)`); a trainer class that keeps the model its
-    callers pass (`self.model = model`, `model, diffusion = create_model_and_diffusion()`
-    in the script) is flagged at that assignment. What a model is comes from the value
-    engine (`project/module_values.py`).
+    runs a training step (`agent.learn(batch)`). A model the script hands to a project
+    object that trains it (`model, diffusion = create_model_and_diffusion()`, then
+    `TrainLoop(model=model).run_loop()`, or `t = Trainer(model); t.fit()`) is flagged at
+    the script's statement that builds it; `self.model = model` in the trainer builds
+    nothing and is never the anchor. A factory may choose among project classes by a name
+    only known at run time: a class looked up with `importlib` by a computed module name,
+    a registry's `get(name)` over `@REGISTRY.register()`-ed definitions, a builder whose
+    `if`/`elif` arms build different classes: the model is convolutional when every
+    candidate is. What a model is comes from the value engine (`project/module_values.py`,
+    `project/choices.py`).
 
     ## Why is this bad?
     With `benchmark` off, cuDNN picks a convolution algorithm by heuristics. With it on, the
