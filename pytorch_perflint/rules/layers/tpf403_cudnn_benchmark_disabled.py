@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -15,7 +15,8 @@ from ...analysis.values import literal_value
 from ...analysis.walk import descendants
 from ...context import FileContext
 from ...finding import NodeFix
-from ...project.call_values import may_run_project_code, own_path, training_reach, trains
+from ...project.call_values import own_path, training_reach, trains
+from ...project.forms import dotted as ast_dotted
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ..training.loops import training_facts
@@ -27,6 +28,7 @@ from .trained_models import ModelBuild, model_builds
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex
+    from ...project.resolution import Definition
 
 _BENCHMARK = "torch.backends.cudnn.benchmark"
 # Settings that show the author chose reproducibility (or no cuDNN) over speed.
@@ -69,46 +71,49 @@ def _loop_steps_a_built_object(tree: ast.Module) -> bool:
     return False
 
 
-def _hands_to_an_object(tree: ast.Module) -> bool:
-    """The screen of ``_handed_to_trainers``: a method called on an object made with a
-    name (``Trainer(model).fit()``, or ``t.fit()`` with ``t = Trainer(model)`` here)."""
+def _class_like(func: ast.AST) -> Optional[str]:
+    """``Trainer`` / ``cm.TrainLoop``: a callee spelled like a class."""
+    spelled = ast_dotted(func)
+    return spelled if spelled is not None and spelled.rpartition(".")[2][:1].isupper() else None
+
+
+def _hands_to_an_object(tree: ast.Module) -> FrozenSet[str]:
+    """The screen of ``_handed_to_trainers``: the classes (as spelled) of objects made with
+    a name that then have a method called (``Trainer(model).fit()``, or ``t.fit()`` with
+    ``t = Trainer(model)`` here)."""
     index = tree_index(tree)
 
-    def passes_a_name(call: ast.AST) -> bool:
-        return isinstance(call, ast.Call) and any(
-            isinstance(a, ast.Name) for a in (*call.args, *(k.value for k in call.keywords if k.arg))
-        )
+    def made_with_a_name(call: ast.AST) -> Optional[str]:
+        if not isinstance(call, ast.Call) or not any(isinstance(a, ast.Name) for a in (*call.args, *(k.value for k in call.keywords if k.arg))):
+            return None
+        return _class_like(call.func)
 
-    made = {
-        t.id
-        for node in index.assignments
-        if isinstance(node, ast.Assign) and passes_a_name(node.value)
-        for t in node.targets
-        if isinstance(t, ast.Name)
-    }
+    made: Dict[str, str] = {}
+    for node in index.assignments:
+        if isinstance(node, ast.Assign) and (spelled := made_with_a_name(node.value)) is not None:
+            made.update((t.id, spelled) for t in node.targets if isinstance(t, ast.Name))
+    out: Set[str] = set()
     for call in index.calls:
         func = call.func
-        if isinstance(func, ast.Attribute) and (
-            passes_a_name(func.value) or (isinstance(func.value, ast.Name) and func.value.id in made)
-        ):
+        if isinstance(func, ast.Attribute):
+            value = func.value
+            spelled = made_with_a_name(value) if isinstance(value, ast.Call) else made.get(value.id) if isinstance(value, ast.Name) else None
+            if spelled is not None:
+                out.add(spelled)
+    return frozenset(out)
+
+
+def _class_trains(project: "ProjectIndex", klass: Optional[Definition]) -> bool:
+    """A project class (or a project base of it) with a method that runs backward or an
+    optimizer step in its own body (the summaries' facts): a trainer."""
+    seen = 0
+    stack = [klass] if klass is not None and klass.kind == "class" else []
+    while stack and seen < 16:
+        current = stack.pop()
+        seen += 1
+        if current.klass is not None and any(trains(m) for m in current.klass.methods):
             return True
-    return False
-
-
-def _imports_a_trainer(path: str, project: "ProjectIndex") -> bool:
-    """A project module this one imports (at any distance) has a function or method that
-    runs backward or an optimizer step itself (the summaries' facts)."""
-    seen = {path}
-    stack = [path]
-    while stack:
-        for other in project.imported_modules(stack.pop()):
-            if other in seen:
-                continue
-            seen.add(other)
-            summary = project.summary(other)
-            if any(trains(f) for f in summary.functions) or any(trains(m) for c in summary.classes for m in c.methods):
-                return True
-            stack.append(other)
+        stack.extend(project.resolution.project_bases(current))
     return False
 
 
@@ -140,6 +145,10 @@ def _trains_through(context: FileContext, call: cst.Call) -> bool:
 
 
 def _names_passed(call: cst.Call) -> Set[str]:
+    """The names passed to a call of a class-like callee (``Trainer(model, loader)``)."""
+    spelled = dotted_name(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
+    if spelled is None or not spelled.rpartition(".")[2][:1].isupper():
+        return set()
     return {a.value.value for a in call.args if type(a.value) is cst.Name and a.star == ""}  # type: ignore[union-attr]
 
 
@@ -172,8 +181,11 @@ def _handed_to_trainers(context: FileContext) -> Set[str]:
         if not passed - out:
             continue
         callees = values.callees(call, top, objects=False)
-        if callees and all(training_reach(values.engine, d) is not None for d in callees):
-            out |= passed
+        if not callees or any(training_reach(values.engine, d) is None for d in callees):
+            continue
+        index = values.engine.index
+        if all(d.path is not None and _class_trains(index, index.resolve(d.path, d.name.split(".")[0])) for d in callees):
+            out |= passed  # a method of a trainer class (the screen's question too) that trains
     return out
 
 
@@ -352,10 +364,10 @@ class CudnnBenchmarkDisabled(Rule):
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
         """A file that passed only for handing a name to an object (no training loop of
-        its own) needs a project module it imports that trains."""
+        its own) needs the object's class to be a project trainer (``_class_trains``)."""
         if could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)):
             return True
-        return _imports_a_trainer(path, project)
+        return any(_class_trains(project, project.resolve(path, spelled)) for spelled in _hands_to_an_object(tree))
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"
