@@ -78,8 +78,27 @@ def test_a_registry_that_also_holds_a_model_without_convolutions_is_unknown(tmp_
     assert _findings(_project(tmp_path, {**REGISTRY, "pkg/mlp.py": mlp}, "TPF403"), ".") == []
 
 
-def test_a_registration_by_call_is_not_read_and_leaves_the_registry_unknown(tmp_path):
+def test_a_registration_by_call_counts_as_a_candidate(tmp_path):
+    conv = (
+        "import torch.nn as nn\nfrom .build import MODELS_REGISTRY\n\n\n"
+        "def vgg(**kwargs):\n    return nn.Sequential(nn.Conv2d(3, 8, 3))\n\n\nMODELS_REGISTRY.register(vgg)\n"
+    )
+    assert _findings(_project(tmp_path, {**REGISTRY, "pkg/vgg.py": conv}, "TPF403"), ".") == [("train.py", 6, "TPF403")]
+    mlp = conv.replace("nn.Sequential(nn.Conv2d(3, 8, 3))", "nn.Linear(3, 8)")
+    assert _findings(_project(tmp_path, {**REGISTRY, "pkg/vgg.py": mlp}, "TPF403"), ".") == []
+
+
+def test_a_registration_of_something_outside_the_project_leaves_the_registry_unknown(tmp_path):
     other = "from .build import MODELS_REGISTRY\nfrom somewhere import net\n\nMODELS_REGISTRY.register(net)\n"
+    assert _findings(_project(tmp_path, {**REGISTRY, "pkg/other.py": other}, "TPF403"), ".") == []
+
+
+def test_a_registry_that_escapes_under_another_name_is_unknown(tmp_path):
+    # `BACKBONES = MODELS_REGISTRY` may register under the other name: not all are known.
+    other = (
+        "import torch.nn as nn\nfrom .build import MODELS_REGISTRY\n\nBACKBONES = MODELS_REGISTRY\n\n\n"
+        "@BACKBONES.register()\ndef mlp(**kwargs):\n    return nn.Linear(3, 3)\n"
+    )
     assert _findings(_project(tmp_path, {**REGISTRY, "pkg/other.py": other}, "TPF403"), ".") == []
 
 

@@ -24,10 +24,11 @@ convolutional model; ``call_values.dispatch``: the methods of every candidate). 
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
-from .forms import Attr, BinOp, Call, Form, Joined, Lit, Ref
+from .forms import Attr, BinOp, Call, Form, Joined, Lit, Ref, dotted
 from .kinds import UNKNOWN, Instance, Kind, Module, OneOf, Options, ProjectCallable, ProjectModules, Text, Unknown, Wrapper, join_all
 from .resolution import ALL_TEXTS, Definition
 from .scan import lines_with
@@ -154,6 +155,9 @@ def registry_get(engine: "ValueEngine", registry: str, where: "Where") -> Kind:
 
 
 def _registered(engine: "ValueEngine", owner: Definition) -> Kind:
+    """Every registration of the registry: each module's text that names it is read line
+    by line; a line that does something else with it (an alias, an argument, a docstring)
+    may hide a registration, and leaves the registry unknown."""
     index = engine.index
     assert index is not None
     index.note_read(ALL_TEXTS)
@@ -161,21 +165,57 @@ def _registered(engine: "ValueEngine", owner: Definition) -> Kind:
     out: List[Kind] = []
     for path in sorted(index.module_paths()):
         text = index.text(path)
-        if text is None or last not in text or not lines_with(text, [f"{last}.register"]):
+        mentions = lines_with(text, [last], whole_word=True) if text is not None and last in text else []
+        if not mentions:
             continue
+        lines = text.splitlines()  # type: ignore[union-attr]
+        decorated = 0
+        for line in mentions:
+            code = lines[line - 1].strip() if line <= len(lines) else ""
+            if code.startswith("@") and any(f"{last}.{r}" in code for r in _REGISTER):
+                decorated += 1
+            elif any(f"{last}.{r}(" in code for r in _REGISTER):
+                found = _called_registration(index, path, code, last)
+                if found is None:
+                    return UNKNOWN
+                out.append(found)
+            elif not _harmless(code, last, path == owner.path):
+                return UNKNOWN
         summary = index.summary(path)
-        defined = [*summary.functions, *summary.classes]
-        for definition in defined:
-            for decorator in definition.decorators:
-                if _registers(index, path, decorator, owner):
-                    found = index.resolve(path, definition.name)
-                    if found is None:
-                        return UNKNOWN
-                    out.append(ProjectCallable(found))
-        for line in lines_with(text, [f"{last}.register("]):
-            if not text.splitlines()[line - 1].lstrip().startswith("@"):
-                return UNKNOWN  # ``REGISTRY.register(fn)`` or ``register("name", fn)``: not read
+        here = [d.name for d in (*summary.functions, *summary.classes) if any(_registers(index, path, x, owner) for x in d.decorators)]
+        if len(here) != decorated:
+            return UNKNOWN  # a decorated definition the summary does not list (nested), or another registry
+        for name in here:
+            found = index.resolve(path, name)
+            if found is None:
+                return UNKNOWN
+            out.append(ProjectCallable(found))
     return one_of(out) if out else UNKNOWN
+
+
+def _harmless(code: str, name: str, home: bool) -> bool:
+    """An import, a comment, a lookup (``R.get(``, ``R[``), the registry's own binding."""
+    if code.startswith(("import ", "from ", "#")) or f"{name}.get(" in code or f"{name}[" in code:
+        return True
+    return home and re.match(rf"{re.escape(name)}\s*(?::[^=]*)?=(?!=)", code) is not None
+
+
+def _called_registration(index, path: str, code: str, name: str) -> Optional[Kind]:
+    """``R.register(fn)``, ``R.register("name", fn)``, ``R.register_module(module=Cls)``
+    on one line: the project function or class registered."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    statement = tree.body[0] if len(tree.body) == 1 else None
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute) or dotted(call.func.value) != name:
+        return None
+    chosen = [k.value for k in call.keywords if k.arg in ("module", "obj")] or call.args[-1:]
+    if len(chosen) != 1 or not isinstance(chosen[0], ast.Name):
+        return None
+    found = index.resolve(path, chosen[0].id)
+    return ProjectCallable(found) if found is not None and found.kind in ("class", "function") else None
 
 
 def _registers(index, path: str, decorator: Form, owner: Definition) -> bool:
