@@ -358,8 +358,9 @@ class CudnnBenchmarkDisabled(Rule):
         a method named like a training step of an object built here (``agent.learn(...)``
         with ``agent = Agent(...)``): the training family's screen for step functions of
         other modules (which leaves out containers: ``seen = OrderedSet(); seen.update(x)``),
-        less its bare function calls."""
-        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)) or _hands_to_an_object(tree)
+        less its bare function calls; or an object made with a name whose method is called
+        (``TrainLoop(model=model).run_loop()``: the model may be handed to a trainer)."""
+        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)) or bool(_hands_to_an_object(tree))
 
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
