@@ -140,3 +140,9 @@ def test_a_constructor_that_names_its_class_in_super_still_has_known_callers(tmp
     )
     assert models != BUILDER["models.py"]
     assert _findings(_project(tmp_path, {**BUILDER, "models.py": models}, "TPF403"), ".") == [("train.py", 10, "TPF403")]
+
+
+def test_a_registry_subscript_is_a_lookup_too(tmp_path):
+    build = REGISTRY["pkg/build.py"].replace("return MODELS_REGISTRY.get(model_name)", "return MODELS_REGISTRY[model_name]")
+    assert build != REGISTRY["pkg/build.py"]
+    assert _findings(_project(tmp_path, {**REGISTRY, "pkg/build.py": build}, "TPF403"), ".") == [("train.py", 6, "TPF403")]

@@ -482,8 +482,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return self._eval(values[-1], where, depth + 1) if values and not form.value.truncated else UNKNOWN
         if type(receiver) is Instance:
             return self._dispatch(receiver, "__getitem__", depth)
-        if type(receiver) is Unknown and type(form.value) is Ref:
-            return choices.registry_get(self, form.value.name, where)  # `MODELS[name]`
+        if type(receiver) is Unknown and type(form.value) is Ref and type(found := choices.registry_get(self, form.value.name, where)) is not Unknown:
+            return found  # `MODELS[name]`: one of the registered definitions
         known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         return UNKNOWN if known is None else known
 
