@@ -75,13 +75,36 @@ PACKAGE = {
 
 
 def test_a_trainer_class_trains_the_conv_model_its_constructor_gets_from_a_tuple_factory(tmp_path):
+    # RULES.md's anchor: the statement that builds the model, in the script that hands it
+    # to the trainer; ``self.model = model`` in the trainer builds nothing.
     root = _project(tmp_path, PACKAGE)
-    assert _findings(root, ".") == [("train_util.py", 6, "TPF403")]
+    assert _findings(root, ".") == [("train.py", 6, "TPF403")]
+    assert _findings(root, "cm/train_util.py") == []  # the trainer module linted alone
+
+
+def test_a_trainer_object_bound_to_a_name_then_run(tmp_path):
+    entry = ENTRY.replace("    TrainLoop(model=model, data=loader).run_loop()\n", "    loop = TrainLoop(model, loader)\n    loop.run_loop()\n")
+    root = _project(tmp_path, {**PACKAGE, "scripts/train.py": entry})
+    assert _findings(root, ".") == [("train.py", 6, "TPF403")]
+
+
+def test_a_model_handed_to_an_object_that_does_not_train_it_stays_silent(tmp_path):
+    evaluator = TRAIN_UTIL.replace("            self.model(x.cuda()).sum().backward()\n            self.opt.step()\n", "            print(self.model(x.cuda()))\n")
+    root = _project(tmp_path, {**PACKAGE, "cm/train_util.py": evaluator})
+    assert _findings(root, ".") == []
+
+
+def test_a_trainer_that_builds_its_own_model_keeps_its_finding(tmp_path):
+    builds = TRAIN_UTIL.replace("    def __init__(self, model, data):\n        self.model = model\n", "    def __init__(self, model, data):\n        self.model = UNetModel()\n").replace(
+        "import torch\n", "import torch\nfrom .unet import UNetModel\n"
+    )
+    root = _project(tmp_path, {**PACKAGE, "cm/train_util.py": builds})
+    assert ("train_util.py", 7, "TPF403") in _findings(root, ".")
 
 
 def test_the_finding_follows_the_helper_in_another_module_of_the_package(tmp_path):
     root = _project(tmp_path, PACKAGE)
-    assert _findings(root, ".") == [("train_util.py", 6, "TPF403")]
+    assert _findings(root, ".") == [("train.py", 6, "TPF403")]
     _rewrite(root / "cm" / "nn.py", NN.replace("nn.Conv", "nn.Linear").replace("Linear1d", "Linear").replace("Linear2d", "Linear").replace("Linear3d", "Linear"))
     assert _findings(root, ".") == []  # the cache: the answer read cm/nn.py
 

@@ -30,8 +30,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from .allocator_calls import is_empty_cache, moves_new_module
 from .bodies import locate
 from .forms import Attr, Form, FormBuilder, Ref, dotted, qualify
+from .kinds import Instance, OneOf, ProjectCallable, Unknown, present
 from .parameter_loops import bound_once, over_parameters
-from .kinds import Instance, ProjectCallable, Unknown
 from .resolution import Definition
 from .scopes import DEEP
 from .summary import FunctionSummary
@@ -125,8 +125,11 @@ def dispatch(engine: ValueEngine, func: Form, where: Where, objects: bool = True
     elif type(func) is Attr:
         name = func.attr  # type: ignore[union-attr]
         receiver = engine._eval(func.value, where, 0)  # type: ignore[union-attr]
+    receiver = present(receiver)
     if type(receiver) is Instance and engine._method_of(receiver.klass, name) is not None:
         return methods(engine, receiver, name)
+    if type(receiver) is OneOf:  # one of several objects: the method of each
+        return _each_method(engine, receiver, name)
     if type(func) is Attr or (not objects and type(receiver) is Instance):
         return None
     callee = engine._eval(func, where, 0)
@@ -136,6 +139,16 @@ def dispatch(engine: ValueEngine, func: Form, where: Where, objects: bool = True
     if type(callee) is Instance and objects:
         return _call_targets(engine, callee)
     return None
+
+
+def _each_method(engine: ValueEngine, receiver: OneOf, name: str) -> Optional[Tuple[Definition, ...]]:
+    found: List[Definition] = []
+    for one in receiver.kinds:
+        targets = methods(engine, one, name) if type(one) is Instance else None  # type: ignore[arg-type]
+        if targets is None:
+            return None
+        found.extend(t for t in targets if t not in found)
+    return tuple(found) if len(found) <= MAX_TARGETS else None
 
 
 def _call_targets(engine: ValueEngine, instance: Instance) -> Optional[Tuple[Definition, ...]]:

@@ -90,7 +90,8 @@ def _in_loop(chain: Tuple[ast.AST, ...]) -> bool:
 
 def _not_a_use(chain: Tuple[ast.AST, ...]) -> bool:
     """Mentions that neither call the name nor let it escape: annotations, the bases of a
-    class (the index follows subclasses itself), ``isinstance``/``issubclass`` checks."""
+    class (the index follows subclasses itself), ``isinstance``/``issubclass`` checks,
+    the class named by a two-argument ``super(Net, self)``."""
     for index, node in enumerate(chain[:-1]):
         child = chain[index + 1]
         if isinstance(node, ast.arg) and child is node.annotation:
@@ -101,6 +102,8 @@ def _not_a_use(chain: Tuple[ast.AST, ...]) -> bool:
             return True
         if isinstance(node, ast.ClassDef) and any(child is base for base in node.bases):
             return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and node.args and child is node.args[0]:
+            return index + 2 == len(chain)  # `super(Net, self).__init__()`: the class names where to start
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
             # The class itself, or one of a tuple of classes, as the second argument.
             direct = index + 2 == len(chain) or (isinstance(child, ast.Tuple) and index + 3 == len(chain))

@@ -151,6 +151,25 @@ class ProjectCallable:
     definition: Definition
 
 
+@dataclass(frozen=True)
+class OneOf:
+    """One of several known values, the choice made by a name the engine does not know: a
+    class looked up with ``importlib`` by a computed module name, an entry of a registry,
+    a builder's ``if``/``elif`` over names (``choices``). Never a kind a rule asks for by
+    type (unknown to it); questions that hold for every choice (a convolutional model, the
+    methods a call may run) are asked of each."""
+
+    kinds: Tuple["Kind", ...]
+
+
+@dataclass(frozen=True)
+class ProjectModules:
+    """The project module(s) ``importlib.import_module(name)`` may give: every module whose
+    dotted name fits the known parts of ``name`` (absolute paths)."""
+
+    paths: Tuple[str, ...]
+
+
 # -- kinds the engine describes for the other families (producers arrive family by family) --
 @dataclass(frozen=True)
 class HostTensor:
@@ -275,7 +294,7 @@ class Foreign:
 Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
     Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor,
-    GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign,
+    GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign, OneOf, ProjectModules,
 ]
 UNKNOWN = Unknown()
 

@@ -43,6 +43,7 @@ from .kinds import (
     Unknown,
     join_all,
 )
+from .choices import choose
 from .library_values import literal
 from .scopes import PASSED, Comprehension
 
@@ -396,7 +397,7 @@ class LoaderFlow:
         if branches.carried:
             carrying.add(key)
         try:
-            return join_all([self._branch(form, where.at(at), name, depth) for form, at in branches.forms])
+            return choose([self._branch(form, where.at(at), name, depth) for form, at in branches.forms])
         finally:
             if branches.carried:
                 carrying.discard(key)

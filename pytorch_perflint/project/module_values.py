@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 from .argparse_values import KEY as ARGPARSE
 from .argparse_values import changed, default_of
 from .bodies import locate
+from .choices import members
 from .forms import Call, Form, Item, Ref
-from .kinds import UNKNOWN, Foreign, Instance, Items, Kind, Module, Namespace, Parser, Text, Unknown, Wrapper
+from .kinds import UNKNOWN, Foreign, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectModules, Text, Unknown, Wrapper
 from .resolution import Definition
 from .scopes import build_scope, expression_form
 
@@ -160,6 +161,10 @@ class ModuleValues:
         with ``arch`` a known string (a literal, a name bound to one, a command-line default)."""
         engine = self.engine
         chosen = engine._eval(name, where, depth + 1)
+        module = engine._ref(Ref(owner), where, depth + 1) if "." not in owner else UNKNOWN
+        if type(module) is ProjectModules:  # `getattr(importlib.import_module(...), name)`
+            known = type(chosen) is Text and chosen.value is not None and chosen.value.isidentifier()  # type: ignore[union-attr]
+            return engine._attribute(module, chosen.value, depth) if known else members(engine, module)  # type: ignore[union-attr,arg-type]
         if type(chosen) is not Text or chosen.value is None or not chosen.value.isidentifier():  # type: ignore[union-attr]
             return UNKNOWN
         return engine._ref(Ref(f"{owner}.{chosen.value}"), where, depth + 1)  # type: ignore[union-attr]
@@ -256,6 +261,8 @@ class ModuleValues:
         asked before reading any class's calls (a factory of IR nodes is no model)."""
         if type(kind) in (Module, Wrapper):
             return True
+        if type(kind) is OneOf:
+            return all(self._model_like(one) for one in kind.kinds)  # type: ignore[union-attr]
         index = self.engine.index
         return type(kind) is Instance and index is not None and index.is_nn_module(kind.klass)  # type: ignore[union-attr]
 
@@ -263,6 +270,9 @@ class ModuleValues:
     def as_module(self, kind: Kind) -> Optional[Module]:
         if type(kind) is Module:
             return kind  # type: ignore[return-value]
+        if type(kind) is OneOf:  # one of several models: convolutional when each is
+            found = [self.as_module(one) for one in kind.kinds]  # type: ignore[union-attr]
+            return None if None in found else Module(conv=True) if all(m.conv is True for m in found) else Module()  # type: ignore[union-attr]
         if type(kind) is Instance and self.engine.index is not None and self.engine.index.is_nn_module(kind.klass):  # type: ignore[union-attr]
             return Module(conv=True) if self.class_conv(kind.klass) else Module()  # type: ignore[union-attr]
         return None
@@ -275,6 +285,8 @@ class ModuleValues:
             return kind.module is not None and kind.module.conv is True  # type: ignore[union-attr]
         if type(kind) is Instance:
             return self.class_conv(kind.klass)  # type: ignore[union-attr]
+        if type(kind) is OneOf:  # every candidate a convolutional model
+            return self._model_like(kind) and all(self.conv(one) for one in kind.kinds)  # type: ignore[union-attr]
         return False
 
     def wrapper(self, kind: Kind) -> Optional[str]:
@@ -295,6 +307,9 @@ class ModuleValues:
             return True
         if type(kind) is Foreign:
             return False
+        if type(kind) is OneOf:
+            found = {self.is_torch_module(one) for one in kind.kinds}  # type: ignore[union-attr]
+            return found.pop() if len(found) == 1 else None
         if type(kind) is Instance and self.engine.index is not None:
             index = self.engine.index
             if index.is_nn_module(kind.klass):  # type: ignore[union-attr]
@@ -321,7 +336,7 @@ class ModuleValues:
             if found is not None and self.conv(found):
                 return Module(conv=True)
         pending = []
-        for owner in engine._classes(klass):
+        for owner in index.resolution.lineage(klass):
             for call, scope, where in self._calls(owner):
                 form = expression_form(call, scope)
                 func = form.func if type(form) is Call else None
@@ -338,6 +353,14 @@ class ModuleValues:
         for form, where in pending[:_MAX_CALLS]:
             if self.conv(engine._eval(form, where, depth + 1)):
                 return Module(conv=True)
+        for owner in index.resolution.lineage(klass):  # `self.encoder = net_enc`: a submodule its callers pass
+            for method in owner.klass.methods if owner.klass is not None else ():
+                definition = Definition("method", owner.path, f"{owner.name}.{method.name}", function=method, klass=owner.klass)
+                scope = engine.scope_of(definition) if method.name == "__init__" else None
+                for line, _, _, form in scope.own_attrs if scope is not None else ():
+                    if type(form) is Ref and "." not in form.name and form.name in scope.params[1:]:  # type: ignore[union-attr]
+                        if self.conv(engine._eval(form, self.where(owner.path, scope, line, self.where(owner.path)), depth + 1)):
+                            return Module(conv=True)
         return Unknown("no convolution")
 
     def _calls(self, owner: Definition):

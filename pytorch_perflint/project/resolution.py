@@ -198,6 +198,18 @@ class Resolution:
                     out.append(found)
         return out
 
+    def lineage(self, klass: Definition) -> Tuple[Definition, ...]:
+        """The class and its project bases, nearest first (a base outside the project is not
+        read; at most 8)."""
+        out = [klass]
+        stack = [klass]
+        while stack and len(out) < 8:
+            for base in self.project_bases(stack.pop()):
+                if base.klass is not None and all(base.key != seen.key for seen in out):
+                    out.append(base)
+                    stack.append(base)
+        return tuple(out)
+
     def external_bases(self, definition: Definition) -> FrozenSet[str]:
         out: Set[str] = set()
         stack, seen = [definition], set()

@@ -225,6 +225,17 @@ def _list_items(form: object) -> Optional[Tuple[object, ...]]:
     return _list_items(form.args[0]) if form.args else ()  # type: ignore[union-attr]
 
 
+def free(where, name: str) -> bool:
+    """Whether no scope around ``where`` (the engine's ``Where``: a scope and the ``Where``
+    around it) binds ``name``: a builtin, then."""
+    current = where
+    while current is not None:
+        if current.scope is not None and current.scope.binds(name):
+            return False
+        current = current.parent
+    return True
+
+
 def mutable_display(form: object) -> bool:
     """A list, set or dict display: code may change it in place after binding it."""
     return type(form) is DictForm or (type(form) is Seq and form.kind != "tuple")  # type: ignore[union-attr]

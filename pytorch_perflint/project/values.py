@@ -1,24 +1,25 @@
 """The value-flow engine: what kind of value (``kinds``) a form holds where it is read.
 
-One engine per project index, for the linted file and every other module alike. A form
-is read at a ``Where``: a scope (``scopes.Scope``, built from the ``ast`` of a function or
-module) and a line, inside the scopes around it. The engine follows
+One engine per project index, for the linted file and every other module alike. A form is read
+at a ``Where``: a scope (``scopes.Scope``, built from the ``ast`` of a function or module) and a
+line, inside the scopes around it. The engine follows
 
-* local names to their binding at that line (assignments, unpacking, augmented
-  assignment, ``with ... as``, ``for`` and comprehension targets);
+* local names to their binding at that line (assignments, unpacking, augmented assignment,
+  ``with ... as``, ``for`` and comprehension targets);
 * module names through the index (``resolve``: imports, re-exports, module bindings);
-* parameters to every project caller's argument, read in the caller's scope (all agree,
-  else unknown), or the default when no caller passes one; a method's first parameter is
-  an instance of its class;
-* calls of project functions to their returns (any module, any depth), of project
-  classes to an instance, of instances to ``__call__``/``forward``, methods to the class's
-  method (its project bases included), ``for x in obj`` to the items of a known container;
-* attributes of instances to every ``self.attr = ...`` of the class and its project bases
-  (all agree) or a class attribute; items of containers and library values;
-* library calls through ``library_values``.
+* parameters to every project caller's argument, read in the caller's scope (all agree, else
+  unknown), or the default when no caller passes one; a method's first parameter is an
+  instance of its class;
+* calls of project functions to their returns (any module, any depth), of project classes to
+  an instance, of instances to ``__call__``/``forward``, methods to the class's method (its
+  project bases included), ``for x in obj`` to the items of a known container;
+* attributes of instances to every ``self.attr = ...`` of the class and its project bases (all
+  agree) or a class attribute; items of containers and library values;
+* library calls through ``library_values``; values chosen by an unknown name (``importlib``,
+  registries, builders' ``if``/``elif`` arms) through ``choices``.
 
-Depth and callers are bounded, recursion is cut, answers are memoised while no summary
-changes (``ProjectIndex.generation``); an ``Answer`` says which modules it read (the cache).
+Depth and callers are bounded, recursion is cut, answers are memoised while no summary changes
+(``ProjectIndex.generation``); an ``Answer`` says which modules it read (the cache).
 """
 
 from __future__ import annotations
@@ -27,16 +28,17 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
 
+from . import choices
 from . import library_values as library
 from . import loader_values as loaders
 from .bodies import locate
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, ProjectCallable, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, OneOf, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
-from .scopes import Appended, Branches, Each, Scope, build_scope, mutable_display
+from .scopes import Appended, Branches, Each, Scope, build_scope, free, mutable_display
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -136,8 +138,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         return self._scopes[key]
 
     def _where_in(self, definition: Definition, line: int) -> Optional[Where]:
-        scope = self.scope_of(definition)
-        return None if scope is None else Where(definition.path, scope, line, Where(definition.path))
+        return None if (scope := self.scope_of(definition)) is None else Where(definition.path, scope, line, Where(definition.path))
 
     # -- evaluation ----------------------------------------------------------------------------
     def _eval(self, form: object, where: Where, depth: int) -> Kind:
@@ -310,11 +311,15 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             found = self._loader_call(func, form, where, depth)
             if found is not None:
                 return found
+            if func.qualname == "importlib.import_module":
+                return choices.import_module(self, form, where)
             if func.qualname is not None and library.knows(func.qualname):
                 return library.call(func.qualname, form, evaluate)
             if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
                 return self.models.by_name(form.args[0].name, form.args[1], where, depth)  # type: ignore[union-attr]
             head, _, method = func.name.rpartition(".")
+            if method == "get" and len(form.args) == 1 and type(found := choices.registry_get(self, head, where)) is not Unknown:
+                return found  # `MODELS.get(name)`: one of the registered definitions
             if head:
                 callee = self._ref(func, where, depth + 1)
                 if type(callee) is ProjectCallable:
@@ -334,20 +339,14 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return self.models.call_by_name(owner, func.index, where, depth)
         return UNKNOWN
 
-    @staticmethod
-    def _free(where: Where, name: str) -> bool:
-        """Whether no scope around ``where`` binds ``name`` (a builtin, then)."""
-        current: Optional[Where] = where
-        while current is not None:
-            if current.scope is not None and current.scope.binds(name):
-                return False
-            current = current.parent
-        return True
+    _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
 
     def _call_kind(self, callee: Kind, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         callee = present(callee)
         if type(callee) is ProjectCallable:
             return self._call_callable(callee, depth, form, where)
+        if type(callee) is OneOf:
+            return choices.each(callee, lambda one: self._call_kind(one, depth, form, where))
         if type(callee) is Instance:
             if self._method_of(callee.klass, "__call__") is not None:
                 return self._dispatch(callee, "__call__", depth)
@@ -364,6 +363,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
         receiver = present(receiver)
+        if type(receiver) is OneOf:
+            return choices.each(receiver, lambda one: self._method(one, name, form, evaluate, depth))
         if type(receiver) is Instance and not self.models.keeps(receiver, name):  # `Net().cuda()`: still it
             return self._dispatch(receiver, name, depth)
         found = self.models.method(receiver, name, form) or loaders.method(receiver, name)
@@ -409,7 +410,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return UNKNOWN
         outer = Where(definition.path)
         kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
-        return self.models.join(kinds) if len(set(kinds)) > 1 else join_all(kinds)  # every candidate a conv model?
+        return choices.choose(kinds)  # several classes: one of them
 
     # -- attributes, items, iteration ---------------------------------------------------------
     def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
@@ -422,6 +423,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             definition = receiver.definition
             found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
             return self._definition(found, depth)
+        if type(receiver) in (OneOf, ProjectModules):  # each choice's / each module's
+            return choices.attribute(self, receiver, name, depth)
         return self.models.attribute(receiver, name) or library.attribute(receiver, name)
 
     def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int, key: Tuple = ()) -> Kind:
@@ -430,7 +433,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         name: the kind all of them agree on. A list or dict display is not followed (code
         appends to it)."""
         kinds = []
-        owners = list(self._classes(klass))
+        owners = list(self.index.resolution.lineage(klass))  # type: ignore[union-attr]
         if not exact:
             owners += [sub for sub in self.index.resolution.subclasses(klass) if sub.klass is not None]  # type: ignore[union-attr]
         for owner in owners:
@@ -459,17 +462,6 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         scope = self.scope_of(definition)
         return () if scope is None else scope.own_attrs
 
-    def _classes(self, klass: Definition) -> Tuple[Definition, ...]:
-        """The class and its project bases (a base outside the project is not read)."""
-        out = [klass]
-        stack = [klass]
-        while stack and len(out) < 8:
-            for base in self.index.resolution.project_bases(stack.pop()):  # type: ignore[union-attr]
-                if base.klass is not None and all(base.key != seen.key for seen in out):
-                    out.append(base)
-                    stack.append(base)
-        return tuple(out)
-
     def _item(self, form: Item, where: Where, depth: int) -> Kind:
         receiver = present(self._eval(form.value, where, depth + 1))
         index = form.index
@@ -482,6 +474,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return self._eval(values[-1], where, depth + 1) if values and not form.value.truncated else UNKNOWN
         if type(receiver) is Instance:
             return self._dispatch(receiver, "__getitem__", depth)
+        if type(receiver) is Unknown and type(form.value) is Ref and type(found := choices.registry_get(self, form.value.name, where)) is not Unknown:
+            return found  # `MODELS[name]`: one of the registered definitions
         known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         return UNKNOWN if known is None else known
 

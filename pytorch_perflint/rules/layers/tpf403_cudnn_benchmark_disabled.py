@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -15,7 +15,8 @@ from ...analysis.values import literal_value
 from ...analysis.walk import descendants
 from ...context import FileContext
 from ...finding import NodeFix
-from ...project.call_values import own_path, trains
+from ...project.call_values import own_path, training_reach, trains
+from ...project.forms import dotted as ast_dotted
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ..training.loops import training_facts
@@ -24,6 +25,10 @@ from .entry_scripts import entry_scripts_decide
 from .module_parts import walk_scoped
 from .script_settings import insert_after_imports, is_entry_script, training_receivers
 from .trained_models import ModelBuild, model_builds
+
+if TYPE_CHECKING:
+    from ...project import ProjectIndex
+    from ...project.resolution import Definition
 
 _BENCHMARK = "torch.backends.cudnn.benchmark"
 # Settings that show the author chose reproducibility (or no cuDNN) over speed.
@@ -66,6 +71,52 @@ def _loop_steps_a_built_object(tree: ast.Module) -> bool:
     return False
 
 
+def _class_like(func: ast.AST) -> Optional[str]:
+    """``Trainer`` / ``cm.TrainLoop``: a callee spelled like a class."""
+    spelled = ast_dotted(func)
+    return spelled if spelled is not None and spelled.rpartition(".")[2][:1].isupper() else None
+
+
+def _hands_to_an_object(tree: ast.Module) -> FrozenSet[str]:
+    """The screen of ``_handed_to_trainers``: the classes (as spelled) of objects made with
+    a name that then have a method called (``Trainer(model).fit()``, or ``t.fit()`` with
+    ``t = Trainer(model)`` here)."""
+    index = tree_index(tree)
+
+    def made_with_a_name(call: ast.AST) -> Optional[str]:
+        if not isinstance(call, ast.Call) or not any(isinstance(a, ast.Name) for a in (*call.args, *(k.value for k in call.keywords if k.arg))):
+            return None
+        return _class_like(call.func)
+
+    made: Dict[str, str] = {}
+    for node in index.assignments:
+        if isinstance(node, ast.Assign) and (spelled := made_with_a_name(node.value)) is not None:
+            made.update((t.id, spelled) for t in node.targets if isinstance(t, ast.Name))
+    out: Set[str] = set()
+    for call in index.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            value = func.value
+            spelled = made_with_a_name(value) if isinstance(value, ast.Call) else made.get(value.id) if isinstance(value, ast.Name) else None
+            if spelled is not None:
+                out.add(spelled)
+    return frozenset(out)
+
+
+def _class_trains(project: "ProjectIndex", klass: Optional[Definition]) -> bool:
+    """A project class (or a project base of it) with a method that runs backward or an
+    optimizer step in its own body (the summaries' facts): a trainer."""
+    seen = 0
+    stack = [klass] if klass is not None and klass.kind == "class" else []
+    while stack and seen < 16:
+        current = stack.pop()
+        seen += 1
+        if current.klass is not None and any(trains(m) for m in current.klass.methods):
+            return True
+        stack.extend(project.resolution.project_bases(current))
+    return False
+
+
 @dataclass(frozen=True)
 class _Decision:
     """What TPF403 reports in a file: ``benchmark = False`` assignments, or the model build."""
@@ -93,10 +144,57 @@ def _trains_through(context: FileContext, call: cst.Call) -> bool:
     return bool(callees) and all(d.function is not None and trains(d.function) for d in callees)
 
 
+def _names_passed(call: cst.Call) -> Set[str]:
+    """The names passed to a call of a class-like callee (``Trainer(model, loader)``)."""
+    spelled = dotted_name(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
+    if spelled is None or not spelled.rpartition(".")[2][:1].isupper():
+        return set()
+    return {a.value.value for a in call.args if type(a.value) is cst.Name and a.star == ""}  # type: ignore[union-attr]
+
+
+def _handed_to_trainers(context: FileContext) -> Set[str]:
+    """Names a statement of the module hands to a project object that trains them: a call
+    statement of a method that runs a training step (the value engine's dispatch and
+    ``training_reach``) on an object made with the name (``TrainLoop(model=model).
+    run_loop()``; ``t = Trainer(model); t.fit()``). The model is built here, so the
+    finding is here (``_hands_to_an_object`` is its screen)."""
+    values = context.values() if context.project is not None else None
+    if values is None:
+        return set()
+    constructed: Dict[str, List[cst.Call]] = {}
+    statements: List[Tuple[cst.CSTNode, cst.Call]] = []
+    for top in context.module.body:
+        for node in descendants(top):
+            if type(node) is cst.Assign and type(node.value) is cst.Call and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+                constructed.setdefault(node.targets[0].target.value, []).append(node.value)  # type: ignore[union-attr]
+            elif type(node) is cst.Expr and type(node.value) is cst.Call:
+                statements.append((top, node.value))  # type: ignore[arg-type]
+    out: Set[str] = set()
+    for top, call in statements:
+        func = call.func
+        passed: Set[str] = set()
+        if type(func) is cst.Attribute and type(func.value) is cst.Call:
+            passed = _names_passed(func.value)
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name:
+            for made in constructed.get(func.value.value, ()):
+                passed |= _names_passed(made)
+        if not passed - out:
+            continue
+        callees = values.callees(call, top, objects=False)
+        if not callees or any(training_reach(values.engine, d) is None for d in callees):
+            continue
+        index = values.engine.index
+        if all(d.path is not None and _class_trains(index, index.resolve(d.path, d.name.split(".")[0])) for d in callees):
+            out |= passed  # a method of a trainer class (the screen's question too) that trains
+    return out
+
+
 def _decide(context: FileContext) -> _Decision:
     called = training_receivers(context)  # first: TPF202 and TPF601 share these facts
     if called is None:
-        return _Decision()
+        if not context.fact(_handed_to_trainers):
+            return _Decision()
+        called = set()
     false_values: List[cst.BaseExpression] = []
     trained: Set[str] = set()
     in_loops = _loop_method_calls(context) if context.project is not None else {}
@@ -139,6 +237,10 @@ def _decide(context: FileContext) -> _Decision:
         targets = {b.target for b in builds}
         stepped = {r for r, call, chain in through if r in targets and _trains_through(context, call)}
         linked = [b for b in builds if b.target in stepped]
+    if not linked:
+        # The model built here is handed to a project trainer (``TrainLoop(model=model)``).
+        handed = context.fact(_handed_to_trainers)
+        linked = [b for b in model_builds(context, handed) if b.conv]
     linked.sort(key=lambda b: b.inside_model)
     if not linked:
         return _Decision()
@@ -179,10 +281,16 @@ class CudnnBenchmarkDisabled(Rule):
     factory whose every `return` does (`get_model(name)` with an `if`/`elif` over names).
     A project object that holds a convolutional model (`agent = Agent(...)` whose
     constructor builds one) counts as trained when the loop calls one of its methods that
-    runs a training step (`agent.learn(batch)`); a trainer class that keeps the model its
-    callers pass (`self.model = model`, `model, diffusion = create_model_and_diffusion()`
-    in the script) is flagged at that assignment. What a model is comes from the value
-    engine (`project/module_values.py`).
+    runs a training step (`agent.learn(batch)`). A model the script hands to a project
+    object that trains it (`model, diffusion = create_model_and_diffusion()`, then
+    `TrainLoop(model=model).run_loop()`, or `t = Trainer(model); t.fit()`) is flagged at
+    the script's statement that builds it; `self.model = model` in the trainer builds
+    nothing and is never the anchor. A factory may choose among project classes by a name
+    only known at run time: a class looked up with `importlib` by a computed module name,
+    a registry's `get(name)` over `@REGISTRY.register()`-ed definitions, a builder whose
+    `if`/`elif` arms build different classes: the model is convolutional when every
+    candidate is. What a model is comes from the value engine (`project/module_values.py`,
+    `project/choices.py`).
 
     ## Why is this bad?
     With `benchmark` off, cuDNN picks a convolution algorithm by heuristics. With it on, the
@@ -239,11 +347,10 @@ class CudnnBenchmarkDisabled(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """A training loop, or a call of what may be a training step of a project object
-        (``agent.learn(...)``), and a word that building a convolutional model needs, or an
-        import (the model may come from another module of the project)."""
-        return (".backward(" in source or ".step(" in source or any(w in source for w in _STEP_WORDS)) and (
-            _could_build_conv_model(source) or "import " in source
-        )
+        (``agent.learn(...)``), and a word that building a convolutional model needs; or an
+        import (the model, or the trainer it is handed to, may come from another module)."""
+        trains_here = ".backward(" in source or ".step(" in source or any(w in source for w in _STEP_WORDS)
+        return (trains_here and _could_build_conv_model(source)) or "import " in source
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
@@ -251,8 +358,17 @@ class CudnnBenchmarkDisabled(Rule):
         a method named like a training step of an object built here (``agent.learn(...)``
         with ``agent = Agent(...)``): the training family's screen for step functions of
         other modules (which leaves out containers: ``seen = OrderedSet(); seen.update(x)``),
-        less its bare function calls."""
-        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree))
+        less its bare function calls; or an object made with a name whose method is called
+        (``TrainLoop(model=model).run_loop()``: the model may be handed to a trainer)."""
+        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)) or bool(_hands_to_an_object(tree))
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """A file that passed only for handing a name to an object (no training loop of
+        its own) needs the object's class to be a project trainer (``_class_trains``)."""
+        if could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)):
+            return True
+        return any(_class_trains(project, project.resolve(path, spelled)) for spelled in _hands_to_an_object(tree))
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"

@@ -12,7 +12,7 @@ proportional to them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -54,15 +54,19 @@ def _targets(small: cst.BaseSmallStatement) -> List[Tuple[str, int]]:
 
 def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuild, ...]:
     """The assignments of the module that bind one of the ``wanted`` names, in source
-    order, each with the engine's answer."""
+    order, each with the engine's answer. An assignment that only binds what a parameter
+    holds (``self.model = model``, ``self.net = net.cuda()``) builds nothing: the model
+    was built by a caller, where the finding belongs (RULES.md's anchor)."""
     names = set(wanted)
     models = context.models
     if not names or models is None:
         return ()
     out: List[ModelBuild] = []
-    for statement, node, cls in _lines(context.module):
+    for statement, node, cls, params in _lines(context.module):
         for small in node.body:
             if type(small) not in (cst.Assign, cst.AnnAssign) or small.value is None:  # type: ignore[attr-defined]
+                continue
+            if _binds_a_parameter(small.value, params):  # type: ignore[attr-defined]
                 continue
             for target, position in _targets(small):
                 if target not in names:
@@ -77,18 +81,40 @@ def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuil
     return tuple(out)
 
 
-def _lines(module: cst.Module) -> Iterator[Tuple[cst.CSTNode, cst.SimpleStatementLine, Optional[cst.ClassDef]]]:
-    """Each simple statement line with the module-level statement that holds it and its
-    innermost class, in source order."""
+_KEEPS_MODULE = frozenset(("to", "cuda", "cpu", "train", "eval", "float", "half", "requires_grad_"))
+
+
+def _binds_a_parameter(value: cst.BaseExpression, params: FrozenSet[str]) -> bool:
+    """``model``, ``model.cuda()``, ``net.to(device).train()`` with ``model``/``net`` a
+    parameter of the function around the assignment: a binding, not a build."""
+    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _KEEPS_MODULE:  # type: ignore[attr-defined]
+        value = value.func.value  # type: ignore[attr-defined]
+    return type(value) is cst.Name and value.value in params  # type: ignore[attr-defined]
+
+
+def _parameters(function: cst.FunctionDef) -> FrozenSet[str]:
+    p = function.params
+    names = [a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params)]
+    names += [a.name.value for a in (p.star_arg, p.star_kwarg) if isinstance(a, cst.Param)]
+    return frozenset(names)
+
+
+_Line = Tuple[cst.CSTNode, cst.SimpleStatementLine, Optional[cst.ClassDef], FrozenSet[str]]
+
+
+def _lines(module: cst.Module) -> Iterator[_Line]:
+    """Each simple statement line with the module-level statement that holds it, its
+    innermost class and the parameters of its innermost function, in source order."""
     for top in module.body:
-        stack: List[Tuple[cst.CSTNode, Optional[cst.ClassDef]]] = [(top, None)]
+        stack: List[Tuple[cst.CSTNode, Optional[cst.ClassDef], FrozenSet[str]]] = [(top, None, frozenset())]
         while stack:
-            node, cls = stack.pop()
+            node, cls, params = stack.pop()
             if type(node) is cst.SimpleStatementLine:
-                yield top, node, cls
+                yield top, node, cls, params
                 continue
             inner = node if type(node) is cst.ClassDef else cls
-            stack.extend((child, inner) for child in reversed(child_nodes(node)) if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.Finally)) or type(child).__name__ in ("MatchCase",))
+            inner_params = _parameters(node) if type(node) is cst.FunctionDef else frozenset() if type(node) is cst.ClassDef else params  # type: ignore[arg-type]
+            stack.extend((child, inner, inner_params) for child in reversed(child_nodes(node)) if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.Finally)) or type(child).__name__ in ("MatchCase",))
 
 
 def _is_module_class(context: FileContext, cls: cst.ClassDef) -> bool:
