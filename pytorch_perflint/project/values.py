@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
 from . import library_values as library
 from . import loader_values as loaders
 from .bodies import locate
+from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
 from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, ProjectCallable, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
@@ -329,6 +330,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         if type(func) is Item and type(func.value) is Ref and func.value.name.endswith(".__dict__"):
             owner = func.value.name[: -len(".__dict__")]
             return self.models.call_by_name(owner, func.index, where, depth)
+        if type(func) is Item and (table := dict_display(func.value, where, self.index)) is not None:  # `models[name](...)`
+            return join_all([self._call_kind(self._eval(e, table[1], depth + 1), depth, form, where) for e in candidates(table[0], func.index)])
         return UNKNOWN
 
     @staticmethod
@@ -480,6 +483,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         if type(receiver) is Instance:
             return self._dispatch(receiver, "__getitem__", depth)
         known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
+        if known is None and (table := dict_display(form.value, where, self.index)) is not None:  # `models[name]`
+            known = join_all([self._eval(entry, table[1], depth + 1) for entry in candidates(table[0], index)])
         return UNKNOWN if known is None else known
 
     def _element(self, iterable: Kind, depth: int = 0) -> Kind:
