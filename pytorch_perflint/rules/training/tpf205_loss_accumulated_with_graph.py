@@ -43,7 +43,11 @@ class LossAccumulatedWithGraph(Rule):
     result of a criterion (`criterion(out, y)`, an `nn.*Loss` instance),
     a `torch.nn.functional` loss (`F.cross_entropy`), or arithmetic on one (`loss * n`,
     `loss.mean()`). The accumulator must be bound before the loop (`total = 0`,
-    `losses = []`, `meter = AverageMeter()`).
+    `losses = []`, `meter = AverageMeter()`, or `total = count = 0`). A value the loop
+    backpropagates carries a graph whatever made it, and so do the terms it was computed
+    from that a same-module function (or the `forward` of a module-level loss class)
+    returns beside it (`loss, box = compute(out, y)` where `compute` ends
+    `total = box + cls; return total, box`).
     Silent for `loss.item()`, `loss.detach()`, `loss.data`, `float(loss)`, values computed
     under `torch.no_grad()`, an accumulator that is backpropagated later (`total.backward()`,
     `torch.stack(losses).mean().backward()`: gradient accumulation on purpose), one
@@ -155,6 +159,14 @@ class LossAccumulatedWithGraph(Rule):
         + "for x, y in loader:\n    l = loss_fn(model(x), y)\n    opt.step()\n    total += l\n",
     )
     INVALID = (
+        # a term of the backpropagated loss that a same-module function returns beside it
+        Invalid(
+            _SETUP + "def compute(out, y):\n    box = F.l1_loss(out, y)\n    cls = F.cross_entropy(out, y)\n"
+            + "    total = box + cls\n    return total, box\n"
+            + "box_sum = 0\nfor x, y in loader:\n    loss, box = compute(model(x), y)\n    loss.backward()\n"
+            + "    opt.step()\n    box_sum += box\n",
+            line=14,
+        ),
         # a value the loop backpropagates carries a graph, whatever helper made it
         Invalid(
             _SETUP + "total = 0\nfor x, y in loader:\n    loss, aux = compute(model, x, y)\n    loss.backward()\n"
