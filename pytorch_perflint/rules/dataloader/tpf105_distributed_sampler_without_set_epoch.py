@@ -12,7 +12,7 @@ from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import argument
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_args import Path
+from .loader_args import _TQDM, Path
 from .loader_facts import loader_facts, walked_every_epoch_elsewhere
 from .project_iterations import sampler_walked_every_epoch
 from .loader_sites import LoaderSite, _method_class
@@ -450,7 +450,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if project_sets_epoch(self.context, call):
                 return True
             if handed and any(isinstance(a.value, cst.Name) and a.value.value in handed for a in call.args):
-                return not is_builtin_call(call)
+                # a builtin (`len(loader)`) or a progress bar (`tqdm(loader, desc=...)`) only
+                # reads what it is given; other calls that get it may set the epoch
+                if not is_builtin_call(call) and self.context.qualname(call.func) not in _TQDM:
+                    return True
         return False
 
 
