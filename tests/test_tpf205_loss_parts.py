@@ -73,3 +73,19 @@ def test_an_accumulator_bound_in_a_chained_assignment():
     assert _lines(code) == [11]
     fresh = code.replace("total = count = 0\nfor x, y in loader:\n", "for x, y in loader:\n    total = count = 0\n")
     assert _lines(fresh) == []
+
+
+_STEP = "for x, y in loader:\n    loss = F.cross_entropy(model(x), y)\n    loss.backward()\n    opt.step()\n"
+
+
+def test_an_entry_of_a_dict_of_totals():
+    code = _SETUP + "totals = {'loss': 0.0, 'n': 0}\n" + _STEP + "    totals['loss'] += loss\n    totals['n'] += 1\n"
+    assert _lines(code) == [11]
+    # Look-alikes: the entry reset in the loop, a number, an entry not known to be a
+    # fresh total, a dict made anew every iteration.
+    reset = code.replace("    totals['loss'] += loss\n", "    totals['loss'] = 0.0\n    totals['loss'] += loss\n")
+    number = code.replace("totals['loss'] += loss", "totals['loss'] += loss.item()")
+    unknown = code.replace("totals = {'loss': 0.0, 'n': 0}", "totals = make_totals()")
+    fresh = code.replace("totals = {'loss': 0.0, 'n': 0}\nfor x, y in loader:\n", "for x, y in loader:\n    totals = {'loss': 0.0, 'n': 0}\n")
+    for variant in (reset, number, unknown, fresh):
+        assert _lines(variant) == [], variant
