@@ -71,3 +71,33 @@ def test_look_alikes_stay_silent(tmp_path):
         assert _findings(root, ".") == [], name
         _rewrite(root / name, originals[name])
     assert _findings(root, ".") == [("config_utils.py", 7, "TPF105")]
+
+
+DATA = (
+    "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+    "def make_loader(ds):\n    sampler = DistributedSampler(ds)\n    return DataLoader(ds, sampler=sampler, batch_size=8)\n"
+)
+FIT = (
+    "def fit(model, opt, loader, epochs):\n    for epoch in range(epochs):\n"
+    "        for x, y in loader:\n            model(x).sum().backward()\n            opt.step()\n"
+)
+RUN = (
+    "from data import make_loader\nfrom fit import fit\n\n\n"
+    "def main(ds, model, opt, epochs):\n    loader = make_loader(ds)\n    fit(model, opt, loader, epochs)\n"
+)
+
+
+def test_a_returned_loader_handed_once_to_a_function_whose_epoch_loop_walks_it(tmp_path):
+    root = _project(tmp_path, {"data.py": DATA, "fit.py": FIT, "run.py": RUN})
+    assert _findings(root, ".") == [("data.py", 5, "TPF105")]
+    variants = {
+        "fit.py": FIT.replace("        for x, y", "        loader.sampler.set_epoch(epoch)\n        for x, y"),
+        "fit.py ": "def fit(model, opt, loader, epochs):\n    for x, y in loader:\n        model(x).sum().backward()\n",
+        "run.py": RUN.replace("loader = make_loader(ds)\n    fit(model, opt, loader, epochs)", "val_loader = make_loader(ds)\n    fit(model, opt, val_loader, epochs)"),
+    }
+    originals = {"fit.py": FIT, "run.py": RUN}
+    for name, text in variants.items():
+        name = name.strip()
+        _rewrite(root / name, text)
+        assert _findings(root, ".") == [], name
+        _rewrite(root / name, originals[name])

@@ -59,7 +59,21 @@ def iterated_every_epoch(
         walker = _Walker(index, caller_path, unless_text, unless_name)
         if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name, walker):
             return True
+        if body is not None and unless_name is not None and _handed_to_epoch_loop(body, site.line, site.callee, element, unless_name, walker):
+            return True  # TPF105: `train(model, loader, epochs)` walks it in its own epoch loop
     return False
+
+
+def _handed_to_epoch_loop(
+    body: Sequence[ast.stmt], line: int, callee: str, element: Optional[int], unless_name: "re.Pattern[str]", walker: "_Walker"
+) -> bool:
+    """The loader, bound once outside loops, is handed (outside loops) to a project function
+    that walks it inside an epoch loop of its own."""
+    assign = _assignment(body, line, callee)
+    name = _bound_name(assign.targets[0], element) if assign is not None else None
+    if assign is None or name is None or unless_name.search(name) or _holds_in_loop(body, assign) or not _bound_once(body, name):
+        return False
+    return any(walker.walks_every_epoch(n, (name,)) for n in _own_nodes(body) if not _holds_in_loop(body, n))
 
 
 class _Walker:
@@ -410,7 +424,7 @@ def packed_sampler_walked_every_epoch(
         if _name_walked(body, loader, name, unless_name, walker):  # type: ignore[arg-type]
             return True
         if _bound_once(body, name) and any(walker.walks_every_epoch(n, (name,)) for n in _own_nodes(body) if not _holds_in_loop(body, n)):  # type: ignore[arg-type]
-            return True
+            return True  # as ``_handed_to_epoch_loop`` reads it
     return False
 
 
