@@ -278,3 +278,35 @@ def test_a_project_class_of_another_framework_is_not_a_torch_model(tmp_path):
     assert _findings(root, ".") == []
     _rewrite(root / "net.py", net.replace("from mxnet import gluon", "import torch.nn as nn").replace("gluon.nn.HybridBlock", "nn.Module"))
     assert _findings(root, ".") == [("evaluate.py", 7, "TPF203")]
+
+
+# -- a factory table chosen by name: `models[name](**kwargs)` (issue 22, ResNeSt's gluon) ----
+
+GLUON_ZOO = (
+    "from mxnet.gluon import HybridBlock\n\n\n"
+    "class ResNet(HybridBlock):\n    pass\n\n\n"
+    "def resnet50(**kwargs):\n    return ResNet(**kwargs)\n\n\n"
+    "def resnet101(**kwargs):\n    model = ResNet(**kwargs)\n    return model\n\n\n"
+    "models = {'resnet50': resnet50, 'resnet101': resnet101}\n\n\n"
+    "def get_model(name, **kwargs):\n    name = name.lower()\n    return models[name](**kwargs)\n"
+)
+TABLE_EVAL = (
+    "import torch\nfrom zoo import get_model\n\nnet = get_model(arch)\n\n\n"
+    "def train():\n    def evaluate(epoch):\n        for batch in val_data:\n            output = net(batch)\n"
+    "    evaluate(0)\n"
+)
+
+
+def test_a_net_of_another_framework_from_a_factory_table_is_not_a_torch_model(tmp_path):
+    root = _project(tmp_path, {"zoo.py": GLUON_ZOO, "evaluate.py": TABLE_EVAL}, "TPF203")
+    assert _findings(root, ".") == []
+    # Look-alikes: a torch table is a torch model; a table changed in place, or one whose
+    # entries disagree (a torch and an MXNet net), is not known, and the loop is reported.
+    torch_zoo = GLUON_ZOO.replace("from mxnet.gluon import HybridBlock", "from torch.nn import Module as HybridBlock")
+    _rewrite(root / "zoo.py", torch_zoo)
+    assert _findings(root, ".") == [("evaluate.py", 9, "TPF203")]
+    _rewrite(root / "zoo.py", GLUON_ZOO + "models['extra'] = make_extra\n")
+    assert _findings(root, ".") == [("evaluate.py", 9, "TPF203")]
+    mixed = GLUON_ZOO.replace("def resnet101(**kwargs):\n    model = ResNet(**kwargs)", "def resnet101(**kwargs):\n    model = torch.nn.Linear(2, 2)")
+    _rewrite(root / "zoo.py", "import torch\n" + mixed)
+    assert _findings(root, ".") == [("evaluate.py", 9, "TPF203")]

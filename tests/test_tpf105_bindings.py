@@ -35,3 +35,30 @@ def test_one_sampler_set_each_epoch_stays_silent_whatever_the_other_branch_binds
         "    for x, y in loader:\n        loss(x, y).backward()\n"
     )
     assert lint_example(Rule, code) == []
+
+
+# -- a progress bar over the loader walks it; it does not set the epoch (SemBERT, ERNIE) ----
+
+_BERT = (
+    _SETUP + "from torch.utils.data import RandomSampler\nfrom tqdm import tqdm, trange\n\n\n"
+    "def main(args, model, optimizer, train_data):\n"
+    "    if args.local_rank == -1:\n        train_sampler = RandomSampler(train_data)\n"
+    "    else:\n        train_sampler = DistributedSampler(train_data)\n"
+    "    train_dataloader = DataLoader(train_data, sampler=train_sampler, batch_size=8)\n"
+    "    for _ in trange(int(args.num_train_epochs), desc='Epoch'):\n"
+    "        for step, batch in enumerate(tqdm(train_dataloader, desc='Iteration')):\n"
+    "            model(*batch).backward()\n            optimizer.step()\n"
+)
+
+
+def test_a_loader_walked_through_a_tqdm_bar_with_arguments_every_epoch():
+    assert lint_example(Rule, _BERT) == [(11, "TPF105")]
+
+
+def test_a_call_that_may_set_the_epoch_still_silences_it():
+    # Handing the loader to an unknown function (which may call set_epoch) stays silent, as
+    # does a bar that is not tqdm's.
+    handed = _BERT.replace("        for step, batch", "        prepare(train_dataloader)\n        for step, batch")
+    assert lint_example(Rule, handed) == []
+    other_bar = _BERT.replace("from tqdm import tqdm, trange", "from tqdm import trange\nfrom bars import tqdm")
+    assert lint_example(Rule, other_bar) == []

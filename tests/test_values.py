@@ -315,3 +315,26 @@ def test_a_large_project_is_not_scanned_for_callers(tmp_path, monkeypatch):
     unknown (a cold run of the torch package stays cheap)."""
     monkeypatch.setattr(values, "MAX_SCANNED_MODULES", 0)
     assert type(_kind(tmp_path, {"main.py": PARAMS}, "a")) is Unknown
+
+
+TABLES = {
+    "zoo.py": (
+        "import numpy as np\n\ndef ones():\n    return np.ones(3)\n\ndef zeros():\n    return np.zeros(3)\n\n"
+        "def text():\n    return 'a'\n\n"
+        "ARRAYS = {'ones': ones, 'zeros': zeros}\nMIXED = {'ones': ones, 'text': text}\n"
+        "CHANGED = {'ones': ones}\nCHANGED['text'] = text\nSTARRED = {'ones': ones, **other}\n"
+    ),
+    "main.py": (
+        "from zoo import ARRAYS, MIXED, CHANGED, STARRED, ones\n"
+        "a = ARRAYS[name]()\nb = MIXED['ones']()\nc = MIXED[name]()\nd = CHANGED[name]()\ne = STARRED[name]()\n"
+        "def f(key):\n    local = {'x': ones, 'y': ones}\n    return local[key]()\ng = f(name)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("expression, known", [("a", True), ("b", True), ("g", True), ("c", False), ("d", False), ("e", False)])
+def test_a_factory_table_chosen_by_name(tmp_path, expression, known):
+    """``table[name](...)``: the entry a literal key names, else every entry (known when
+    they agree); a table changed in place or with ``**`` entries is not read."""
+    kind = _kind(tmp_path, TABLES, expression)
+    assert (kind == Array()) if known else type(kind) is Unknown

@@ -32,6 +32,7 @@ from . import choices
 from . import library_values as library
 from . import loader_values as loaders
 from .bodies import locate
+from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
 from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, OneOf, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
@@ -337,6 +338,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         if type(func) is Item and type(func.value) is Ref and func.value.name.endswith(".__dict__"):
             owner = func.value.name[: -len(".__dict__")]
             return self.models.call_by_name(owner, func.index, where, depth)
+        if type(func) is Item and (table := dict_display(func.value, where, self.index)) is not None:  # `models[name](...)`
+            return join_all([self._call_kind(self._eval(e, table[1], depth + 1), depth, form, where) for e in candidates(table[0], func.index)])
         return UNKNOWN
 
     _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
@@ -477,6 +480,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
         if type(receiver) is Unknown and type(form.value) is Ref and type(found := choices.registry_get(self, form.value.name, where)) is not Unknown:
             return found  # `MODELS[name]`: one of the registered definitions
         known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
+        if known is None and (table := dict_display(form.value, where, self.index)) is not None:  # `models[name]`
+            known = join_all([self._eval(entry, table[1], depth + 1) for entry in candidates(table[0], index)])
         return UNKNOWN if known is None else known
 
     def _element(self, iterable: Kind, depth: int = 0) -> Kind:

@@ -59,7 +59,21 @@ def iterated_every_epoch(
         walker = _Walker(index, caller_path, unless_text, unless_name)
         if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name, walker):
             return True
+        if body is not None and unless_name is not None and _handed_to_epoch_loop(body, site.line, site.callee, element, unless_name, walker):
+            return True  # TPF105: `train(model, loader, epochs)` walks it in its own epoch loop
     return False
+
+
+def _handed_to_epoch_loop(
+    body: Sequence[ast.stmt], line: int, callee: str, element: Optional[int], unless_name: "re.Pattern[str]", walker: "_Walker"
+) -> bool:
+    """The loader, bound once outside loops, is handed (outside loops) to a project function
+    that walks it inside an epoch loop of its own."""
+    assign = _assignment(body, line, callee)
+    name = _bound_name(assign.targets[0], element) if assign is not None else None
+    if assign is None or name is None or unless_name.search(name) or _holds_in_loop(body, assign) or not _bound_once(body, name):
+        return False
+    return any(walker.walks_every_epoch(n, (name,)) for n in _own_nodes(body) if not _holds_in_loop(body, n))
 
 
 class _Walker:
@@ -89,7 +103,17 @@ class _Walker:
                 return True
         return False
 
-    def _walks_parameter(self, call: ast.Call, position: int) -> bool:
+    def walks_every_epoch(self, node: ast.AST, names: Sequence[str]) -> bool:
+        """``train(model, name, ...)`` called once, where ``train`` walks that parameter in
+        a loop inside another loop of its own (the epoch loop is the callee's)."""
+        if type(node) is not ast.Call or any(type(a) is ast.Starred for a in node.args):  # type: ignore[attr-defined]
+            return False
+        return any(
+            type(arg) is ast.Name and arg.id in names and self._walks_parameter(node, position, nested=True)  # type: ignore[attr-defined]
+            for position, arg in enumerate(node.args)  # type: ignore[attr-defined]
+        )
+
+    def _walks_parameter(self, call: ast.Call, position: int, nested: bool = False) -> bool:
         callee = dotted(call.func)
         found = self.index.resolve(self.path, callee) if callee else None
         if found is None or found.kind != "function" or found.function is None or found.path is None:
@@ -122,6 +146,9 @@ class _Walker:
         ]
         names = _aliases(function.body, parameter, None)
         walks = [n for n in _own_nodes(function.body) if _walks(n, names)]
+        if nested:  # the walk stands in an outer loop of the callee (its epoch loop)
+            outer = [l for l in _own_nodes(function.body) if isinstance(l, _LOOPS)]
+            walks = [n for n in walks if any(l is not n and _holds(l, n) for l in outer)]
         return not rebound and any(not any(_holds(g, n) for g in guarded) for n in walks)
 
 
@@ -358,3 +385,85 @@ def _loader_taking(body: Sequence[ast.stmt], sampler: str) -> Optional[ast.Assig
 
 def _bound_once(body: Sequence[ast.stmt], name: str) -> bool:
     return len([n for n in _own_nodes(body) if type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load]) == 1
+
+
+def packed_sampler_walked_every_epoch(
+    index: ProjectIndex, path: str, helper: str, knob: Optional[Tuple[str, object]], unless_text: str, unless_name: "re.Pattern[str]"
+) -> bool:
+    """TPF105 across files, for a sampler packed into a dict of loader arguments: module-level
+    function ``helper`` of ``path`` returns the dict (``kwargs["sampler"] = DistributedSampler(
+    ...)``); a caller in another module binds the result once (passing a value for which the
+    sampler shuffles: ``knob``), unpacks it into one ``DataLoader(ds, **kwargs)`` bound once,
+    and walks that loader every epoch: in a loop of its own, or by handing it once to a
+    project function that walks it inside its epoch loop. The caller's module and the
+    modules it imports, and the walking function's module, never mention ``set_epoch``."""
+    path = os.path.abspath(path)
+    found = index.resolve(path, helper)
+    if found is None or found.kind != "function" or found.path != path or found.function is None:
+        return False
+    params = [p.name for p in found.function.params if p.kind == "positional"]
+    for caller_path, site in index.callers(found) or ():
+        if caller_path == path or site.in_loop or site.star or site.dstar:
+            continue
+        text = index.text(caller_path)
+        if text is None or _mentions(index, caller_path, text, unless_text):
+            continue
+        tree = _parse(text)
+        body = _scope_body(tree, site.caller) if tree is not None else None
+        assign = _assignment(body, site.line, site.callee) if body is not None else None
+        if assign is None or type(assign.targets[0]) is not ast.Name or not _bound_once(body, assign.targets[0].id):  # type: ignore[attr-defined]
+            continue
+        kwargs = assign.targets[0].id  # type: ignore[attr-defined]
+        if knob is not None and not _passes(assign.value, knob, params) or _sampler_written(body, kwargs):  # type: ignore[arg-type]
+            continue
+        loader = _loader_unpacking(body, kwargs)  # type: ignore[arg-type]
+        name = _bound_name(loader.targets[0], None) if loader is not None else None
+        if loader is None or name is None or unless_name.search(name):
+            continue
+        walker = _Walker(index, caller_path, unless_text, unless_name)
+        if _name_walked(body, loader, name, unless_name, walker):  # type: ignore[arg-type]
+            return True
+        if _bound_once(body, name) and any(walker.walks_every_epoch(n, (name,)) for n in _own_nodes(body) if not _holds_in_loop(body, n)):  # type: ignore[arg-type]
+            return True  # as ``_handed_to_epoch_loop`` reads it
+    return False
+
+
+def _passes(call: ast.Call, knob: Tuple[str, object], params: Sequence[str]) -> bool:
+    """The call passes ``True`` for the parameter (``(param, None)``) or the literal the
+    sampler's ``shuffle=param == literal`` compares it with."""
+    name, literal = knob
+    if literal is None:
+        return _passes_true(call, name, params)
+    value = next((k.value for k in call.keywords if k.arg == name), None)
+    position = params.index(name) if name in params else None
+    if value is None and position is not None and position < len(call.args) and not any(type(a) is ast.Starred for a in call.args[: position + 1]):
+        value = call.args[position]
+    return type(value) is ast.Constant and value.value == literal  # type: ignore[union-attr]
+
+
+def _sampler_written(body: Sequence[ast.stmt], kwargs: str) -> bool:
+    """``kwargs["sampler"] = ...`` / ``kwargs.pop(...)``/``update``: the caller changes it."""
+    for node in _own_nodes(body):
+        if type(node) is ast.Subscript and type(node.ctx) is not ast.Load and type(node.value) is ast.Name and node.value.id == kwargs:  # type: ignore[attr-defined]
+            key = node.slice  # type: ignore[attr-defined]
+            if not (type(key) is ast.Constant and key.value not in ("sampler", "batch_sampler", "shuffle")):
+                return True
+        if type(node) is ast.Call and type(node.func) is ast.Attribute and type(node.func.value) is ast.Name:  # type: ignore[attr-defined]
+            if node.func.value.id == kwargs and node.func.attr in ("pop", "update", "clear", "setdefault"):  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+def _loader_unpacking(body: Sequence[ast.stmt], kwargs: str) -> Optional[ast.Assign]:
+    """The one ``loader = DataLoader(..., **kwargs)`` of the scope (no ``sampler=`` of its own)."""
+    found = [
+        n
+        for n in _own_nodes(body)
+        if type(n) is ast.Assign
+        and len(n.targets) == 1
+        and type(n.value) is ast.Call
+        and (dotted(n.value.func) or "").split(".")[-1] == "DataLoader"
+        and any(k.arg is None and type(k.value) is ast.Name and k.value.id == kwargs for k in n.value.keywords)
+        and not any(k.arg in ("sampler", "batch_sampler") for k in n.value.keywords)
+    ]
+    return found[0] if len(found) == 1 else None

@@ -251,3 +251,71 @@ def _returned_by_any(context: FileContext, ancestors: Path) -> Optional[cst.Func
     if isinstance(function, cst.FunctionDef) and any(a is function for a in context.module.body):
         return function
     return None
+
+
+# -- a sampler packed into a dict of loader arguments a helper returns (TPF105) --------
+@dataclass(frozen=True)
+class Packed:
+    """``kwargs["sampler"] = DistributedSampler(...)`` in a module-level function that
+    returns ``kwargs``: callers elsewhere unpack it into a loader (``DataLoader(ds,
+    **kwargs)``). ``knob``: how ``shuffle`` depends on the caller (None: it always shuffles;
+    ``(param, None)``: it is that parameter; ``(param, literal)``: ``param == literal``)."""
+
+    name: str
+    function: cst.FunctionDef
+    knob: Optional[Tuple[str, object]]
+
+
+def packed_into(context: FileContext, call: cst.Call, ancestors: Path, shuffle: Optional[cst.Arg]) -> Optional[Packed]:
+    """The ``Packed`` the sampler call is, or None (also when ``shuffle`` is not known)."""
+    parent = ancestors[-1] if ancestors else None
+    if not isinstance(parent, cst.Assign) or len(parent.targets) != 1 or parent.value is not call:
+        return None
+    target = parent.targets[0].target
+    if not isinstance(target, cst.Subscript) or not isinstance(target.value, cst.Name) or _key(target) != "sampler":
+        return None
+    function = _returned_by_any(context, ancestors)
+    if function is None or len(context.fact(defs_by_name).get(function.name.value, [])) != 1:
+        return None
+    returns = [n for n in _own_returns(function)]
+    if not returns or any(not isinstance(r.value, cst.Name) or r.value.value != target.value.value for r in returns):
+        return None
+    knob = _knob(shuffle, [p.name.value for p in function.params.params])
+    if knob is False:
+        return None
+    return Packed(function.name.value, function, knob)  # type: ignore[arg-type]
+
+
+def _key(subscript: cst.Subscript) -> Optional[str]:
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    index = subscript.slice[0].slice.value
+    return index.evaluated_value if isinstance(index, cst.SimpleString) else None  # type: ignore[return-value]
+
+
+def _own_returns(function: cst.FunctionDef):
+    stack: List[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            yield node
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+
+
+def _knob(shuffle: Optional[cst.Arg], params: List[str]):
+    """None (shuffles), ``(param, None)``, ``(param, literal)``; False: not shuffled or not known."""
+    if shuffle is None:
+        return None
+    value = shuffle.value
+    if isinstance(value, cst.Name) and value.value == "True":
+        return None
+    if isinstance(value, cst.Name) and value.value in params:
+        return (value.value, None)
+    if isinstance(value, cst.Comparison) and len(value.comparisons) == 1 and isinstance(value.comparisons[0].operator, cst.Equal):
+        left, right = value.left, value.comparisons[0].comparator
+        if isinstance(left, cst.SimpleString):
+            left, right = right, left
+        if isinstance(left, cst.Name) and left.value in params and isinstance(right, cst.SimpleString):
+            return (left.value, right.evaluated_value)
+    return False

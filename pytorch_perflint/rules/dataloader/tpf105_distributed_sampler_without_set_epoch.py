@@ -12,27 +12,13 @@ from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import argument
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_args import Path
+from .loader_args import _TQDM, Path
 from .loader_facts import loader_facts, walked_every_epoch_elsewhere
-from .project_iterations import sampler_walked_every_epoch
+from .project_iterations import packed_sampler_walked_every_epoch, sampler_walked_every_epoch
 from .loader_sites import LoaderSite, _method_class
 from .sampler_facts import (
-    Helper,
-    Keyed,
-    ancestors_of,
-    binding_scope,
-    bound_name,
-    calls_in,
-    epoch_variable,
-    evaluates,
-    helper_calls,
-    is_builtin_call,
-    local_defs,
-    names_bound_to,
-    project_sets_epoch,
-    returned_by,
-    sampler_of,
-    self_attr,
+    Helper, Keyed, Packed, ancestors_of, binding_scope, bound_name, calls_in, epoch_variable, evaluates, helper_calls,
+    is_builtin_call, local_defs, names_bound_to, packed_into, project_sets_epoch, returned_by, sampler_of, self_attr,
     shuffled_by_callers,
 )
 
@@ -66,7 +52,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     A sampler that a module-level helper returns (`def data_sampler(ds, shuffle,
     distributed): ...`) is also followed to callers in other modules that bind it once,
     pass it as `sampler=` to a `DataLoader` bound once and walk that loader every epoch
-    (with `shuffle=True` when the helper takes `shuffle`).
+    (with `shuffle=True` when the helper takes `shuffle`). So is a sampler a module-level
+    helper packs into the loader arguments it returns (`kwargs["sampler"] =
+    DistributedSampler(ds, shuffle=mode == "train")`; `return kwargs`), when a caller
+    elsewhere passes `"train"`, unpacks the dict into one `DataLoader(ds, **kwargs)` and
+    walks that loader every epoch, or hands it once to a project function whose epoch loop
+    walks it (a third module), and none of those modules mentions `set_epoch`.
     Silent for `shuffle=False`, a loader iterated once, a loader handed to a framework that
     calls `set_epoch` itself (`accelerator.prepare(loader)`, a Lightning `Trainer`), and an
     evaluation loader (named `val_loader`/`test_sampler`, walked under `no_grad` or in a
@@ -357,6 +348,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         target = bound_name(node, ancestors)
         if target is None:
             target = returned_by(self.context, node, ancestors)
+        knob = shuffle.node if isinstance(shuffle.node, cst.Arg) and not shuffle.missing else None
+        packed = packed_into(self.context, node, ancestors, knob) if target is None else None
+        if packed is not None:  # `kwargs["sampler"] = DistributedSampler(...)`; `return kwargs`
+            return self._report_packed(node, packed)
         # `shuffle=shuffle` of a helper no call here decides: only callers elsewhere can
         only_elsewhere = not (shuffle.missing or shuffle.value is True or shuffled_by_callers(self.context, shuffle.node, ancestors))
         if only_elsewhere and not (isinstance(target, Helper) and isinstance(shuffle.node, cst.Arg) and isinstance(shuffle.node.value, cst.Name)):
@@ -402,6 +397,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         message = self.message.format(sampler=sampler)
         fix = self._fix(node, ancestors, target, uncovered) if uncovered and not elsewhere else self._shown()
         self.report(node, message=message, fix=fix)
+
+    def _report_packed(self, node: cst.Call, packed: Packed) -> None:
+        """Packed into loader arguments a caller elsewhere unpacks into a loader walked every epoch."""
+        project, path = self.context.project, str(self.context.path)
+        if project is not None and packed_sampler_walked_every_epoch(project, path, packed.name, packed.knob, "set_epoch", _EVAL_NAMES):
+            self.report(node, message=self.message.format(sampler="loader.sampler"), fix=self._shown())
 
     # -- which loaders the sampler feeds -------------------------------------------------
     def _feeds(self, site: LoaderSite, sampler: cst.Call, ancestors: Path, target) -> bool:
@@ -450,7 +451,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if project_sets_epoch(self.context, call):
                 return True
             if handed and any(isinstance(a.value, cst.Name) and a.value.value in handed for a in call.args):
-                return not is_builtin_call(call)
+                # a builtin (`len(loader)`) or a progress bar (`tqdm(loader, desc=...)`) only
+                # reads what it is given; other calls that get it may set the epoch
+                if not is_builtin_call(call) and self.context.qualname(call.func) not in _TQDM:
+                    return True
         return False
 
 

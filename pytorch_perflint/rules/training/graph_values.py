@@ -24,6 +24,7 @@ from ...analysis.scope import dotted_name
 from ...context import FileContext
 from .classifiers import is_backward_call
 from .loops import walk
+from .loss_parts import part_of_backpropagated
 from .no_grad import under_no_grad
 
 Path = Tuple[cst.CSTNode, ...]
@@ -113,6 +114,9 @@ class GraphValues:
             return False
         if len(found) == 1 and name in self._backpropagated() and not under_no_grad(self.context, found[0][1]):
             return True
+        if len(found) == 1 and found[0][0] is None and not under_no_grad(self.context, found[0][1]):
+            if part_of_backpropagated(self.context, self.loop, name, self._backpropagated()):
+                return True  # a term of the backpropagated loss, returned beside it
         for value, path in found:
             if value is None or under_no_grad(self.context, path):
                 return False
@@ -213,7 +217,7 @@ def initial_value(function: cst.CSTNode, loop: cst.CSTNode, name: str) -> Option
             for target in node.targets:
                 for bound, direct in _target_names(target.target):
                     if bound == name:
-                        plain = node.value if direct and len(node.targets) == 1 else None
+                        plain = node.value if direct else None  # `total = count = 0` binds both to 0
                         seen.append(plain if plain is not None else _unpacked(target.target, node.value, name))
         elif type(node) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr):
             target = getattr(node, "target", None) or getattr(node, "name", None)

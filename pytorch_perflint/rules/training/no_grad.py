@@ -33,6 +33,7 @@ from .classifiers import (
     method_name,
 )
 from .eval_callers import callers_all_no_grad, callers_evaluate
+from .grad_switches import GradOff, covers, switch_grad
 from .guards import _is_main_guard
 from .loops import training_facts, walk
 
@@ -187,6 +188,7 @@ class _ELoop:
     frame: _EFrame
     parent: Optional["_ELoop"]
     end: int = 0  # walk order at which the loop ends
+    start: int = 0  # walk order at which it begins
     forward: bool = False
     needs_grad: bool = False
     has_yield: bool = False
@@ -228,10 +230,9 @@ class _EvalWalk:
         self.frames: List[_EFrame] = [_EFrame(None, None, False)]
         self.loops: List[_ELoop] = []
         self.no_grad_called: Set[str] = set()
-        self.globally_off = False
-        # (walk order, function frame) of each ``set_grad_enabled(False)`` in a function (the
-        # frames themselves: an id could be reused once a frame is gone).
-        self.grad_off: List[Tuple[int, _EFrame]] = []
+        # Each bare ``set_grad_enabled(False)``: where autograd is off (the frames themselves:
+        # an id could be reused once a frame is gone).
+        self.grad_off: List[GradOff] = []
         self.classes: List[Optional[str]] = [None]
         self.layers: Dict[str, FrozenSet[str]] = {}
         self.no_grad_regions: Set[int] = set()  # ids of With/FunctionDef nodes that disable grad
@@ -254,7 +255,9 @@ class _EvalWalk:
 
     def run(self) -> Tuple[EvalLoop, ...]:
         walk(self.context.module, self.enter, self.leave)
-        return () if self.globally_off else self.results()
+        # Off at module level and never back on: off for everything the script runs after.
+        globally_off = any(off.frame.node is None and off.end is None for off in self.grad_off)
+        return () if globally_off else self.results()
 
     def enter(self, node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
         self.order += 1
@@ -287,7 +290,7 @@ class _EvalWalk:
                 self.no_grad_regions.add(id(node))
         elif type(node) in (cst.For, cst.While):
             frames = tuple(self.frames[1:])
-            loop = _ELoop(node, frame, frame.loops[-1] if frame.loops else None, frames=frames)
+            loop = _ELoop(node, frame, frame.loops[-1] if frame.loops else None, start=self.order, frames=frames)
             self.loops.append(loop)
             frame.loops.append(loop)
         elif type(node) is cst.Yield:
@@ -298,12 +301,10 @@ class _EvalWalk:
             self.mark("needs_grad")
         elif type(node) is cst.Expr and type(node.value) is cst.Call:
             call = node.value
-            if last_name(call.func) == "set_grad_enabled" and is_no_grad_expr(call, self.qualname_at(stack)):
-                if frame.node is None:
-                    self.globally_off = True  # module level: off for everything the script runs after
-                else:
-                    frame.grad_off = True
-                    self.grad_off.append((self.order, frame))
+            if last_name(call.func) == "set_grad_enabled":
+                block = stack[-2] if len(stack) >= 2 else None
+                off = switch_grad(call, self.qualname_at(stack), frame, block, self.grad_off, self.order)
+                frame.grad_off = frame.grad_off if off is None else off
         elif type(node) is cst.Call:
             self.on_call(node, stack, frame)
         return True
@@ -403,9 +404,11 @@ class _EvalWalk:
         return self.all_no_grad[key]
 
     def _after_grad_off(self, loop: _ELoop) -> bool:
-        """A ``set_grad_enabled(False)`` in the loop's function (or one enclosing it) runs
-        before the loop ends: the loop, or its later rounds, run with grad off."""
-        return any(order < loop.end and any(f is frame for f in loop.frames) for order, frame in self.grad_off)
+        """A ``set_grad_enabled(False)`` in the loop's function (or one enclosing it, or at
+        module level around a module-level loop) runs before the loop ends and is not switched
+        back on before it begins: the loop, or its later rounds, run with grad off."""
+        frames = (loop.frame, *loop.frames)
+        return any(covers(off, loop.start, loop.end) and any(f is off.frame for f in frames) for off in self.grad_off)
 
     def results(self) -> Tuple[EvalLoop, ...]:
         self.by_callers: Dict[int, bool] = {}

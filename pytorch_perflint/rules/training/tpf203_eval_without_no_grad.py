@@ -47,7 +47,8 @@ class EvalWithoutNoGrad(Rule):
     A bare `torch.set_grad_enabled(False)` statement at module level turns autograd off for
     the whole module (the script's top level runs it before it calls anything); inside a
     function it covers that function's loops that end after it and the same-module
-    functions it calls after it, not the module's other functions.
+    functions it calls after it, not the module's other functions. A later
+    `torch.set_grad_enabled(True)` in the same block switches it back on for what follows.
 
     ## Why is this bad?
     With autograd on, every forward records the graph and keeps every intermediate
@@ -132,6 +133,12 @@ class EvalWithoutNoGrad(Rule):
         "    for x in loader:\n        out = model(x)\n",
         "import torch\ndef evaluate(model, loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n"
         "def main():\n    torch.set_grad_enabled(False)\n    evaluate(model, loader)\n",
+        # Switched back on only inside an `if`: it may still be off.
+        "import torch\ndef evaluate(model, loader):\n    torch.set_grad_enabled(False)\n    if train:\n"
+        "        torch.set_grad_enabled(True)\n    model.eval()\n    for x in loader:\n        out = model(x)\n",
+        # Off around the call at module level, back on after it.
+        "import torch\ndef evaluate(model, loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n"
+        "torch.set_grad_enabled(False)\nevaluate(model, loader)\ntorch.set_grad_enabled(True)\n",
     )
     INVALID = (
         Invalid(
@@ -163,6 +170,17 @@ class EvalWithoutNoGrad(Rule):
             "import torch\ndef evaluate(model, loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n"
             "    torch.set_grad_enabled(False)\n",
             line=4,
+        ),
+        # Nor loops after a `set_grad_enabled(True)` that switches it back on.
+        Invalid(
+            "import torch\ndef evaluate(model, loader):\n    torch.set_grad_enabled(False)\n    stats = collect()\n"
+            "    torch.set_grad_enabled(True)\n    model.eval()\n    for x in loader:\n        out = model(x)\n",
+            line=7,
+        ),
+        Invalid(
+            "import torch\ntorch.set_grad_enabled(False)\nstats = collect()\ntorch.set_grad_enabled(True)\n"
+            "model.eval()\nfor x in loader:\n    out = model(x)\n",
+            line=6,
         ),
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -38,16 +38,22 @@ class LossAccumulatedWithGraph(Rule):
     """## What it does
     Flags, inside a training loop (a loop that runs `.backward()` or an optimizer step), a
     loss tensor accumulated into something that outlives the iteration: `total += loss`,
-    `total = total + loss`, `losses.append(loss)`, or `meter.update(loss)` of a project
+    `total = total + loss`, `losses.append(loss)`, an entry of a dict display
+    (`totals["loss"] += loss`, `history["loss"].append(loss)`), or `meter.update(loss)` of a project
     meter class whose `update` stores its argument (`self.sum += val * n`). A loss is the
     result of a criterion (`criterion(out, y)`, an `nn.*Loss` instance),
     a `torch.nn.functional` loss (`F.cross_entropy`), or arithmetic on one (`loss * n`,
     `loss.mean()`). The accumulator must be bound before the loop (`total = 0`,
-    `losses = []`, `meter = AverageMeter()`).
+    `losses = []`, `meter = AverageMeter()`, or `total = count = 0`). A value the loop
+    backpropagates carries a graph whatever made it, and so do the terms it was computed
+    from that a same-module function (or the `forward` of a module-level loss class)
+    returns beside it (`loss, box = compute(out, y)` where `compute` ends
+    `total = box + cls; return total, box`).
     Silent for `loss.item()`, `loss.detach()`, `loss.data`, `float(loss)`, values computed
     under `torch.no_grad()`, an accumulator that is backpropagated later (`total.backward()`,
     `torch.stack(losses).mean().backward()`: gradient accumulation on purpose), one
-    re-created every iteration, and values that are not known to be losses.
+    re-created every iteration (a dict entry assigned anew in the loop counts as one), and
+    values that are not known to be losses.
 
     ## Why is this bad?
     A loss tensor holds a reference to the autograd graph that produced it. Adding it into
@@ -155,6 +161,14 @@ class LossAccumulatedWithGraph(Rule):
         + "for x, y in loader:\n    l = loss_fn(model(x), y)\n    opt.step()\n    total += l\n",
     )
     INVALID = (
+        # a term of the backpropagated loss that a same-module function returns beside it
+        Invalid(
+            _SETUP + "def compute(out, y):\n    box = F.l1_loss(out, y)\n    cls = F.cross_entropy(out, y)\n"
+            + "    total = box + cls\n    return total, box\n"
+            + "box_sum = 0\nfor x, y in loader:\n    loss, box = compute(model(x), y)\n    loss.backward()\n"
+            + "    opt.step()\n    box_sum += box\n",
+            line=14,
+        ),
         # a value the loop backpropagates carries a graph, whatever helper made it
         Invalid(
             _SETUP + "total = 0\nfor x, y in loader:\n    loss, aux = compute(model, x, y)\n    loss.backward()\n"
@@ -192,6 +206,12 @@ class LossAccumulatedWithGraph(Rule):
             + "for x, y in loader:\n    loss = criterion(model(x), y)\n    loss.backward()\n    opt.step()\n"
             + "    meter.update(loss.detach(), x.size(0))\n",
         ),
+        # an entry of a dict of totals
+        Invalid(
+            _SETUP + "totals = {'loss': 0.0}\n" + _LOOP + "    totals['loss'] += loss\n",
+            line=9,
+            expected_fix=_SETUP + "totals = {'loss': 0.0}\n" + _LOOP + "    totals['loss'] += loss.detach()\n",
+        ),
         # a list in a dict of histories
         Invalid(
             _SETUP + "history = {'loss': [], 'acc': []}\n" + _LOOP + "    history['loss'].append(loss)\n",
@@ -209,8 +229,15 @@ class LossAccumulatedWithGraph(Rule):
 
     # -- the accumulating statements ---------------------------------------------------
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, cst.AddAssign) and isinstance(node.target, cst.Name):
-            self._check(node, node.target.value, node.value, "sum")
+        if not isinstance(node.operator, cst.AddAssign):
+            return
+        target = node.target
+        if isinstance(target, cst.Name):
+            self._check(node, target.value, node.value, "sum")
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            key = _literal_key(target)  # `totals["loss"] += loss`
+            if key is not None:
+                self._check(node, target.value.value, node.value, "sum", key)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
@@ -267,6 +294,8 @@ class LossAccumulatedWithGraph(Rule):
             return
         if rebound_in_loop(loop, into, self._accumulations(loop, into)):
             return
+        if key is not None and _entry_written(loop, into, statement):
+            return  # `totals["loss"] = 0` in the loop: the entry may be re-created
         if backpropagated(self.context, function, into):
             return
         shown = _short(self.context.code_for(value).strip())
@@ -336,6 +365,20 @@ def _literal_key(subscript: cst.Subscript) -> Optional[str]:
         value = index.evaluated_value
         return value if isinstance(value, str) else None
     return None
+
+
+def _entry_written(loop: cst.CSTNode, into: str, statement: cst.CSTNode) -> bool:
+    """An entry of dict ``into`` is assigned anew in the loop (``totals["loss"] = 0``)."""
+    stack: List[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        if node is not statement and isinstance(node, (cst.Assign, cst.AnnAssign)):  # `+=` on an entry keeps it
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value == into for t in targets):
+                return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return False
 
 
 def _dict_entry(value: cst.BaseExpression, key: str) -> Optional[cst.BaseExpression]:

@@ -57,6 +57,16 @@ class EmptyCacheInLoop(Rule):
     through the project functions it calls (`free_memory()`, a `train_step()` that ends
     with it, `self._release()`), is reported at that call.
 
+    Where the finding is: RULES.md anchors TPF206 at the `empty_cache()` call, and that is
+    the finding's line whenever the call stands in the loop (or in its `finally:`). When
+    the loop reaches it only through a project helper, the `empty_cache()` line is in the
+    helper's body, which is not a loop and may have other callers that are not in loops;
+    the mistake is the call of the helper on every iteration, so the finding is anchored
+    at that helper call in the loop (the call's full range), its message names the helper
+    (`` `free_memory()` empties the CUDA cache (`empty_cache()`) on every iteration ``),
+    and the `empty_cache()` inside the helper is not reported for it. Remove the helper
+    call from the loop, or run it every N steps; a `# noqa: TPF206` goes on that line.
+
     Silent in code that does not run on an accelerator (there the call returns at once),
     outside loops, in an epoch loop around a helper that trains a whole epoch, under
     a guard that runs it every N steps (`if step % 100 == 0:`) or behind a flag, in an
