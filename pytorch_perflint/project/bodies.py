@@ -10,6 +10,7 @@ indentation) and falls back to the whole module when that does not give the defi
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
@@ -130,7 +131,7 @@ def locate(text: str, line: int, end_line: int, name: str, want_class: bool) -> 
     """The ``def``/``class`` named ``name`` whose header is on ``line`` of ``text``, with
     its real line numbers; parsed from its own lines when they parse alone."""
     kinds = (ast.ClassDef,) if want_class else _DEFS
-    lines = text.splitlines(keepends=True)[line - 1 : end_line]
+    lines = _lines(text)[line - 1 : end_line]
     if lines:
         indented = lines[0][:1] in (" ", "\t")
         segment = ("if 1:\n" if indented else "") + "".join(lines)
@@ -147,6 +148,14 @@ def locate(text: str, line: int, end_line: int, name: str, want_class: bool) -> 
         if isinstance(node, kinds) and node.lineno == line and node.name == name:  # type: ignore[attr-defined]
             return node
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def _lines(text: str) -> Tuple[str, ...]:
+    """A module's lines, split once for all the definitions located in it (the engine
+    locates many functions of one large module in a row; splitting it each time cost
+    more than parsing the function)."""
+    return tuple(text.splitlines(keepends=True))
 
 
 def _parse(text: str) -> Optional[ast.Module]:
