@@ -129,7 +129,14 @@ def class_body(node: ast.ClassDef, aliases: Mapping[str, str]) -> ClassBody:
 
 def locate(text: str, line: int, end_line: int, name: str, want_class: bool) -> Optional[ast.AST]:
     """The ``def``/``class`` named ``name`` whose header is on ``line`` of ``text``, with
-    its real line numbers; parsed from its own lines when they parse alone."""
+    its real line numbers; parsed from its own lines when they parse alone. The same
+    node is given to every caller that asks again (the value engine's scope of a
+    function, its body's facts, what it returns): callers only read it."""
+    return _located(text, line, end_line, name, want_class)
+
+
+@functools.lru_cache(maxsize=64)
+def _located(text: str, line: int, end_line: int, name: str, want_class: bool) -> Optional[ast.AST]:
     kinds = (ast.ClassDef,) if want_class else _DEFS
     lines = _lines(text)[line - 1 : end_line]
     if lines:
