@@ -141,12 +141,16 @@ def _located(text: str, line: int, end_line: int, name: str, want_class: bool) -
     lines = _lines(text)[line - 1 : end_line]
     if lines:
         indented = lines[0][:1] in (" ", "\t")
-        segment = ("if 1:\n" if indented else "") + "".join(lines)
+        # Blank lines first, so that the parser numbers the lines as the file does (cheaper
+        # than renumbering every node of a long function afterwards).
+        padding = "\n" * max(0, line - 1 - indented)
+        segment = padding + ("if 1:\n" if indented else "") + "".join(lines)
         tree = _parse(segment)
         if tree is not None and tree.body:
             node = tree.body[0].body[0] if indented and isinstance(tree.body[0], ast.If) else tree.body[0]
             if isinstance(node, kinds) and node.name == name:  # type: ignore[attr-defined]
-                ast.increment_lineno(node, line - node.lineno)
+                if node.lineno != line:
+                    ast.increment_lineno(node, line - node.lineno)
                 return node
     tree = _parse(text)
     if tree is None:
