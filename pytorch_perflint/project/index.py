@@ -169,12 +169,8 @@ class ProjectIndex(Details):
         try:
             yield used
         finally:
-            # By identity: two recordings may hold equal sets (nested ones, say). Nested
-            # recordings end innermost first (the value engine's memo opens one per answer).
-            if self._recorders and self._recorders[-1] is used:
-                self._recorders = self._recorders[:-1]
-            else:
-                self._recorders = [r for r in self._recorders if r is not used]
+            # By identity: two recordings may hold equal sets (nested ones, say).
+            self._recorders = [r for r in self._recorders if r is not used]
 
     def note_read(self, what: str) -> None:
         """Tell the active recordings that an answer read ``what`` (a path, or ``ALL_FILES``)."""
