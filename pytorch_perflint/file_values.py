@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .analysis.ast_index import ast_children
 from .analysis.scope import dotted_name
 from .analysis.walk import descendants
 from .context import FileContext
@@ -46,6 +47,7 @@ class FileValues:
         self._tree = tree
         self._lines: Optional[List[str]] = None
         self._starts: Optional[Sequence[int]] = None
+        self._body_lines: Optional[List[int]] = None  # the line of each statement of ``tree``
         self._statement_index: Dict[int, int] = {}
         self._positions: Dict[int, StatementPositions] = {}  # by statement index
         self._scopes: Dict[int, Scope] = {}
@@ -141,14 +143,18 @@ class FileValues:
         first = self._starts[index] + 1  # type: ignore[index]
         last = self._starts[index + 1] if index + 1 < len(self._starts) else float("inf")  # type: ignore[index, arg-type]
         out: Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]] = {}
-        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s in tree.body if first <= s.lineno <= last]
+        if self._body_lines is None:
+            self._body_lines = [s.lineno for s in tree.body]  # in order: a module's statements
+        lines = self._body_lines
+        body = tree.body[bisect.bisect_left(lines, first) : bisect.bisect_right(lines, last)]
+        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s in body]
         while stack:
             node, chain = stack.pop()
             if type(node) is ast.Call:
                 key = (node.lineno, self._column(node.lineno, node.col_offset), node.end_lineno, self._column(node.end_lineno, node.end_col_offset))  # type: ignore[arg-type]
                 out[key] = (node, chain)  # type: ignore[index]
             inner = [*chain, node]
-            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+            stack.extend((child, inner) for child in ast_children(node))
         return out
 
     def _locate_all(

@@ -10,6 +10,7 @@ indentation) and falls back to the whole module when that does not give the defi
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
@@ -128,17 +129,28 @@ def class_body(node: ast.ClassDef, aliases: Mapping[str, str]) -> ClassBody:
 
 def locate(text: str, line: int, end_line: int, name: str, want_class: bool) -> Optional[ast.AST]:
     """The ``def``/``class`` named ``name`` whose header is on ``line`` of ``text``, with
-    its real line numbers; parsed from its own lines when they parse alone."""
+    its real line numbers; parsed from its own lines when they parse alone. The same
+    node is given to every caller that asks again (the value engine's scope of a
+    function, its body's facts, what it returns): callers only read it."""
+    return _located(text, line, end_line, name, want_class)
+
+
+@functools.lru_cache(maxsize=64)
+def _located(text: str, line: int, end_line: int, name: str, want_class: bool) -> Optional[ast.AST]:
     kinds = (ast.ClassDef,) if want_class else _DEFS
-    lines = text.splitlines(keepends=True)[line - 1 : end_line]
+    lines = _lines(text)[line - 1 : end_line]
     if lines:
         indented = lines[0][:1] in (" ", "\t")
-        segment = ("if 1:\n" if indented else "") + "".join(lines)
+        # Blank lines first, so that the parser numbers the lines as the file does (cheaper
+        # than renumbering every node of a long function afterwards).
+        padding = "\n" * max(0, line - 1 - indented)
+        segment = padding + ("if 1:\n" if indented else "") + "".join(lines)
         tree = _parse(segment)
         if tree is not None and tree.body:
             node = tree.body[0].body[0] if indented and isinstance(tree.body[0], ast.If) else tree.body[0]
             if isinstance(node, kinds) and node.name == name:  # type: ignore[attr-defined]
-                ast.increment_lineno(node, line - node.lineno)
+                if node.lineno != line:
+                    ast.increment_lineno(node, line - node.lineno)
                 return node
     tree = _parse(text)
     if tree is None:
@@ -147,6 +159,14 @@ def locate(text: str, line: int, end_line: int, name: str, want_class: bool) -> 
         if isinstance(node, kinds) and node.lineno == line and node.name == name:  # type: ignore[attr-defined]
             return node
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def _lines(text: str) -> Tuple[str, ...]:
+    """A module's lines, split once for all the definitions located in it (the engine
+    locates many functions of one large module in a row; splitting it each time cost
+    more than parsing the function)."""
+    return tuple(text.splitlines(keepends=True))
 
 
 def _parse(text: str) -> Optional[ast.Module]:

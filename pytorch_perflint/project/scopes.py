@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..analysis.ast_index import ast_children
 from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
 from .forms import Dict as DictForm
 from .list_uses import ANY_TIME, list_uses
@@ -361,9 +362,22 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
         for case in getattr(stmt, "cases", ()) if kind.__name__ == "Match" else ():
             _walk(case.body, blocks + ((id(case), "body"),), scope, own, imports)
         for header in _headers(stmt, kind):
-            for sub in ast.walk(header):
-                if type(sub) is ast.NamedExpr and type(sub.target) is ast.Name:
+            for sub in _named_exprs(header):
+                if type(sub.target) is ast.Name:
                     _add(scope, sub.target.id, Entry(line, blocks, None))
+
+
+def _named_exprs(root: ast.AST) -> List[ast.NamedExpr]:
+    """Every ``:=`` in an expression (``ast.walk``'s nodes, walked without its generators:
+    every statement of every scope the engine builds is searched)."""
+    found: List[ast.NamedExpr] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if type(node) is ast.NamedExpr:
+            found.append(node)  # type: ignore[arg-type]
+        stack.extend(ast_children(node))
+    return found
 
 
 def _sets_any(value: ast.AST, own: str) -> bool:

@@ -37,6 +37,7 @@ epoch loops and an epoch helper.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import (
@@ -136,12 +137,12 @@ class TrainingFacts:
     def loop(self, node: cst.CSTNode) -> Optional[LoopFacts]:
         return self.loops.get(id(node))
 
-    @property
+    @functools.cached_property
     def training_loops(self) -> Tuple[LoopFacts, ...]:
         return tuple(f for f in self.loops.values() if f.is_training)
 
-    @property
-    def has_training_loop(self) -> bool:
+    @functools.cached_property
+    def has_training_loop(self) -> bool:  # asked at every call TPF202 visits
         return any(f.is_training for f in self.loops.values())
 
 

@@ -265,10 +265,13 @@ class EmptyCacheInLoop(Rule):
             what = (dotted_name(node.func) or "empty_cache") + "()"
             self._check(node, self.message, what)
         elif self.context.project is not None and isinstance(node.func, (cst.Name, cst.Attribute)):
+            # Cheapest first: a call outside any loop of its function runs once; a call
+            # of code that does not empty the cache needs no training facts (the module's
+            # every project call dispatched) to be left alone.
             ancestors = self._ancestors(node)
-            if _innermost_loop(ancestors) is None and step_loop_around(self.context, ancestors) is None:
+            if not _in_a_loop(ancestors) or not self._empties_every_call(node, ancestors):
                 return
-            if self._empties_every_call(node, ancestors):
+            if _innermost_loop(ancestors) is not None or step_loop_around(self.context, ancestors) is not None:
                 what = self.context.code_for(node.func) + "(...)"
                 self._check(node, self.helper_message, what)
 
@@ -326,6 +329,17 @@ class EmptyCacheInLoop(Rule):
         if evaluates and forward:
             return index, "an evaluation"
         return None
+
+
+def _in_a_loop(ancestors: Sequence[cst.CSTNode]) -> bool:
+    """A ``for``/``while`` around the node within its function (header or body): what both
+    ``_innermost_loop`` and ``step_loop_around`` need before they can find one."""
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(node, (cst.For, cst.While)):
+            return True
+    return False
 
 
 def _innermost_loop(ancestors: Sequence[cst.CSTNode]) -> Optional[int]:
