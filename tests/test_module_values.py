@@ -310,3 +310,50 @@ def test_a_net_of_another_framework_from_a_factory_table_is_not_a_torch_model(tm
     mixed = GLUON_ZOO.replace("def resnet101(**kwargs):\n    model = ResNet(**kwargs)", "def resnet101(**kwargs):\n    model = torch.nn.Linear(2, 2)")
     _rewrite(root / "zoo.py", "import torch\n" + mixed)
     assert _findings(root, ".") == [("evaluate.py", 9, "TPF203")]
+
+
+# -- a trainer object is not a model: its own module answers for the models it builds ---------
+
+GAN_TRAINER = (
+    "import torch\nimport torch.nn as nn\n\n\n"
+    "class Generator(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.conv = nn.Conv2d(3, 3, 3)\n\n"
+    "    def forward(self, x):\n        return self.conv(x)\n\n\n"
+    "class GAN(object):\n"
+    "    def __init__(self, args):\n        self.device = args.device\n\n"
+    "    def build_model(self):\n"
+    "        self.gen = Generator().to(self.device)\n"
+    "        self.opt = torch.optim.Adam(self.gen.parameters())\n\n"
+    "    def train(self):\n"
+    "        for _ in range(10):\n"
+    "            x = torch.randn(1, 3, 8, 8, device=self.device)\n"
+    "            self.opt.zero_grad()\n            self.gen(x).sum().backward()\n            self.opt.step()\n"
+)
+GAN_MAIN = (
+    "import argparse\nfrom gan import GAN\n\n\n"
+    "def main():\n"
+    "    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--device', default='cuda')\n"
+    "    args = parser.parse_args()\n"
+    "    gan = GAN(args)\n"
+    "    gan.build_model()\n"
+    "    gan.train()\n\n\n"
+    "if __name__ == '__main__':\n    main()\n"
+)
+
+
+def test_a_trainer_object_the_script_builds_and_runs_is_not_reported_as_the_model(tmp_path):
+    root = _project(tmp_path, {"gan.py": GAN_TRAINER, "main.py": GAN_MAIN})
+    found = _findings(root, ".")
+    assert ("main.py", 9, "TPF403") not in found  # `gan = GAN(args)` builds a trainer, no model
+    assert found == [("gan.py", 19, "TPF403")]  # the build in the trainer, once
+
+
+def test_a_trainer_that_may_set_benchmark_itself_keeps_the_script_silent(tmp_path):
+    flagged = GAN_TRAINER.replace(
+        "        self.device = args.device\n",
+        "        self.device = args.device\n        if args.benchmark:\n            torch.backends.cudnn.benchmark = True\n",
+    )
+    main = GAN_MAIN.replace("    parser.add_argument('--device', default='cuda')\n", "    parser.add_argument('--device', default='cuda')\n    parser.add_argument('--benchmark', action='store_true')\n")
+    root = _project(tmp_path, {"gan.py": flagged, "main.py": main})
+    assert _findings(root, ".") == []

@@ -24,11 +24,10 @@ from ..training.screens import could_have_training_loop, loop_calls_step_by_name
 from .entry_scripts import entry_scripts_decide
 from .module_parts import walk_scoped
 from .script_settings import insert_after_imports, is_entry_script, training_receivers
-from .trained_models import ModelBuild, model_builds
+from .trained_models import ModelBuild, class_trains, model_builds
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex
-    from ...project.resolution import Definition
 
 _BENCHMARK = "torch.backends.cudnn.benchmark"
 # Settings that show the author chose reproducibility (or no cuDNN) over speed.
@@ -103,20 +102,6 @@ def _hands_to_an_object(tree: ast.Module) -> FrozenSet[str]:
     return frozenset(out)
 
 
-def _class_trains(project: "ProjectIndex", klass: Optional[Definition]) -> bool:
-    """A project class (or a project base of it) with a method that runs backward or an
-    optimizer step in its own body (the summaries' facts): a trainer."""
-    seen = 0
-    stack = [klass] if klass is not None and klass.kind == "class" else []
-    while stack and seen < 16:
-        current = stack.pop()
-        seen += 1
-        if current.klass is not None and any(trains(m) for m in current.klass.methods):
-            return True
-        stack.extend(project.resolution.project_bases(current))
-    return False
-
-
 @dataclass(frozen=True)
 class _Decision:
     """What TPF403 reports in a file: ``benchmark = False`` assignments, or the model build."""
@@ -184,7 +169,7 @@ def _handed_to_trainers(context: FileContext) -> Set[str]:
         if not callees or any(training_reach(values.engine, d) is None for d in callees):
             continue
         index = values.engine.index
-        if all(d.path is not None and _class_trains(index, index.resolve(d.path, d.name.split(".")[0])) for d in callees):
+        if all(d.path is not None and class_trains(index, index.resolve(d.path, d.name.split(".")[0])) for d in callees):
             out |= passed  # a method of a trainer class (the screen's question too) that trains
     return out
 
@@ -368,7 +353,7 @@ class CudnnBenchmarkDisabled(Rule):
         its own) needs the object's class to be a project trainer (``_class_trains``)."""
         if could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)):
             return True
-        return any(_class_trains(project, project.resolve(path, spelled)) for spelled in _hands_to_an_object(tree))
+        return any(class_trains(project, project.resolve(path, spelled)) for spelled in _hands_to_an_object(tree))
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"

@@ -12,13 +12,19 @@ proportional to them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import FrozenSet, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
 from ...analysis.scope import dotted_name
-from ...context import FileContext
 from ...analysis.walk import child_nodes
+from ...context import FileContext
+from ...project.call_values import trains
+from ...project.kinds import Instance
+from ...project.resolution import Definition
+
+if TYPE_CHECKING:
+    from ...project.index import ProjectIndex
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,31 @@ def _targets(small: cst.BaseSmallStatement) -> List[Tuple[str, int]]:
     return [] if name is None else [(name, -1)]
 
 
+def class_trains(project: "ProjectIndex", klass: Optional[Definition]) -> bool:
+    """A project class (or a project base of it) with a method that runs backward or an
+    optimizer step in its own body (the summaries' facts): a trainer."""
+    seen = 0
+    stack = [klass] if klass is not None and klass.kind == "class" else []
+    while stack and seen < 16:
+        current = stack.pop()
+        seen += 1
+        if current.klass is not None and any(trains(m) for m in current.klass.methods):
+            return True
+        stack.extend(project.resolution.project_bases(current))
+    return False
+
+
+def _a_trainer(context: FileContext, kind: object) -> bool:
+    """An object of a project trainer class that is no ``nn.Module`` (``gan = UGATIT(args);
+    gan.build_model(); gan.train()``): it holds the models it builds, it is none of them, and
+    its own module answers for them."""
+    project = context.project
+    if type(kind) is not Instance or project is None:
+        return False
+    klass = kind.klass  # type: ignore[attr-defined]
+    return not project.is_nn_module(klass) and class_trains(project, klass)
+
+
 def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuild, ...]:
     """The assignments of the module that bind one of the ``wanted`` names, in source
     order, each with the engine's answer. An assignment that only binds what a parameter
@@ -72,6 +103,8 @@ def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuil
                 if target not in names:
                     continue
                 kind = context.value_of(small.value, statement)  # type: ignore[attr-defined]
+                if _a_trainer(context, kind):
+                    continue
                 if position >= 0:
                     items = getattr(kind, "items", None)
                     kind = items[position] if items is not None and position < len(items) else None
