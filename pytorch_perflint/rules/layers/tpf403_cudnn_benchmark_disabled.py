@@ -216,7 +216,9 @@ def _decide(context: FileContext) -> _Decision:
                 return _Decision()  # e.g. set_random_seed(seed, deterministic=True)
     wanted = trained | called | {receiver for receiver, _, _ in through}
     builds = [b for b in model_builds(context, wanted) if b.conv]
-    linked = [b for b in builds if b.target in trained or b.target in called]
+    # ``x.train()`` switches a model to training mode; on a trainer object it runs training,
+    # and the trainer's own module answers for the models it builds.
+    linked = [b for b in builds if (b.target in trained and not b.trainer) or b.target in called]
     if not linked and through:
         # The model lives in a project object the loop trains through (``agent.learn(...)``).
         targets = {b.target for b in builds}

@@ -37,6 +37,7 @@ class ModelBuild:
     target: str  # dotted: ``model`` or ``self.net``
     conv: bool
     inside_model: bool = False  # in the body of an nn.Module class (a sub-network)
+    trainer: bool = False  # an object of a project trainer class that is no nn.Module
 
 
 def _targets(small: cst.BaseSmallStatement) -> List[Tuple[str, int]]:
@@ -74,8 +75,8 @@ def class_trains(project: "ProjectIndex", klass: Optional[Definition]) -> bool:
 
 def _a_trainer(context: FileContext, kind: object) -> bool:
     """An object of a project trainer class that is no ``nn.Module`` (``gan = UGATIT(args);
-    gan.build_model(); gan.train()``): it holds the models it builds, it is none of them, and
-    its own module answers for them."""
+    gan.build_model(); gan.train()``): its ``train()`` runs training, it does not switch a
+    model to training mode."""
     project = context.project
     if type(kind) is not Instance or project is None:
         return False
@@ -103,14 +104,12 @@ def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuil
                 if target not in names:
                     continue
                 kind = context.value_of(small.value, statement)  # type: ignore[attr-defined]
-                if _a_trainer(context, kind):
-                    continue
                 if position >= 0:
                     items = getattr(kind, "items", None)
                     kind = items[position] if items is not None and position < len(items) else None
                 conv = kind is not None and models.conv(kind)
                 inside = cls is not None and _is_module_class(context, cls)
-                out.append(ModelBuild(node, small, target, conv, inside))
+                out.append(ModelBuild(node, small, target, conv, inside, _a_trainer(context, kind)))
     return tuple(out)
 
 
