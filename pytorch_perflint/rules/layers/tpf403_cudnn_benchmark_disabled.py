@@ -352,7 +352,7 @@ class CudnnBenchmarkDisabled(Rule):
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
         """A file that passed only for handing a name to an object (no training loop of
-        its own) needs the object's class to be a project trainer (``_class_trains``)."""
+        its own) needs the object's class to be a project trainer (``trained_models.class_trains``)."""
         if could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)):
             return True
         return any(class_trains(project, project.resolve(path, spelled)) for spelled in _hands_to_an_object(tree))
