@@ -5,19 +5,9 @@ whose candidates disagree (silent)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Dict
 
 from test_cache_project import _findings  # noqa: E402
-
-
-def _project(root: Path, files: Dict[str, str], select: str) -> Path:
-    (root / "pyproject.toml").write_text(f'[tool.pytorch-perflint]\nselect = ["{select}"]\n')
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+from test_module_values import _project  # noqa: E402
 
 
 # -- importlib: the class of a module chosen by name (TPF202 through the model's method) ----

@@ -23,37 +23,13 @@ scratch project: the lines marked ``#!`` are reported, the look-alikes beside th
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-from typing import List, Mapping, Tuple
-
-from pytorch_perflint import runner
-from pytorch_perflint.config import load_settings
 from pytorch_perflint.project.call_values import syncs_every_call
 from pytorch_perflint.project.kinds import Instance
 from pytorch_perflint.project.scopes import expression_form
 from pytorch_perflint.project.values import engine_for
 
-from project_tree import index_of, write_project
-
-MARK = "#!"
-
-
-def _findings(root: Path, files: Mapping[str, str], code: str) -> List[Tuple[str, int]]:
-    write_project(root, {"pyproject.toml": f'[tool.pytorch-perflint]\nselect = ["{code}"]\n', **files})
-    settings = load_settings([root])
-    results, _ = runner.run(sorted(root.rglob("*.py")), settings, jobs=1)
-    return sorted(
-        (Path(d.path).name, d.location.row) for result in results for d in result.diagnostics if d.code == code
-    )
-
-
-def _marked(files: Mapping[str, str]) -> List[Tuple[str, int]]:
-    out = []
-    for name, source in files.items():
-        lines = textwrap.dedent(source).lstrip("\n").splitlines()
-        out += [(name, row) for row, line in enumerate(lines, start=1) if line.rstrip().endswith(MARK)]
-    return sorted(out)
+from project_tree import index_of
+from test_tensors_project import _findings, _marked  # the same scratch-project scorer
 
 
 NOISE = {

@@ -324,18 +324,17 @@ def _wraps_itself(body: Sequence[ast.stmt], store: ast.Name) -> bool:
     )
 
 
-def sampler_walked_every_epoch(
-    index: ProjectIndex, path: str, helper: str, shuffle: Optional[str], unless_text: str, unless_name: "re.Pattern[str]"
-) -> bool:
-    """TPF105 across files, for a sampler: module-level function ``helper`` of ``path``
-    returns it, and a caller in another module binds the result to a name (passing a
-    literal ``True`` for the parameter ``shuffle`` names, when given), hands that name as
-    ``sampler=`` to a ``DataLoader`` bound once, and walks the loader every epoch (as
-    ``iterated_every_epoch`` reads a caller, with the same screens)."""
+def _results_bound_once(
+    index: ProjectIndex, path: str, helper: str, unless_text: str
+) -> Iterator[Tuple[str, Sequence[ast.stmt], ast.Assign, List[str]]]:
+    """For module-level function ``helper`` of ``path``: each call of it from another module
+    (outside loops, no ``*``/``**``), in a module that never mentions ``unless_text``, whose
+    result is bound once to a plain name; with the caller's path, the scope's body, the
+    assignment and the helper's positional parameters."""
     path = os.path.abspath(path)
     found = index.resolve(path, helper)
     if found is None or found.kind != "function" or found.path != path or found.function is None:
-        return False
+        return
     params = [p.name for p in found.function.params if p.kind == "positional"]
     for caller_path, site in index.callers(found) or ():
         if caller_path == path or site.in_loop or site.star or site.dstar:
@@ -348,6 +347,18 @@ def sampler_walked_every_epoch(
         assign = _assignment(body, site.line, site.callee) if body is not None else None
         if assign is None or type(assign.targets[0]) is not ast.Name or not _bound_once(body, assign.targets[0].id):  # type: ignore[attr-defined]
             continue
+        yield caller_path, body, assign, params  # type: ignore[misc]
+
+
+def sampler_walked_every_epoch(
+    index: ProjectIndex, path: str, helper: str, shuffle: Optional[str], unless_text: str, unless_name: "re.Pattern[str]"
+) -> bool:
+    """TPF105 across files, for a sampler: module-level function ``helper`` of ``path``
+    returns it, and a caller in another module binds the result to a name (passing a
+    literal ``True`` for the parameter ``shuffle`` names, when given), hands that name as
+    ``sampler=`` to a ``DataLoader`` bound once, and walks the loader every epoch (as
+    ``iterated_every_epoch`` reads a caller, with the same screens)."""
+    for caller_path, body, assign, params in _results_bound_once(index, path, helper, unless_text):
         if shuffle is not None and not _passes_true(assign.value, shuffle, params):  # type: ignore[arg-type]
             continue
         loader = _loader_taking(body, assign.targets[0].id)  # type: ignore[arg-type, attr-defined]
@@ -357,15 +368,21 @@ def sampler_walked_every_epoch(
     return False
 
 
-def _passes_true(call: ast.Call, name: str, params: Sequence[str]) -> bool:
-    """The call passes the literal ``True`` for parameter ``name`` (by keyword or position)."""
+def _argument(call: ast.Call, name: str, params: Sequence[str]) -> Optional[ast.expr]:
+    """What the call passes for parameter ``name``: by keyword, else by position (None when
+    neither, or a ``*`` argument comes first)."""
     for keyword in call.keywords:
         if keyword.arg == name:
-            return type(keyword.value) is ast.Constant and keyword.value.value is True
+            return keyword.value
     position = params.index(name) if name in params else None
     if position is None or position >= len(call.args) or any(type(a) is ast.Starred for a in call.args[: position + 1]):
-        return False
-    value = call.args[position]
+        return None
+    return call.args[position]
+
+
+def _passes_true(call: ast.Call, name: str, params: Sequence[str]) -> bool:
+    """The call passes the literal ``True`` for parameter ``name`` (by keyword or position)."""
+    value = _argument(call, name, params)
     return type(value) is ast.Constant and value.value is True
 
 
@@ -397,22 +414,7 @@ def packed_sampler_walked_every_epoch(
     and walks that loader every epoch: in a loop of its own, or by handing it once to a
     project function that walks it inside its epoch loop. The caller's module and the
     modules it imports, and the walking function's module, never mention ``set_epoch``."""
-    path = os.path.abspath(path)
-    found = index.resolve(path, helper)
-    if found is None or found.kind != "function" or found.path != path or found.function is None:
-        return False
-    params = [p.name for p in found.function.params if p.kind == "positional"]
-    for caller_path, site in index.callers(found) or ():
-        if caller_path == path or site.in_loop or site.star or site.dstar:
-            continue
-        text = index.text(caller_path)
-        if text is None or _mentions(index, caller_path, text, unless_text):
-            continue
-        tree = _parse(text)
-        body = _scope_body(tree, site.caller) if tree is not None else None
-        assign = _assignment(body, site.line, site.callee) if body is not None else None
-        if assign is None or type(assign.targets[0]) is not ast.Name or not _bound_once(body, assign.targets[0].id):  # type: ignore[attr-defined]
-            continue
+    for caller_path, body, assign, params in _results_bound_once(index, path, helper, unless_text):
         kwargs = assign.targets[0].id  # type: ignore[attr-defined]
         if knob is not None and not _passes(assign.value, knob, params) or _sampler_written(body, kwargs):  # type: ignore[arg-type]
             continue
@@ -434,10 +436,7 @@ def _passes(call: ast.Call, knob: Tuple[str, object], params: Sequence[str]) -> 
     name, literal = knob
     if literal is None:
         return _passes_true(call, name, params)
-    value = next((k.value for k in call.keywords if k.arg == name), None)
-    position = params.index(name) if name in params else None
-    if value is None and position is not None and position < len(call.args) and not any(type(a) is ast.Starred for a in call.args[: position + 1]):
-        value = call.args[position]
+    value = _argument(call, name, params)
     return type(value) is ast.Constant and value.value == literal  # type: ignore[union-attr]
 
 
