@@ -202,3 +202,42 @@ def test_torch_from_a_star_import_names_the_dataloader(tmp_path):
 
 def _dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
+
+
+def test_a_change_inside_what_a_loader_holds_keeps_the_loader(tmp_path):
+    """outlier-exposure's MNIST ``train()``: ``train_loader_out.dataset.offset = ...`` before
+    the zip changes the dataset, not which loader the name holds nor its workers. A write
+    to the loader's own attribute (``loader.num_workers = 0``) or a rebinding leaves it
+    unknown."""
+    files = {
+        "train.py": '''
+            import numpy as np
+            from torch.utils.data import DataLoader
+
+            train_in = DataLoader(a, batch_size=8, num_workers=1)  # flagged
+            train_out = DataLoader(b, batch_size=8, num_workers=3)  # flagged
+            changed = DataLoader(b, batch_size=8, num_workers=3)
+            changed.num_workers = 0
+            items = DataLoader(b, batch_size=8, num_workers=3)
+            items.__dict__["num_workers"] = 0
+            updated = DataLoader(b, batch_size=8, num_workers=3)
+            updated.__dict__.update(num_workers=0)
+
+
+            def train():
+                train_out.dataset.offset = np.random.randint(len(train_out.dataset))
+                for in_set, out_set in zip(train_in, train_out):
+                    pass
+                for batch in changed:
+                    pass
+                for batch in items:
+                    pass
+                for batch in updated:
+                    pass
+
+
+            for epoch in range(10):
+                train()
+        ''',
+    }
+    _check(tmp_path, "TPF103", files)

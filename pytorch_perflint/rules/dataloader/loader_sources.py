@@ -187,7 +187,7 @@ class LoaderSourceResolver:
 
     def name(self, expr: cst.Name, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
         scope = self.context.scope_for(expr, path)
-        value = scope.lookup_value(expr.value)
+        value = scope.lookup_value(expr.value, same_object=True)  # which loader, not what it holds
         if value is not None:
             value_path = self.recorded.value_paths.get(id(value))
             if value_path is None:
