@@ -10,8 +10,8 @@ iterating it gives, and the parts of a batch.
   and its dataset's kind (``TensorDataset``: in memory).
 * Iterating a loader gives a ``Batch``; ``enumerate``, ``tqdm``, ``iter``/``next``, ``zip``
   (a tuple of one element of each iterable, unknown ones unknown) and a project class's
-  ``__iter__`` (what it yields, or the items of what it returns) are followed; a batch's items (``x, y = batch``, ``batch["image"]``, ``batch.items()``) are
-  batches with a path. Anything built from a batch (``torch.cat``, ``.float()``,
+  ``__iter__`` (what it yields, or the items of what it returns) are followed; a batch's
+  items (``x, y = batch``, ``batch["image"]``, ``batch.items()``) are batches with a path. Anything built from a batch (``torch.cat``, ``.float()``,
   arithmetic) is not one: the engine knows no such producer, so it is unknown.
 * A project function that returns its own parameter on a path gives, there, what the call
   passes (every return must agree).
