@@ -56,6 +56,9 @@ class Scope:
     # names whose value is changed in place here (`kw["k"] = v`, `kw.update(...)`): a
     # literal they were bound to no longer tells their value.
     mutated: Set[str] = field(default_factory=set)
+    # those of them whose own attribute or item is written or whose own method changes
+    # them (`x.a = v`, `x[k] = v`, `x.update()`), not only an object they hold (`x.a.b = v`)
+    changed_itself: Set[str] = field(default_factory=set)
     is_class: bool = False
 
     def bind(self, name: str, value: Optional[cst.BaseExpression] = None) -> None:
@@ -105,8 +108,10 @@ class Scope:
                 yield scope
             scope = scope.parent
 
-    def lookup_value(self, name: str) -> Optional[cst.BaseExpression]:
-        """The expression ``name`` is bound to, if it is bound exactly once to one."""
+    def lookup_value(self, name: str, same_object: bool = False) -> Optional[cst.BaseExpression]:
+        """The expression ``name`` is bound to, if it is bound exactly once to one.
+        ``same_object``: the object it names is asked about (which loader it is), so a
+        change inside an object it holds (`loader.dataset.offset = n`) does not matter."""
         for scope in self.visible():
             if name in scope.declared_outer:
                 return None
@@ -114,7 +119,7 @@ class Scope:
                 return None
             values = scope.bindings.get(name)
             if values is not None:
-                if _is_mutated(scope, name):
+                if _is_mutated(scope, name, same_object):
                     return None
                 if len(values) == 1 and values[0] is not None:
                     if scope.parent is None and name in _globals_rebound(scope):
@@ -136,9 +141,10 @@ def binds_below_module(scope: Scope, name: str) -> bool:
     return False
 
 
-def _is_mutated(scope: Scope, name: str) -> bool:
-    """Whether any statement in the file changes ``name`` in place (by name: conservative)."""
-    if name in scope.mutated:
+def _is_mutated(scope: Scope, name: str, itself: bool = False) -> bool:
+    """Whether any statement in the file changes ``name`` in place (by name: conservative);
+    ``itself``: its own attributes or items, not an object it holds."""
+    if name in (scope.changed_itself if itself else scope.mutated):
         return True
     module = _module_scope(scope)
     everywhere = getattr(module, "_mutated_anywhere", None)
@@ -147,9 +153,9 @@ def _is_mutated(scope: Scope, name: str) -> bool:
         for stmt in _small_statements(module.node):
             if isinstance(stmt, (cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del)):
                 _scan_small(collector, stmt)
-        everywhere = collector.mutated
+        everywhere = (collector.mutated, collector.changed_itself)
         setattr(module, "_mutated_anywhere", everywhere)
-    return name in everywhere
+    return name in everywhere[1 if itself else 0]
 
 
 _STATEMENT_CONTAINERS = (
@@ -260,6 +266,11 @@ def _note_mutation(scope: Scope, target: cst.BaseExpression) -> None:
         name = _base_name(target)
         if name is not None:
             scope.mutated.add(name)
+            owner = target.value
+            if isinstance(owner, cst.Attribute) and owner.attr.value == "__dict__":
+                owner = owner.value  # `x.__dict__[k] = v`, `x.__dict__.update(...)`: x's own attributes
+            if isinstance(owner, cst.Name):
+                scope.changed_itself.add(name)
     elif isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
             _note_mutation(scope, element.value)

@@ -8,10 +8,10 @@ iterating it gives, and the parts of a batch.
   place with literal writes (``kwargs.update({"pin_memory": True})`` / ``kwargs["k"] = v``),
   a write under an ``if`` counting only on the accelerator path (RULES.md's TPF104);
   and its dataset's kind (``TensorDataset``: in memory).
-* Iterating a loader gives a ``Batch``; ``enumerate``, ``tqdm``, ``iter``/``next`` and a
-  project class's ``__iter__`` (what it yields, or the items of what it returns) are
-  followed; a batch's items (``x, y = batch``, ``batch["image"]``, ``batch.items()``) are
-  batches with a path. Anything built from a batch (``torch.cat``, ``.float()``,
+* Iterating a loader gives a ``Batch``; ``enumerate``, ``tqdm``, ``iter``/``next``, ``zip``
+  (a tuple of one element of each iterable, unknown ones unknown) and a project class's
+  ``__iter__`` (what it yields, or the items of what it returns) are followed; a batch's
+  items (``x, y = batch``, ``batch["image"]``, ``batch.items()``) are batches with a path. Anything built from a batch (``torch.cat``, ``.float()``,
   arithmetic) is not one: the engine knows no such producer, so it is unknown.
 * A project function that returns its own parameter on a path gives, there, what the call
   passes (every return must agree).
@@ -53,7 +53,7 @@ TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data
 ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
 MAP_DATASETS = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.autonotebook.tqdm", "tqdm.rich.tqdm"})
-BUILTINS = frozenset({"iter", "next", "enumerate", "dict"})
+BUILTINS = frozenset({"iter", "next", "enumerate", "dict", "zip"})
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn,
 #            pin_memory, ..., *, prefetch_factor, persistent_workers, pin_memory_device)
 ARGUMENTS = (("num_workers", 5), ("collate_fn", 6), ("pin_memory", 7), ("persistent_workers", None))
@@ -278,6 +278,8 @@ def builtin(name: str, form: Call, evaluate: Evaluate, element_of: Callable[[Kin
     ``dict(k=v)``."""
     if name == "dict":
         return keywords(form, evaluate)
+    if name == "zip":
+        return zipped(form, evaluate, element_of)
     if form.star or form.dstar or not form.args or (form.kwargs and name != "enumerate"):
         return UNKNOWN
     if name == "next" and len(form.args) > 1:
@@ -290,6 +292,15 @@ def builtin(name: str, form: Call, evaluate: Evaluate, element_of: Callable[[Kin
     if name == "next":
         return found
     return Iterator(found if name == "iter" else Items((Number(), found)))
+
+
+def zipped(form: Call, evaluate: Evaluate, element_of: Callable[[Kind], Kind]) -> Kind:
+    """``zip(train_in, train_out)`` yields a tuple of one element of each (an unknown
+    iterable gives an unknown item); nothing is known of ``zip(*loaders)``."""
+    if form.star or form.dstar or not form.args or any(key != "strict" for key, _ in form.kwargs):
+        return UNKNOWN
+    found = tuple(element_of(evaluate(arg)) for arg in form.args)
+    return UNKNOWN if all(type(kind) is Unknown for kind in found) else Iterator(Items(found))
 
 
 def wrapped(form: Call, evaluate: Evaluate, element_of: Callable[[Kind], Kind]) -> Kind:

@@ -78,12 +78,14 @@ class Resolution:
         self._stars: Optional[FrozenSet[str]] = None
         # (path, name) -> the answer and the modules it read (replayed to recorders on a hit)
         self._resolved: Dict[Tuple[str, str], Tuple[Optional[Definition], FrozenSet[str]]] = {}
+        self._star_modules: Dict[str, bool] = {}  # path -> whether it has a module-level star import
 
     def forget(self) -> None:
         """Drop what was worked out: a summary changed."""
         self._uses = {}
         self._stars = None
         self._resolved = {}
+        self._star_modules = {}
 
     # -- resolve --------------------------------------------------------------------------
     def resolve(self, path: str, name: str) -> Optional[Definition]:
@@ -96,6 +98,23 @@ class Resolution:
         for read in kept[1]:
             self.index.note_read(read)
         return kept[0]
+
+    def star_qualname(self, path: Optional[str], name: str) -> Optional[str]:
+        """The library name a dotted module-level ``name`` means when its head is bound only
+        by a star import of a project module (``from utils import *``, ``utils.py`` doing
+        ``import torch``: ``torch.utils.data.DataLoader``), as ``FileContext.qualname`` reads
+        it; None in a module without a star import, or for anything else."""
+        if path is None:
+            return None
+        if path not in self._star_modules:
+            self._star_modules[path] = any(r.star and r.module_scope for r in self.index.summary(path).imports)
+        if not self._star_modules[path]:
+            return None
+        head, _, rest = name.partition(".")
+        found = self.resolve(path, head)
+        if found is None or found.kind != "external" or not found.qualname:
+            return None
+        return canonical(f"{found.qualname}.{rest}" if rest else found.qualname)
 
     def _resolve(self, path: str, name: str, depth: int, seen: FrozenSet) -> Optional[Definition]:
         head, *rest = name.split(".")

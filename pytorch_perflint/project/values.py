@@ -25,7 +25,7 @@ Depth and callers are bounded, recursion is cut, answers are memoised while no s
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
 
 from . import choices
@@ -299,6 +299,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
     # -- calls ---------------------------------------------------------------------------------
     def _call(self, form: Call, where: Where, depth: int) -> Kind:
         func = form.func
+        if type(func) is Ref and func.qualname is None and self.index is not None and (star := self.index.resolution.star_qualname(where.path, func.name)) and free(where, func.name.partition(".")[0]):
+            form = replace(form, func=(func := Ref(func.name, star)))  # `torch` from `from utils import *`
 
         def evaluate(arg: Form) -> Kind:
             return self._eval(arg, where, depth + 1)

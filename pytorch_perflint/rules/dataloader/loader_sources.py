@@ -44,6 +44,9 @@ class LoaderSourceResolver:
             if inner is not None:
                 arg, _ = inner
                 return self.resolve(arg.value, path + (expr, arg), depth)
+            zipped = self.zipped(expr, path)
+            if zipped is not None:  # `zip(train_in, train_out)` walks each of them
+                return self.union([(arg.value, path + (expr, arg)) for arg in zipped], depth)
             return self.returned(expr, path, loops, depth)
         if isinstance(expr, cst.Name):
             return self.name(expr, path, loops, depth)
@@ -159,6 +162,17 @@ class LoaderSourceResolver:
             return call.args[0], False
         return None
 
+    def zipped(self, call: cst.Call, path: Path) -> Optional[List[cst.Arg]]:
+        """The iterables the builtin ``zip`` walks together (each pass over the zip is a
+        pass over every one of them); None for ``zip(*loaders)`` or another ``zip``."""
+        func = call.func
+        if not (isinstance(func, cst.Name) and func.value == "zip") or self._bound("zip", call, path):
+            return None
+        if any(arg.star for arg in call.args):
+            return None
+        args = [arg for arg in call.args if arg.keyword is None]
+        return args or None
+
     def _is_iter_call(self, value: cst.BaseExpression, path: Path) -> bool:
         """A call of the builtin ``iter`` on one argument (``pass_through`` checks the rest)."""
         return (
@@ -173,7 +187,7 @@ class LoaderSourceResolver:
 
     def name(self, expr: cst.Name, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
         scope = self.context.scope_for(expr, path)
-        value = scope.lookup_value(expr.value)
+        value = scope.lookup_value(expr.value, same_object=True)  # which loader, not what it holds
         if value is not None:
             value_path = self.recorded.value_paths.get(id(value))
             if value_path is None:

@@ -303,13 +303,17 @@ def _holds_in_loop(body: Sequence[ast.stmt], node: ast.AST) -> bool:
 
 
 def _walks(node: ast.AST, names: Sequence[str]) -> bool:
-    """``for ... in name`` (or ``enumerate(name)``, ``iter(name)``, ``tqdm(name)``) for one of ``names``."""
-    if not isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-        return False
-    expr = node.iter
-    while type(expr) is ast.Call and expr.args and type(expr.args[0]) is not ast.Starred:  # type: ignore[attr-defined]
-        func = dotted(expr.func) or ""  # type: ignore[attr-defined]
-        if func.split(".")[-1] not in _PASS_THROUGH:
+    """``for ... in name`` (or ``enumerate(name)``, ``iter(name)``, ``tqdm(name)``, ``zip(name,
+    other)``) for one of ``names``."""
+    return isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _walked(node.iter, names)
+
+
+def _walked(expr: ast.AST, names: Sequence[str]) -> bool:
+    while type(expr) is ast.Call and expr.args and not any(type(a) is ast.Starred for a in expr.args):  # type: ignore[attr-defined]
+        func = (dotted(expr.func) or "").split(".")[-1]  # type: ignore[attr-defined]
+        if func == "zip":  # each of the iterables zipped is walked
+            return any(_walked(arg, names) for arg in expr.args)  # type: ignore[attr-defined]
+        if func not in _PASS_THROUGH:
             return False
         expr = expr.args[0]  # type: ignore[attr-defined]
     return type(expr) is ast.Name and expr.id in names  # type: ignore[attr-defined]

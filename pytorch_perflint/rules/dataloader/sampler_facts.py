@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -13,6 +13,7 @@ from ...analysis.calls import argument
 from ...analysis.scope import Scope, dotted_name
 from ...context import FileContext
 from .loader_args import Path
+from .loader_facts import loader_facts
 from .loader_sites import LoaderSite, _method_class
 
 # An evaluation pass, whose order does not matter: a function that says so, or a pass
@@ -124,6 +125,26 @@ def ancestors_of(root: cst.CSTNode, target: cst.CSTNode) -> Optional[Path]:
         if isinstance(node, _STATEMENT_NODES):
             stack.extend((child, path + (node,)) for child in node.children)
     return None
+
+
+def another_sampler(context: FileContext, receiver: cst.BaseExpression, root: cst.CSTNode, sampler: Optional[cst.Call], samplers: FrozenSet[str]) -> bool:
+    """``self.other.set_epoch(...)`` (in ``root``, a method or a loop in one) sets the epoch of
+    another sampler than ``sampler`` when every assignment of ``.other`` in the module is a
+    ``self.other = DistributedSampler(...)`` of that class building a new one, not ``sampler``
+    (RobustVideoMatting's trainer: four samplers, three set in their helpers)."""
+    attr = self_attr(receiver)
+    path = ancestors_of(context.module, root) if attr is not None else None
+    cls = _method_class(path + (root,)) if path is not None else None
+    resolver = context.fact(loader_facts).resolver
+    if cls is None or resolver is None:
+        return False
+    assigned = resolver.recorded.self_assigns.get((id(cls), attr), [])  # type: ignore[attr-defined]
+    if not assigned or len(re.findall(rf"\.{re.escape(attr)}\s*(?:=(?!=)|[-+*/|&]=)", context.source)) != len(assigned):  # type: ignore[arg-type]
+        return False  # assigned elsewhere too (another class, another object, an alias)
+    return all(
+        isinstance(value, cst.Call) and value is not sampler and context.qualname(value.func, context.scope_for(value, value_path)) in samplers
+        for value, value_path in assigned
+    )
 
 
 def calls_in(root: cst.CSTNode):

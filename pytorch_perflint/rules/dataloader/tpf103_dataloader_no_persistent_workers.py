@@ -24,7 +24,8 @@ class DataloaderNoPersistentWorkers(Rule):
     followed through names, `self` attributes, helper functions that return it (also
     unpacked on the branches of an `if`/`elif` that picks a dataset: `if cifar: train, test =
     cifar_loaders() elif stl: train, test = stl_loaders()`) and functions it is passed to
-    (`train(train_loader)` called once per epoch). A loader that a helper returns is also
+    (`train(train_loader)` called once per epoch); a loop over `zip(train_in, train_out)`
+    walks each loader zipped. A loader that a helper returns is also
     flagged when a caller in another module of the project binds it once and walks it in
     an epoch loop (`train_loader, val_loader = get_loaders()` in `train.py`), itself, through
     a `tqdm` bar, or by passing it each epoch to a project function that walks it.

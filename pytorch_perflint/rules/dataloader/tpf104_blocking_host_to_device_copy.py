@@ -25,7 +25,7 @@ class BlockingHostToDeviceCopy(Rule):
     """## What it does
     Flags `.to(device)` and `.cuda()` without `non_blocking=True` on a batch taken straight
     from a `DataLoader` known to use `pin_memory=True`: the loop variables of
-    `for x, y in loader` (also through `enumerate` and `tqdm`), `next(iter(loader))`, and
+    `for x, y in loader` (also through `enumerate`, `tqdm` and `zip`), `next(iter(loader))`, and
     what is unpacked or indexed out of them (the tensors of a list or dict batch too:
     `[t.cuda() for t in targets]`), until the name is rebound. What the copied value is
     comes from the project's value engine, so the loader may be built by a helper in any

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -17,7 +17,7 @@ from .loader_facts import loader_facts, walked_every_epoch_elsewhere
 from .project_iterations import packed_sampler_walked_every_epoch, sampler_walked_every_epoch
 from .loader_sites import LoaderSite, _method_class
 from .sampler_facts import (
-    Helper, Keyed, Packed, ancestors_of, binding_scope, bound_name, calls_in, epoch_variable, evaluates, helper_calls,
+    Helper, Keyed, Packed, ancestors_of, another_sampler, binding_scope, bound_name, calls_in, epoch_variable, evaluates, helper_calls,
     is_builtin_call, local_defs, names_bound_to, packed_into, project_sets_epoch, returned_by, sampler_of, self_attr,
     shuffled_by_callers,
 )
@@ -37,7 +37,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     Flags a `DistributedSampler` (`torch.utils.data`) that shuffles (`shuffle` not `False`) and
     feeds a `DataLoader` which is iterated for training inside an epoch loop, when nothing in
     that loop calls `set_epoch(...)`: not on the sampler, not through `loader.sampler`, and
-    not in a project helper the loop calls. The loader is followed as TPF103 follows it
+    not in a project helper the loop calls (a helper's `self.other.set_epoch(...)` sets
+    another sampler's epoch when `self.other` is only ever assigned a new
+    `DistributedSampler(...)`: a trainer with several samplers). The loader is followed as TPF103 follows it
     (names, `self` attributes, helpers that return it, functions it is passed to), also
     into another module of the project, as TPF103 follows it there: a helper here returns
     the loader and a caller there binds it once and walks it in an epoch loop (itself,
@@ -334,6 +336,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._reported_names: Set[Tuple[int, str]] = set()
+        self._sampler: Optional[cst.Call] = None
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -357,6 +360,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if only_elsewhere and not (isinstance(target, Helper) and isinstance(shuffle.node, cst.Arg) and isinstance(shuffle.node.value, cst.Name)):
             return
         facts = self.context.fact(loader_facts)
+        self._sampler = node
         uncovered: List[Tuple[Path, cst.CSTNode]] = []
         elsewhere = batched = False
         for site in () if only_elsewhere else facts.sites.values():
@@ -442,6 +446,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         for call in calls_in(root):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "set_epoch":
+                if another_sampler(self.context, func.value, root, self._sampler, _SAMPLERS):
+                    continue
                 return True
             definitions = local_defs(self.context, call)
             if definitions:
