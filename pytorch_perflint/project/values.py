@@ -34,7 +34,7 @@ from . import loader_values as loaders
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, OneOf, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .resolution import ALL_TEXTS, Definition
@@ -233,7 +233,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return ProjectCallable(definition)
         if definition.kind == "binding" and definition.binding is not None:  # changed in place: an object keeps its class
             kind = self._eval(definition.binding.form, Where(definition.path), depth + 1)
-            return kind if type(present(kind)) is Instance or not definition.binding.mutated else UNKNOWN
+            return kind if type(present(kind)) in (Instance, Parser) or not definition.binding.mutated else UNKNOWN
         return UNKNOWN
 
     # -- parameters ----------------------------------------------------------------------------
@@ -323,8 +323,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
                 return found  # `MODELS.get(name)`: one of the registered definitions
             if head:
                 callee = self._ref(func, where, depth + 1)
-                if type(callee) is ProjectCallable:
-                    return self._call_callable(callee, depth, form, where)
+                if type(callee) is ProjectCallable or type(callee) is OneOf:  # `module.make_model(args)`: each candidate's
+                    return self._call_kind(callee, depth, form, where)
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
             return self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
