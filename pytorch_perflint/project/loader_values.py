@@ -391,8 +391,10 @@ class LoaderFlow:
         """The bindings that may reach a read; one carried round a loop that reads the name
         again (``x = f(x)``) is cut there, or proved (``Memo._loop_carried``)."""
 
+        forms = self.open_arms(where.scope, name, branches.forms, where, depth)  # type: ignore[attr-defined]
+
         def kinds() -> List[Kind]:
-            return [self._branch(form, where.at(at), name, depth) for form, at in branches.forms]
+            return [self._branch(form, where.at(at), name, depth) for form, at in forms]
 
         if not branches.carried:
             return choose(kinds())

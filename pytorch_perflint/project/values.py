@@ -5,7 +5,7 @@ at a ``Where``: a scope (``scopes.Scope``, built from the ``ast`` of a function 
 line, inside the scopes around it. The engine follows
 
 * local names to their binding at that line (assignments, unpacking, augmented assignment,
-  ``with ... as``, ``for`` and comprehension targets);
+  ``with ... as``, ``for`` and comprehension targets, a function's own imports; ``local_values``);
 * module names through the index (``resolve``: imports, re-exports, module bindings);
 * parameters to every project caller's argument, read in the caller's scope (all agree, else
   unknown), or the default when no caller passes one; a method's first parameter is an
@@ -16,8 +16,7 @@ line, inside the scopes around it. The engine follows
 * attributes of instances to every ``self.attr = ...`` of the class and its project bases (all
   agree) or a class attribute; items of containers and library values;
 * library calls through ``library_values``; values chosen by an unknown name (``importlib``,
-  registries, builders' ``if``/``elif`` arms) through ``choices``.
-
+  registries, builders' ``if``/``elif`` arms) through ``choices``; nested functions per call.
 Depth and callers are bounded, recursion is cut, answers are memoised while no summary changes
 (``ProjectIndex.generation``); an ``Answer`` says which modules it read (the cache).
 """
@@ -39,6 +38,7 @@ from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
+from .local_values import ImportRecord, LocalFlow
 from .scopes import Appended, Branches, Each, Scope, build_scope, free, mutable_display
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine(loaders.LoaderFlow, Memo):
+class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
@@ -171,7 +171,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return self._element(self._eval(form.iterable, where, depth + 1), depth)  # type: ignore[union-attr]
         if kind is Appended:  # each item as read where it is added
             return Items(tuple(self._eval(item, where.at(at), depth + 1) for item, at in form.items))  # type: ignore[union-attr]
-        return self._container(form, where, depth)  # dict displays and comprehensions (``loader_values``)
+        return self._container(form, where, depth)  # dict displays, comprehensions (``loader_values``), ``local_values``' forms
 
     def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
         head, _, rest = form.name.partition(".")
@@ -196,6 +196,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             status, value, line = scope.value_at(name, current.line if first else 0)
             if status == "value" and type(value) is Branches:
                 return self._branches(value, current, name, depth)
+            if status == "value" and type(value) is ImportRecord:  # a function's own import: resolved whole
+                return (self._local_import(value, current.path, dotted or name, depth),)
             if status == "value":
                 return self._eval(value, current.at(line), depth + 1)
             if status == "param":
@@ -327,7 +329,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
                     return self._call_kind(callee, depth, form, where)
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
-            return self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
+            local = self._local_def(func.name, where)  # a function defined in the caller's
+            return self._call_local(*local, form, where, depth) if local else self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
         if type(func) is Attr:
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
         if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
