@@ -115,7 +115,7 @@ class Scope:
     inline: bool = False  # a comprehension: the scope around it is read at the same line
     node: Optional[ast.AST] = None  # the ``ast`` it was built from (in-place writes are read there)
     appends: Dict[str, List[Tuple[int, Tuple[Tuple[int, str], ...], Form]]] = field(default_factory=dict)  # `xs.append(a)`
-    tests: Dict[int, Tuple[int, Test]] = field(default_factory=dict)  # id of an `if` -> (line, a test it may decide)
+    tests: Dict[int, Tuple[int, ast.expr]] = field(default_factory=dict)  # id of an `if` -> (line, its test), read on demand
     uses: Optional[Dict[str, List[Tuple[int, bool]]]] = None  # ``list_uses``, read on demand
 
     def binds(self, name: str) -> bool:
@@ -217,8 +217,9 @@ class Scope:
         out = []
         for statement, part in entry.blocks if entry is not None else ():
             found = self.tests.get(statement)
-            if found is not None and part in ("body", "orelse"):
-                out.append((found[0], found[1], part == "body"))
+            test = _test(found[1], FormBuilder(self.aliases, DEEP)) if found is not None and part in ("body", "orelse") else None
+            if test is not None:
+                out.append((found[0], test, part == "body"))  # type: ignore[index]
         return out
 
     def _covers(self, reaching: List[Entry], here: Tuple[Tuple[int, str], ...]) -> bool:
@@ -363,8 +364,8 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             scope.loops[id(stmt)] = (line, getattr(stmt, "end_lineno", None) or line)
         elif kind is ast.If and stmt.orelse:  # type: ignore[attr-defined]
             scope.alternatives[id(stmt)] = ((id(stmt), "body"), (id(stmt), "orelse"))
-        if kind is ast.If and (test := _test(stmt.test, builder)) is not None:  # type: ignore[attr-defined]
-            scope.tests[id(stmt)] = (line, test)
+        if kind is ast.If:
+            scope.tests[id(stmt)] = (line, stmt.test)  # type: ignore[attr-defined]
         elif kind is ast.Try and stmt.handlers and not stmt.orelse and not stmt.finalbody:  # type: ignore[attr-defined]
             scope.alternatives[id(stmt)] = ((id(stmt), "body"), *((id(h), "body") for h in stmt.handlers))  # type: ignore[attr-defined]
         if kind in (ast.For, ast.AsyncFor):
