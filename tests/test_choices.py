@@ -5,6 +5,8 @@ whose candidates disagree (silent)."""
 
 from __future__ import annotations
 
+import pytest
+
 
 from test_cache_project import _findings  # noqa: E402
 from test_module_values import _project  # noqa: E402
@@ -136,3 +138,66 @@ def test_a_registry_subscript_is_a_lookup_too(tmp_path):
     build = REGISTRY["pkg/build.py"].replace("return MODELS_REGISTRY.get(model_name)", "return MODELS_REGISTRY[model_name]")
     assert build != REGISTRY["pkg/build.py"]
     assert _findings(_project(tmp_path, {**REGISTRY, "pkg/build.py": build}, "TPF403"), ".") == [("train.py", 6, "TPF403")]
+
+
+# -- a module chosen by a command-line name: `import_module('model.' + args.model.lower())` --
+# The script `src/main.py` runs from `src/` (a package folder too): its modules are named
+# from there (`model.edsr`), and `from model import common` inside `src/model/` resolves
+# from the script's folder. The argparse default names the module through `.lower()`.
+
+SRNET = {
+    "src/__init__.py": "",
+    "src/option.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--model', default='EDSR')\nargs = parser.parse_args()\n",
+    "src/main.py": "import torch\nimport model\nfrom option import args\n\n\ndef main():\n    net = model.Model(args)\n    optimizer = torch.optim.Adam(net.parameters())\n    for lr, hr in loader:\n        loss = (net(lr.cuda()) - hr.cuda()).abs().mean()\n        loss.backward()\n        optimizer.step()\n\n\nif __name__ == '__main__':\n    main()\n",
+    "src/model/__init__.py": "from importlib import import_module\nimport torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, args):\n        super().__init__()\n        module = import_module('model.' + args.model.lower())\n        self.model = module.make_model(args).to(torch.device('cuda'))\n\n    def forward(self, x):\n        return self.model(x)\n",
+    "src/model/common.py": "import torch.nn as nn\n\n\ndef default_conv(c_in, c_out, k, bias=True):\n    return nn.Conv2d(c_in, c_out, k, padding=k // 2, bias=bias)\n",
+    "src/model/edsr.py": "import torch.nn as nn\nfrom model import common\n\n\ndef make_model(args):\n    return EDSR(args)\n\n\nclass EDSR(nn.Module):\n    def __init__(self, args, conv=common.default_conv):\n        super().__init__()\n        self.head = conv(3, 64, 3)\n\n    def forward(self, x):\n        return self.head(x)\n",
+    "src/model/mlp.py": "import torch.nn as nn\n\n\ndef make_model(args):\n    return MLP()\n\n\nclass MLP(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(3, 3)\n\n    def forward(self, x):\n        return self.fc(x)\n",
+}
+SR_FOUND = [("main.py", 7, "TPF403")]
+
+
+def _sr(tmp_path, changes=()):
+    files = dict(SRNET)
+    for path, old, new in changes:
+        assert old in files[path]
+        files[path] = files[path].replace(old, new)
+    return _findings(_project(tmp_path, files, "TPF403"), ".")
+
+
+def test_the_module_a_lowered_command_line_default_names(tmp_path):
+    assert _sr(tmp_path) == SR_FOUND
+
+
+@pytest.mark.parametrize("spelling", ["'model.{}'.format(args.model.lower())", "'model.%s' % args.model.lower()"])
+def test_a_module_name_formatted_into_a_template(tmp_path, spelling):
+    assert _sr(tmp_path, [("src/model/__init__.py", "'model.' + args.model.lower()", spelling)]) == SR_FOUND
+
+
+def test_a_default_that_names_a_model_without_convolutions_is_silent(tmp_path):
+    assert _sr(tmp_path, [("src/option.py", "default='EDSR'", "default='MLP'")]) == []
+
+
+def test_an_unknown_name_among_models_that_disagree_is_silent(tmp_path):
+    assert _sr(tmp_path, [("src/option.py", ", default='EDSR'", "")]) == []
+
+
+def test_a_module_without_the_member_is_no_candidate(tmp_path):
+    # Name unknown: `model.common` and `model.edsr` fit; `common` defines no `make_model`
+    # (the program would stop there), so the model is EDSR's.
+    files = {k: v for k, v in SRNET.items() if k != "src/model/mlp.py"}
+    files["src/option.py"] = files["src/option.py"].replace(", default='EDSR'", "")
+    assert _findings(_project(tmp_path, files, "TPF403"), ".") == SR_FOUND
+
+
+def test_a_module_that_may_define_the_member_by_a_star_import_keeps_it_unknown(tmp_path):
+    files = {k: v for k, v in SRNET.items() if k != "src/model/mlp.py"}
+    files["src/option.py"] = files["src/option.py"].replace(", default='EDSR'", "")
+    files["src/model/common.py"] = "from .helpers import *\n" + files["src/model/common.py"]
+    files["src/model/helpers.py"] = "import torch.nn as nn\n\n\ndef make_model(args):\n    return nn.Linear(3, 3)\n"
+    assert _findings(_project(tmp_path, files, "TPF403"), ".") == []
+
+
+def test_a_name_the_parsing_module_changes_is_not_its_default(tmp_path):
+    # `opt.model = ...` in the module that parses it (any name): the default is not the value.
+    assert _sr(tmp_path, [("src/option.py", "args = parser.parse_args()\n", "opt = parser.parse_args()\nopt.model = 'MLP'\nargs = opt\n")]) == []

@@ -177,3 +177,86 @@ def test_an_attribute_bound_in_each_arm_of_an_if_chain() -> None:
     ).replace("        else:\n            self.conv = nn.Conv2d(8, 16, 3)\n", "        else:\n            self.conv = nn.Conv2d(8, 16, 3)\n            self.bn = nn.GroupNorm(2, 16)\n")
     assert all(target != "GroupNorm" for _, target, _ in _feeds(norms))
     assert _feeds(norms) == []
+
+
+# -- a list built with `+=` in a loop, its conv bound to a name rebound in every arm --------
+
+ALLCONV = (
+    "import torch.nn as nn\n"
+    "def make_layers(cfg):\n"
+    "    layers = []\n"
+    "    in_channels = 3\n"
+    "    for v in cfg:\n"
+    "        if v == 'M':\n"
+    "            layers += [nn.MaxPool2d(2)]\n"
+    "        elif v == 'N':\n"
+    "            conv2d = nn.Conv2d(in_channels, in_channels, kernel_size=1)\n"
+    "            layers += [conv2d, nn.BatchNorm2d(in_channels), nn.ReLU()]\n"
+    "        elif v == 'E':\n"
+    "            conv2d = nn.Conv2d(in_channels, in_channels, kernel_size=1, padding=0)\n"
+    "            layers.extend([conv2d, nn.BatchNorm2d(in_channels)])\n"
+    "        else:\n"
+    "            conv2d = nn.Conv2d(in_channels, v, kernel_size=3, padding=1)\n"
+    "            layers = layers + [conv2d, nn.BatchNorm2d(v), nn.ReLU()]\n"
+    "            in_channels = v\n"
+    "    return nn.Sequential(*layers)\n"
+)
+
+
+def _conv_feeds(source: str) -> List[int]:
+    """The lines of the convolutions that feed a BatchNorm."""
+    context = _context(source)
+    facts = context.fact(module_facts)
+    lines = source.splitlines()
+    return [
+        next(i for i, text in enumerate(lines, 1) if context.module.code_for_node(f.source.call) in text)
+        for f in facts.feeds
+        if f.source.qualname.endswith("Conv2d") and f.target.qualname.endswith("BatchNorm2d")
+    ]
+
+
+def test_a_conv_bound_just_before_the_list_display_that_adds_it_feeds_the_next_item() -> None:
+    # Each arm binds `conv2d` and adds it with a BatchNorm in one display (`+=`, `extend`,
+    # `layers = layers + [...]`): adjacent in the same iteration, whatever the config.
+    assert sorted(_conv_feeds(ALLCONV)) == [9, 12, 15]
+
+
+def test_a_conv_object_read_anywhere_else_is_not_followed() -> None:
+    shared = ALLCONV.replace("            in_channels = v\n", "            in_channels = v\n            last = conv2d\n")
+    assert _conv_feeds(shared) == []
+    twice = ALLCONV.replace("[conv2d, nn.BatchNorm2d(v), nn.ReLU()]", "[conv2d, nn.BatchNorm2d(v), conv2d]")
+    assert _conv_feeds(twice) == []
+    used_between = ALLCONV.replace(
+        "            layers += [conv2d, nn.BatchNorm2d(in_channels), nn.ReLU()]\n",
+        "            conv2d.weight.data.zero_()\n            layers += [conv2d, nn.BatchNorm2d(in_channels), nn.ReLU()]\n",
+    )
+    assert 9 not in _conv_feeds(used_between)
+    bound_outside = (
+        "import torch.nn as nn\n"
+        "def f(cfg):\n"
+        "    layers = []\n"
+        "    conv = nn.Conv2d(3, 8, 3)\n"
+        "    conv = nn.Conv2d(3, 8, 3)\n"
+        "    for v in cfg:\n"
+        "        layers += [conv, nn.BatchNorm2d(8)]\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _conv_feeds(bound_outside) == []
+
+
+def test_items_added_in_different_iterations_are_not_adjacent() -> None:
+    # A conv added in one pass and a BatchNorm in another: their order depends on `cfg`.
+    source = (
+        "import torch.nn as nn\n"
+        "def f(cfg):\n"
+        "    layers = []\n"
+        "    for v in cfg:\n"
+        "        if v == 'C':\n"
+        "            conv = nn.Conv2d(3, 3, 3)\n"
+        "            layers += [conv]\n"
+        "        else:\n"
+        "            conv = nn.BatchNorm2d(3)\n"
+        "            layers += [conv]\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _feeds(source) == []

@@ -3,7 +3,8 @@ look-alikes it must leave silent: bindings in every arm of an ``if/elif`` chain,
 of public methods (``project/method_callers.py``) and of constructors read from their
 callers, attributes that read themselves (``self.x = self.x + dx``: ``value_memo``), a
 value that may be ``None`` (``MaybeNone``), SciPy results, ``np.where``/``np.unique``
-tuples, replay-buffer slices and arithmetic; and the cache following a public method's
+tuples, replay-buffer slices and arithmetic, loop-carried counters, sized random draws;
+and the cache following a public method's
 callers."""
 
 from __future__ import annotations
@@ -199,6 +200,57 @@ CASES = {
                 torch.FloatTensor(self.state[ind]),  #!
                 torch.FloatTensor(self.action[ind].astype(np.float32) * 2),  #!
             )
+"""},
+# A loop-carried local (`total = 0`, `total += 1` in a loop) keeps the kind every binding
+# keeps (`value_memo._loop_carried`): an array divided by a count is an array, returned to
+# a caller that hands it on. Look-alikes: a total that becomes a tensor, a list, a string.
+"loop_counter": {"rates.py": """
+    import numpy as np
+    import torch
+
+    def base_rates(batches, n):
+        counts = np.zeros(n)
+        total = 0
+        for batch in batches:
+            for token in batch:
+                counts[token] += 1
+                total += 1
+        return counts / total
+
+    def tensor_total(batches, n):
+        counts = np.zeros(n)
+        total = 0
+        for batch in batches:
+            total = total + torch.ones(n)
+        return counts / total
+
+    def listed(batches, n):
+        rates = np.zeros(n)
+        for batch in batches:
+            rates = rates.tolist()
+        return rates
+
+    def train(rates, other, third):
+        a = torch.FloatTensor(rates)  #!
+        b = torch.FloatTensor(other)
+        c = torch.FloatTensor(third)
+        return a, b, c
+
+    train(base_rates([[1, 2]], 3), tensor_total([[1]], 3), listed([[1]], 3))
+"""},
+# Random draws given a size are arrays (`np.random.random_integers(..., size=...)`); a
+# draw without one is a scalar.
+"random_draws": {"demo.py": """
+    import numpy as np
+    import torch
+
+    if __name__ == "__main__":
+        words = np.random.random_integers(low=0, high=49, size=(2, 10))
+        words = torch.LongTensor(words)  #!
+        one = np.random.random_integers(0, 49)
+        one = torch.LongTensor([one])
+        wait = torch.FloatTensor(np.random.geometric(0.5, 8))  #!
+        scalar = torch.FloatTensor(np.random.geometric(0.5))
 """},
 }
 

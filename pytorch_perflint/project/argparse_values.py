@@ -12,7 +12,8 @@ destination of the module unknown (``("*", None)``). Modules that do not spell
 The value engine makes ``argparse.ArgumentParser(...)`` a ``Parser`` of the module that
 builds it, its ``parse_args()`` (no arguments) a ``Namespace``, and an attribute of that
 namespace the recorded default, unless the module that reads it changes the namespace
-(``args.arch = ...``, ``setattr(args, ...)``, ``vars(args)``, ``args.__dict__``).
+(``args.arch = ...``, ``setattr(args, ...)``, ``vars(args)``, ``args.__dict__``), or the
+module that parses it does so under any name.
 """
 
 from __future__ import annotations
@@ -81,12 +82,12 @@ def _dest(call: ast.Call) -> Optional[str]:
 register_summarizer(KEY, argparse_defaults)
 
 
-def changed(source: Optional[str], name: str, dest: str) -> bool:
-    """The namespace bound to ``name`` is changed in ``source`` where the defaults do not
-    show it (an unreadable module counts as changing it)."""
+def changed(source: Optional[str], name: Optional[str], dest: str) -> bool:
+    """The namespace bound to ``name`` (None: any name) is changed in ``source`` where the
+    defaults do not show it (an unreadable module counts as changing it)."""
     if source is None:
         return True
-    name, dest = re.escape(name), re.escape(dest)
+    name, dest = (re.escape(name) if name is not None else r"\w+"), re.escape(dest)
     return bool(
         re.search(rf"\b{name}\.{dest}\s*(?:[-+*/|&]?=(?!=)|:)", source)
         or re.search(rf"\bsetattr\(\s*{name}\b|\bvars\(\s*{name}\s*\)|\b{name}\.__dict__", source)

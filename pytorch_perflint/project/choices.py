@@ -25,10 +25,11 @@ convolutional model; ``call_values.dispatch``: the methods of every candidate). 
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
-from .forms import Attr, BinOp, Call, Form, Joined, Lit, Ref, dotted
+from .forms import Attr, BinOp, Call, Form, Joined, Lit, Ref, Seq, dotted
 from .kinds import UNKNOWN, Instance, Kind, Module, OneOf, Options, ProjectCallable, ProjectModules, Text, Unknown, Wrapper, join_all
 from .resolution import ALL_TEXTS, Definition
 from .scan import lines_with
@@ -78,6 +79,12 @@ def _pattern(form: Form, engine: "ValueEngine", where: "Where", depth: int = 0) 
     if type(form) is BinOp and form.op == "Add":
         left, right = _pattern(form.left, engine, where, depth + 1), _pattern(form.right, engine, where, depth + 1)
         return None if left is None or right is None else left + right
+    template = _template(form)
+    if template is not None:  # `"model.{}".format(name)`, `"model.%s" % name`: each field as its argument
+        parts = re.split(template[1], template[0])
+        values = template[2] if template[2] is not None and len(template[2]) == len(parts) - 1 else ()
+        fields = [_pattern(value, engine, where, depth + 1) for value in values] or [".*"] * (len(parts) - 1)
+        return None if None in fields else re.escape(parts[0]) + "".join(f + re.escape(p) for f, p in zip(fields, parts[1:]))  # type: ignore[operator]
     if type(form) is Ref and "." not in form.name and where.scope is not None:
         status, value, line = where.scope.value_at(form.name, where.line)
         if status == "value" and type(value) in (Lit, BinOp, Joined, Ref):
@@ -86,6 +93,39 @@ def _pattern(form: Form, engine: "ValueEngine", where: "Where", depth: int = 0) 
     if type(known) is Text:
         return re.escape(known.value) if known.value is not None else ".*" + re.escape(known.tail)  # type: ignore[union-attr]
     return ".*"
+
+
+def _template(form: Form) -> Optional[Tuple[str, str, Optional[Tuple[Form, ...]]]]:
+    """A literal formatted by ``str.format`` or ``%``: the literal, its fields' pattern and
+    the arguments of its fields in order when they are plain ``{}`` / ``%s`` (None: not
+    one; a literal with an escaped brace or percent sign is not read)."""
+    values: Optional[Tuple[Form, ...]] = None
+    if type(form) is Call and type(form.func) is Attr and form.func.attr == "format" and type(form.func.value) is Lit:
+        text, fields = form.func.value.value, r"\{[^{}]*\}"
+        plain = isinstance(text, str) and not form.kwargs and not form.star and not form.dstar and not re.search(r"\{[^{}]", text)
+        values = form.args if plain else None
+    elif type(form) is BinOp and form.op == "Mod" and type(form.left) is Lit:
+        text, fields = form.left.value, r"%[-+ #0-9.]*[sdifr]"
+        right = form.right
+        values = right.items if type(right) is Seq and right.kind == "tuple" and not right.truncated else (right,)
+        values = values if isinstance(text, str) and re.fullmatch(r"(?:[^%]|%s)*", text) else None
+    else:
+        return None
+    if not isinstance(text, str) or "{{" in text or "}}" in text or "%%" in text:
+        return None
+    return text, fields, values
+
+
+def _names_of(index, path: str, bases: Iterable[str]) -> List[str]:
+    """The dotted names ``path`` may be imported by from the folders in ``bases``."""
+    out = []
+    for base in bases:
+        if path.startswith(base + os.sep):
+            parts = os.path.splitext(os.path.relpath(path, base))[0].split(os.sep)
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            if parts and all(part.isidentifier() for part in parts):
+                out.append(".".join(parts))
+    return out
 
 
 def import_module(engine: "ValueEngine", form: Call, where: "Where") -> Kind:
@@ -99,7 +139,13 @@ def import_module(engine: "ValueEngine", form: Call, where: "Where") -> Kind:
     if pattern is None or pattern.startswith(r"\.") or not pattern.replace(".*", ""):
         return UNKNOWN
     compiled = re.compile(pattern)
-    paths = tuple(sorted(p for p in index.module_paths() if compiled.fullmatch(index.module_name(p) or "")))
+    # The name is looked up on ``sys.path`` at run time: the folder of the script that runs
+    # is on it, any folder above the importer may be that one (or a source root).
+    bases, folder = set(index.modules.source_roots), os.path.dirname(os.path.abspath(where.path or ""))
+    while folder.startswith(index.modules.root):
+        bases.add(folder)
+        folder = os.path.dirname(folder)
+    paths = tuple(sorted(p for p in index.module_paths() if any(compiled.fullmatch(n) for n in _names_of(index, p, bases))))
     return ProjectModules(paths) if 0 < len(paths) <= MAX_CHOICES else UNKNOWN
 
 
@@ -136,7 +182,17 @@ def attribute(engine: "ValueEngine", receiver: Kind, name: str, depth: int) -> K
         return Options(open=True, value=members(engine, modules))
     index = engine.index
     assert index is not None
-    return one_of(engine._definition(index.resolve(path, name), depth + 1) for path in modules.paths)
+    paths = [path for path in modules.paths if not _lacks(index, path, name)]  # there, the program stops
+    return one_of(engine._definition(index.resolve(path, name), depth + 1) for path in paths)
+
+
+def _lacks(index, path: str, name: str) -> bool:
+    """Module ``path`` certainly has no attribute ``name``: its text never spells it, and it
+    has no star import or module ``__getattr__`` that could give it."""
+    text = index.text(path)
+    if text is None or re.search(rf"\b{re.escape(name)}\b", text) or "__getattr__" in text:
+        return False
+    return not any(record.star for record in index.summary(path).imports)
 
 
 # -- registries ------------------------------------------------------------------------------

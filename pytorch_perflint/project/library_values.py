@@ -161,7 +161,13 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
         return draw(name, form, evaluate)
     if kind is HostTensor or kind is DeviceTensor:
         return tensors.method(receiver, name, form)
+    if kind is Text and name in _CASES and not form.args and not form.kwargs:  # `args.model.lower()`
+        value, tail = receiver.value, receiver.tail  # type: ignore[union-attr]
+        return Text(value=_CASES[name](value)) if value is not None else Text(tail=_CASES[name](tail))
     return UNKNOWN
+
+
+_CASES = {"lower": str.lower, "upper": str.upper, "casefold": str.casefold}
 
 
 def attribute(receiver: Kind, name: str) -> Kind:

@@ -400,18 +400,16 @@ class LoaderFlow:
 
     def _branches(self, branches: Any, where: Any, name: str, depth: int) -> Kind:
         """The bindings that may reach a read; one carried round a loop that reads the name
-        again (``x = f(x)``) is cut there (unknown)."""
-        carrying = self.__dict__.setdefault("_carrying", set())
-        key = (id(where.scope), name)
-        if branches.carried and key in carrying:
-            return UNKNOWN
-        if branches.carried:
-            carrying.add(key)
-        try:
-            return choose([self._branch(form, where.at(at), name, depth) for form, at in branches.forms])
-        finally:
-            if branches.carried:
-                carrying.discard(key)
+        again (``x = f(x)``) is cut there, or proved (``Memo._loop_carried``)."""
+
+        forms = self.open_arms(where.scope, name, branches.forms, where, depth)  # type: ignore[attr-defined]
+
+        def kinds() -> List[Kind]:
+            return [self._branch(form, where.at(at), name, depth) for form, at in forms]
+
+        if not branches.carried:
+            return choose(kinds())
+        return self._loop_carried((id(where.scope), name), kinds, choose)  # type: ignore[attr-defined]
 
     def _branch(self, form: Any, where: Any, name: str, depth: int) -> Kind:
         """One binding that may reach a read; ``PASSED``: the parameter as its callers pass it."""

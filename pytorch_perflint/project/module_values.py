@@ -248,7 +248,12 @@ class ModuleValues:
         index = self.engine.index
         dest = rest.partition(".")[0]
         text = index.text(where.path) if index is not None and where.path is not None else None
-        return UNKNOWN if changed(text, head, dest) else kind
+        if changed(text, head, dest):
+            return UNKNOWN
+        home = kind.path  # type: ignore[union-attr]  # the module that parses it may change it too
+        if home != where.path and changed(index.text(home) if index is not None and home is not None else None, None, dest):
+            return UNKNOWN
+        return kind
 
     def join(self, kinds: List[Kind]) -> Kind:
         """Several candidate models (a factory's returns): convolutional when every one is."""

@@ -56,6 +56,21 @@ SIZED_RANDOM: Dict[str, int] = {
     "gamma": 2,
     "laplace": 2,
     "lognormal": 2,
+    "random_integers": 2,
+    "standard_exponential": 0,
+    "standard_cauchy": 0,
+    "standard_gamma": 1,
+    "geometric": 1,
+    "chisquare": 1,
+    "rayleigh": 1,
+    "weibull": 1,
+    "pareto": 1,
+    "zipf": 1,
+    "logistic": 2,
+    "gumbel": 2,
+    "negative_binomial": 2,
+    "triangular": 3,
+    "hypergeometric": 3,
 }
 SHAPE_AS_ARGS: FrozenSet[str] = frozenset({"rand", "randn"})
 ALWAYS_ARRAY_DRAWS: FrozenSet[str] = frozenset({"permutation", "multivariate_normal", "dirichlet"})

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..analysis.names import canonical
 from .forms import Form, Ref
@@ -115,6 +115,14 @@ class Resolution:
         if found is None or found.kind != "external" or not found.qualname:
             return None
         return canonical(f"{found.qualname}.{rest}" if rest else found.qualname)
+
+    def imported(self, path: str, record: ImportRecord, parts: Sequence[str] = ()) -> Optional[Definition]:
+        """What a function's own import binds (``import models.wideresnet as models``), and
+        its members ``parts`` (``models.build_wideresnet``)."""
+        found = self._imported(path, record, 0, frozenset())
+        for part in parts:
+            found = None if found is None else self._member(found, part, 1, frozenset())
+        return found
 
     def _resolve(self, path: str, name: str, depth: int, seen: FrozenSet) -> Optional[Definition]:
         head, *rest = name.split(".")

@@ -146,6 +146,16 @@ class ModuleMap:
             order.append(nested)  # last: a name nothing else resolves
         return list(dict.fromkeys(order))
 
+    def _ancestors(self, importer: str) -> List[str]:
+        """The folders above the importer's own, up to the root: a script run from one puts
+        it on ``sys.path`` (``src/main.py`` beside package ``src/model``, whose modules
+        import ``from model import common``). Tried last, for modules and packages only."""
+        out, folder = [], os.path.dirname(os.path.dirname(os.path.abspath(importer)))
+        while folder == self.root or folder.startswith(self.root + os.sep):
+            out.append(folder)
+            folder = os.path.dirname(folder)
+        return out
+
     def _nested_root(self, folder: str) -> Optional[str]:
         """The nearest folder at or above ``folder``, below the root, with a root marker of
         its own: a project inside this one (``fixtures/projects/x/pyproject.toml``) whose
@@ -182,6 +192,11 @@ class ModuleMap:
         for namespaces in (False, True):
             for base in bases:
                 found = self._lookup(base, parts, namespaces)
+                if found is not None:
+                    return found
+        if parts[0] not in STDLIB_MODULES:
+            for base in self._ancestors(importer):
+                found = self._lookup(base, parts, False)
                 if found is not None:
                     return found
         return Target(external=dotted)

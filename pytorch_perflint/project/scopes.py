@@ -64,6 +64,23 @@ class Branches:
 
 
 @dataclass(frozen=True)
+class Known:
+    """A value the engine already knows (a nested function's parameter, bound to what one
+    call passes: ``ValueEngine._call_local``)."""
+
+    kind: object
+
+
+@dataclass(frozen=True)
+class Test:
+    """An ``if`` test the engine can decide: ``value == text`` (``equal``) or ``!=``."""
+
+    value: Form
+    text: str
+    equal: bool
+
+
+@dataclass(frozen=True)
 class Entry:
     """One binding of a name: its line, the blocks around it (outermost first, as
     ``(id(statement), field)``; loops are marked), and its form (None: not known)."""
@@ -98,6 +115,7 @@ class Scope:
     inline: bool = False  # a comprehension: the scope around it is read at the same line
     node: Optional[ast.AST] = None  # the ``ast`` it was built from (in-place writes are read there)
     appends: Dict[str, List[Tuple[int, Tuple[Tuple[int, str], ...], Form]]] = field(default_factory=dict)  # `xs.append(a)`
+    tests: Dict[int, Tuple[int, ast.expr]] = field(default_factory=dict)  # id of an `if` -> (line, its test), read on demand
     uses: Optional[Dict[str, List[Tuple[int, bool]]]] = None  # ``list_uses``, read on demand
 
     def binds(self, name: str) -> bool:
@@ -191,6 +209,18 @@ class Scope:
             return CHANGED
         appended = [(a, at) for at, _, a in appends if base.line < at < line]
         return Appended(tuple((item, base.line) for item in items) + tuple(appended))
+
+    def arms(self, line: int, name: str) -> List[Tuple[int, Test, bool]]:
+        """The decidable ``if`` tests the binding of ``name`` at ``line`` lies under, each
+        with the outcome that leads to it (``body``: true, ``orelse``: false)."""
+        entry = next((e for e in self.entries.get(name, ()) if e.line == line), None)
+        out = []
+        for statement, part in entry.blocks if entry is not None else ():
+            found = self.tests.get(statement)
+            test = _test(found[1], FormBuilder(self.aliases, DEEP)) if found is not None and part in ("body", "orelse") else None
+            if test is not None:
+                out.append((found[0], test, part == "body"))  # type: ignore[index]
+        return out
 
     def _covers(self, reaching: List[Entry], here: Tuple[Tuple[int, str], ...]) -> bool:
         """Whether the bindings bind on every path through one if/else or try/except that
@@ -324,8 +354,8 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             _add(scope, stmt.name, Entry(line, blocks, DEFINED))  # type: ignore[attr-defined]
         elif kind is ast.Import or kind is ast.ImportFrom:
             for record in import_records(stmt, scope.module):
-                if not record.star:
-                    _add(scope, record.bound, Entry(line, blocks, IMPORTED))
+                if not record.star:  # in a function: the record, resolved where it is read
+                    _add(scope, record.bound, Entry(line, blocks, IMPORTED if scope.module else record))
         elif kind is ast.Global or kind is ast.Nonlocal or kind is ast.Delete:
             names = stmt.names if kind is not ast.Delete else [n for t in stmt.targets for n in target_names(t)]  # type: ignore[attr-defined]
             for name in names:
@@ -334,6 +364,8 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             scope.loops[id(stmt)] = (line, getattr(stmt, "end_lineno", None) or line)
         elif kind is ast.If and stmt.orelse:  # type: ignore[attr-defined]
             scope.alternatives[id(stmt)] = ((id(stmt), "body"), (id(stmt), "orelse"))
+        if kind is ast.If:
+            scope.tests[id(stmt)] = (line, stmt.test)  # type: ignore[attr-defined]
         elif kind is ast.Try and stmt.handlers and not stmt.orelse and not stmt.finalbody:  # type: ignore[attr-defined]
             scope.alternatives[id(stmt)] = ((id(stmt), "body"), *((id(h), "body") for h in stmt.handlers))  # type: ignore[attr-defined]
         if kind in (ast.For, ast.AsyncFor):
@@ -365,6 +397,18 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             for sub in _named_exprs(header):
                 if type(sub.target) is ast.Name:
                     _add(scope, sub.target.id, Entry(line, blocks, None))
+
+
+def _test(test: ast.AST, builder: FormBuilder) -> Optional[Test]:
+    """``x == "name"`` / ``x != "name"`` (either side), else None."""
+    if type(test) is not ast.Compare or len(test.ops) != 1 or type(test.ops[0]) not in (ast.Eq, ast.NotEq):  # type: ignore[attr-defined]
+        return None
+    left, right = test.left, test.comparators[0]  # type: ignore[attr-defined]
+    if type(left) is ast.Constant and isinstance(left.value, str):
+        left, right = right, left
+    if type(right) is not ast.Constant or not isinstance(right.value, str):
+        return None
+    return Test(builder.form(left), right.value, type(test.ops[0]) is ast.Eq)  # type: ignore[attr-defined]
 
 
 def _named_exprs(root: ast.AST) -> List[ast.NamedExpr]:

@@ -7,13 +7,17 @@ attribute's other bindings are all arrays), that kind is tried as a hypothesis: 
 computed again with the hypothesis standing for the recursive read, and kept only when the
 result is the hypothesis itself (every binding keeps the kind, given it on entry: an
 inductive invariant). Otherwise the answers computed under it are thrown away.
+
+A local name a loop rebinds from itself (``total = 0``; ``for ...: total += 1``) is proved
+the same way within one question (``_loop_carried``): the read that meets itself again
+stands for the kind the other bindings agree on, kept when every binding then gives it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
-from .kinds import UNKNOWN, Kind, Unknown, join
+from .kinds import UNKNOWN, Kind, Unknown, join, join_all
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -33,6 +37,8 @@ class Memo:
         self._reentered: Set[Tuple] = set()
         self._guesses: Dict[Tuple, Kind] = {}
         self._sites: Dict[Tuple, object] = {}  # a public method's callers, per definition
+        self._carried: Dict[Tuple, Kind] = {}  # loop-carried names being read -> their hypothesis
+        self._proving = False
 
     def _fresh(self) -> None:
         generation = getattr(self.index, "generation", 0)
@@ -90,3 +96,40 @@ class Memo:
         keys newer than its own mark, so the first ``mark`` keys stay in place)."""
         for stale in list(self._memo)[mark:]:
             del self._memo[stale]
+
+    def _loop_carried(self, key: Tuple, kinds_of: Callable[[], List[Kind]], combine: Callable[[List[Kind]], Kind]) -> Kind:
+        """The kind of a name whose bindings include ones a loop makes from the name itself
+        (``key``: the scope, name and line read). Met again while read, it is unknown at
+        first; when the bindings that give a kind agree, that kind is tried for the inner
+        read and kept if every binding then gives it (widened once, as ``_prove``). One
+        proof at a time: a name met inside another's proof keeps its first answer."""
+        if key in self._carried:
+            self._reentered.add(key)
+            return self._carried[key]
+        self._carried[key] = UNKNOWN
+        mark = len(self._memo)
+        proving = False
+        try:
+            kinds = kinds_of()
+            kind = combine(kinds)
+            guess = join_all([k for k in kinds if type(k) is not Unknown])
+            if type(kind) is not Unknown or key not in self._reentered or type(guess) is Unknown or self._proving:
+                return kind
+            self._proving = proving = True
+            for _ in range(2):
+                self._forget_since(mark)  # read while the name was unknown: read again
+                self._carried[key] = guess
+                again = combine(kinds_of())
+                if again == guess:
+                    return guess
+                widened = join(guess, again)
+                if type(widened) is Unknown or widened == guess:
+                    break
+                guess = widened
+            self._forget_since(mark)
+            return kind
+        finally:
+            if proving:
+                self._proving = False
+            del self._carried[key]
+            self._reentered.discard(key)

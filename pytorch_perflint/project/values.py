@@ -1,23 +1,21 @@
 """The value-flow engine: what kind of value (``kinds``) a form holds where it is read.
 
 One engine per project index, for the linted file and every other module alike. A form is read
-at a ``Where``: a scope (``scopes.Scope``, built from the ``ast`` of a function or module) and a
-line, inside the scopes around it. The engine follows
+at a ``Where``: a scope (``scopes.Scope``, from a function's or module's ``ast``) and a line.
+The engine follows
 
 * local names to their binding at that line (assignments, unpacking, augmented assignment,
-  ``with ... as``, ``for`` and comprehension targets);
+  ``with ... as``, ``for`` and comprehension targets, a function's own imports; ``local_values``);
 * module names through the index (``resolve``: imports, re-exports, module bindings);
 * parameters to every project caller's argument, read in the caller's scope (all agree, else
-  unknown), or the default when no caller passes one; a method's first parameter is an
-  instance of its class;
+  unknown), or the default when no caller passes one; ``self`` is an instance of its class;
 * calls of project functions to their returns (any module, any depth), of project classes to
   an instance, of instances to ``__call__``/``forward``, methods to the class's method (its
   project bases included), ``for x in obj`` to the items of a known container;
 * attributes of instances to every ``self.attr = ...`` of the class and its project bases (all
   agree) or a class attribute; items of containers and library values;
 * library calls through ``library_values``; values chosen by an unknown name (``importlib``,
-  registries, builders' ``if``/``elif`` arms) through ``choices``.
-
+  registries, builders' ``if``/``elif`` arms) through ``choices``; nested functions per call.
 Depth and callers are bounded, recursion is cut, answers are memoised while no summary changes
 (``ProjectIndex.generation``); an ``Answer`` says which modules it read (the cache).
 """
@@ -34,11 +32,12 @@ from . import loader_values as loaders
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, OneOf, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
+from .local_values import ImportRecord, LocalFlow
 from .scopes import Appended, Branches, Each, Scope, build_scope, free, mutable_display
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine(loaders.LoaderFlow, Memo):
+class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
@@ -171,7 +170,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return self._element(self._eval(form.iterable, where, depth + 1), depth)  # type: ignore[union-attr]
         if kind is Appended:  # each item as read where it is added
             return Items(tuple(self._eval(item, where.at(at), depth + 1) for item, at in form.items))  # type: ignore[union-attr]
-        return self._container(form, where, depth)  # dict displays and comprehensions (``loader_values``)
+        return self._container(form, where, depth)  # dict displays, comprehensions (``loader_values``), ``local_values``' forms
 
     def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
         head, _, rest = form.name.partition(".")
@@ -196,6 +195,8 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             status, value, line = scope.value_at(name, current.line if first else 0)
             if status == "value" and type(value) is Branches:
                 return self._branches(value, current, name, depth)
+            if status == "value" and type(value) is ImportRecord:  # a function's own import: resolved whole
+                return (self._local_import(value, current.path, dotted or name, depth),)
             if status == "value":
                 return self._eval(value, current.at(line), depth + 1)
             if status == "param":
@@ -233,7 +234,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return ProjectCallable(definition)
         if definition.kind == "binding" and definition.binding is not None:  # changed in place: an object keeps its class
             kind = self._eval(definition.binding.form, Where(definition.path), depth + 1)
-            return kind if type(present(kind)) is Instance or not definition.binding.mutated else UNKNOWN
+            return kind if type(present(kind)) in (Instance, Parser) or not definition.binding.mutated else UNKNOWN
         return UNKNOWN
 
     # -- parameters ----------------------------------------------------------------------------
@@ -325,11 +326,12 @@ class ValueEngine(loaders.LoaderFlow, Memo):
                 return found  # `MODELS.get(name)`: one of the registered definitions
             if head:
                 callee = self._ref(func, where, depth + 1)
-                if type(callee) is ProjectCallable:
-                    return self._call_callable(callee, depth, form, where)
+                if type(callee) is ProjectCallable or type(callee) is OneOf:  # `module.make_model(args)`: each candidate's
+                    return self._call_kind(callee, depth, form, where)
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
-            return self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
+            local = self._local_def(func.name, where)  # a function defined in the caller's
+            return self._call_local(*local, form, where, depth) if local else self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
         if type(func) is Attr:
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
         if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`

@@ -9,7 +9,9 @@ bias parameter is true are the rule's questions). Once per file, this finds:
 * adjacent layers of ``nn.Sequential``: positional arguments, ``*[...]`` lists, an
   ``OrderedDict([...])``, lists built with ``layers = [...]`` / ``.append`` / ``+=`` /
   ``.extend`` in straight-line code (``layers = layers[:-1]`` drops the feeds into a
-  statement's last item), ``super().__init__(...)`` of Sequential subclasses;
+  statement's last item), ``super().__init__(...)`` of Sequential subclasses; an item named
+  by a variable rebound elsewhere is the layer bound just before in its block, read nowhere
+  else (``conv2d = nn.Conv2d(...); layers += [conv2d, nn.BatchNorm2d(v)]`` in a loop's arm);
 * the data flow in methods: ``self.bn(self.conv(x))``, ``x = self.conv(x); x = self.bn(x)``,
   and through an ``if``/``else`` whose every arm's first reader is that layer.
 Anything not known is left out; a call that may be a project helper is a ``HELPER`` layer.
@@ -26,7 +28,7 @@ from ...analysis.scope import Scope, ScopeNode, dotted_name
 from ...analysis.walk import descendants
 from ...context import FileContext
 from .module_parts import (
-    HELPER, _MOVES, _ORDERED_DICTS, _SEQUENTIAL, Feed, Layer, ModuleClass, Visited, _blocks,
+    HELPER, Fresh, _each_read_once, _fresh_binding, _MOVES, _ORDERED_DICTS, _SEQUENTIAL, Feed, Layer, ModuleClass, Visited, _blocks,
     _chain_to, _dotted, _mentions_target, _methods, _name_count, _only_read, _pairs, _drops_last,
     _may_be_helper, _parents, exclusive, _returned, _self_attrs, _self_layer, _self_name, _unique,
     mentions, variables, walk_scoped, arm_readers,
@@ -134,14 +136,22 @@ class ModuleFactsBuilder:
             elif isinstance(func, cst.Name):
                 self.star_sources.add(func.value)
 
-    def _list_items(self, value: cst.BaseExpression, scope: Scope) -> List[Optional[Layer]]:
+    def _list_items(self, value: cst.BaseExpression, scope: Scope, fresh: Optional[Fresh] = None) -> List[Optional[Layer]]:
         if not isinstance(value, (cst.List, cst.Tuple)):
             return [None]
         return [
-            None if isinstance(e, cst.StarredElement) else self.layer(e.value, scope) for e in value.elements
+            None if isinstance(e, cst.StarredElement) else self._item(e.value, scope, fresh) for e in value.elements
         ]
 
-    def _added(self, small: cst.BaseSmallStatement, name: str, scope: Scope) -> Optional[Tuple[bool, List[Optional[Layer]]]]:
+    def _item(self, value: cst.BaseExpression, scope: Scope, fresh: Optional[Fresh]) -> Optional[Layer]:
+        """A layer item of a list a statement adds (a name rebound elsewhere: through ``fresh``)."""
+        found = self.layer(value, scope)
+        if found is None and fresh and type(value) is cst.Name and value.value in fresh and (bound := self.layer(fresh.pop(value.value), scope)):
+            found = Layer(bound.qualname, bound.call, bound.scope, value.value)  # one read per binding
+            self._fresh_reads.setdefault(value.value, []).append(found)
+        return found
+
+    def _added(self, small: cst.BaseSmallStatement, name: str, scope: Scope, fresh: Optional[Fresh] = None) -> Optional[Tuple[bool, List[Optional[Layer]]]]:
         """What one statement adds to sequence ``name``: (starts a new one, items), else None.
 
         ``name`` is a list variable (``layers``) or an empty ``nn.Sequential()`` bound to a
@@ -156,7 +166,7 @@ class ModuleFactsBuilder:
                 return False, None  # type: ignore[return-value]  # `layers = layers[:-1]`
             if value is not None:
                 if isinstance(value, (cst.List, cst.Tuple)):
-                    return True, self._list_items(value, scope)
+                    return True, self._list_items(value, scope, fresh)
                 if isinstance(value, cst.Call) and not value.args:
                     return True, []  # nn.Sequential(): filled by add_module below
                 if (
@@ -165,10 +175,10 @@ class ModuleFactsBuilder:
                     and _dotted(value.left) == name
                     and not _mentions_target(value.right, name)
                 ):
-                    return False, self._list_items(value.right, scope)
+                    return False, self._list_items(value.right, scope, fresh)
         if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign):
             if _dotted(small.target) == name and not _mentions_target(small.value, name):
-                return False, self._list_items(small.value, scope)
+                return False, self._list_items(small.value, scope, fresh)
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             call = small.value
             func = call.func
@@ -178,9 +188,9 @@ class ModuleFactsBuilder:
                 return None
             method = func.attr.value
             if method == "append" and len(call.args) == 1:
-                return False, [self.layer(call.args[0].value, scope)]
+                return False, [self._item(call.args[0].value, scope, fresh)]
             if method == "extend" and len(call.args) == 1:
-                return False, self._list_items(call.args[0].value, scope)
+                return False, self._list_items(call.args[0].value, scope, fresh)
             if method == "add_module" and len(call.args) == 2:
                 return False, [self.layer(call.args[1].value, scope)]
         return None
@@ -193,40 +203,49 @@ class ModuleFactsBuilder:
         """
         body = owner.body if isinstance(owner, cst.Module) else getattr(owner.body, "body", ())
         found: List[Feed] = []
+        self._fresh_reads: Dict[str, List[Layer]] = {}  # name -> layers read through `Fresh`
         if self._block(body, name, scope, found):
-            self.feeds.extend(found)
+            shared = {id(layer) for variable, reads in self._fresh_reads.items() if not _each_read_once(owner, variable, len(reads)) for layer in reads}
+            self.feeds.extend(f for f in found if id(f.source) not in shared and id(f.target) not in shared)
 
     def _block(self, body: Sequence[cst.BaseStatement], name: str, scope: Scope, found: List[Feed]) -> bool:
         """Collect the feeds of one block into ``found``; False when the list is tainted."""
         last: Optional[Layer] = None
+        just: Fresh = {}  # `conv = nn.Conv2d(...)` just before, in this block: read next
         for statement in body:
-            if not _mentions_target(statement, name):
-                continue
-            added = None
-            if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-                added = self._added(statement.body[0], name, scope)
-            if added is None:
-                last = None
-                if isinstance(statement, cst.BaseCompoundStatement):
-                    if not all(self._block(block, name, scope, found) for block in _blocks(statement)):
-                        return False
-                elif "." in name or not _only_read(statement, name):
-                    return False
-                continue
-            fresh, items = added
-            if items is None:  # the last item dropped: a feed into a statement's last item may be gone
-                found[:] = [f for f in found if id(f) not in self._tails]
-                last = None
-                continue
-            if items:
-                pairs = _pairs(([None] if fresh else [last]) + items)
-                found.extend(pairs)
-                if pairs and pairs[-1].target is items[-1]:
-                    self._tails.add(id(pairs[-1]))
-                last = items[-1]
-            elif fresh:
-                last = None
+            bound = _fresh_binding(statement)
+            stale = [v for v in just if mentions(statement, v)]  # read here (by an item, once) or rebound
+            taken = self._statement(statement, name, scope, found, just, last)
+            just = {v: call for v, call in just.items() if v not in stale}
+            if bound is not None and bound[0] != name:
+                just[bound[0]] = bound[1]
+            if taken is False:
+                return False
+            last = None if taken is True else taken  # type: ignore[assignment]
         return True
+
+    def _statement(self, statement: cst.BaseStatement, name: str, scope: Scope, found: List[Feed], just: Fresh, last: Optional[Layer]) -> Union[bool, Layer]:
+        """One statement after item ``last``: the last item then (True: none), False: tainted."""
+        if not _mentions_target(statement, name):
+            return last if last is not None else True
+        added = None
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            added = self._added(statement.body[0], name, scope, just)
+        if added is None:
+            if isinstance(statement, cst.BaseCompoundStatement):
+                return all(self._block(block, name, scope, found) for block in _blocks(statement))
+            return "." not in name and _only_read(statement, name)
+        fresh, items = added
+        if items is None:  # the last item dropped: a feed into a statement's last item may be gone
+            found[:] = [f for f in found if id(f) not in self._tails]
+            return True
+        if items:
+            pairs = _pairs(([None] if fresh else [last]) + items)
+            found.extend(pairs)
+            if pairs and pairs[-1].target is items[-1]:
+                self._tails.add(id(pairs[-1]))
+            return items[-1] if items[-1] is not None else True
+        return True if fresh or last is None else last
 
     # -- classes ---------------------------------------------------------------------------
     def module_class(self, visited: Visited) -> ModuleClass:

@@ -300,3 +300,24 @@ def arm_readers(statement: cst.If, variable: str) -> Optional[List[cst.BaseState
         return None
     readers.append(next((s for s in arm.body.body if mentions(s, variable)), None))  # type: ignore[arg-type]
     return None if any(r is None for r in readers) else readers
+
+
+Fresh = Dict[str, cst.Call]  # a name bound to a call just before, in the block being read
+
+
+def _fresh_binding(statement: cst.CSTNode) -> Optional[Tuple[str, cst.Call]]:
+    """``conv = nn.Conv2d(...)`` (one name, a call that does not read it)."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.targets[0].target) is not cst.Name:
+        return None
+    name = small.targets[0].target.value
+    return (name, small.value) if type(small.value) is cst.Call and not mentions(small.value, name) else None
+
+
+def _each_read_once(owner: cst.CSTNode, name: str, reads: int) -> bool:
+    """Whether every use of ``name`` in ``owner`` is a ``name = <call>`` binding or one of
+    the ``reads`` items it was followed to: no layer object bound to it is shared."""
+    bindings = sum(1 for node in descendants(owner) if _fresh_binding(node) is not None and _fresh_binding(node)[0] == name)  # type: ignore[index]
+    return _name_count(owner, name) == bindings + reads
