@@ -1,8 +1,7 @@
 """The value-flow engine: what kind of value (``kinds``) a form holds where it is read.
 
 One engine per project index, for the linted file and every other module alike. A form is read
-at a ``Where``: a scope (``scopes.Scope``, from a function's or module's ``ast``) and a line.
-The engine follows
+at a ``Where``: a scope (``scopes.Scope``, of a function's or module's ``ast``) and a line. It follows
 
 * local names to their binding at that line (assignments, unpacking, augmented assignment,
   ``with ... as``, ``for`` and comprehension targets, a function's own imports; ``local_values``);
