@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import (
-    Callable,
-    Dict,
-    FrozenSet,
-    List,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-)
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
 from ...analysis.scope import dotted_name
 from ...analysis.values import literal_value
 from ...context import FileContext
+from ...project.kinds import Namespace
 from .classifiers import (
     BACKWARD_ATTRS,
     Loop,
@@ -31,6 +23,7 @@ from .classifiers import (
     is_optimizer_step,
     last_name,
     method_name,
+    options_like,
 )
 from .eval_callers import callers_all_no_grad, callers_evaluate
 from .grad_switches import GradOff, covers, switch_grad
@@ -295,9 +288,9 @@ class _EvalWalk:
             frame.loops.append(loop)
         elif type(node) is cst.Yield:
             self.mark("has_yield")
-        elif type(node) is cst.Attribute and needs_grad_name(node.attr.value):
+        elif type(node) is cst.Attribute and needs_grad_name(node.attr.value) and not self._options(node, stack):
             self.mark("needs_grad")
-        elif type(node) is cst.Name and needs_grad_name(node.value):
+        elif type(node) is cst.Name and needs_grad_name(node.value) and not self._options(node, stack):
             self.mark("needs_grad")
         elif type(node) is cst.Expr and type(node.value) is cst.Call:
             call = node.value
@@ -363,6 +356,13 @@ class _EvalWalk:
         elif mode is None and dotted in frame.models and self.context.project is not None:
             for loop in frame.loops:
                 loop.param_forward.add(dotted)
+
+    def _options(self, node: Union[cst.Name, cst.Attribute], stack: List[cst.CSTNode]) -> bool:
+        """``opt`` (``opt.batchSize``) that the value engine knows is what ``parse_args()``
+        gave: command-line options, not an optimizer. Asked only of the short ``opt`` names."""
+        if not options_like(node.value if type(node) is cst.Name else node.attr.value) or len(stack) < 2:  # type: ignore[union-attr]
+            return False
+        return type(self.context.value_of(node, stack[1])) is Namespace
 
     def _foreign(self, target: cst.BaseExpression, stack: List[cst.CSTNode]) -> bool:
         """The value engine knows the called thing is not a torch module (an MXNet net)."""
