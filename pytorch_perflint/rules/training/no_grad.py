@@ -13,19 +13,11 @@ from ...analysis.values import literal_value
 from ...context import FileContext
 from ...project.kinds import Namespace
 from .classifiers import (
-    BACKWARD_ATTRS,
-    Loop,
-    call_receiver,
-    callee_key,
-    is_autograd_grad,
-    is_no_grad_expr,
-    is_optimizer_name,
-    is_optimizer_step,
-    last_name,
-    method_name,
-    options_like,
+    BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr, is_optimizer_name,
+    is_optimizer_step, last_name, method_name, options_like,
 )
 from .eval_callers import callers_all_no_grad, callers_evaluate
+from .eval_helpers import helper_forward
 from .grad_switches import GradOff, covers, switch_grad
 from .guards import _is_main_guard
 from .loops import training_facts, walk
@@ -111,18 +103,8 @@ def is_eval_function_name(name: str) -> bool:
 
 # Hooks that frameworks (Lightning, HF) already run under no_grad.
 FRAMEWORK_HOOKS = frozenset(
-    {
-        "validation_step",
-        "test_step",
-        "predict_step",
-        "validation_epoch_end",
-        "test_epoch_end",
-        "on_validation_epoch_end",
-        "on_test_epoch_end",
-        "prediction_step",
-        "evaluation_loop",
-        "prediction_loop",
-    }
+    "validation_step test_step predict_step validation_epoch_end test_epoch_end on_validation_epoch_end "
+    "on_test_epoch_end prediction_step evaluation_loop prediction_loop".split()
 )
 # The last name of a callee that is a model: model, net, self.model, netG, base_model.
 MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
@@ -356,6 +338,16 @@ class _EvalWalk:
         elif mode is None and dotted in frame.models and self.context.project is not None:
             for loop in frame.loops:
                 loop.param_forward.add(dotted)
+        elif mode is None and not all(loop.forward for loop in frame.loops) and self._through_helper(call, stack, frame):
+            self.mark("forward")
+
+    def _through_helper(self, call: cst.Call, stack: List[cst.CSTNode], frame: _EFrame) -> bool:
+        """A model reached through project code (``eval_helpers``): an agent's method in an
+        evaluation function, a helper handed a model in eval mode here."""
+        node = frame.node
+        params = [p.name.value for p in node.params.params] if node is not None else []
+        evaluated = [m for m, v in frame.mode.items() if v == "eval" and (frame.branch.get(m) is None or any(n is frame.branch[m] for n in stack))]
+        return self.context.project is not None and helper_forward(self.context, call, stack, frame.eval_named, params, evaluated)
 
     def _options(self, node: Union[cst.Name, cst.Attribute], stack: List[cst.CSTNode]) -> bool:
         """``opt`` (``opt.batchSize``) that the value engine knows is what ``parse_args()``

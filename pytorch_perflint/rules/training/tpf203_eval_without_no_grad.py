@@ -11,6 +11,7 @@ import libcst as cst
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .eval_callers import definition_evaluated_by_callers
+from .eval_helper_screens import could_evaluate_through_helpers
 from .no_grad import evaluation_loops, is_eval_function_name
 from .screens import could_evaluate_without_no_grad
 from .test_code import in_test_code
@@ -42,7 +43,11 @@ class EvalWithoutNoGrad(Rule):
     them), for functions whose callers in the project all run them inside no-grad (a `with`
     or a no-grad decorator on the caller), and for loops that need gradients (`.backward()`,
     `torch.autograd.grad`, an optimizer step: adversarial evaluation, a linear probe on a
-    frozen backbone). `Variable(x, volatile=True)` does nothing since torch 0.4.
+    frozen backbone). `Variable(x, volatile=True)` does nothing since torch 0.4. A loop also
+    evaluates when the model sits behind project code the value engine follows: in a function
+    named like evaluation, a method of a parameter (`policy.select_action(state)` running
+    `self.actor(state)`), or a helper handed a model put in eval mode here
+    (`get_boxes(box_model, img)` running `model(img)`), outside no-grad and training nothing.
 
     A bare `torch.set_grad_enabled(False)` statement at module level turns autograd off for
     the whole module (the script's top level runs it before it calls anything); inside a
@@ -96,8 +101,9 @@ class EvalWithoutNoGrad(Rule):
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """An evaluating function runs a loop outside a no-grad block."""
-        return could_evaluate_without_no_grad(tree)
+        """An evaluating function runs a loop outside a no-grad block (its model called
+        there, or reached through project code: ``eval_helpers``)."""
+        return could_evaluate_without_no_grad(tree) or could_evaluate_through_helpers(tree)
 
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
@@ -110,7 +116,7 @@ class EvalWithoutNoGrad(Rule):
                 return False  # the rule's `callers_evaluate` answers no as well
             return definition_evaluated_by_callers(project, definition, sorted(models))
 
-        return could_evaluate_without_no_grad(tree, evaluated_by_callers)
+        return could_evaluate_without_no_grad(tree, evaluated_by_callers) or could_evaluate_through_helpers(tree)
 
 
     VALID = (

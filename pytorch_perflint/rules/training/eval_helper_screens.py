@@ -1,0 +1,66 @@
+"""The ``ast`` screen of TPF203's evaluation loops that reach their model through project
+code (``eval_helpers``): it over-approximates both shapes, before LibCST parses the file."""
+
+from __future__ import annotations
+
+import ast
+from typing import Collection, Iterator
+
+from ...analysis.ast_index import ast_children, ast_dotted, tree_index
+from .classifiers import options_like
+from .no_grad import is_eval_function_name, needs_grad_name
+from .screens import _eval_owner, _is_no_grad
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def could_evaluate_through_helpers(tree: ast.Module) -> bool:
+    """Over-approximates both shapes: a loop outside no-grad in a function named like
+    evaluation calling a method of a parameter, or in a frame that puts a model in eval
+    mode passing that model to a call; nothing in the loop named like a gradient."""
+    index = tree_index(tree)
+    for frame in (tree, *index.functions):
+        named = isinstance(frame, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_eval_function_name(frame.name)
+        if named and any(_is_no_grad(d) for d in frame.decorator_list):  # type: ignore[union-attr]
+            continue
+        params = frozenset(a.arg for a in frame.args.args) if named else frozenset()  # type: ignore[union-attr]
+        owners = frozenset(filter(None, map(_eval_owner, _own(frame))))
+        if (params or owners) and any(_loop_qualifies(loop, params, owners) for loop in _loops(frame)):
+            return True
+    return False
+
+
+def _own(frame: ast.AST) -> Iterator[ast.AST]:
+    stack = list(ast_children(frame))
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, _SCOPES):
+            yield node
+            stack.extend(ast_children(node))
+
+
+def _loops(frame: ast.AST) -> Iterator[ast.AST]:
+    stack = list(ast_children(frame))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_no_grad(i.context_expr) for i in node.items):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            yield node
+        stack.extend(ast_children(node))
+
+
+def _loop_qualifies(loop: ast.AST, params: Collection[str], owners: Collection[str]) -> bool:
+    found = False
+    for node in _own(loop):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        if name and needs_grad_name(name) and not options_like(name):
+            return False
+        if isinstance(node, ast.Call) and not found:
+            func = node.func
+            found = (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params) or any(
+                ast_dotted(arg) in owners for arg in node.args
+            )
+    return found
