@@ -4,21 +4,32 @@ code (``eval_helpers``): it over-approximates both shapes, before LibCST parses 
 from __future__ import annotations
 
 import ast
-from typing import Collection, Iterator
+from typing import Callable, Collection, Iterator, Optional
 
 from ...analysis.ast_index import ast_children, ast_dotted, tree_index
 from .classifiers import options_like
 from .no_grad import is_eval_function_name, needs_grad_name
-from .screens import _eval_owner, _is_no_grad
+from .screens import _eval_owner, _is_no_grad, _layer_attributes
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def could_evaluate_through_helpers(tree: ast.Module) -> bool:
-    """Over-approximates both shapes: a loop outside no-grad in a function named like
+def could_evaluate_through_helpers(tree: ast.Module, method_evaluated: Optional[Callable[[str], bool]] = None) -> bool:
+    """Over-approximates the shapes: a loop outside no-grad in a function named like
     evaluation calling a method of a parameter, or in a frame that puts a model in eval
-    mode passing that model to a call; nothing in the loop named like a gradient."""
+    mode passing that model to a call, or in a method of a module-level class calling the
+    class's layers (``self.lstm``), whose callers put the object in eval mode (asked of
+    ``method_evaluated("Class.method")`` when given); nothing in the loop named like a
+    gradient."""
     index = tree_index(tree)
+    layers = _layer_attributes(tree)
+    for klass in (node for node in tree.body if isinstance(node, ast.ClassDef)) if layers else ():
+        for method in klass.body:
+            if not isinstance(method, ast.FunctionDef) or any(_is_no_grad(d) for d in method.decorator_list):
+                continue
+            if any(_loop_qualifies(loop, (), (), layers) for loop in _loops(method)):
+                if method_evaluated is None or method_evaluated(f"{klass.name}.{method.name}"):
+                    return True
     for frame in (tree, *index.functions):
         named = isinstance(frame, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_eval_function_name(frame.name)
         if named and any(_is_no_grad(d) for d in frame.decorator_list):  # type: ignore[union-attr]
@@ -52,7 +63,7 @@ def _loops(frame: ast.AST) -> Iterator[ast.AST]:
         stack.extend(ast_children(node))
 
 
-def _loop_qualifies(loop: ast.AST, params: Collection[str], owners: Collection[str]) -> bool:
+def _loop_qualifies(loop: ast.AST, params: Collection[str], owners: Collection[str], layers: Collection[str] = ()) -> bool:
     found = False
     for node in _own(loop):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
@@ -60,7 +71,9 @@ def _loop_qualifies(loop: ast.AST, params: Collection[str], owners: Collection[s
             return False
         if isinstance(node, ast.Call) and not found:
             func = node.func
-            found = (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params) or any(
-                ast_dotted(arg) in owners for arg in node.args
+            found = (
+                (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params)
+                or any(ast_dotted(arg) in owners for arg in node.args)
+                or ast_dotted(func) in layers
             )
     return found

@@ -173,8 +173,13 @@ class _ELoop:
 
 def could_evaluate(source: str) -> bool:
     return ".eval(" in source or ".train(" in source or bool(
-        re.search(r"def _*(eval|valid|val|test|infer|predict|sampl)", source)
+        re.search(r"def _*(eval|valid|val|test|infer|predict|sampl)", source) or SELF_LAYER.search(source)
     )
+
+
+# A layer kept on ``self`` (``self.lstm = nn.LSTM(...)``): a method looping over its own
+# layers may be an evaluation loop its callers put in eval mode (``eval_callers``).
+SELF_LAYER = re.compile(r"self\.\w+\s*=\s*(?:\w+\.)*[A-Z]\w*\(")
 
 
 def evaluation_loops(context: "FileContext") -> Tuple[EvalLoop, ...]:
@@ -253,7 +258,7 @@ class _EvalWalk:
             elif len(stack) == 3 and type(stack[1]) is cst.ClassDef:
                 address = stack[1].name.value
             models = frozenset(p.name.value for p in node.params.params if MODEL_NAME.match(p.name.value))
-            layers = self.layers.get(owner or "", frozenset()) if eval_named and owner == address else frozenset()
+            layers = self.layers.get(owner or "", frozenset()) if owner == address else frozenset()
             self.frames.append(_EFrame(node, owner, eval_named, models=models, layers=layers, owner=address))
             if decorated_no_grad(self.context, node, stack):
                 self.no_grad_regions.add(id(node))
@@ -335,9 +340,9 @@ class _EvalWalk:
         )
         if (mode == "eval" or model_like) and not self._foreign(target, stack):
             self.mark("forward")
-        elif mode is None and dotted in frame.models and self.context.project is not None:
-            for loop in frame.loops:
-                loop.param_forward.add(dotted)
+        elif mode is None and (dotted in frame.models or dotted in frame.layers) and self.context.project is not None:
+            for loop in frame.loops:  # a model parameter, or `self` through the class's own layers
+                loop.param_forward.add(dotted if dotted in frame.models else "self")
         elif mode is None and not all(loop.forward for loop in frame.loops) and self._through_helper(call, stack, frame):
             self.mark("forward")
 
@@ -379,11 +384,13 @@ class _EvalWalk:
     def _evaluated_by_callers(self, loop: _ELoop) -> bool:
         """A model parameter the loop calls is in eval mode at every project call."""
         frame = loop.frame
-        if not loop.param_forward or frame.node is None or frame.owner is not None or frame.eval_named:
+        if not loop.param_forward or frame.node is None or frame.owner is False or frame.eval_named:
             return False
+        if frame.owner is not None and (loop.param_forward != {"self"} or _runs_backward(frame.node)):
+            return False  # a method: its own layers, and every caller's receiver in eval mode
         key = id(frame.node)
         if key not in self.by_callers:
-            self.by_callers[key] = callers_evaluate(self.context, frame.node, None, sorted(loop.param_forward))
+            self.by_callers[key] = callers_evaluate(self.context, frame.node, frame.owner, sorted(loop.param_forward))  # type: ignore[arg-type]
         return self.by_callers[key]
 
     def _no_grad_callers(self, frame: _EFrame) -> bool:

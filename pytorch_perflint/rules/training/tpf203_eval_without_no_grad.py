@@ -10,9 +10,9 @@ import libcst as cst
 
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .eval_callers import definition_evaluated_by_callers
+from .eval_callers import definition_evaluated_by_callers, method_evaluated_by_callers
 from .eval_helper_screens import could_evaluate_through_helpers
-from .no_grad import evaluation_loops, is_eval_function_name
+from .no_grad import SELF_LAYER, evaluation_loops, is_eval_function_name
 from .screens import could_evaluate_without_no_grad
 from .test_code import in_test_code
 
@@ -88,14 +88,15 @@ class EvalWithoutNoGrad(Rule):
     name = "eval-without-no-grad"
     message = "Evaluation loop runs the model with autograd on; wrap it in `with torch.no_grad():`"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("eval", "valid", "test", "infer", "predict", ".train(")
+    triggers = ("eval", "valid", "test", "infer", "predict", ".train(", "self.")
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A loop, and eval mode switched on or a function named like evaluation."""
+        """A loop, and eval mode switched on, a function named like evaluation, or a layer
+        kept on ``self`` (a method looping over its own layers, evaluated by its callers)."""
         if "for " not in source and "while " not in source:
             return False
-        if _EVAL_MODE.search(source):
+        if _EVAL_MODE.search(source) or SELF_LAYER.search(source):
             return True
         return any(is_eval_function_name(name) for name in _DEF_NAME.findall(source))
 
@@ -116,7 +117,11 @@ class EvalWithoutNoGrad(Rule):
                 return False  # the rule's `callers_evaluate` answers no as well
             return definition_evaluated_by_callers(project, definition, sorted(models))
 
-        return could_evaluate_without_no_grad(tree, evaluated_by_callers) or could_evaluate_through_helpers(tree)
+        def method_evaluated(name: str) -> bool:
+            definition = project.resolve(path, name)
+            return definition is not None and definition.kind == "method" and method_evaluated_by_callers(project, definition)
+
+        return could_evaluate_without_no_grad(tree, evaluated_by_callers) or could_evaluate_through_helpers(tree, method_evaluated)
 
 
     VALID = (
