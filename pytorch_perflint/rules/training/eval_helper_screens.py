@@ -4,9 +4,9 @@ code (``eval_helpers``): it over-approximates both shapes, before LibCST parses 
 from __future__ import annotations
 
 import ast
-from typing import Callable, Collection, Iterator, Optional
+from typing import Callable, Collection, Iterator, List, Optional, Tuple
 
-from ...analysis.ast_index import ast_children, ast_dotted, tree_index
+from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, tree_index
 from .classifiers import options_like
 from .no_grad import is_eval_function_name, needs_grad_name
 from .screens import _eval_owner, _is_no_grad, _layer_attributes
@@ -20,17 +20,26 @@ def could_evaluate_through_helpers(tree: ast.Module, method_evaluated: Optional[
     mode passing that model to a call, or in a method of a module-level class calling the
     class's layers (``self.lstm``), whose callers put the object in eval mode (asked of
     ``method_evaluated("Class.method")`` when given); nothing in the loop named like a
-    gradient."""
+    gradient. Only the frames holding a call in a loop that fits a shape are walked."""
     index = tree_index(tree)
     layers = _layer_attributes(tree)
-    for klass in (node for node in tree.body if isinstance(node, ast.ClassDef)) if layers else ():
-        for method in klass.body:
-            if not isinstance(method, ast.FunctionDef) or any(_is_no_grad(d) for d in method.decorator_list):
+    layer_lines, helper_lines = _fitting_lines(index, layers)
+    for klass in (node for node in tree.body if isinstance(node, ast.ClassDef)) if layer_lines else ():
+        for method in klass.body if _holds(klass, layer_lines) else ():
+            if not isinstance(method, ast.FunctionDef) or not _holds(method, layer_lines):
+                continue
+            if any(_is_no_grad(d) for d in method.decorator_list):
                 continue
             if any(_loop_qualifies(loop, (), (), layers) for loop in _loops(method)):
                 if method_evaluated is None or method_evaluated(f"{klass.name}.{method.name}"):
                     return True
-    for frame in (tree, *index.functions):
+    for frame in (tree, *index.functions) if helper_lines else ():
+        if frame is tree:
+            scopes = [node for node in tree.body if isinstance(node, _SCOPES)]
+            if all(any(_holds(node, [line]) for node in scopes) for line in helper_lines):
+                continue  # every fitting call is inside a def or class: not the module's own
+        elif not _holds(frame, helper_lines):
+            continue
         named = isinstance(frame, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_eval_function_name(frame.name)
         if named and any(_is_no_grad(d) for d in frame.decorator_list):  # type: ignore[union-attr]
             continue
@@ -39,6 +48,32 @@ def could_evaluate_through_helpers(tree: ast.Module, method_evaluated: Optional[
         if (params or owners) and any(_loop_qualifies(loop, params, owners) for loop in _loops(frame)):
             return True
     return False
+
+
+def _fitting_lines(index: TreeIndex, layers: Collection[str]) -> Tuple[List[int], List[int]]:
+    """Lines of the calls in loops that fit a shape, whatever their frame: a layer on
+    ``self`` called; a method of a parameter of a function named like evaluation, or a
+    model some ``.eval()`` of the file names passed."""
+    owners = set()
+    if "eval" in index.identifiers or "train" in index.identifiers:
+        owners = {o for call in index.calls if type(call.func) is ast.Attribute and call.func.attr in ("eval", "train") and (o := _eval_owner(call))}
+    params = {a.arg for f in index.functions if is_eval_function_name(f.name) for a in f.args.args}
+    layer_lines: List[int] = []
+    helper_lines: List[int] = []
+    for call in index.calls_in_loops:
+        func = call.func
+        if type(func) is ast.Attribute and layers and ast_dotted(func) in layers:
+            layer_lines.append(call.lineno)
+        if (type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id in params) or (
+            owners and any(ast_dotted(arg) in owners for arg in call.args)
+        ):
+            helper_lines.append(call.lineno)
+    return layer_lines, helper_lines
+
+
+def _holds(node: ast.AST, lines: List[int]) -> bool:
+    first, last = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+    return any(first <= line <= last for line in lines)
 
 
 def _own(frame: ast.AST) -> Iterator[ast.AST]:
@@ -77,3 +112,4 @@ def _loop_qualifies(loop: ast.AST, params: Collection[str], owners: Collection[s
                 or ast_dotted(func) in layers
             )
     return found
+

@@ -10,7 +10,9 @@ call runs a torch module forward outside no-grad, and trains nothing):
   helper that runs a forward: HRNet's ``box_model.eval()``, then ``get_person_detection_boxes(
   box_model, img)`` in the frame loop, whose body runs ``model(img)``.
 
-``eval_helper_screens.could_evaluate_through_helpers`` is the rule's ``ast`` screen for both.
+Small projects only (``values.MAX_SCANNED_MODULES``), where the engine reads a parameter
+from its callers. ``eval_helper_screens.could_evaluate_through_helpers`` is the rule's
+``ast`` screen for both.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ def helper_forward(
     if len(stack) < 2 or not _shape(call, eval_named, params, evaluated):
         return False
     values = context.values()
-    callees = None if values is None else values.callees(call, stack[1])
+    if values is None or not values.engine._scannable():
+        return False  # a parameter's value comes from its callers: small projects only
+    callees = values.callees(call, stack[1])
     return bool(callees) and all(runs_forward(values.engine, d) for d in callees)
 
 

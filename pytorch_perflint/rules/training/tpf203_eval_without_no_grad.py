@@ -10,6 +10,7 @@ import libcst as cst
 
 from ...rule import Invalid, Rule
 from ...types import Applicability
+from ...project.values import MAX_SCANNED_MODULES
 from .eval_callers import definition_evaluated_by_callers, method_evaluated_by_callers
 from .eval_helper_screens import could_evaluate_through_helpers
 from .no_grad import SELF_LAYER, evaluation_loops, is_eval_function_name
@@ -47,7 +48,9 @@ class EvalWithoutNoGrad(Rule):
     evaluates when the model sits behind project code the value engine follows: in a function
     named like evaluation, a method of a parameter (`policy.select_action(state)` running
     `self.actor(state)`), or a helper handed a model put in eval mode here
-    (`get_boxes(box_model, img)` running `model(img)`), outside no-grad and training nothing.
+    (`get_boxes(box_model, img)` running `model(img)`), outside no-grad and training nothing;
+    and a module's method looping over its own layers when every caller put the object in
+    eval mode first (a beam search). These three need projects of at most 400 modules.
 
     A bare `torch.set_grad_enabled(False)` statement at module level turns autograd off for
     the whole module (the script's top level runs it before it calls anything); inside a
@@ -121,7 +124,9 @@ class EvalWithoutNoGrad(Rule):
             definition = project.resolve(path, name)
             return definition is not None and definition.kind == "method" and method_evaluated_by_callers(project, definition)
 
-        return could_evaluate_without_no_grad(tree, evaluated_by_callers) or could_evaluate_through_helpers(tree, method_evaluated)
+        if could_evaluate_without_no_grad(tree, evaluated_by_callers):
+            return True  # through project code: small projects only (`eval_helpers`)
+        return len(project.files) <= MAX_SCANNED_MODULES and could_evaluate_through_helpers(tree, method_evaluated)
 
 
     VALID = (
