@@ -24,8 +24,13 @@ def star_qualname(engine: "ValueEngine", name: str, where: "Where") -> Optional[
     index = engine.index
     if index is None or where.path is None:
         return None
-    summary = index.summary(where.path)
-    if not summary.ok or not any(record.star and record.module_scope for record in summary.imports):
+    path = where.path
+
+    def has_star() -> bool:  # once per module and index generation: `summary` stats the file
+        summary = index.summary(path)  # type: ignore[union-attr]
+        return summary.ok and any(record.star and record.module_scope for record in summary.imports)
+
+    if engine._memoised(("star-import", path), has_star) is not True:  # type: ignore[arg-type]
         return None
     head, _, rest = name.partition(".")
     current: Optional["Where"] = where

@@ -12,7 +12,7 @@ and every training loop nested in it must count (``for _ in range(...)``), not w
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -38,10 +38,16 @@ def replay_loop_around(context: FileContext, ancestors: Sequence[cst.CSTNode]) -
         child = ancestors[index + 1] if index + 1 < len(ancestors) else None
         if loop.is_step_loop or not isinstance(node, cst.For) or child is not node.body:
             return None
-        if not _inner_loops_count(context, node) or not _walks_batches(context, node, ancestors):
-            return None
-        return index, loop
+        verdicts = context.fact(_replays)  # asked for every call in the loop: once per loop
+        if id(node) not in verdicts:
+            verdicts[id(node)] = _inner_loops_count(context, node) and _walks_batches(context, node, ancestors)
+        return (index, loop) if verdicts[id(node)] else None
     return None
+
+
+def _replays(context: FileContext) -> Dict[int, bool]:
+    """Per file: each loop asked about (by id), whether it is a batch loop around replays."""
+    return {}
 
 
 def _inner_loops_count(context: FileContext, loop: cst.For) -> bool:
