@@ -23,11 +23,11 @@ _LOOP = (
 )
 
 
-def _findings(root: Path):
+def _findings(root: Path, code: str = "TPF206"):
     old = os.getcwd()
     os.chdir(root)
     try:
-        result = CliRunner().invoke(main, ["check", "--no-cache", "--select", "TPF206", "--output-format", "json", "."], catch_exceptions=False)
+        result = CliRunner().invoke(main, ["check", "--no-cache", "--select", code, "--output-format", "json", "."], catch_exceptions=False)
     finally:
         os.chdir(old)
     return sorted((Path(d["filename"]).name, d["location"]["row"]) for d in json.loads(result.stdout))
@@ -68,3 +68,38 @@ def test_names_a_star_import_cannot_give_stay_unknown(tmp_path):
         },
     )
     assert _findings(root) == []
+
+
+# A loss module whose ``torch`` comes from ``from utils import *`` (the SSD tutorial's
+# ``model.py``): the value engine reads its factories as torch's too, so TPF402 sees the
+# host tensor a ``.to(device)`` moves.
+_LOSS = (
+    "from torch import nn\n"
+    "class MultiBoxLoss(nn.Module):\n"
+    "    def forward(self, boxes, n):\n"
+    "        true_locs = torch.zeros((n, 4), dtype=torch.float).to(device)\n"
+    "        for i in range(n):\n"
+    "            index = torch.LongTensor(range(n)).to(device)\n"
+    "        return true_locs\n"
+)
+_UTILS = "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+
+
+def test_tensor_factories_through_a_star_import_are_torchs(tmp_path):
+    root = _project(tmp_path, {"utils.py": _UTILS, "model.py": "from utils import *\n" + _LOSS})
+    assert _findings(root, "TPF402") == [("model.py", 5), ("model.py", 7)]
+
+
+def test_factories_a_star_import_cannot_give_stay_unknown(tmp_path):
+    shadowed = _LOSS.replace("    def forward(self, boxes, n):\n", "    def forward(self, boxes, n, torch):\n")
+    root = _project(
+        tmp_path,
+        {
+            "utils.py": _UTILS,
+            "fake.py": "torch = None\ndevice = 'cuda'\n",  # not the torch module
+            "a.py": "from fake import *\n" + _LOSS,
+            "b.py": "from utils import *\n" + shadowed,  # a parameter named torch
+            "c.py": "from somelib import *\n" + _LOSS,  # an external module may bind anything
+        },
+    )
+    assert _findings(root, "TPF402") == []

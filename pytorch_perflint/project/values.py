@@ -38,6 +38,7 @@ from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
 from .scopes import Appended, Branches, Each, Scope, build_scope, free, mutable_display
+from .star_names import star_qualname
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -316,8 +317,9 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
                 return found
             if func.qualname == "importlib.import_module":
                 return choices.import_module(self, form, where)
-            if func.qualname is not None and library.knows(func.qualname):
-                return library.call(func.qualname, form, evaluate)
+            qualname = func.qualname or star_qualname(self, func.name, where)  # `from utils import *`
+            if qualname is not None and library.knows(qualname):
+                return library.call(qualname, form, evaluate)
             if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
                 return self.models.by_name(form.args[0].name, form.args[1], where, depth)  # type: ignore[union-attr]
             head, _, method = func.name.rpartition(".")

@@ -70,6 +70,13 @@ def is_optimizer_step(call: cst.Call, optimizer_names: FrozenSet[str] = frozense
     return is_optimizer_name(name)
 
 
+def options_like(name: str) -> bool:
+    """``opt``, ``opts``, ``optG``: named like an optimizer and like the command-line options
+    (``opt = parser.parse_args()``), which only the value engine tells apart."""
+    lowered = name.lower()
+    return lowered.startswith("opt") and "optim" not in lowered
+
+
 def is_autograd_grad(call: cst.Call, qualname: Callable[[cst.CSTNode], Optional[str]]) -> bool:
     return isinstance(call.func, (cst.Name, cst.Attribute)) and last_name(call.func) == "grad" and (
         qualname(call.func) == "torch.autograd.grad"

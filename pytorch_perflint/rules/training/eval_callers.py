@@ -19,9 +19,11 @@ import libcst as cst
 from ...context import FileContext
 from ...project import ProjectIndex, register_summarizer
 from ...project.forms import Call, Ref
-from ...project.resolution import Definition
+from ...project.resolution import ALL_TEXTS, Definition
 from ...project.summary import CallSite
 from ...project.call_values import own_path
+from ...project.method_callers import MAX_SITES, NN_MODULE_METHODS
+from ...project.values import MAX_SCANNED_MODULES
 
 _NO_GRAD = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -84,7 +86,43 @@ def callers_evaluate(context: FileContext, function: cst.FunctionDef, owner: Opt
     definition = _definition(context, function, owner)
     if index is None or definition is None:
         return False
+    if owner is not None:
+        return list(models) == ["self"] and method_evaluated_by_callers(index, definition)
     return definition_evaluated_by_callers(index, definition, models)
+
+
+def method_evaluated_by_callers(index: ProjectIndex, definition: Definition) -> bool:
+    """Every ``<receiver>.method(...)`` call in the project (more than its real callers, so
+    what holds for all holds for those) is on a plain name that the calling function put in
+    eval mode first, or a parameter of a module-level caller whose every project caller
+    passes a model in eval mode (Show-Attend: ``decoder.eval()``, then ``visualize(encoder,
+    decoder)`` calling ``decoder.caption(...)``); the class is an ``nn.Module`` and nothing
+    lets the method escape (``fn = m.caption``, ``getattr(m, "caption")``). Small projects
+    only: callers are found by scanning every module's text."""
+    owner, _, method = definition.name.rpartition(".")
+    klass = Definition("class", definition.path, owner, klass=definition.klass)
+    if method.startswith("__") or method in NN_MODULE_METHODS or len(index.files) > MAX_SCANNED_MODULES:
+        return False
+    if definition.klass is None or not index.is_nn_module(klass):
+        return False
+    index.note_read(ALL_TEXTS)
+    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']")
+    if any(escape.search(text) for path in index.module_paths() if (text := index.text(path)) and method in text):
+        return False
+    sites = index.method_calls(method)
+    return bool(sites) and len(sites) <= MAX_SITES and all(_receiver_evaluated(index, path, site, method) for path, site in sites)
+
+
+def _receiver_evaluated(index: ProjectIndex, path: str, site: CallSite, method: str) -> bool:
+    receiver = site.callee[: -len(method) - 1]
+    if not site.called or not receiver.isidentifier() or receiver in ("self", "cls") or _under_no_grad(index, path, site):
+        return False
+    if _eval_before(index, path, site, receiver):
+        return True
+    caller = index.resolve(path, site.caller) if site.caller and "." not in site.caller else None
+    if caller is None or caller.kind != "function" or caller.function is None:
+        return False
+    return any(p.name == receiver for p in caller.function.params) and definition_evaluated_by_callers(index, caller, [receiver])
 
 
 def definition_evaluated_by_callers(index: ProjectIndex, definition: Definition, models: Sequence[str]) -> bool:

@@ -4,35 +4,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import (
-    Callable,
-    Dict,
-    FrozenSet,
-    List,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-)
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
 from ...analysis.scope import dotted_name
 from ...analysis.values import literal_value
 from ...context import FileContext
+from ...project.kinds import Namespace
 from .classifiers import (
-    BACKWARD_ATTRS,
-    Loop,
-    call_receiver,
-    callee_key,
-    is_autograd_grad,
-    is_no_grad_expr,
-    is_optimizer_name,
-    is_optimizer_step,
-    last_name,
-    method_name,
+    BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr, is_optimizer_name,
+    is_optimizer_step, last_name, method_name, options_like,
 )
 from .eval_callers import callers_all_no_grad, callers_evaluate
+from .eval_helpers import helper_forward
 from .grad_switches import GradOff, covers, switch_grad
 from .guards import _is_main_guard
 from .loops import training_facts, walk
@@ -118,18 +103,8 @@ def is_eval_function_name(name: str) -> bool:
 
 # Hooks that frameworks (Lightning, HF) already run under no_grad.
 FRAMEWORK_HOOKS = frozenset(
-    {
-        "validation_step",
-        "test_step",
-        "predict_step",
-        "validation_epoch_end",
-        "test_epoch_end",
-        "on_validation_epoch_end",
-        "on_test_epoch_end",
-        "prediction_step",
-        "evaluation_loop",
-        "prediction_loop",
-    }
+    "validation_step test_step predict_step validation_epoch_end test_epoch_end on_validation_epoch_end "
+    "on_test_epoch_end prediction_step evaluation_loop prediction_loop".split()
 )
 # The last name of a callee that is a model: model, net, self.model, netG, base_model.
 MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
@@ -198,8 +173,13 @@ class _ELoop:
 
 def could_evaluate(source: str) -> bool:
     return ".eval(" in source or ".train(" in source or bool(
-        re.search(r"def _*(eval|valid|val|test|infer|predict|sampl)", source)
+        re.search(r"def _*(eval|valid|val|test|infer|predict|sampl)", source) or SELF_LAYER.search(source)
     )
+
+
+# A layer kept on ``self`` (``self.lstm = nn.LSTM(...)``): a method looping over its own
+# layers may be an evaluation loop its callers put in eval mode (``eval_callers``).
+SELF_LAYER = re.compile(r"self\.\w+\s*=\s*(?:\w+\.)*[A-Z]\w*\(")
 
 
 def evaluation_loops(context: "FileContext") -> Tuple[EvalLoop, ...]:
@@ -278,7 +258,7 @@ class _EvalWalk:
             elif len(stack) == 3 and type(stack[1]) is cst.ClassDef:
                 address = stack[1].name.value
             models = frozenset(p.name.value for p in node.params.params if MODEL_NAME.match(p.name.value))
-            layers = self.layers.get(owner or "", frozenset()) if eval_named and owner == address else frozenset()
+            layers = self.layers.get(owner or "", frozenset()) if owner == address else frozenset()
             self.frames.append(_EFrame(node, owner, eval_named, models=models, layers=layers, owner=address))
             if decorated_no_grad(self.context, node, stack):
                 self.no_grad_regions.add(id(node))
@@ -295,9 +275,9 @@ class _EvalWalk:
             frame.loops.append(loop)
         elif type(node) is cst.Yield:
             self.mark("has_yield")
-        elif type(node) is cst.Attribute and needs_grad_name(node.attr.value):
+        elif type(node) is cst.Attribute and needs_grad_name(node.attr.value) and not self._options(node, stack):
             self.mark("needs_grad")
-        elif type(node) is cst.Name and needs_grad_name(node.value):
+        elif type(node) is cst.Name and needs_grad_name(node.value) and not self._options(node, stack):
             self.mark("needs_grad")
         elif type(node) is cst.Expr and type(node.value) is cst.Call:
             call = node.value
@@ -360,9 +340,26 @@ class _EvalWalk:
         )
         if (mode == "eval" or model_like) and not self._foreign(target, stack):
             self.mark("forward")
-        elif mode is None and dotted in frame.models and self.context.project is not None:
-            for loop in frame.loops:
-                loop.param_forward.add(dotted)
+        elif mode is None and (dotted in frame.models or dotted in frame.layers) and self.context.project is not None:
+            for loop in frame.loops:  # a model parameter, or `self` through the class's own layers
+                loop.param_forward.add(dotted if dotted in frame.models else "self")
+        elif mode is None and not all(loop.forward for loop in frame.loops) and self._through_helper(call, stack, frame):
+            self.mark("forward")
+
+    def _through_helper(self, call: cst.Call, stack: List[cst.CSTNode], frame: _EFrame) -> bool:
+        """A model reached through project code (``eval_helpers``): an agent's method in an
+        evaluation function, a helper handed a model in eval mode here."""
+        node = frame.node
+        params = [p.name.value for p in node.params.params] if node is not None else []
+        evaluated = [m for m, v in frame.mode.items() if v == "eval" and (frame.branch.get(m) is None or any(n is frame.branch[m] for n in stack))]
+        return self.context.project is not None and helper_forward(self.context, call, stack, frame.eval_named, params, evaluated)
+
+    def _options(self, node: Union[cst.Name, cst.Attribute], stack: List[cst.CSTNode]) -> bool:
+        """``opt`` (``opt.batchSize``) that the value engine knows is what ``parse_args()``
+        gave: command-line options, not an optimizer. Asked only of the short ``opt`` names."""
+        if not options_like(node.value if type(node) is cst.Name else node.attr.value) or len(stack) < 2:  # type: ignore[union-attr]
+            return False
+        return type(self.context.value_of(node, stack[1])) is Namespace
 
     def _foreign(self, target: cst.BaseExpression, stack: List[cst.CSTNode]) -> bool:
         """The value engine knows the called thing is not a torch module (an MXNet net)."""
@@ -387,11 +384,13 @@ class _EvalWalk:
     def _evaluated_by_callers(self, loop: _ELoop) -> bool:
         """A model parameter the loop calls is in eval mode at every project call."""
         frame = loop.frame
-        if not loop.param_forward or frame.node is None or frame.owner is not None or frame.eval_named:
+        if not loop.param_forward or frame.node is None or frame.owner is False or frame.eval_named:
             return False
+        if frame.owner is not None and (loop.param_forward != {"self"} or _runs_backward(frame.node)):
+            return False  # a method: its own layers, and every caller's receiver in eval mode
         key = id(frame.node)
         if key not in self.by_callers:
-            self.by_callers[key] = callers_evaluate(self.context, frame.node, None, sorted(loop.param_forward))
+            self.by_callers[key] = callers_evaluate(self.context, frame.node, frame.owner, sorted(loop.param_forward))  # type: ignore[arg-type]
         return self.by_callers[key]
 
     def _no_grad_callers(self, frame: _EFrame) -> bool:

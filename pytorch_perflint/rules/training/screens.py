@@ -23,7 +23,7 @@ from ...analysis.ast_index import (
     tree_index,
     walk_ast,
 )
-from .classifiers import BACKWARD_ATTRS, is_optimizer_name
+from .classifiers import BACKWARD_ATTRS, is_optimizer_name, options_like
 from .no_grad import (
     FRAMEWORK_HOOKS,
     GRAD_ATTRS,
@@ -160,9 +160,10 @@ def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool, layers: F
         node, no_grad = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
-        if isinstance(node, ast.Attribute) and needs_grad_name(node.attr):
+        # `opt` may be the options (the value engine decides): no reason to drop the loop here.
+        if isinstance(node, ast.Attribute) and needs_grad_name(node.attr) and not options_like(node.attr):
             return False
-        if isinstance(node, ast.Name) and needs_grad_name(node.id):
+        if isinstance(node, ast.Name) and needs_grad_name(node.id) and not options_like(node.id):
             return False
         if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_no_grad(i.context_expr) for i in node.items):
             no_grad = True

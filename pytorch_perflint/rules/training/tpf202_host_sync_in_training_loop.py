@@ -14,6 +14,7 @@ from ...types import Applicability
 from .classifiers import callee_key, last_name, method_name
 from .host_syncs import is_sync_call
 from .guards import guarded_between
+from .replay_loops import replay_loop_around
 from .loops import (
     loop_bound_names,
     step_loop_around,
@@ -47,7 +48,8 @@ class HostSyncInTrainingLoop(Rule):
     factories). Text formatted from a tensor with `%` or an f-string counts wherever it goes
     (`pbar.set_postfix_str('%.3f' % loss)`). A loop also trains when it calls a step
     function of another module (`trainer.train_step(x, y)`, `model.optimize_parameters()`
-    with `model = create_model(opt)`). A step
+    with `model = create_model(opt)`). A loop over a loader's batches that replays each batch in
+    inner `for _ in range(k):` training loops runs once per batch: its syncs count. A step
     function (it runs backward or an optimizer step, with no loop of its own) that the
     project calls from a loop is a loop body: when no call of it is itself reported (it is
     called under a condition, `if T % 4 == 0: agent.learn(mem)`, or after a rollout), its
@@ -195,7 +197,7 @@ class HostSyncInTrainingLoop(Rule):
         ancestors = self.context.ancestors
         if ancestors and ancestors[-1] is node:
             ancestors = ancestors[:-1]
-        around = step_loop_around(self.context, ancestors)
+        around = step_loop_around(self.context, ancestors) or replay_loop_around(self.context, ancestors)
         if around is None:
             if what is not None:
                 self._check_step_body(node, what, ancestors)

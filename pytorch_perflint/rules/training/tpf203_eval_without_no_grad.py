@@ -10,8 +10,10 @@ import libcst as cst
 
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .eval_callers import definition_evaluated_by_callers
-from .no_grad import evaluation_loops, is_eval_function_name
+from ...project.values import MAX_SCANNED_MODULES
+from .eval_callers import definition_evaluated_by_callers, method_evaluated_by_callers
+from .eval_helper_screens import could_evaluate_through_helpers
+from .no_grad import SELF_LAYER, evaluation_loops, is_eval_function_name
 from .screens import could_evaluate_without_no_grad
 from .test_code import in_test_code
 
@@ -42,7 +44,13 @@ class EvalWithoutNoGrad(Rule):
     them), for functions whose callers in the project all run them inside no-grad (a `with`
     or a no-grad decorator on the caller), and for loops that need gradients (`.backward()`,
     `torch.autograd.grad`, an optimizer step: adversarial evaluation, a linear probe on a
-    frozen backbone). `Variable(x, volatile=True)` does nothing since torch 0.4.
+    frozen backbone). `Variable(x, volatile=True)` does nothing since torch 0.4. A loop also
+    evaluates when the model sits behind project code the value engine follows: in a function
+    named like evaluation, a method of a parameter (`policy.select_action(state)` running
+    `self.actor(state)`), or a helper handed a model put in eval mode here
+    (`get_boxes(box_model, img)` running `model(img)`), outside no-grad and training nothing;
+    and a module's method looping over its own layers when every caller put the object in
+    eval mode first (a beam search). These three need projects of at most 400 modules.
 
     A bare `torch.set_grad_enabled(False)` statement at module level turns autograd off for
     the whole module (the script's top level runs it before it calls anything); inside a
@@ -83,21 +91,23 @@ class EvalWithoutNoGrad(Rule):
     name = "eval-without-no-grad"
     message = "Evaluation loop runs the model with autograd on; wrap it in `with torch.no_grad():`"
     fix_applicability = Applicability.UNSAFE
-    triggers = ("eval", "valid", "test", "infer", "predict", ".train(")
+    triggers = ("eval", "valid", "test", "infer", "predict", ".train(", "self.")
 
     @classmethod
     def could_fire(cls, source: str) -> bool:
-        """A loop, and eval mode switched on or a function named like evaluation."""
+        """A loop, and eval mode switched on, a function named like evaluation, or a layer
+        kept on ``self`` (a method looping over its own layers, evaluated by its callers)."""
         if "for " not in source and "while " not in source:
             return False
-        if _EVAL_MODE.search(source):
+        if _EVAL_MODE.search(source) or SELF_LAYER.search(source):
             return True
         return any(is_eval_function_name(name) for name in _DEF_NAME.findall(source))
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """An evaluating function runs a loop outside a no-grad block."""
-        return could_evaluate_without_no_grad(tree)
+        """An evaluating function runs a loop outside a no-grad block (its model called
+        there, or reached through project code: ``eval_helpers``)."""
+        return could_evaluate_without_no_grad(tree) or could_evaluate_through_helpers(tree)
 
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
@@ -110,7 +120,13 @@ class EvalWithoutNoGrad(Rule):
                 return False  # the rule's `callers_evaluate` answers no as well
             return definition_evaluated_by_callers(project, definition, sorted(models))
 
-        return could_evaluate_without_no_grad(tree, evaluated_by_callers)
+        def method_evaluated(name: str) -> bool:
+            definition = project.resolve(path, name)
+            return definition is not None and definition.kind == "method" and method_evaluated_by_callers(project, definition)
+
+        if could_evaluate_without_no_grad(tree, evaluated_by_callers):
+            return True  # through project code: small projects only (`eval_helpers`)
+        return len(project.files) <= MAX_SCANNED_MODULES and could_evaluate_through_helpers(tree, method_evaluated)
 
 
     VALID = (

@@ -1,0 +1,48 @@
+"""Evaluation loops that reach their model through project code (TPF203).
+
+Two shapes, each asked of the value engine (``project/forward_calls.runs_forward``: the
+call runs a torch module forward outside no-grad, and trains nothing):
+
+* in a function named like evaluation, a method of one of its parameters: TD3's
+  ``eval_policy(policy, ...)`` runs ``policy.select_action(state)``, whose body runs
+  ``self.actor(state)``;
+* anywhere, a call that hands a model this function put in eval mode to a project
+  helper that runs a forward: HRNet's ``box_model.eval()``, then ``get_person_detection_boxes(
+  box_model, img)`` in the frame loop, whose body runs ``model(img)``.
+
+Small projects only (``values.MAX_SCANNED_MODULES``), where the engine reads a parameter
+from its callers. ``eval_helper_screens.could_evaluate_through_helpers`` is the rule's
+``ast`` screen for both.
+"""
+
+from __future__ import annotations
+
+from typing import Collection, Sequence
+
+import libcst as cst
+
+from ...analysis.scope import dotted_name
+from ...context import FileContext
+from ...project.forward_calls import runs_forward
+
+
+def helper_forward(
+    context: FileContext, call: cst.Call, stack: Sequence[cst.CSTNode], eval_named: bool, params: Collection[str], evaluated: Collection[str]
+) -> bool:
+    """Whether ``call`` (in a loop of a function that is ``eval_named``, whose parameters are
+    ``params`` and whose models in eval mode here are ``evaluated``) runs a model forward
+    through project code, as the shapes above say."""
+    if len(stack) < 2 or not _shape(call, eval_named, params, evaluated):
+        return False
+    values = context.values()
+    if values is None or not values.engine._scannable():
+        return False  # a parameter's value comes from its callers: small projects only
+    callees = values.callees(call, stack[1])
+    return bool(callees) and all(runs_forward(values.engine, d) for d in callees)
+
+
+def _shape(call: cst.Call, eval_named: bool, params: Collection[str], evaluated: Collection[str]) -> bool:
+    func = call.func
+    if eval_named and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in params:
+        return True
+    return any(dotted_name(arg.value) in evaluated for arg in call.args if not arg.star)
