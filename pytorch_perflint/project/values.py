@@ -25,9 +25,7 @@ import weakref
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
 
-from . import choices
-from . import library_values as library
-from . import loader_values as loaders
+from . import choices, library_values as library, loader_values as loaders
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
@@ -38,7 +36,6 @@ from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
 from .scopes import Appended, Branches, Each, Scope, build_scope, free, mutable_display
-from .star_names import star_qualname
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -317,7 +314,7 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
                 return found
             if func.qualname == "importlib.import_module":
                 return choices.import_module(self, form, where)
-            qualname = func.qualname or star_qualname(self, func.name, where)  # `from utils import *`
+            qualname = func.qualname  # a star import's library name was qualified above
             if qualname is not None and library.knows(qualname):
                 return library.call(qualname, form, evaluate)
             if func.name == "getattr" and len(form.args) == 2 and type(form.args[0]) is Ref and self._free(where, "getattr"):
