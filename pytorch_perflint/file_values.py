@@ -25,16 +25,15 @@ from .analysis.walk import descendants
 from .context import FileContext
 from .positions import StatementPositions, statement_lines
 from .project.call_values import dispatch
-from .project.forms import FormBuilder, dotted
+from .project.forms import dotted
 from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
 from .project.resolution import Definition
-from .project.scopes import DEEP, Each, Scope, build_scope, expression_form, unpack_target
+from .project.scopes import expression_form
+from .project.tree_wheres import TreeWheres
 from .project.values import Answer, Where, engine_for
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LINE_ENDS = re.compile(r"\r\n|\r|\n")
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 class FileValues:
@@ -50,7 +49,7 @@ class FileValues:
         self._body_lines: Optional[List[int]] = None  # the line of each statement of ``tree``
         self._statement_index: Dict[int, int] = {}
         self._positions: Dict[int, StatementPositions] = {}  # by statement index
-        self._scopes: Dict[int, Scope] = {}
+        self._wheres: Optional[TreeWheres] = None
         self._calls: Dict[int, Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]] = {}
         self._callees: Dict[Tuple[int, bool], Optional[Tuple[Definition, ...]]] = {}
         self._path = os.path.abspath(context.path)
@@ -236,42 +235,10 @@ class FileValues:
 
     # -- scopes ----------------------------------------------------------------------------
     def _where(self, chain: List[ast.AST], line: int) -> Optional[Where]:
-        """The scopes around an expression: the module, then each function; a class body
-        is a scope only for the expressions written in it (its methods do not see it)."""
-        functions = Where(self._path, self._scope(chain[0], None), line)
-        where = functions
-        names: List[str] = []
-        nested = False
-        for position, node in enumerate(chain[1:-1], start=1):
-            inner = chain[position + 1]
-            if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and not any(inner is stmt for stmt in node.body):
-                continue  # decorators, defaults, bases: read where the statement stands
-            if isinstance(node, ast.Lambda) and inner is not node.body:
-                continue
-            if isinstance(node, ast.Lambda):
-                # It runs later: the names around it hold the values they are bound to once.
-                args = node.args
-                params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a is not None)
-                where = functions = Where(self._path, Scope(self._path, None, params, where.scope.aliases), line, where)  # type: ignore[union-attr]
-            if isinstance(node, ast.ClassDef):
-                names.append(node.name)
-                where = Where(self._path, self._scope(node, None), line, functions)
-            elif isinstance(node, _FUNCTIONS):
-                owner = ".".join([*names, node.name]) if not nested and len(names) <= 1 else None
-                names.append(node.name)
-                nested = True
-                where = functions = Where(self._path, self._scope(node, owner), line, functions)
-            elif isinstance(node, _COMPREHENSIONS):
-                where = Where(self._path, _comprehension_scope(node, where.scope), line, where)  # type: ignore[arg-type]
-        return where
-
-    def _scope(self, node: ast.AST, owner: Optional[str]) -> Scope:
-        scope = self._scopes.get(id(node))
-        if scope is None:
-            outer = self._scopes.get(id(self.tree))
-            aliases = outer.aliases if outer is not None and node is not self.tree else {}
-            scope = self._scopes[id(node)] = build_scope(node, aliases, self._path, owner)
-        return scope
+        """The scopes around an expression (``tree_wheres.TreeWheres``, one per tree)."""
+        if self._wheres is None or self._wheres.tree is not chain[0]:
+            self._wheres = TreeWheres(self._path, chain[0])  # type: ignore[arg-type]
+        return self._wheres.where(chain, line)
 
 
 def _paired(calls: Sequence[cst.Call], spans: Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]) -> Optional[Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]]:
@@ -292,12 +259,3 @@ def _paired(calls: Sequence[cst.Call], spans: Dict[Tuple[int, int, int, int], Tu
 
 def _span(node: ast.AST) -> Tuple[int, int]:
     return (node.end_lineno - node.lineno, node.end_col_offset - node.col_offset)  # type: ignore[operator]
-
-
-def _comprehension_scope(node: ast.AST, outer: Scope) -> Scope:
-    """A comprehension's targets: an element of what each ``for`` walks."""
-    scope = Scope(outer.path, None, (), outer.aliases, inline=True)
-    builder = FormBuilder(outer.aliases, DEEP)
-    for generator in node.generators:  # type: ignore[attr-defined]
-        unpack_target(generator.target, Each(builder.form(generator.iter)), 0, (), scope)
-    return scope
