@@ -24,7 +24,6 @@ from .analysis.scope import dotted_name
 from .analysis.walk import descendants
 from .context import FileContext
 from .positions import StatementPositions, statement_lines
-from .project.call_values import dispatch
 from .project.forms import dotted
 from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
@@ -107,9 +106,7 @@ class FileValues:
         found = located.get(id(call))
         result = None
         if found is not None and isinstance(found[0], ast.Call):
-            where = self._where([*found[1], found[0]], found[0].lineno)
-            if where is not None and where.scope is not None:
-                result = dispatch(self.engine, expression_form(found[0].func, where.scope), where, objects)
+            result = self._wheres_of(found[1][0]).callees(found[0], found[1], objects)  # type: ignore[arg-type]
         self._callees[(id(call), objects)] = result
         return result
 
@@ -146,14 +143,22 @@ class FileValues:
             self._body_lines = [s.lineno for s in tree.body]  # in order: a module's statements
         lines = self._body_lines
         body = tree.body[bisect.bisect_left(lines, first) : bisect.bisect_right(lines, last)]
-        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s in body]
-        while stack:
-            node, chain = stack.pop()
+        # One path to the node, copied only for a call (not a list per node walked).
+        path: List[ast.AST] = [tree]
+        todo: List[Optional[ast.AST]] = list(body)
+        while todo:
+            node = todo.pop()
+            if node is None:
+                path.pop()
+                continue
             if type(node) is ast.Call:
                 key = (node.lineno, self._column(node.lineno, node.col_offset), node.end_lineno, self._column(node.end_lineno, node.end_col_offset))  # type: ignore[arg-type]
-                out[key] = (node, chain)  # type: ignore[index]
-            inner = [*chain, node]
-            stack.extend((child, inner) for child in ast_children(node))
+                out[key] = (node, path.copy())  # type: ignore[index]
+            children = ast_children(node)
+            if children:
+                path.append(node)
+                todo.append(None)
+                todo.extend(children)
         return out
 
     def _locate_all(
@@ -236,9 +241,12 @@ class FileValues:
     # -- scopes ----------------------------------------------------------------------------
     def _where(self, chain: List[ast.AST], line: int) -> Optional[Where]:
         """The scopes around an expression (``tree_wheres.TreeWheres``, one per tree)."""
-        if self._wheres is None or self._wheres.tree is not chain[0]:
-            self._wheres = TreeWheres(self._path, chain[0])  # type: ignore[arg-type]
-        return self._wheres.where(chain, line)
+        return self._wheres_of(chain[0]).where(chain, line)
+
+    def _wheres_of(self, tree: ast.AST) -> TreeWheres:
+        if self._wheres is None or self._wheres.tree is not tree:
+            self._wheres = TreeWheres.of(self._path, tree, self.engine)  # type: ignore[arg-type]
+        return self._wheres
 
 
 def _paired(calls: Sequence[cst.Call], spans: Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]) -> Optional[Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, List, Optional, Tuple
 
-from ..analysis.ast_index import ast_children
+from ..analysis.ast_index import ast_children, per_tree
 
 from .call_values import dispatch
 from .forms import FormBuilder
@@ -33,6 +33,17 @@ class TreeWheres:
         self.tree = tree
         self.engine = engine
         self._scopes: Dict[int, Scope] = {}
+
+    @classmethod
+    def of(cls, path: str, tree: ast.Module, engine: Optional[ValueEngine] = None) -> "TreeWheres":
+        """The wheres of a tree, shared with the last one asked for (a screen that asked the
+        engine about the linted file's tree, then the rules' ``FileValues``): each scope
+        is built once per file. Only the last tree's are kept, until ``forget_trees``."""
+        kept = _kept(tree)
+        wheres = kept.get((path, id(engine)))
+        if wheres is None or wheres.engine is not engine:
+            wheres = kept[(path, id(engine))] = cls(path, tree, engine)
+        return wheres
 
     def where(self, chain: List[ast.AST], line: int) -> Where:
         """The scopes around an expression (``chain``: the tree, then its ancestors, then the
@@ -84,6 +95,11 @@ class TreeWheres:
         return dispatch(engine, expression_form(call.func, where.scope), where, objects)
 
 
+@per_tree
+def _kept(tree: ast.Module) -> Dict[Tuple[str, int], TreeWheres]:
+    return {}
+
+
 def comprehension_scope(node: ast.AST, outer: Scope) -> Scope:
     """A comprehension's targets: an element of what each ``for`` walks."""
     scope = Scope(outer.path, None, (), outer.aliases, inline=True)
@@ -125,7 +141,7 @@ def looped_calls(tree: ast.Module) -> List[Tuple[ast.Call, List[ast.AST]]]:
 def loop_calls_running(engine: ValueEngine, path: str, tree: ast.Module, holds: Callable[[Definition], bool]) -> bool:
     """Some call in a loop (``looped_calls``) runs project code (``dispatch`` without
     objects, as the training rules ask) every target of which ``holds``."""
-    wheres = TreeWheres(path, tree, engine)
+    wheres = TreeWheres.of(path, tree, engine)
     for call, chain in looped_calls(tree):
         callees = wheres.callees(call, chain, objects=False)
         if callees and all(holds(d) for d in callees):
