@@ -24,17 +24,15 @@ from .analysis.scope import dotted_name
 from .analysis.walk import descendants
 from .context import FileContext
 from .positions import StatementPositions, statement_lines
-from .project.call_values import dispatch
-from .project.forms import FormBuilder, dotted
+from .project.forms import dotted
 from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
 from .project.resolution import Definition
-from .project.scopes import DEEP, Each, Scope, build_scope, expression_form, unpack_target
+from .project.scopes import expression_form
+from .project.tree_wheres import TreeWheres
 from .project.values import Answer, Where, engine_for
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LINE_ENDS = re.compile(r"\r\n|\r|\n")
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 class FileValues:
@@ -50,7 +48,7 @@ class FileValues:
         self._body_lines: Optional[List[int]] = None  # the line of each statement of ``tree``
         self._statement_index: Dict[int, int] = {}
         self._positions: Dict[int, StatementPositions] = {}  # by statement index
-        self._scopes: Dict[int, Scope] = {}
+        self._wheres: Optional[TreeWheres] = None
         self._calls: Dict[int, Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]] = {}
         self._callees: Dict[Tuple[int, bool], Optional[Tuple[Definition, ...]]] = {}
         self._path = os.path.abspath(context.path)
@@ -108,9 +106,7 @@ class FileValues:
         found = located.get(id(call))
         result = None
         if found is not None and isinstance(found[0], ast.Call):
-            where = self._where([*found[1], found[0]], found[0].lineno)
-            if where is not None and where.scope is not None:
-                result = dispatch(self.engine, expression_form(found[0].func, where.scope), where, objects)
+            result = self._wheres_of(found[1][0]).callees(found[0], found[1], objects)  # type: ignore[arg-type]
         self._callees[(id(call), objects)] = result
         return result
 
@@ -147,14 +143,22 @@ class FileValues:
             self._body_lines = [s.lineno for s in tree.body]  # in order: a module's statements
         lines = self._body_lines
         body = tree.body[bisect.bisect_left(lines, first) : bisect.bisect_right(lines, last)]
-        stack: List[Tuple[ast.AST, List[ast.AST]]] = [(s, [tree]) for s in body]
-        while stack:
-            node, chain = stack.pop()
+        # One path to the node, copied only for a call (not a list per node walked).
+        path: List[ast.AST] = [tree]
+        todo: List[Optional[ast.AST]] = list(body)
+        while todo:
+            node = todo.pop()
+            if node is None:
+                path.pop()
+                continue
             if type(node) is ast.Call:
                 key = (node.lineno, self._column(node.lineno, node.col_offset), node.end_lineno, self._column(node.end_lineno, node.end_col_offset))  # type: ignore[arg-type]
-                out[key] = (node, chain)  # type: ignore[index]
-            inner = [*chain, node]
-            stack.extend((child, inner) for child in ast_children(node))
+                out[key] = (node, path.copy())  # type: ignore[index]
+            children = ast_children(node)
+            if children:
+                path.append(node)
+                todo.append(None)
+                todo.extend(children)
         return out
 
     def _locate_all(
@@ -236,42 +240,13 @@ class FileValues:
 
     # -- scopes ----------------------------------------------------------------------------
     def _where(self, chain: List[ast.AST], line: int) -> Optional[Where]:
-        """The scopes around an expression: the module, then each function; a class body
-        is a scope only for the expressions written in it (its methods do not see it)."""
-        functions = Where(self._path, self._scope(chain[0], None), line)
-        where = functions
-        names: List[str] = []
-        nested = False
-        for position, node in enumerate(chain[1:-1], start=1):
-            inner = chain[position + 1]
-            if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and not any(inner is stmt for stmt in node.body):
-                continue  # decorators, defaults, bases: read where the statement stands
-            if isinstance(node, ast.Lambda) and inner is not node.body:
-                continue
-            if isinstance(node, ast.Lambda):
-                # It runs later: the names around it hold the values they are bound to once.
-                args = node.args
-                params = tuple(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a is not None)
-                where = functions = Where(self._path, Scope(self._path, None, params, where.scope.aliases), line, where)  # type: ignore[union-attr]
-            if isinstance(node, ast.ClassDef):
-                names.append(node.name)
-                where = Where(self._path, self._scope(node, None), line, functions)
-            elif isinstance(node, _FUNCTIONS):
-                owner = ".".join([*names, node.name]) if not nested and len(names) <= 1 else None
-                names.append(node.name)
-                nested = True
-                where = functions = Where(self._path, self._scope(node, owner), line, functions)
-            elif isinstance(node, _COMPREHENSIONS):
-                where = Where(self._path, _comprehension_scope(node, where.scope), line, where)  # type: ignore[arg-type]
-        return where
+        """The scopes around an expression (``tree_wheres.TreeWheres``, one per tree)."""
+        return self._wheres_of(chain[0]).where(chain, line)
 
-    def _scope(self, node: ast.AST, owner: Optional[str]) -> Scope:
-        scope = self._scopes.get(id(node))
-        if scope is None:
-            outer = self._scopes.get(id(self.tree))
-            aliases = outer.aliases if outer is not None and node is not self.tree else {}
-            scope = self._scopes[id(node)] = build_scope(node, aliases, self._path, owner)
-        return scope
+    def _wheres_of(self, tree: ast.AST) -> TreeWheres:
+        if self._wheres is None or self._wheres.tree is not tree:
+            self._wheres = TreeWheres.of(self._path, tree, self.engine)  # type: ignore[arg-type]
+        return self._wheres
 
 
 def _paired(calls: Sequence[cst.Call], spans: Dict[Tuple[int, int, int, int], Tuple[ast.AST, List[ast.AST]]]) -> Optional[Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]]:
@@ -292,12 +267,3 @@ def _paired(calls: Sequence[cst.Call], spans: Dict[Tuple[int, int, int, int], Tu
 
 def _span(node: ast.AST) -> Tuple[int, int]:
     return (node.end_lineno - node.lineno, node.end_col_offset - node.col_offset)  # type: ignore[operator]
-
-
-def _comprehension_scope(node: ast.AST, outer: Scope) -> Scope:
-    """A comprehension's targets: an element of what each ``for`` walks."""
-    scope = Scope(outer.path, None, (), outer.aliases, inline=True)
-    builder = FormBuilder(outer.aliases, DEEP)
-    for generator in node.generators:  # type: ignore[attr-defined]
-        unpack_target(generator.target, Each(builder.form(generator.iter)), 0, (), scope)
-    return scope

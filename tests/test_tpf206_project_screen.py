@@ -1,6 +1,8 @@
 """TPF206's project screen: a file that does not name ``empty_cache`` goes to LibCST only
-when a loop of it may train or evaluate and a module it imports calls ``empty_cache``
-(one that only defines or mentions it, as ``torch/cuda/memory.py`` does, is not enough).
+when a loop of it may train or evaluate, a module it imports calls ``empty_cache`` (one
+that only defines or mentions it, as ``torch/cuda/memory.py`` does, is not enough), and a
+call in one of its loops runs project code that empties the cache on every call (a
+helper that does so only sometimes, or one called outside the loop, is not enough).
 Each case also runs the rule, so a screen that drops a finding would fail here."""
 
 from __future__ import annotations
@@ -57,6 +59,44 @@ PLAIN_LOOP = """
             free_memory()
 """
 
+SOMETIMES = """
+    import torch
+
+    def maybe_free(step):
+        if step % 100 == 0:
+            torch.cuda.empty_cache()
+
+    class Cleaner:
+        def free(self):
+            torch.cuda.empty_cache()
+"""
+TRAINS_SOMETIMES = """
+    import torch
+    from helpers import maybe_free, Cleaner
+
+    def train(model, loader, opt):
+        model.cuda()
+        Cleaner().free()
+        for i, (x, y) in enumerate(loader):
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            opt.step()
+            maybe_free(i)
+"""
+TRAINS_WITH_AN_OBJECT = """
+    import torch
+    from helpers import Cleaner
+
+    def train(model, loader, opt):
+        model.cuda()
+        cleaner = Cleaner()
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            opt.step()
+            cleaner.free()
+"""
+
 
 def _screen_and_findings(tmp_path: Path, files: dict, target: str):
     root = write_project(tmp_path, files)
@@ -77,8 +117,16 @@ def _screen_and_findings(tmp_path: Path, files: dict, target: str):
         ({"helpers.py": HELPERS, "train.py": TRAINS}, True, 1),
         ({"helpers.py": HELPERS, "train.py": PLAIN_LOOP}, False, 0),
         ({"helpers.py": DEFINES_ONLY, "train.py": TRAINS}, False, 0),
+        ({"helpers.py": SOMETIMES, "train.py": TRAINS_SOMETIMES}, False, 0),
+        ({"helpers.py": SOMETIMES, "train.py": TRAINS_WITH_AN_OBJECT}, True, 1),
     ],
-    ids=["training-loop-and-a-helper-that-empties", "a-loop-that-neither-trains-nor-evaluates", "a-module-that-only-defines-it"],
+    ids=[
+        "training-loop-and-a-helper-that-empties",
+        "a-loop-that-neither-trains-nor-evaluates",
+        "a-module-that-only-defines-it",
+        "helpers-that-empty-only-sometimes-or-outside-the-loop",
+        "a-method-of-an-object-that-empties",
+    ],
 )
 def test_the_project_screen_lets_through_what_the_rule_reports(tmp_path, files, screened, found):
     got_screened, codes = _screen_and_findings(tmp_path, files, "train.py")

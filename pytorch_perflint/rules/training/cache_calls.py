@@ -3,7 +3,9 @@
 The rule reads a call of a project function that empties the cache on every call
 (``call_values.empties_cache_every_call``), so a file that never names ``empty_cache``
 may still hold a finding: when a project module it imports, directly or through others,
-does. Answered before LibCST parses the file, from module texts read once per summary.
+does (answered from module texts read once per summary), and then only when some call in
+one of its loops runs such code (the rule's own question, asked of the ``ast`` tree).
+Both are answered before LibCST parses the file.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import weakref
 from typing import Dict, Tuple
 
 from ...project import ProjectIndex
-from ...project.call_values import MAX_DEPTH
+from ...project.call_values import MAX_DEPTH, empties_cache_every_call
+from ...project.tree_wheres import loop_calls_running
+from ...project.values import engine_for
 
 
 def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:
@@ -34,6 +38,16 @@ def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:
                 following.append(imported)
         frontier = following
     return False
+
+
+def loops_call_emptying_code(project: ProjectIndex, path: str, tree: ast.Module) -> bool:
+    """Some call in a loop of the module (``tree``, at ``path``) runs project code that
+    empties the cache on every call: the rule's own question about each such call
+    (``dispatch`` without objects, then ``empties_cache_every_call``), asked of the
+    ``ast`` tree before LibCST parses the file. The engine's memos make the rule's
+    questions, when the file passes, answers already known."""
+    engine = engine_for(project)
+    return loop_calls_running(engine, path, tree, lambda definition: empties_cache_every_call(engine, definition))
 
 
 _MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool]]]" = weakref.WeakKeyDictionary()

@@ -21,7 +21,7 @@ from .guards import guarded_between
 from .loops import loop_bound_names, step_loop_around, training_facts
 from .no_grad import evaluation_loops, is_eval_function_name, needs_grad_name, under_no_grad
 from .screens import could_have_training_loop, loop_calls_step_by_name
-from .cache_calls import imports_reach_empty_cache, loop_calls
+from .cache_calls import imports_reach_empty_cache, loop_calls, loops_call_emptying_code
 from .test_code import in_test_code
 
 if TYPE_CHECKING:
@@ -131,15 +131,16 @@ class EmptyCacheInLoop(Rule):
 
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
-        """``empty_cache`` here; or a loop here that may train or evaluate, and a project
+        """``empty_cache`` here; or a loop here that may train or evaluate, a project
         module this one imports (directly or through other project modules, as deep as a
-        helper is followed) that calls ``empty_cache``."""
+        helper is followed) that calls ``empty_cache``, and a call in a loop here that runs
+        project code emptying the cache on every call (what ``visit_Call`` reports)."""
         names = code_identifiers(tree)
         if "empty_cache" in names:
             return True
         loops = could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & names)
         loops = loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
-        return loops and imports_reach_empty_cache(project, path)
+        return loops and imports_reach_empty_cache(project, path) and loops_call_emptying_code(project, path, tree)
 
     VALID = (
         # Outside any loop.
