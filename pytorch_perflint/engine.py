@@ -288,6 +288,14 @@ def _could_fire_in_project(rule: Type[Rule], tree: ast.Module, path: str, projec
         return True
 
 
+def _could_fire_in_project_text(rule: Type[Rule], source: str, path: str, project: ProjectIndex) -> bool:
+    """The rule's tree-free project screen; one that fails keeps the rule (as above)."""
+    try:
+        return rule.could_fire_project_text(source, path, project)
+    except Exception:  # noqa: BLE001 - see _could_fire_in_project
+        return True
+
+
 def lint_source(
     source: str,
     path: Path,
@@ -355,13 +363,20 @@ def _lint_source(
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
         rule_classes, codes = (), codes & {"TPF001"}
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
+    own = os.path.abspath(path)
     if passed is None:
         active = [r for r in rule_classes if r.could_fire(source)]
+        if project is not None:
+            active = [r for r in active if _could_fire_in_project_text(r, source, own, project)]
         active, tree = _screen_with_ast(active, source, parsed_tree)
     else:
+        # The summarising worker parsed this very text (``passed`` is for it alone): it is
+        # valid Python, and parsed again only for a rule that passes the tree-free screen.
         active = [r for r in rule_classes if r.code in passed]
-        tree = parsed_tree if parsed_tree is not None else _ast_tree(source)
-    if tree is None and (active or "TPF001" in codes):
+        if project is not None:
+            active = [r for r in active if _could_fire_in_project_text(r, source, own, project)]
+        tree = parsed_tree if parsed_tree is not None or not active else _ast_tree(source)
+    if tree is None and (active or ("TPF001" in codes and passed is None)):
         # Python is the judge: a file it rejects is TPF001 at once and never reaches LibCST
         # (deep nesting it refuses can cost LibCST minutes and gigabytes).
         tree, rejected = verdict(source, path)
@@ -374,7 +389,6 @@ def _lint_source(
         result.passed = frozenset(r.code for r in active)
         return result
     if project is not None and tree is not None and active:
-        own = os.path.abspath(path)
         active = [r for r in active if _could_fire_in_project(r, tree, own, project)]
     on_accelerator: Optional[bool] = None
     if any(r.needs_cuda for r in active):

@@ -106,6 +106,14 @@ class Rule(cst.BatchableCSTVisitor):
         return True
 
     @classmethod
+    def could_fire_project_text(cls, source: str, path: str, project: "ProjectIndex") -> bool:
+        """A project screen that needs no ``ast`` tree, asked before ``could_fire_tree`` and
+        ``could_fire_project`` (``path`` absolute). A run that summarised the project
+        screened each file's tree in the summarising worker and lints it in another process:
+        a file whose passed rules all fail here is not parsed again. Over-approximates."""
+        return True
+
+    @classmethod
     def candidates_tree(cls, tree: "ast.Module") -> Optional[Sequence["ast.AST"]]:
         """For a rule whose findings depend only on the statement holding them and on what
         the names there are bound to: the ``ast`` nodes it could fire at, which lets the

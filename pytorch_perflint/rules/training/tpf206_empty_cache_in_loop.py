@@ -130,6 +130,13 @@ class EmptyCacheInLoop(Rule):
         return "empty_cache" in code_identifiers(tree) or loop_calls(tree)
 
     @classmethod
+    def could_fire_project_text(cls, source: str, path: str, project: "ProjectIndex") -> bool:
+        """``empty_cache`` in the text, or in a project module this one imports: most files
+        of a large project pass the loop screens and reach neither (answered without the
+        ``ast`` tree, so that such a file is not parsed again)."""
+        return "empty_cache" in source or imports_reach_empty_cache(project, path)
+
+    @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
         """``empty_cache`` here; or a loop here that may train or evaluate, and a project
         module this one imports (directly or through other project modules, as deep as a
