@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytorch_perflint import engine, runner
+from pytorch_perflint import engine, runner, screening
 from pytorch_perflint.config import load_settings
 from pytorch_perflint.project.linted import index_for
 from pytorch_perflint.rules.training.tpf206_empty_cache_in_loop import EmptyCacheInLoop
@@ -120,14 +120,14 @@ def test_a_file_whose_passed_rules_fail_the_tree_free_screens_is_not_parsed_agai
     root = write_project(tmp_path, {"helpers.py": NO_CACHE_HELPERS, "tidy.py": TRAINS.replace("free_memory", "tidy_up"), "helpers2.py": HELPERS, "train.py": TRAINS.replace("from helpers ", "from helpers2 ")})
     settings = load_settings([root])
     parsed = []
-    real = engine._ast_tree
-    monkeypatch.setattr(engine, "_ast_tree", lambda source: parsed.append(source) or real(source))
+    real = screening.ast_tree
+    monkeypatch.setattr(screening, "ast_tree", lambda source: parsed.append(source) or real(source))
     found = {}
     for name in ("tidy.py", "train.py"):
         path = root / name
         index = index_for(path, settings)
         text = path.read_text(encoding="utf-8")
-        lint = engine.lint_source(text, path, settings, project=index, passed=frozenset({"TPF206"}), keep_module=False)
+        lint = engine.lint_source(text, path, settings, project=index, passed={"TPF206": None}, keep_module=False)
         found[name] = [d.code for d in lint.diagnostics]
     assert found == {"tidy.py": [], "train.py": ["TPF206"]}
     assert len(parsed) == 1 and "helpers2" in parsed[0]

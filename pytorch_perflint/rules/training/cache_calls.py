@@ -13,8 +13,31 @@ import re
 import weakref
 from typing import Dict, Tuple
 
+from ...analysis.ast_index import code_identifiers, tree_index
 from ...project import ProjectIndex
 from ...project.call_values import MAX_DEPTH
+from .no_grad import is_eval_function_name
+from .screens import could_have_training_loop, loop_calls_step_by_name
+
+# Names that mark evaluation: a loop of the module may evaluate a model.
+_EVALUATES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "eval"})
+
+
+def screen_question(tree: ast.Module) -> Tuple[bool, bool]:
+    """What TPF206's project screen asks of a tree: whether the code names ``empty_cache``,
+    and whether a loop of it may train or evaluate (``Rule.project_question``)."""
+    names = code_identifiers(tree)
+    if "empty_cache" in names:
+        return True, True
+    loops = could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & names)
+    return False, loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
+
+
+def screen_answer(question: Tuple[bool, bool], path: str, project: ProjectIndex) -> bool:
+    """``empty_cache`` named here; or a loop that may train or evaluate, and a project module
+    this one imports (directly or through others, as deep as a helper is followed) calls it."""
+    named, loops = question
+    return named or (loops and imports_reach_empty_cache(project, path))
 
 
 def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:
