@@ -18,17 +18,20 @@ from typing import (
     Callable,
     Dict,
     FrozenSet,
+    Hashable,
     Iterator,
     List,
+    Mapping,
     Optional,
     Sequence,
+    Set,
     Tuple,
     Type,
 )
 
 import libcst as cst
 
-from . import narrowing
+from . import narrowing, screening
 from .analysis.ast_index import forget_trees
 from .analysis.walk import child_nodes
 from .config import Settings
@@ -70,9 +73,10 @@ class FileLint:
     candidates: List[FixCandidate] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
     # ``screen_only``: a rule passed its screens, so the file must be linted again with
-    # the project index (nothing else here is filled in); ``passed``: those rules' codes.
+    # the project index (nothing else here is filled in); ``passed``: those rules' codes,
+    # each with its ``project_question`` of the tree (None: the project screen needs the tree).
     deferred: bool = False
-    passed: FrozenSet[str] = frozenset()
+    passed: Mapping[str, Optional[Hashable]] = field(default_factory=dict)
 
 
 _LIBCST_ROW = re.compile(r"error at (\d+):\d+")
@@ -250,44 +254,6 @@ def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors:
     context.findings = []
 
 
-# Rules whose ``could_fire_tree`` answers None have no ast screen; remembered per class.
-_NO_TREE_SCREEN: set = set()
-_EMPTY_TREE = ast.Module(body=[], type_ignores=[])
-
-
-def _screen_with_ast(
-    active: List[Type[Rule]], source: str, parsed: Optional[ast.Module] = None
-) -> Tuple[List[Type[Rule]], Optional[ast.Module]]:
-    """Drop the rules whose ast pre-screen says they cannot fire (one ``ast.parse``, and
-    only when a candidate rule has such a screen), and give the ``ast`` tree when it was
-    parsed (None: not tried, or a syntax error, when every rule stays: LibCST reports it)."""
-    screened = [r for r in active if r not in _NO_TREE_SCREEN]
-    for rule in screened:
-        if rule.could_fire_tree(_EMPTY_TREE) is None:
-            _NO_TREE_SCREEN.add(rule)
-    screened = [r for r in screened if r not in _NO_TREE_SCREEN]
-    if not screened:
-        return active, parsed
-    tree = parsed if parsed is not None else _ast_tree(source)
-    if tree is None:
-        return active, None
-    return [r for r in active if r in _NO_TREE_SCREEN or r.could_fire_tree(tree)], tree
-
-
-def _ast_tree(source: str) -> Optional[ast.Module]:
-    """The ``ast`` tree of a text, None for one Python cannot parse."""
-    return verdict(source)[0]
-
-
-def _could_fire_in_project(rule: Type[Rule], tree: ast.Module, path: str, project: ProjectIndex) -> bool:
-    """The rule's project screen; one that fails keeps the rule, whose run then reports
-    any error as that rule's own (a screen must never cost the file its other findings)."""
-    try:
-        return rule.could_fire_project(tree, path, project)
-    except Exception:  # noqa: BLE001 - see above
-        return True
-
-
 def lint_source(
     source: str,
     path: Path,
@@ -301,7 +267,7 @@ def lint_source(
     selection: Optional[Selection] = None,
     project: Optional[ProjectIndex] = None,
     screen_only: bool = False,
-    passed: Optional[FrozenSet[str]] = None,
+    passed: Optional[Mapping[str, Optional[Hashable]]] = None,
 ) -> FileLint:
     """Lint one source text. ``selection`` is what the caller worked out for the file
     (the runner, once per file); without it, it is worked out here from ``settings``, and
@@ -319,7 +285,8 @@ def lint_source(
     result is ``deferred`` and nothing else; otherwise it is the file's whole result, since
     no rule could have asked the project anything. ``passed``: the codes of the rules that
     passed the text and ``ast`` screens of exactly this text in such a run (the deferred
-    result's ``passed``), which are not run again.
+    result's ``passed``), which are not run again, with their project questions, which are
+    answered without the tree.
     """
     with _collector_paused():
         chosen = selection if selection is not None else for_file(path, settings, rules)
@@ -340,7 +307,7 @@ def _lint_source(
     parsed_tree: Optional[ast.Module] = None,
     project: Optional[ProjectIndex] = None,
     screen_only: bool = False,
-    passed: Optional[FrozenSet[str]] = None,
+    passed: Optional[Mapping[str, Optional[Hashable]]] = None,
 ) -> FileLint:
     result = FileLint(path=path, source=source)
     codes, rule_classes = chosen.codes, chosen.rules
@@ -355,13 +322,23 @@ def _lint_source(
     if test_policy == "skip":  # one policy for every rule (testfiles.py); syntax errors still count
         rule_classes, codes = (), codes & {"TPF001"}
     want_unused_noqa = "TPF002" in codes and "noqa" in source.lower()
+    own = os.path.abspath(path)
+    answered: Set[Type[Rule]] = set()  # rules whose project screen was answered without the tree
     if passed is None:
         active = [r for r in rule_classes if r.could_fire(source)]
-        active, tree = _screen_with_ast(active, source, parsed_tree)
+        if project is not None:
+            active = [r for r in active if screening.could_fire_in_project_text(r, source, own, project)]
+        active, tree = screening.screen_with_ast(active, source, parsed_tree)
     else:
+        # The summarising worker parsed this very text (``passed`` is for it alone): it is
+        # valid Python, and parsed again only for a rule that passes the tree-free screen.
         active = [r for r in rule_classes if r.code in passed]
-        tree = parsed_tree if parsed_tree is not None else _ast_tree(source)
-    if tree is None and (active or "TPF001" in codes):
+        if project is not None:
+            active = [r for r in active if screening.could_fire_in_project_text(r, source, own, project)]
+            answered = {r for r in active if passed[r.code] is not None}
+            active = [r for r in active if r not in answered or screening.could_fire_answering(r, passed[r.code], own, project)]
+        tree = parsed_tree if parsed_tree is not None or not active else screening.ast_tree(source)
+    if tree is None and (active or ("TPF001" in codes and passed is None)):
         # Python is the judge: a file it rejects is TPF001 at once and never reaches LibCST
         # (deep nesting it refuses can cost LibCST minutes and gigabytes).
         tree, rejected = verdict(source, path)
@@ -371,11 +348,10 @@ def _lint_source(
             return result
     if screen_only and active:
         result.deferred = True
-        result.passed = frozenset(r.code for r in active)
+        result.passed = {r.code: screening.project_question(r, tree) for r in active}
         return result
     if project is not None and tree is not None and active:
-        own = os.path.abspath(path)
-        active = [r for r in active if _could_fire_in_project(r, tree, own, project)]
+        active = [r for r in active if r in answered or screening.could_fire_in_project(r, tree, own, project)]
     on_accelerator: Optional[bool] = None
     if any(r.needs_cuda for r in active):
         on_accelerator = runs_on_accelerator(path, source, tree, settings, project)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Hashable, Mapping, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
@@ -102,7 +102,30 @@ class Rule(cst.BatchableCSTVisitor):
     def could_fire_project(cls, tree: "ast.Module", path: str, project: "ProjectIndex") -> bool:
         """A third pre-screen, asked in a file's project (``path`` absolute) of files that
         passed ``could_fire_tree``, before LibCST: for a rule whose finding needs a fact of
-        other modules, whether the index can hold it. Over-approximates, as the others."""
+        other modules, whether the index can hold it. Over-approximates, as the others.
+        By default, the answer to the rule's ``project_question``."""
+        question = cls.project_question(tree)
+        return question is None or cls.could_fire_answering(question, path, project)
+
+    @classmethod
+    def could_fire_project_text(cls, source: str, path: str, project: "ProjectIndex") -> bool:
+        """A project screen that needs no ``ast`` tree, asked before ``could_fire_tree`` and
+        ``could_fire_project`` (``path`` absolute). A run that summarised the project
+        screened each file's tree in the summarising worker and lints it in another process:
+        a file whose passed rules all fail here is not parsed again. Over-approximates."""
+        return True
+
+    @classmethod
+    def project_question(cls, tree: "ast.Module") -> Optional[Hashable]:
+        """What ``could_fire_project`` asks the project, worked out from the tree as plain
+        data (None: it needs the tree itself). A run that summarised the project works it
+        out in the summarising worker, which holds the tree, and the lint phase answers it
+        with ``could_fire_answering`` without parsing the file again."""
+        return None
+
+    @classmethod
+    def could_fire_answering(cls, question: Hashable, path: str, project: "ProjectIndex") -> bool:
+        """``could_fire_project`` from the ``project_question`` of the file's tree."""
         return True
 
     @classmethod

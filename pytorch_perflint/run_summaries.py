@@ -15,7 +15,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Dict, FrozenSet, Hashable, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from .cache import Stamp
 from .config import Settings
@@ -57,10 +57,16 @@ class Passed:
 
     text_hash: Tuple[int, int]
     codes: FrozenSet[str]
+    # Each rule's ``project_question`` of the screened tree, for the rules that have one.
+    questions: Tuple[Tuple[str, Hashable], ...] = ()
 
-    def for_text(self, text: str) -> Optional[FrozenSet[str]]:
-        """The codes, for the text that was screened; None for another text."""
-        return self.codes if (len(text), hash(text)) == self.text_hash else None
+    def for_text(self, text: str) -> Optional[Mapping[str, Optional[Hashable]]]:
+        """The codes with their project questions, for the text that was screened; None
+        for another text."""
+        if (len(text), hash(text)) != self.text_hash:
+            return None
+        asked = dict(self.questions)
+        return {code: asked.get(code) for code in self.codes}
 
 
 Summarised = Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, int]], Union[Done, Passed, None]]
@@ -114,7 +120,8 @@ def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Option
     except Exception:  # noqa: BLE001 - the lint phase reports it
         return path, key, summary, text_hash, None
     if lint.deferred:
-        return path, key, summary, text_hash, Passed(text_hash, lint.passed)
+        questions = tuple(sorted((code, q) for code, q in lint.passed.items() if q is not None))
+        return path, key, summary, text_hash, Passed(text_hash, frozenset(lint.passed), questions)
     result = checked(given, lint)
     stamp = None
     if screen.stamped and not result.errors and stat_key(path) == key:

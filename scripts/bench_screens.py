@@ -99,7 +99,7 @@ def tree_screens(
 
 
 def engine_order(rules: Sequence[Type[Rule]], passed: Dict[str, List[int]], trees: Dict[int, ast.Module]) -> float:
-    """The ast screens as ``engine._screen_with_ast`` asks them: each file's candidates in
+    """The ast screens as ``screening.screen_with_ast`` asks them: each file's candidates in
     rule order, nothing built beforehand."""
     asks: Dict[int, List[Type[Rule]]] = {i: [] for i in trees}
     for rule in rules:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from test_screens import parsed_sources
-from pytorch_perflint import engine, narrowing
+from pytorch_perflint import engine, narrowing, screening
 from pytorch_perflint.config import Settings
 from pytorch_perflint.fixer import fix_source
 from pytorch_perflint.registry import all_rules, rule_by_code
@@ -69,7 +69,7 @@ def test_a_padded_example_gets_the_same_diagnostics_either_way(rule, monkeypatch
 @pytest.mark.parametrize("rule", LOCAL, ids=[r.code for r in LOCAL])
 def test_every_finding_is_in_a_statement_holding_a_candidate(rule, monkeypatch):
     """Stronger than the file-level screen: narrowing keeps only statements with candidates."""
-    monkeypatch.setattr(engine, "_screen_with_ast", lambda active, source, parsed=None: (active, None))
+    monkeypatch.setattr(screening, "screen_with_ast", lambda active, source, parsed=None: (active, None))
     reported = 0
     for source, options, tree in parsed_sources(rule):
         rows = [row for row, _ in lint_example(rule, source, options)]

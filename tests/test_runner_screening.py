@@ -15,7 +15,7 @@ from typing import List
 
 import pytest
 
-from pytorch_perflint import runner, workers
+from pytorch_perflint import runner, screening, workers
 from pytorch_perflint.config import Settings
 from pytorch_perflint.engine import lint_source
 from pytorch_perflint.project import ProjectIndex
@@ -109,13 +109,11 @@ def test_a_fix_run_does_not_take_a_screened_result(tmp_path, monkeypatch):
 def test_the_lint_phase_runs_only_the_rules_whose_screens_passed_and_does_not_screen_again(tmp_path, monkeypatch):
     """A deferred file is linted with the rules that passed its screens in the summarising
     phase (``Passed``); the lint phase does not run the text or ``ast`` screens again."""
-    from pytorch_perflint import engine
-
     root = tmp_path / "project"
     files = _project(root)
     linted = _in_process(monkeypatch)
     screened_again: List[str] = []
-    screen = engine._screen_with_ast
+    screen = screening.screen_with_ast
 
     def spy(active, source, parsed=None):
         screened_again.append(source)
@@ -123,7 +121,7 @@ def test_the_lint_phase_runs_only_the_rules_whose_screens_passed_and_does_not_sc
 
     # The summarising phase runs in worker processes (its own copy of the engine); the lint
     # phase runs here (``_in_process``): only its screens reach the spy.
-    monkeypatch.setattr(engine, "_screen_with_ast", spy)
+    monkeypatch.setattr(screening, "screen_with_ast", spy)
     results, _ = runner.run(files, _settings(root), jobs=2)
     assert "train.py" in {p.name for p in linted}
     assert screened_again == []
@@ -136,13 +134,13 @@ def test_passed_codes_hold_only_for_the_text_that_was_screened():
     from pytorch_perflint.run_summaries import Passed
 
     text = "import torch\nmodel = torch.nn.DataParallel(net)\n"
-    passed = Passed((len(text), hash(text)), frozenset({"TPF501"}))
-    assert passed.for_text(text) == {"TPF501"}
+    passed = Passed((len(text), hash(text)), frozenset({"TPF501", "TPF403"}), (("TPF403", (True, ())),))
+    assert passed.for_text(text) == {"TPF501": None, "TPF403": (True, ())}
     assert passed.for_text(text + "x = 1\n") is None  # changed between the phases: screened again
 
 
 def test_a_project_screen_that_fails_keeps_its_rule_and_the_files_other_findings(tmp_path, monkeypatch):
-    """A crash in ``could_fire_project`` must not cost the file its findings: the rule is
+    """A crash in ``could_fire_project`` (or ``could_fire_answering``) must not cost the file its findings: the rule is
     kept and linted as without the screen (TPF403 reaches it on ``train.py``)."""
     from pytorch_perflint.registry import rule_by_code
 
@@ -154,16 +152,24 @@ def test_a_project_screen_that_fails_keeps_its_rule_and_the_files_other_findings
     rule = rule_by_code("TPF403")
     asked: List[str] = []
 
-    def broken(tree, path, project):
+    def broken(tree_or_question, path, project):
         asked.append(path)
         raise RuntimeError("the index is unreadable")
 
     _in_process(monkeypatch)  # the lint phase here, where ``asked`` is seen
-    rule.could_fire_project = broken  # type: ignore[assignment]
+    # Both forms of the project screen: from the tree, and from its question (a run that
+    # summarised the project answers TPF403's without the tree).
+    own = {name: rule.__dict__.get(name) for name in ("could_fire_project", "could_fire_answering")}
+    for name in own:
+        setattr(rule, name, broken)
     try:
         results, _ = runner.run(files, settings, jobs=1)
     finally:
-        del rule.could_fire_project
+        for name, descriptor in own.items():  # the rule's own classmethod back, or none
+            if descriptor is None:
+                delattr(rule, name)
+            else:
+                setattr(rule, name, descriptor)
     assert asked  # the screen was reached
     assert _key(results) == _key(expected)
     assert not any(r.errors for r in results)

@@ -15,7 +15,7 @@ from typing import Iterator, List, Tuple, Type
 import pytest
 
 import test_contract_cases
-from pytorch_perflint import engine
+from pytorch_perflint import screening
 from pytorch_perflint.registry import all_rules, rule_by_code
 from pytorch_perflint.rule import Rule
 from pytorch_perflint.rules.tensors.screens import names_a_constructor
@@ -123,7 +123,7 @@ def parsed_sources(rule: Type[Rule]) -> Iterator[Tuple[str, dict, ast.Module]]:
 
 @pytest.mark.parametrize("rule", SCREENED, ids=[r.code for r in SCREENED])
 def test_a_screen_never_drops_a_file_its_rule_reports_on(rule, monkeypatch):
-    monkeypatch.setattr(engine, "_screen_with_ast", lambda active, source, parsed=None: (active, None))
+    monkeypatch.setattr(screening, "screen_with_ast", lambda active, source, parsed=None: (active, None))
     reported = 0
     for source, options, tree in parsed_sources(rule):
         if lint_example(rule, source, options):

@@ -350,12 +350,18 @@ class CudnnBenchmarkDisabled(Rule):
         return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)) or bool(_hands_to_an_object(tree))
 
     @classmethod
-    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
-        """A file that passed only for handing a name to an object (no training loop of
-        its own) needs the object's class to be a project trainer (``trained_models.class_trains``)."""
+    def project_question(cls, tree: ast.Module) -> Tuple[bool, Tuple[str, ...]]:
+        """Whether a loop here trains, else the classes (as spelled) objects are handed to:
+        a file that passed only for handing a name to an object (no training loop of its
+        own) needs the object's class to be a project trainer (``trained_models.class_trains``)."""
         if could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)):
-            return True
-        return any(class_trains(project, project.resolve(path, spelled)) for spelled in _hands_to_an_object(tree))
+            return True, ()
+        return False, tuple(sorted(_hands_to_an_object(tree)))
+
+    @classmethod
+    def could_fire_answering(cls, question: Tuple[bool, Tuple[str, ...]], path: str, project: "ProjectIndex") -> bool:
+        trains, handed = question
+        return trains or any(class_trains(project, project.resolve(path, spelled)) for spelled in handed)
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"

@@ -16,9 +16,28 @@ import weakref
 from typing import Dict, Tuple
 
 from ...project import ProjectIndex
+from ...analysis.ast_index import code_identifiers, tree_index
 from ...project.call_values import MAX_DEPTH, empties_cache_every_call
 from ...project.tree_wheres import loop_calls_running
 from ...project.values import engine_for
+from .no_grad import is_eval_function_name
+from .screens import could_have_training_loop, loop_calls_step_by_name
+
+# Names that mark evaluation: a loop of the module may evaluate a model.
+_EVALUATES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "eval"})
+
+
+def could_empty_in_loops(tree: ast.Module, path: str, project: ProjectIndex) -> bool:
+    """TPF206's project screen: ``empty_cache`` here; or a loop here that may train or
+    evaluate, a project module this one imports (directly or through other project modules,
+    as deep as a helper is followed) that calls ``empty_cache``, and a call in a loop here
+    that runs project code emptying the cache on every call (what ``visit_Call`` reports)."""
+    names = code_identifiers(tree)
+    if "empty_cache" in names:
+        return True
+    loops = could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & names)
+    loops = loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
+    return loops and imports_reach_empty_cache(project, path) and loops_call_emptying_code(project, path, tree)
 
 
 def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:

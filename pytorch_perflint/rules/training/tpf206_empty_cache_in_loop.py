@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, FrozenSet, List, Optional, Sequence,
 
 import libcst as cst
 
-from ...analysis.ast_index import code_identifiers, tree_index
+from ...analysis.ast_index import code_identifiers
 from ...analysis.scope import dotted_name
 from ...analysis.walk import child_nodes
 from ...project.allocator_calls import EMPTY_CACHE
@@ -19,9 +19,8 @@ from .classifiers import callee_key, is_no_grad_expr, last_name, method_name
 from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
 from .guards import guarded_between
 from .loops import loop_bound_names, step_loop_around, training_facts
-from .no_grad import evaluation_loops, is_eval_function_name, needs_grad_name, under_no_grad
-from .screens import could_have_training_loop, loop_calls_step_by_name
-from .cache_calls import imports_reach_empty_cache, loop_calls, loops_call_emptying_code
+from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
+from .cache_calls import could_empty_in_loops, imports_reach_empty_cache, loop_calls
 from .test_code import in_test_code
 
 if TYPE_CHECKING:
@@ -33,7 +32,6 @@ _OOM = re.compile(r"OutOfMemoryError|out of memory|\bOOM\b", re.IGNORECASE)
 _DEVICE_FLAG = re.compile(r"cuda|gpu|mps|xpu|accelerat", re.IGNORECASE)
 _DEVICES = frozenset({"cuda", "mps", "xpu"})
 # What an evaluation loop names (no-grad regions, eval mode): TPF206's project screen.
-_EVALUATES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "eval"})
 # ... but a flag about the cache itself (``args.clear_gpu_cache``) is the author's switch.
 _CACHE_FLAG = re.compile(r"cache|empty|clear|free|mem", re.IGNORECASE)
 # A module that selects the GPU (the rule is silent in CPU-only code).
@@ -130,17 +128,14 @@ class EmptyCacheInLoop(Rule):
         return "empty_cache" in code_identifiers(tree) or loop_calls(tree)
 
     @classmethod
+    def could_fire_project_text(cls, source: str, path: str, project: "ProjectIndex") -> bool:
+        """``empty_cache`` in the text, or in a project module this one imports (answered
+        without the ``ast`` tree: a deferred file that reaches neither is not parsed again)."""
+        return "empty_cache" in source or imports_reach_empty_cache(project, path)
+
+    @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
-        """``empty_cache`` here; or a loop here that may train or evaluate, a project
-        module this one imports (directly or through other project modules, as deep as a
-        helper is followed) that calls ``empty_cache``, and a call in a loop here that runs
-        project code emptying the cache on every call (what ``visit_Call`` reports)."""
-        names = code_identifiers(tree)
-        if "empty_cache" in names:
-            return True
-        loops = could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & names)
-        loops = loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
-        return loops and imports_reach_empty_cache(project, path) and loops_call_emptying_code(project, path, tree)
+        return could_empty_in_loops(tree, path, project)
 
     VALID = (
         # Outside any loop.
