@@ -20,6 +20,7 @@ import libcst as cst
 from ...analysis.scope import dotted_name
 from ...analysis.values import literal_value
 from ...context import FileContext
+from ...project.forward_calls import MODEL_NAME
 from .classifiers import (
     BACKWARD_ATTRS,
     Loop,
@@ -131,8 +132,6 @@ FRAMEWORK_HOOKS = frozenset(
         "prediction_loop",
     }
 )
-# The last name of a callee that is a model: model, net, self.model, netG, base_model.
-MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
 GRAD_ATTRS = frozenset(
     {
         "grad",

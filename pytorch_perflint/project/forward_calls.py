@@ -1,0 +1,204 @@
+"""Which project functions run a model forward when called (TPF206's inference loops).
+
+An inference loop runs a model on each item, often behind a project function or method:
+``audio = infer(piece, net_g=net_g)`` (a function of another module that runs
+``net_g.infer(...)`` under ``torch.no_grad()``), ``mask = tracker.track(frame)`` (a method
+whose object holds the model). ``runs_forward`` reads a function's ``ast`` body and says
+whether a call of it runs a model forward outside any loop of its own (a helper that loops
+over the data evaluates a whole set, not one item), and whether autograd is off there:
+
+* a call of something named like a model (``model(x)``, ``self.net_g(x)``,
+  ``net.forward(x)``) or of an inference method of one (``net_g.infer(x)``,
+  ``model.generate(x)``);
+* a call of what the value engine knows to be a module (``Module``, a ``Wrapper``, an
+  object of a project ``nn.Module`` class), not a loss;
+* a call of project code that does (``call_values.dispatch``), at most ``MAX_DEPTH``
+  calls down;
+* a method decorated no-grad (``@torch.no_grad()``) of a class that puts a model it holds
+  in eval mode (``self.model.eval()``): a tracker's ``track(frame)`` whose model runs
+  deeper than the engine follows.
+
+Autograd is off when the function is decorated no-grad, when the forward stands in a no-grad
+``with`` of its body, or when the callee that runs it does. Answers are memoised in the
+engine (their reads are the finding's cache dependencies); depth is bounded, recursion cut.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from .autograd_values import NO_GRAD_WORDS, no_grad_expr
+from .bodies import locate
+from .call_values import dispatch
+from .forms import Call, Form, FormBuilder, Lit, Ref, dotted
+from .kinds import Instance, Module, Unknown, Wrapper, present
+from .resolution import Definition
+from .scopes import DEEP
+from .values import ValueEngine, Where
+
+MAX_DEPTH = 2
+# The last name of a callee that is a model: model, net, self.model, netG, base_model.
+MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
+# Methods of a model that run it (``net_g.infer(x)``): its forward under another name.
+INFERENCE_METHODS = re.compile(r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*)$")
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A call of a function's own body outside its loops: line, callee form, whether it runs
+    under a no-grad ``with``, and whether its callee is named like a model (or its method)."""
+
+    line: int
+    func: Form
+    off: bool
+    named: bool
+
+
+@dataclass(frozen=True)
+class ForwardBody:
+    sites: Tuple[Site, ...]
+    no_grad: bool  # decorated no-grad (or an inference-mode decorator)
+
+
+def is_model_name(spelled: Optional[str], method: Optional[str] = None) -> bool:
+    """``model``, ``self.net_g``; with ``method``: an inference method of one."""
+    if spelled is None or (method is not None and not INFERENCE_METHODS.match(method)):
+        return False
+    return bool(MODEL_NAME.match(spelled.rsplit(".", 1)[-1]))
+
+
+def named_forward(func: ast.AST) -> bool:
+    """``model(x)``, ``self.net(x)``, ``net.forward(x)``, ``net_g.infer(x)``."""
+    if isinstance(func, ast.Attribute) and is_model_name(dotted(func.value), func.attr):
+        return True
+    return is_model_name(dotted(func))
+
+
+def read_forward_body(node: ast.AST, aliases: Dict[str, str]) -> ForwardBody:
+    """The calls of a function's own statements outside its loops (nested defs left out)."""
+    builder = FormBuilder(aliases, DEEP)
+    sites: List[Site] = []
+
+    def visit(child: ast.AST, off: bool) -> None:
+        if isinstance(child, _SCOPES) or isinstance(child, _LOOPS):
+            return
+        if isinstance(child, (ast.With, ast.AsyncWith)):
+            off = off or any(no_grad_expr(item.context_expr, aliases) for item in child.items)
+        if isinstance(child, ast.Call):
+            sites.append(Site(child.lineno, builder.form(child.func), off, named_forward(child.func)))
+        for grandchild in ast.iter_child_nodes(child):
+            visit(grandchild, off)
+
+    for statement in getattr(node, "body", ()):
+        visit(statement, False)
+    return ForwardBody(tuple(sites), False)
+
+
+def forward_body(engine: ValueEngine, definition: Definition) -> Optional[ForwardBody]:
+    index, function = engine.index, definition.function
+    if index is None or function is None or definition.path is None:
+        return None
+    summary = index.summary(definition.path)
+    key = ("forward-body", definition.path, definition.name, function.line, id(summary))
+
+    def compute() -> Tuple[object, Optional[ForwardBody]]:
+        text = index.text(definition.path)  # type: ignore[arg-type]
+        node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
+        body = None if node is None else read_forward_body(node, dict(summary.aliases))
+        return summary, None if body is None else ForwardBody(body.sites, any(_no_grad_form(d) for d in function.decorators))
+
+    found = engine._memoised(key, compute)  # type: ignore[arg-type]
+    return found[1] if type(found) is tuple else None
+
+
+def _no_grad_form(decorator: Form) -> bool:
+    """A decorator (as the summary keeps it) that turns autograd off: ``@torch.no_grad()``."""
+    target = decorator.func if type(decorator) is Call else decorator  # type: ignore[union-attr]
+    if type(target) is not Ref:
+        return False
+    args = decorator.args if type(decorator) is Call else ()  # type: ignore[union-attr]
+    if args and type(args[0]) is Lit and args[0].value is False:
+        return False  # `inference_mode(False)`
+    return bool(NO_GRAD_WORDS.search(target.qualname or target.name))
+
+
+def calls_module(engine: ValueEngine, func: Form, where: Where) -> bool:
+    """The callee is a model as the engine knows it: a module (not a loss), a wrapper, an
+    object of a project ``nn.Module`` class."""
+    callee = present(engine._eval(func, where, 0))
+    if type(callee) is Module:
+        return not callee.loss
+    if type(callee) is Wrapper:
+        return True
+    return type(callee) is Instance and engine.index is not None and engine.index.is_nn_module(callee.klass)
+
+
+def target_runs_forward(engine: ValueEngine, definition: Definition) -> Optional[bool]:
+    """What running a call's target does: the ``forward`` or ``__call__`` of a project
+    ``nn.Module`` (calling the object) is a forward; else ``runs_forward``."""
+    owner, _, method = definition.name.rpartition(".")
+    if definition.kind == "method" and method in ("forward", "__call__") and engine.index is not None and definition.path:
+        klass = engine.index.resolve(definition.path, owner)
+        if klass is not None and klass.kind == "class" and engine.index.is_nn_module(klass):
+            return False
+    return runs_forward(engine, definition)
+
+
+def runs_forward(engine: ValueEngine, definition: Definition, depth: int = 0) -> Optional[bool]:
+    """Whether calling a project function runs a model forward outside its own loops: None
+    when not (as far as the project shows), False when autograd is as the caller has it,
+    True when it is off there."""
+    function = definition.function
+    if function is None or engine.index is None or depth > MAX_DEPTH:
+        return None
+    key = ("forward", definition.path, definition.name, function.line)
+    found = engine._memoised(key, lambda: _forward(engine, definition, depth))  # type: ignore[arg-type]
+    return None if isinstance(found, Unknown) else found  # type: ignore[return-value]
+
+
+def _forward(engine: ValueEngine, definition: Definition, depth: int) -> Optional[bool]:
+    body = forward_body(engine, definition)
+    if body is None:
+        return None
+    found: Optional[bool] = None
+    scope = engine.scope_of(definition)
+    for site in body.sites:
+        where = None if scope is None else Where(definition.path, scope, site.line, Where(definition.path))
+        runs: Optional[bool] = None
+        if site.named or (where is not None and calls_module(engine, site.func, where)):
+            runs = False
+        elif where is not None and depth < MAX_DEPTH:
+            targets = dispatch(engine, site.func, where, objects=False)
+            reached = [runs_forward(engine, t, depth + 1) for t in targets or ()]
+            runs = None if not reached or any(r is None for r in reached) else all(reached)
+        if runs is not None:
+            found = bool(found) or runs or site.off or body.no_grad
+    if found is None and body.no_grad and definition.kind == "method" and _holds_eval_model(engine, definition):
+        found = True
+    return found
+
+
+def _holds_eval_model(engine: ValueEngine, definition: Definition) -> bool:
+    """The method's class (or a project base) puts a model it holds in eval mode:
+    ``self.model.eval()`` in one of its methods."""
+    index = engine.index
+    owner = index.resolve(definition.path, definition.name.rpartition(".")[0]) if index and definition.path else None
+    if owner is None or owner.kind != "class":
+        return False
+    for klass in index.resolution.lineage(owner):  # type: ignore[union-attr]
+        text = index.text(klass.path) if klass.path else None  # type: ignore[union-attr]
+        if text is None or ".eval()" not in text or klass.klass is None:
+            continue
+        for method in klass.klass.methods:
+            node = locate(text, method.line, method.end_line, method.name, False)
+            for call in ast.walk(node) if node is not None else ():
+                if isinstance(call, ast.Call) and not call.args and isinstance(call.func, ast.Attribute) and call.func.attr == "eval":
+                    owner_name = dotted(call.func.value) or ""
+                    if owner_name.startswith("self.") and is_model_name(owner_name):
+                        return True
+    return False
