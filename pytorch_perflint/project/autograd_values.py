@@ -20,10 +20,12 @@ import ast
 import re
 from typing import TYPE_CHECKING, Mapping, Optional
 
-from .forms import dotted, qualify
+from .forms import Call, Form, Lit, Ref, dotted, qualify
 from .kinds import DeviceTensor, GraphTensor, HostTensor, Kind, Module, Number
 
 if TYPE_CHECKING:
+    from .index import ProjectIndex
+    from .scopes import Scope
     from .values import Where
 
 FUNCTIONAL = "torch.nn.functional."
@@ -73,10 +75,11 @@ def arithmetic(op: str, left: Kind, right: Kind) -> Optional[Kind]:
     return None
 
 
-def grad_off(where: "Where") -> bool:
+def grad_off(where: "Where", index: Optional["ProjectIndex"] = None) -> bool:
     """Autograd may be off at ``where``: a no-grad ``with`` around its line, or a no-grad
-    decorator on its function (or on a function around an inline scope); a place whose
-    code is not known counts as off (precision first)."""
+    decorator on its function (or on a function around an inline scope; the scope's own
+    lines start at its ``def``, so its decorators are read from the project summary); a
+    place whose code is not known counts as off (precision first)."""
     current: Optional["Where"] = where
     line = where.line
     while current is not None:
@@ -87,7 +90,7 @@ def grad_off(where: "Where") -> bool:
         if not isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and not scope.inline:
             return True
         aliases = scope.aliases
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(no_grad_expr(d, aliases) for d in node.decorator_list):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _decorated(scope, node, index):
             return True
         if _in_no_grad_with(node, line, aliases):
             return True
@@ -95,6 +98,15 @@ def grad_off(where: "Where") -> bool:
             return False
         current, line = current.parent, current.parent.line if current.parent is not None else 0
     return False
+
+
+def _decorated(scope: "Scope", node: ast.AST, index: Optional["ProjectIndex"]) -> bool:
+    """The function is decorated no-grad (``@torch.no_grad()``)."""
+    if any(no_grad_expr(d, scope.aliases) for d in getattr(node, "decorator_list", ())):
+        return True
+    definition = index.resolve(scope.path, scope.owner) if index is not None and scope.path and scope.owner else None
+    function = None if definition is None else definition.function
+    return function is not None and any(no_grad_form(d) for d in function.decorators)
 
 
 def _in_no_grad_with(root: ast.AST, line: int, aliases: Mapping[str, str]) -> bool:
@@ -131,3 +143,14 @@ def no_grad_expr(expr: ast.AST, aliases: Mapping[str, str]) -> bool:
     if name == "torch.set_grad_enabled":
         return constant is not True
     return name in _NO_GRAD_NAMES or bool(NO_GRAD_WORDS.search(spelled))
+
+
+def no_grad_form(decorator: Form) -> bool:
+    """A decorator (as the summary keeps it) that turns autograd off: ``@torch.no_grad()``."""
+    target = decorator.func if type(decorator) is Call else decorator  # type: ignore[union-attr]
+    if type(target) is not Ref:
+        return False
+    args = decorator.args if type(decorator) is Call else ()  # type: ignore[union-attr]
+    if args and type(args[0]) is Lit and args[0].value is False:
+        return False  # `inference_mode(False)`
+    return bool(NO_GRAD_WORDS.search(target.qualname or target.name))

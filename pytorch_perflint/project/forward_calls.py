@@ -30,10 +30,10 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from .autograd_values import NO_GRAD_WORDS, no_grad_expr
+from .autograd_values import no_grad_expr, no_grad_form
 from .bodies import locate
 from .call_values import dispatch
-from .forms import Call, Form, FormBuilder, Lit, Ref, dotted
+from .forms import Form, FormBuilder, dotted
 from .kinds import Instance, Module, Unknown, Wrapper, present
 from .resolution import Definition
 from .scopes import DEEP
@@ -110,21 +110,10 @@ def forward_body(engine: ValueEngine, definition: Definition) -> Optional[Forwar
         text = index.text(definition.path)  # type: ignore[arg-type]
         node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
         body = None if node is None else read_forward_body(node, dict(summary.aliases))
-        return summary, None if body is None else ForwardBody(body.sites, any(_no_grad_form(d) for d in function.decorators))
+        return summary, None if body is None else ForwardBody(body.sites, any(no_grad_form(d) for d in function.decorators))
 
     found = engine._memoised(key, compute)  # type: ignore[arg-type]
     return found[1] if type(found) is tuple else None
-
-
-def _no_grad_form(decorator: Form) -> bool:
-    """A decorator (as the summary keeps it) that turns autograd off: ``@torch.no_grad()``."""
-    target = decorator.func if type(decorator) is Call else decorator  # type: ignore[union-attr]
-    if type(target) is not Ref:
-        return False
-    args = decorator.args if type(decorator) is Call else ()  # type: ignore[union-attr]
-    if args and type(args[0]) is Lit and args[0].value is False:
-        return False  # `inference_mode(False)`
-    return bool(NO_GRAD_WORDS.search(target.qualname or target.name))
 
 
 def calls_module(engine: ValueEngine, func: Form, where: Where) -> bool:

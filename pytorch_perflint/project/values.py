@@ -151,7 +151,7 @@ class ValueEngine(loaders.LoaderFlow, Memo):
             return self._ref(form, where, depth)  # type: ignore[arg-type]
         if kind is Call:  # no graph is made where autograd is off
             found = self._call(form, where, depth)  # type: ignore[arg-type]
-            return UNKNOWN if type(found) is GraphTensor and autograd.grad_off(where) else found
+            return UNKNOWN if type(found) is GraphTensor and autograd.grad_off(where, self.index) else found
         if kind is Lit:
             return library.literal(form.value)  # type: ignore[union-attr]
         if kind is Item:

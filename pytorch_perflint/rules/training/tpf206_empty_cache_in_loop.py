@@ -48,9 +48,23 @@ class EmptyCacheInLoop(Rule):
     Flags `torch.cuda.empty_cache()` (and `torch.accelerator.empty_cache()`,
     `torch.mps.empty_cache()`, `torch.xpu.empty_cache()`) called on every iteration of a
     training loop (a loop that runs `.backward()` or an optimizer step once per step, itself
-    or through project functions it calls, in any module) or of an evaluation loop (a loop
-    that calls a model under `torch.no_grad()` / `torch.inference_mode()`, around it or in
-    its own body, or through a loop-free helper that does; or one TPF203 sees as evaluation).
+    or through project functions it calls, in any module) or of an evaluation loop.
+
+    An evaluation loop is any loop that runs a model forward on each item it walks
+    (batches, video frames, chunks of one video, slices of a text) for inference: the
+    forward runs under `torch.no_grad()` / `torch.inference_mode()` (around the loop, in
+    its body, or inside the code it calls), or on a model put in eval mode before the loop
+    (`net.eval()`), or the loop is one TPF203 sees as evaluation. The forward may run
+    behind code the loop calls: a call of a model (`model(x)`, `self.net_g(x)`), of a method
+    that runs one (`net_g.infer(x)`, `model.generate(x)`), of a project function or method
+    of any module that runs one outside its own loops, one or two calls down
+    (`audio = infer(piece, net_g=net_g)`; `mask = tracker.track(frame)`, whose no-grad
+    `track` belongs to an object that put its model in eval mode). A call in a nested loop
+    that runs no model (the images of one batch) runs on every iteration of the evaluation
+    loop around it. Not an evaluation loop: one whose body builds or loads a model every
+    iteration (a loop over checkpoints, a speed test over models: each model's memory is
+    freed before the next), one that runs no model, one whose helper loops over the data
+    itself (it evaluates a whole set per iteration).
     A `finally:` in the loop body runs on every iteration too. A call of a project function
     or method (this module or another) that empties the cache on every call, itself or
     through the project functions it calls (`free_memory()`, a `train_step()` that ends
@@ -181,6 +195,13 @@ class EmptyCacheInLoop(Rule):
         # A loop over checkpoints of a model put in eval mode: loading is no forward.
         "import torch\nvqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        vqgan.load_state_dict(torch.load(path))\n"
         "    torch.cuda.empty_cache()\n",
+        # A speed test that builds a model every iteration (each one's memory freed before the next).
+        _GPU + "def bench(model, x):\n    with torch.no_grad():\n        return model(x)\n"
+        "for name in names:\n    model = eval(name)(num_classes=10)\n    model.cuda().eval()\n    bench(model, x)\n"
+        "    torch.cuda.empty_cache()\n",
+        # ... or loads one (the helper's forward on each checkpoint's model).
+        _GPU + "net.eval()\nfor path in paths:\n    net.load_state_dict(torch.load(path))\n    with torch.no_grad():\n"
+        "        net(x)\n    torch.cuda.empty_cache()\n",
         # A CPU-only module: nothing selects an accelerator, the call returns at once.
         "import torch\nfor x in loader:\n    model(x).backward()\n    opt.step()\n    torch.cuda.empty_cache()\n",
         # A `finally:` around the whole loop runs once.
@@ -255,6 +276,26 @@ class EmptyCacheInLoop(Rule):
             _GPU + "def validate(net, loader):\n    with torch.inference_mode():\n        for x in loader:\n"
             "            preds.append(net(x))\n            torch.cuda.memory.empty_cache()\n",
             line=7,
+        ),
+        # An inference loop over the chunks of one video, the model run by a method of its own.
+        Invalid(
+            _GPU + "with torch.no_grad():\n    for f in range(0, n, 12):\n        flows.append(net_g.infer(frames[f:f + 12]))\n"
+            "        torch.cuda.empty_cache()\n",
+            line=6,
+        ),
+        # A model put in eval mode, run on each batch; the cache emptied per image of the batch.
+        Invalid(
+            _GPU + "def valid(net, loader):\n    net.eval()\n    for x in loader:\n        out = net(x.cuda())\n"
+            "        for t in range(len(out)):\n            save(out[t])\n            torch.cuda.empty_cache()\n",
+            line=9,
+        ),
+        # The forward runs in a helper that a no-grad tracker method calls, per frame.
+        Invalid(
+            _GPU + "class Tracker:\n    def __init__(self, model):\n        self.model = model\n        self.model.eval()\n"
+            "    @torch.no_grad()\n    def track(self, frame):\n        return self.step(frame)\n"
+            "    def step(self, frame):\n        return frame\n"
+            "tracker = Tracker(build())\nwhile True:\n    mask = tracker.track(read())\n    torch.cuda.empty_cache()\n",
+            line=15,
         ),
     )
 
