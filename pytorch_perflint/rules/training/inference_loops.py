@@ -59,12 +59,16 @@ def evaluation_loop_around(context: "FileContext", ancestors: Sequence[cst.CSTNo
         if without_grad and _needs_grad(loop, class_name, facts_all.grad_functions):
             without_grad = False  # a no-grad target network inside a training step, say
         if forward:
-            reported = {id(e.node) for e in context.fact(evaluation_loops)}
-            if without_grad or in_eval_mode or under_no_grad(context, ancestors) or any(id(a) in reported for a in ancestors[: current + 1]):
-                return current
-            return None
+            evaluates = without_grad or in_eval_mode or under_no_grad(context, ancestors)
+            return current if evaluates or _in_reported_loop(context, ancestors[: current + 1]) else None
         current = _enclosing_loop(ancestors, current)
     return None
+
+
+def _in_reported_loop(context: "FileContext", ancestors: Sequence[cst.CSTNode]) -> bool:
+    """One of the loops around (or the last of ``ancestors``) is a loop TPF203 reports."""
+    reported = {id(e.node) for e in context.fact(evaluation_loops)}
+    return any(id(node) in reported for node in ancestors)
 
 
 def _enclosing_loop(ancestors: Sequence[cst.CSTNode], index: int) -> Optional[int]:
