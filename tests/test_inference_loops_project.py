@@ -107,8 +107,10 @@ CASES = {
     },
     # DIS: a validation loop over batches of a model put in eval mode, with the cache
     # emptied inside the per-image loop of each batch (no model there); a loop that builds
-    # a model every iteration (LeViT's speed test) and a loop over checkpoints whose
-    # evaluation loops over the data itself stay silent.
+    # a model every iteration (LeViT's speed test), a loop over checkpoints whose
+    # evaluation loops over the data itself, and a retry loop around a whole validation
+    # (poolformer's bulk validation: the helper's warm-up forward is outside its data
+    # loop) stay silent.
     "nested-and-look-alikes": {
         "bench.py": """
             import torch
@@ -121,10 +123,18 @@ CASES = {
             def evaluate_all(model, loader):
                 for x in loader:
                     model(x.cuda())
+
+            def validate(args):
+                model = create_model(args.model).cuda().eval()
+                with torch.no_grad():
+                    model(torch.randn(1, 3, 224, 224).cuda())  # warm-up
+                    for x in make_loader(args):
+                        model(x.cuda())
+                return {"top1": 0.0}
         """,
         "valid.py": """
             import torch
-            from bench import throughput, evaluate_all
+            from bench import throughput, evaluate_all, validate
 
             def valid(net, loader, n):
                 net.eval()
@@ -146,6 +156,17 @@ CASES = {
                     model.load_state_dict(torch.load(path))
                     evaluate_all(model, loader)
                     torch.cuda.empty_cache()
+
+            def bulk(args, batch_size):
+                r = {}
+                while not r and batch_size >= 1:
+                    torch.cuda.empty_cache()
+                    try:
+                        args.batch_size = batch_size
+                        r = validate(args)
+                    except RuntimeError:
+                        batch_size //= 2
+                return r
 
             def features(net, loader):
                 for x in loader:

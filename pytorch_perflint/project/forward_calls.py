@@ -4,8 +4,10 @@ An inference loop runs a model on each item, often behind a project function or 
 ``audio = infer(piece, net_g=net_g)`` (a function of another module that runs
 ``net_g.infer(...)`` under ``torch.no_grad()``), ``mask = tracker.track(frame)`` (a method
 whose object holds the model). ``runs_forward`` reads a function's ``ast`` body and says
-whether a call of it runs a model forward outside any loop of its own (a helper that loops
-over the data evaluates a whole set, not one item), and whether autograd is off there:
+whether a call of it runs a model forward, and whether autograd is off there. A function
+with a loop of its own is not followed (as the same-module ``forward_helpers``): a helper
+that loops over the data evaluates a whole set per call, not one item (a bulk validation
+that retries ``validate(args)`` with smaller batches). The forward is:
 
 * a call of something named like a model (``model(x)``, ``self.net_g(x)``,
   ``net.forward(x)``) or of an inference method of one (``net_g.infer(x)``,
@@ -63,6 +65,7 @@ class Site:
 class ForwardBody:
     sites: Tuple[Site, ...]
     no_grad: bool  # decorated no-grad (or an inference-mode decorator)
+    looped: bool = False  # a loop (or a comprehension) of its own
 
 
 def is_model_name(spelled: Optional[str], method: Optional[str] = None) -> bool:
@@ -83,8 +86,11 @@ def read_forward_body(node: ast.AST, aliases: Dict[str, str]) -> ForwardBody:
     """The calls of a function's own statements outside its loops (nested defs left out)."""
     builder = FormBuilder(aliases, DEEP)
     sites: List[Site] = []
+    looped = [False]
 
     def visit(child: ast.AST, off: bool) -> None:
+        if isinstance(child, _LOOPS):
+            looped[0] = True
         if isinstance(child, _SCOPES) or isinstance(child, _LOOPS):
             return
         if isinstance(child, (ast.With, ast.AsyncWith)):
@@ -96,7 +102,7 @@ def read_forward_body(node: ast.AST, aliases: Dict[str, str]) -> ForwardBody:
 
     for statement in getattr(node, "body", ()):
         visit(statement, False)
-    return ForwardBody(tuple(sites), False)
+    return ForwardBody(tuple(sites), False, looped[0])
 
 
 def forward_body(engine: ValueEngine, definition: Definition) -> Optional[ForwardBody]:
@@ -110,7 +116,7 @@ def forward_body(engine: ValueEngine, definition: Definition) -> Optional[Forwar
         text = index.text(definition.path)  # type: ignore[arg-type]
         node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
         body = None if node is None else read_forward_body(node, dict(summary.aliases))
-        return summary, None if body is None else ForwardBody(body.sites, any(no_grad_form(d) for d in function.decorators))
+        return summary, None if body is None else ForwardBody(body.sites, any(no_grad_form(d) for d in function.decorators), body.looped)
 
     found = engine._memoised(key, compute)  # type: ignore[arg-type]
     return found[1] if type(found) is tuple else None
@@ -139,7 +145,7 @@ def target_runs_forward(engine: ValueEngine, definition: Definition) -> Optional
 
 
 def runs_forward(engine: ValueEngine, definition: Definition, depth: int = 0) -> Optional[bool]:
-    """Whether calling a project function runs a model forward outside its own loops: None
+    """Whether calling a project function (one without a loop of its own) runs a model forward: None
     when not (as far as the project shows), False when autograd is as the caller has it,
     True when it is off there."""
     function = definition.function
@@ -152,7 +158,7 @@ def runs_forward(engine: ValueEngine, definition: Definition, depth: int = 0) ->
 
 def _forward(engine: ValueEngine, definition: Definition, depth: int) -> Optional[bool]:
     body = forward_body(engine, definition)
-    if body is None:
+    if body is None or body.looped:
         return None
     found: Optional[bool] = None
     scope = engine.scope_of(definition)
