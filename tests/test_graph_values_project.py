@@ -131,3 +131,19 @@ def test_a_notebook_in_a_project_reads_its_own_cells(tmp_path):
     (tmp_path / "helpers.py").write_text("def unused():\n    return 0\n")
     (tmp_path / "lab.ipynb").write_text(json.dumps(book))
     assert _cli_findings(tmp_path, ".", "--no-cache") == [("lab.ipynb", 5, "TPF205")]
+
+
+def test_import_torch_beside_import_of_a_submodule_is_one_binding(tmp_path):
+    """``import torch`` and ``import torch.nn.init`` both bind ``torch`` to the package: the
+    name resolves (it was unknown, and with it every project class deriving from
+    ``torch.nn.Module``); ``import torch`` beside ``import numpy as torch`` stays unknown."""
+    from project_tree import index_of
+
+    index = index_of(tmp_path, {
+        "a.py": "import torch\nimport torch.nn.init\n\nclass Net(torch.nn.Module):\n    pass\n",
+        "b.py": "import torch\nimport numpy as torch\n",
+    })
+    net = index.resolve(str(tmp_path / "a.py"), "Net")
+    assert net is not None and index.is_nn_module(net)
+    assert index.resolve(str(tmp_path / "a.py"), "torch.nn.Module").qualname == "torch.nn.Module"
+    assert index.resolve(str(tmp_path / "b.py"), "torch") is None
