@@ -53,6 +53,8 @@ class FileValues:
         self._callees: Dict[Tuple[int, bool], Optional[Tuple[Definition, ...]]] = {}
         self._path = os.path.abspath(context.path)
         self.engine = engine_for(context.project if context.project is not None else self._lone_index())
+        if context.project is not None and self._path.endswith(".ipynb"):  # the index would read its JSON
+            context.project.summary(self._path, source=context.source, tree=tree if text == context.source else None)
 
     def _lone_index(self) -> Optional[ProjectIndex]:
         """A file linted as a project of its own: an index of that one module (its text as

@@ -1,50 +1,228 @@
-"""Whether calling a project function runs a torch module's forward with autograd on
-(TPF203: an evaluation loop that reaches its model through a helper or an agent's method,
-``policy.select_action(state)`` whose body runs ``self.actor(state)``, or
-``get_boxes(box_model, img)`` whose body runs ``model(img)``).
+"""Which project functions run a model forward when called (TPF206's inference loops).
 
-Read from the function's ``ast`` (``bodies.locate``): a call outside every ``with`` of
-``no_grad`` / ``inference_mode`` / ``set_grad_enabled`` whose callee the value engine knows
-is a torch module (``ModuleValues.is_torch_module``: a torch layer or network, a wrapper, an
-object of a project ``nn.Module`` class), or a project function or method that does so
-itself (``call_values.dispatch``, up to ``MAX_DEPTH`` calls away). Never a function that
-trains (backward, an optimizer step: it needs the graph), nor one decorated with a no-grad
-decorator or that switches autograd itself. Memoised in the engine with its reads.
+An inference loop runs a model on each item, often behind a project function or method:
+``audio = infer(piece, net_g=net_g)`` (a function of another module that runs
+``net_g.infer(...)`` under ``torch.no_grad()``), ``mask = tracker.track(frame)`` (a method
+whose object holds the model). ``runs_forward`` reads a function's ``ast`` body and says
+whether a call of it runs a model forward, and whether autograd is off there. A function
+with a loop of its own is not followed (as the same-module ``forward_helpers``): a helper
+that loops over the data evaluates a whole set per call, not one item (a bulk validation
+that retries ``validate(args)`` with smaller batches). The forward is:
+
+* a call of something named like a model (``model(x)``, ``self.net_g(x)``,
+  ``net.forward(x)``) or of an inference method of one (``net_g.infer(x)``,
+  ``model.generate(x)``);
+* a call of what the value engine knows to be a module (``Module``, a ``Wrapper``, an
+  object of a project ``nn.Module`` class), not a loss;
+* a call of project code that does (``call_values.dispatch``), at most ``MAX_DEPTH``
+  calls down;
+* a method decorated no-grad (``@torch.no_grad()``) of a class that puts a model it holds
+  in eval mode (``self.model.eval()``): a tracker's ``track(frame)`` whose model runs
+  deeper than the engine follows.
+
+Autograd is off when the function is decorated no-grad, when the forward stands in a no-grad
+``with`` of its body, or when the callee that runs it does. Answers are memoised in the
+engine (their reads are the finding's cache dependencies); depth is bounded, recursion cut.
+
+TPF203 asks a stricter question (``runs_forward_with_grad``): whether a call runs a callee the
+engine knows is a torch module outside every no-grad ``with``, in a function that neither
+trains nor switches autograd (an evaluation loop through ``policy.select_action(state)`` or
+``get_boxes(box_model, img)``), with no names taken for models.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import List, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
 
+from .autograd_values import no_grad_expr, no_grad_form
 from .bodies import locate
 from .call_values import _definition_where, dispatch, trains
-from .forms import Form, FormBuilder
-from .kinds import Instance, OneOf, ProjectCallable, Unknown, present
+from .forms import Form, FormBuilder, dotted
+from .kinds import Instance, Module, OneOf, ProjectCallable, Unknown, Wrapper, present
 from .resolution import Definition
 from .scopes import DEEP
-from .values import ValueEngine
+from .values import ValueEngine, Where
 
 MAX_DEPTH = 2
-_NO_GRAD = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
+# The last name of a callee that is a model: model, net, self.model, netG, base_model.
+MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
+# Methods of a model that run it (``net_g.infer(x)``): its forward under another name.
+INFERENCE_METHODS = re.compile(r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*)$")
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def runs_forward(engine: ValueEngine, definition: Definition, depth: int = 0) -> bool:
-    """Whether a call of the project function runs a torch module forward outside no-grad."""
+@dataclass(frozen=True)
+class Site:
+    """A call of a function's own body outside its loops: line, callee form, whether it runs
+    under a no-grad ``with``, and whether its callee is named like a model (or its method)."""
+
+    line: int
+    func: Form
+    off: bool
+    named: bool
+
+
+@dataclass(frozen=True)
+class ForwardBody:
+    sites: Tuple[Site, ...]
+    no_grad: bool  # decorated no-grad (or an inference-mode decorator)
+    looped: bool = False  # a loop (or a comprehension) of its own
+
+
+def is_model_name(spelled: Optional[str], method: Optional[str] = None) -> bool:
+    """``model``, ``self.net_g``; with ``method``: an inference method of one."""
+    if spelled is None or (method is not None and not INFERENCE_METHODS.match(method)):
+        return False
+    return bool(MODEL_NAME.match(spelled.rsplit(".", 1)[-1]))
+
+
+def named_forward(func: ast.AST) -> bool:
+    """``model(x)``, ``self.net(x)``, ``net.forward(x)``, ``net_g.infer(x)``."""
+    if isinstance(func, ast.Attribute) and is_model_name(dotted(func.value), func.attr):
+        return True
+    return is_model_name(dotted(func))
+
+
+def read_forward_body(node: ast.AST, aliases: Dict[str, str]) -> ForwardBody:
+    """The calls of a function's own statements outside its loops (nested defs left out)."""
+    builder = FormBuilder(aliases, DEEP)
+    sites: List[Site] = []
+    looped = [False]
+
+    def visit(child: ast.AST, off: bool) -> None:
+        if isinstance(child, _LOOPS):
+            looped[0] = True
+        if isinstance(child, _SCOPES) or isinstance(child, _LOOPS):
+            return
+        if isinstance(child, (ast.With, ast.AsyncWith)):
+            off = off or any(no_grad_expr(item.context_expr, aliases) for item in child.items)
+        if isinstance(child, ast.Call):
+            sites.append(Site(child.lineno, builder.form(child.func), off, named_forward(child.func)))
+        for grandchild in ast.iter_child_nodes(child):
+            visit(grandchild, off)
+
+    for statement in getattr(node, "body", ()):
+        visit(statement, False)
+    return ForwardBody(tuple(sites), False, looped[0])
+
+
+def forward_body(engine: ValueEngine, definition: Definition) -> Optional[ForwardBody]:
+    index, function = engine.index, definition.function
+    if index is None or function is None or definition.path is None:
+        return None
+    summary = index.summary(definition.path)
+    key = ("forward-body", definition.path, definition.name, function.line, id(summary))
+
+    def compute() -> Tuple[object, Optional[ForwardBody]]:
+        text = index.text(definition.path)  # type: ignore[arg-type]
+        node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
+        body = None if node is None else read_forward_body(node, dict(summary.aliases))
+        return summary, None if body is None else ForwardBody(body.sites, any(no_grad_form(d) for d in function.decorators), body.looped)
+
+    found = engine._memoised(key, compute)  # type: ignore[arg-type]
+    return found[1] if type(found) is tuple else None
+
+
+def calls_module(engine: ValueEngine, func: Form, where: Where) -> bool:
+    """The callee is a model as the engine knows it: a module (not a loss), a wrapper, an
+    object of a project ``nn.Module`` class."""
+    callee = present(engine._eval(func, where, 0))
+    if type(callee) is Module:
+        return not callee.loss
+    if type(callee) is Wrapper:
+        return True
+    return type(callee) is Instance and engine.index is not None and engine.index.is_nn_module(callee.klass)
+
+
+def target_runs_forward(engine: ValueEngine, definition: Definition) -> Optional[bool]:
+    """What running a call's target does: the ``forward`` or ``__call__`` of a project
+    ``nn.Module`` (calling the object) is a forward; else ``runs_forward``."""
+    owner, _, method = definition.name.rpartition(".")
+    if definition.kind == "method" and method in ("forward", "__call__") and engine.index is not None and definition.path:
+        klass = engine.index.resolve(definition.path, owner)
+        if klass is not None and klass.kind == "class" and engine.index.is_nn_module(klass):
+            return False
+    return runs_forward(engine, definition)
+
+
+def runs_forward(engine: ValueEngine, definition: Definition, depth: int = 0) -> Optional[bool]:
+    """Whether calling a project function (one without a loop of its own) runs a model forward: None
+    when not (as far as the project shows), False when autograd is as the caller has it,
+    True when it is off there."""
+    function = definition.function
+    if function is None or engine.index is None or depth > MAX_DEPTH:
+        return None
+    key = ("forward", definition.path, definition.name, function.line)
+    found = engine._memoised(key, lambda: _forward(engine, definition, depth))  # type: ignore[arg-type]
+    return None if isinstance(found, Unknown) else found  # type: ignore[return-value]
+
+
+def _forward(engine: ValueEngine, definition: Definition, depth: int) -> Optional[bool]:
+    body = forward_body(engine, definition)
+    if body is None or body.looped:
+        return None
+    found: Optional[bool] = None
+    scope = engine.scope_of(definition)
+    for site in body.sites:
+        where = None if scope is None else Where(definition.path, scope, site.line, Where(definition.path))
+        runs: Optional[bool] = None
+        if site.named or (where is not None and calls_module(engine, site.func, where)):
+            runs = False
+        elif where is not None and depth < MAX_DEPTH:
+            targets = dispatch(engine, site.func, where, objects=False)
+            reached = [runs_forward(engine, t, depth + 1) for t in targets or ()]
+            runs = None if not reached or any(r is None for r in reached) else all(reached)
+        if runs is not None:
+            found = bool(found) or runs or site.off or body.no_grad
+    if found is None and body.no_grad and definition.kind == "method" and _holds_eval_model(engine, definition):
+        found = True
+    return found
+
+
+def _holds_eval_model(engine: ValueEngine, definition: Definition) -> bool:
+    """The method's class (or a project base) puts a model it holds in eval mode:
+    ``self.model.eval()`` in one of its methods."""
+    index = engine.index
+    owner = index.resolve(definition.path, definition.name.rpartition(".")[0]) if index and definition.path else None
+    if owner is None or owner.kind != "class":
+        return False
+    for klass in index.resolution.lineage(owner):  # type: ignore[union-attr]
+        text = index.text(klass.path) if klass.path else None  # type: ignore[union-attr]
+        if text is None or ".eval()" not in text or klass.klass is None:
+            continue
+        for method in klass.klass.methods:
+            node = locate(text, method.line, method.end_line, method.name, False)
+            for call in ast.walk(node) if node is not None else ():
+                if isinstance(call, ast.Call) and not call.args and isinstance(call.func, ast.Attribute) and call.func.attr == "eval":
+                    owner_name = dotted(call.func.value) or ""
+                    if owner_name.startswith("self.") and is_model_name(owner_name):
+                        return True
+    return False
+
+
+_NO_GRAD = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
+
+
+def runs_forward_with_grad(engine: ValueEngine, definition: Definition, depth: int = 0) -> bool:
+    """TPF203's question: whether a call of the project function runs a torch module forward
+    outside no-grad (a callee the engine knows is a torch module, or project code that does,
+    never a function that trains or switches autograd itself)."""
     function = definition.function
     if engine.index is None or function is None or definition.path is None or depth > MAX_DEPTH:
         return False
     key = ("forward-call", definition.path, definition.name, function.line)
-    return engine._memoised(key, lambda: _runs_forward(engine, definition, depth)) is True  # type: ignore[arg-type]
+    return engine._memoised(key, lambda: _runs_forward_with_grad(engine, definition, depth)) is True  # type: ignore[arg-type]
 
 
-def _runs_forward(engine: ValueEngine, definition: Definition, depth: int) -> object:
+def _runs_forward_with_grad(engine: ValueEngine, definition: Definition, depth: int) -> object:
     function = definition.function
     if trains(function) or any(_NO_GRAD.search(str(d)) for d in function.decorators):  # type: ignore[union-attr]
         return False
-    calls = _calls(engine, definition)
+    calls = _grad_calls(engine, definition)
     if calls is None:
         return False
     for line, func in calls:
@@ -56,12 +234,12 @@ def _runs_forward(engine: ValueEngine, definition: Definition, depth: int) -> ob
             return True
         if isinstance(callee, Unknown) or type(callee) in (Instance, OneOf, ProjectCallable):
             targets = dispatch(engine, func, where, objects=False) or ()
-            if any(runs_forward(engine, target, depth + 1) for target in targets):
+            if any(runs_forward_with_grad(engine, target, depth + 1) for target in targets):
                 return True
     return False
 
 
-def _calls(engine: ValueEngine, definition: Definition):
+def _grad_calls(engine: ValueEngine, definition: Definition):
     """(line, callee form) of the calls in the function's own body outside no-grad blocks;
     None when the body cannot be read, trains, or switches autograd off itself."""
     index = engine.index

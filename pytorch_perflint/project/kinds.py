@@ -195,7 +195,8 @@ class DeviceTensor:
 
 @dataclass(frozen=True)
 class GraphTensor:
-    """A tensor that carries an autograd graph (``requires_grad``)."""
+    """A tensor that carries an autograd graph: a loss made where autograd records, and
+    arithmetic on one (``autograd_values``)."""
 
 
 @dataclass(frozen=True)
@@ -243,11 +244,12 @@ class Batch:
 
 @dataclass(frozen=True)
 class Module:
-    """An ``nn.Module``: ``conv`` whether it holds convolutions (None: not known), and its
-    device when known."""
+    """An ``nn.Module``: ``conv`` whether it holds convolutions (None: not known), its
+    device when known, and ``loss``: an ``nn.*Loss`` (calling it gives a ``GraphTensor``)."""
 
     conv: Optional[bool] = None
     device: Optional[str] = None
+    loss: bool = False
 
 
 @dataclass(frozen=True)

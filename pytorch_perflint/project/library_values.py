@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .forms import Call, Form, Lit, Seq, Unknown as UnknownForm
+from . import autograd_values as autograd
 from . import tensor_values as tensors
 from .kinds import (
     UNKNOWN,
@@ -63,8 +64,8 @@ def knows(qualname: str) -> bool:
 
 def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     """What calling the library function ``qualname`` with ``form``'s arguments gives."""
-    if qualname.startswith("torch."):
-        return tensors.call(qualname, form, evaluate)  # it reads `*sizes` itself
+    if qualname.startswith("torch."):  # a loss, else a tensor factory (it reads `*sizes` itself)
+        return autograd.call(qualname) or tensors.call(qualname, form, evaluate)
     if qualname in ARRAY_FUNCTIONS or qualname in OTHER_ARRAY_FUNCTIONS:
         return Array()
     if form.star or form.dstar:
@@ -164,7 +165,7 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
     if kind is Text and name in _CASES and not form.args and not form.kwargs:  # `args.model.lower()`
         value, tail = receiver.value, receiver.tail  # type: ignore[union-attr]
         return Text(value=_CASES[name](value)) if value is not None else Text(tail=_CASES[name](tail))
-    return UNKNOWN
+    return autograd.method(receiver, name) or UNKNOWN
 
 
 _CASES = {"lower": str.lower, "upper": str.upper, "casefold": str.casefold}
@@ -229,7 +230,10 @@ def _keeps_array(index: Form, evaluate: Evaluate) -> bool:
 
 def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
     """``arr / 255.0``: an array with a number or another array; numbers stay numbers; a
-    path joined to a text ending keeps that ending."""
+    path joined to a text ending keeps that ending; a loss with a number or a tensor keeps its graph."""
+    graph = autograd.arithmetic(op, left, right)
+    if graph is not None:
+        return graph
     if op in _ARITHMETIC:
         kinds = {type(left), type(right)}
         if Array in kinds and kinds <= {Array, Number}:

@@ -29,6 +29,7 @@ import ast
 from typing import TYPE_CHECKING, Callable, List, Optional
 
 from .argparse_values import KEY as ARGPARSE
+from .autograd_values import LOSS_CLASS
 from .argparse_values import changed, default_of
 from .bodies import locate
 from .choices import members
@@ -138,7 +139,7 @@ class ModuleValues:
         if found is not None:
             return found
         if qualname.startswith("torch.nn.") and qualname.count(".") == 2 and qualname[9:10].isupper():
-            return None if qualname in _NOT_LAYERS else Module(conv=False)
+            return None if qualname in _NOT_LAYERS else Module(conv=False, loss=bool(LOSS_CLASS.match(qualname)))
         return None
 
     def library_call(self, form: Call, evaluate: Evaluate, path: Optional[str]) -> Optional[Kind]:

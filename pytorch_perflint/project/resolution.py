@@ -61,6 +61,13 @@ class Definition:
         return (self.kind, self.path, self.name, self.qualname or self.namespace)
 
 
+def _bound_module(record: ImportRecord) -> Tuple[str, int, Optional[str]]:
+    """What an import binds its name to: ``import a.b`` binds the package ``a``."""
+    if record.name is None and not record.asname:
+        return (record.module.split(".")[0], record.level, None)
+    return (record.module, record.level, record.name)
+
+
 def _module_definition(target: Target, dotted: str) -> Definition:
     if target.path is not None:
         return Definition("module", target.path, dotted)
@@ -160,8 +167,9 @@ class Resolution:
         return self._from_star(path, summary, name, depth + 1, seen)
 
     def _same_imports(self, records: List[ImportRecord]) -> bool:
-        """``import torch`` twice is one binding; anything else bound twice is not known."""
-        return len(records) > 1 and len({(r.module, r.level, r.name) for r in records}) == 1
+        """``import torch`` twice, or beside ``import torch.nn.init`` (which binds the package
+        ``torch`` too), is one binding; anything else bound twice is not known."""
+        return len(records) > 1 and len({_bound_module(r) for r in records}) == 1
 
     def _from_star(self, path: str, summary: ModuleSummary, name: str, depth: int, seen: FrozenSet) -> Optional[Definition]:
         for record in summary.imports:

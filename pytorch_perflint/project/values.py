@@ -25,11 +25,11 @@ import weakref
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
 
-from . import choices, library_values as library, loader_values as loaders
+from . import autograd_values as autograd, choices, library_values as library, loader_values as loaders
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, H5File, Instance, Items, Kind, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .resolution import ALL_TEXTS, Definition
@@ -144,8 +144,9 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
         kind = type(form)
         if kind is Ref:
             return self._ref(form, where, depth)  # type: ignore[arg-type]
-        if kind is Call:
-            return self._call(form, where, depth)  # type: ignore[arg-type]
+        if kind is Call:  # no graph is made where autograd is off
+            found = self._call(form, where, depth)  # type: ignore[arg-type]
+            return UNKNOWN if type(found) is GraphTensor and autograd.grad_off(where, self.index) else found
         if kind is Lit:
             return library.literal(form.value)  # type: ignore[union-attr]
         if kind is Item:
@@ -324,7 +325,7 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
                 return found  # `MODELS.get(name)`: one of the registered definitions
             if head:
                 callee = self._ref(func, where, depth + 1)
-                if type(callee) is ProjectCallable or type(callee) is OneOf:  # `module.make_model(args)`: each candidate's
+                if type(callee) is ProjectCallable or type(callee) is OneOf or type(present(callee)) is Module:  # each candidate's; `self.criterion(out, y)`
                     return self._call_kind(callee, depth, form, where)
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
@@ -358,7 +359,7 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
             if self.index.is_nn_module(callee.klass):  # type: ignore[union-attr]
                 return self._dispatch(callee, "forward", depth)
             return UNKNOWN
-        return UNKNOWN
+        return autograd.called(callee) or UNKNOWN  # a loss module's result
 
     def _call_callable(self, callee: ProjectCallable, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         definition = callee.definition

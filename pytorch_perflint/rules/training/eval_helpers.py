@@ -1,6 +1,6 @@
 """Evaluation loops that reach their model through project code (TPF203).
 
-Two shapes, each asked of the value engine (``project/forward_calls.runs_forward``: the
+Two shapes, each asked of the value engine (``project/forward_calls.runs_forward_with_grad``: the
 call runs a torch module forward outside no-grad, and trains nothing):
 
 * in a function named like evaluation, a method of one of its parameters: TD3's
@@ -23,7 +23,7 @@ import libcst as cst
 
 from ...analysis.scope import dotted_name
 from ...context import FileContext
-from ...project.forward_calls import runs_forward
+from ...project.forward_calls import runs_forward_with_grad
 
 
 def helper_forward(
@@ -38,7 +38,7 @@ def helper_forward(
     if values is None or not values.engine._scannable():
         return False  # a parameter's value comes from its callers: small projects only
     callees = values.callees(call, stack[1])
-    return bool(callees) and all(runs_forward(values.engine, d) for d in callees)
+    return bool(callees) and all(runs_forward_with_grad(values.engine, d) for d in callees)
 
 
 def _shape(call: cst.Call, eval_named: bool, params: Collection[str], evaluated: Collection[str]) -> bool:

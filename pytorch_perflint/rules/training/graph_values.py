@@ -22,6 +22,8 @@ import libcst as cst
 
 from ...analysis.scope import dotted_name
 from ...context import FileContext
+from ...project.autograd_values import KEEPS_GRAPH, LOSS_CLASS, is_loss_function
+from ...project.kinds import GraphTensor
 from .classifiers import is_backward_call
 from .loops import walk
 from .loss_parts import part_of_backpropagated
@@ -29,24 +31,11 @@ from .no_grad import under_no_grad
 
 Path = Tuple[cst.CSTNode, ...]
 
-_FUNCTIONAL = "torch.nn.functional."
-_FUNCTIONAL_LOSSES = frozenset(
-    {
-        "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-        "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
-        "gaussian_nll_loss", "ctc_loss", "margin_ranking_loss", "hinge_embedding_loss",
-        "multilabel_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
-        "soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
-        "triplet_margin_with_distance_loss",
-    }
-)
-_LOSS_CLASS = re.compile(r"^torch\.nn\.(?:modules\.loss\.)?\w+Loss$")
 _CRITERION = re.compile(
     r"^(?:criterion\w*|\w*_criterion|\w*loss_fn|\w*loss_func(?:tion)?|lossfn|cost_fn|cost_func(?:tion)?)$", re.IGNORECASE
 )
-# Methods that keep the graph of the tensor they are called on.
-_KEEPS_GRAPH = frozenset({"mean", "sum", "float", "squeeze", "clone", "mul", "div", "add", "to", "reshape", "view"})
 _MAX_DEPTH = 4
+_CONVERTS = frozenset({"item", "detach", "tolist", "numpy", "cpu", "size"})
 _ACCUMULATOR_START = re.compile(r"^torch\.(?:zeros|tensor|zeros_like|as_tensor|scalar_tensor)$")
 
 
@@ -75,7 +64,7 @@ class GraphValues:
 
     def _call(self, call: cst.Call, scope_path: Path, depth: int) -> bool:
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _KEEPS_GRAPH:
+        if isinstance(func, cst.Attribute) and func.attr.value in KEEPS_GRAPH:
             if self.carries(func.value, scope_path, depth + 1):
                 return True
         if not isinstance(func, (cst.Name, cst.Attribute)):
@@ -83,22 +72,32 @@ class GraphValues:
         scope = self.context.scope_for(call, scope_path)
         name = self.context.qualname(func, scope)
         if name is not None:
-            return name.startswith(_FUNCTIONAL) and name[len(_FUNCTIONAL):] in _FUNCTIONAL_LOSSES
+            return is_loss_function(name)
         last = func.value if isinstance(func, cst.Name) else func.attr.value
         if isinstance(func, cst.Name):
             values = _bound_values(scope, last)
             calls = [v for v in values if isinstance(v, cst.Call) and isinstance(v.func, (cst.Name, cst.Attribute))]
             if calls and len(calls) == len(values):
                 names = [self.context.qualname(c.func, self.context.module_scope) for c in calls]  # type: ignore[union-attr]
-                if all(_LOSS_CLASS.match(n or "") for n in names):
+                if all(LOSS_CLASS.match(n or "") for n in names):
                     return True  # every binding is an nn.*Loss (a notebook rebinding it per cell)
                 if any(n is not None for n in names):
                     return False  # some other library object
+        elif func.attr.value in _CONVERTS:
+            return False  # `loss.item()`: no graph, and no question for the engine
         elif not (isinstance(func.value, cst.Name) and func.value.value == "self"):
-            return False  # `model.criterion(...)`, `F.something` unknown: silent
+            return self._returns_graph(call, scope_path)  # `model.train_model(x, y)`
         if _CRITERION.match(last) and not self._defined_here(last):
             return True
-        return False
+        return self._returns_graph(call, scope_path)
+
+    def _returns_graph(self, call: cst.Call, scope_path: Path) -> bool:
+        """The value engine knows what the call gives carries a graph: a project function or
+        method whose every return is a loss made where autograd records (``return
+        self.cost`` after ``self.cost = self.criterion(out, y)``), through attributes,
+        methods and project functions of any module."""
+        statement = scope_path[1] if len(scope_path) > 1 else None
+        return type(self.context.value_of(call, statement)) is GraphTensor
 
     def _defined_here(self, name: str) -> bool:
         """A same-module function of that name: what it returns is its own business."""

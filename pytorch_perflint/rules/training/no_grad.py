@@ -11,6 +11,7 @@ import libcst as cst
 from ...analysis.scope import dotted_name
 from ...analysis.values import literal_value
 from ...context import FileContext
+from ...project.forward_calls import MODEL_NAME
 from ...project.kinds import Namespace
 from .classifiers import (
     BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr, is_optimizer_name,
@@ -106,8 +107,6 @@ FRAMEWORK_HOOKS = frozenset(
     "validation_step test_step predict_step validation_epoch_end test_epoch_end on_validation_epoch_end "
     "on_test_epoch_end prediction_step evaluation_loop prediction_loop".split()
 )
-# The last name of a callee that is a model: model, net, self.model, netG, base_model.
-MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
 GRAD_ATTRS = frozenset(
     {
         "grad",

@@ -43,7 +43,10 @@ class LossAccumulatedWithGraph(Rule):
     meter class whose `update` stores its argument (`self.sum += val * n`). A loss is the
     result of a criterion (`criterion(out, y)`, an `nn.*Loss` instance),
     a `torch.nn.functional` loss (`F.cross_entropy`), or arithmetic on one (`loss * n`,
-    `loss.mean()`). The accumulator must be bound before the loop (`total = 0`,
+    `loss.mean()`); the value engine follows one through names, attributes, returns and
+    methods of any module (`cost = model.train_model(x, y)` whose method ends `return
+    self.cost` after `self.cost = self.criterion(out, y)`), made where autograd records.
+    The accumulator must be bound before the loop (`total = 0`,
     `losses = []`, `meter = AverageMeter()`, or `total = count = 0`). A value the loop
     backpropagates carries a graph whatever made it, and so do the terms it was computed
     from that a same-module function (or the `forward` of a module-level loss class)
@@ -156,6 +159,13 @@ class LossAccumulatedWithGraph(Rule):
         _SETUP + "def train_step(batches):\n    total = torch.zeros(())\n    for x, y in batches:\n"
         + "        loss = F.cross_entropy(model(x), y) / len(batches)\n        loss.backward()\n        total += loss\n"
         + "    opt.step()\n    return total.item()\n",
+        # a method that returns a loss made under no_grad, or one that converts it
+        _SETUP + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        + "        self.criterion = nn.MSELoss()\n    def val_cost(self, x, y):\n        with torch.no_grad():\n"
+        + "            return self.criterion(self(x), y)\n    def cost_of(self, x, y):\n"
+        + "        return self.criterion(self(x), y).item()\n"
+        + "model = Net()\ntotal = 0\nvalues = 0\n" + _LOOP + "    total += model.val_cost(x, y)\n"
+        + "    values += model.cost_of(x, y)\n",
         # a same-module function named like a criterion: what it returns is its own business
         _SETUP + "def loss_fn(a, b):\n    return float(F.mse_loss(a, b))\ntotal = 0\n"
         + "for x, y in loader:\n    l = loss_fn(model(x), y)\n    opt.step()\n    total += l\n",
@@ -217,6 +227,14 @@ class LossAccumulatedWithGraph(Rule):
             _SETUP + "history = {'loss': [], 'acc': []}\n" + _LOOP + "    history['loss'].append(loss)\n",
             line=9,
             expected_fix=_SETUP + "history = {'loss': [], 'acc': []}\n" + _LOOP + "    history['loss'].append(loss.detach())\n",
+        ),
+        # a loss returned by a method of the model class (its criterion's output, kept in an attribute)
+        Invalid(
+            _SETUP + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            + "        self.criterion = nn.MSELoss()\n    def aux_cost(self, x, y):\n"
+            + "        self.aux = self.criterion(self(x), y)\n        return self.aux\n"
+            + "model = Net()\naux_total = 0\n" + _LOOP + "    aux_total += model.aux_cost(x, y) / 10\n",
+            line=17,
         ),
         # a reset every 100 steps still keeps 100 graphs alive
         Invalid(

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Callable, FrozenSet, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from ...analysis.ast_index import code_identifiers
 from ...analysis.scope import dotted_name
-from ...analysis.walk import child_nodes
 from ...project.allocator_calls import EMPTY_CACHE
 from ...project.call_values import empties_cache_every_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .classifiers import callee_key, is_no_grad_expr, last_name, method_name
-from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
+from .classifiers import last_name
 from .guards import guarded_between
-from .loops import loop_bound_names, step_loop_around, training_facts
-from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
+from .loops import step_loop_around
+from .inference_loops import evaluation_loop_around
 from .cache_calls import could_empty_in_loops, imports_reach_empty_cache, loop_calls
 from .test_code import in_test_code
 
@@ -47,9 +45,23 @@ class EmptyCacheInLoop(Rule):
     Flags `torch.cuda.empty_cache()` (and `torch.accelerator.empty_cache()`,
     `torch.mps.empty_cache()`, `torch.xpu.empty_cache()`) called on every iteration of a
     training loop (a loop that runs `.backward()` or an optimizer step once per step, itself
-    or through project functions it calls, in any module) or of an evaluation loop (a loop
-    that calls a model under `torch.no_grad()` / `torch.inference_mode()`, around it or in
-    its own body, or through a loop-free helper that does; or one TPF203 sees as evaluation).
+    or through project functions it calls, in any module) or of an evaluation loop.
+
+    An evaluation loop is any loop that runs a model forward on each item it walks
+    (batches, video frames, chunks of one video, slices of a text) for inference: the
+    forward runs under `torch.no_grad()` / `torch.inference_mode()` (around the loop, in
+    its body, or inside the code it calls), or on a model put in eval mode before the loop
+    (`net.eval()`), or the loop is one TPF203 sees as evaluation. The forward may run
+    behind code the loop calls: a call of a model (`model(x)`, `self.net_g(x)`), of a method
+    that runs one (`net_g.infer(x)`, `model.generate(x)`), of a project function or method
+    of any module that runs one outside its own loops, one or two calls down
+    (`audio = infer(piece, net_g=net_g)`; `mask = tracker.track(frame)`, whose no-grad
+    `track` belongs to an object that put its model in eval mode). A call in a nested loop
+    that runs no model (the images of one batch) runs on every iteration of the evaluation
+    loop around it. Not an evaluation loop: one whose body builds or loads a model every
+    iteration (a loop over checkpoints, a speed test over models: each model's memory is
+    freed before the next), one that runs no model, one whose helper loops over the data
+    itself (it evaluates a whole set per iteration).
     A `finally:` in the loop body runs on every iteration too. A call of a project function
     or method (this module or another) that empties the cache on every call, itself or
     through the project functions it calls (`free_memory()`, a `train_step()` that ends
@@ -178,6 +190,13 @@ class EmptyCacheInLoop(Rule):
         # A loop over checkpoints of a model put in eval mode: loading is no forward.
         "import torch\nvqgan.eval()\nfor path in paths:\n    with torch.no_grad():\n        vqgan.load_state_dict(torch.load(path))\n"
         "    torch.cuda.empty_cache()\n",
+        # A speed test that builds a model every iteration (each one's memory freed before the next).
+        _GPU + "def bench(model, x):\n    with torch.no_grad():\n        return model(x)\n"
+        "for name in names:\n    model = eval(name)(num_classes=10)\n    model.cuda().eval()\n    bench(model, x)\n"
+        "    torch.cuda.empty_cache()\n",
+        # ... or loads one (the helper's forward on each checkpoint's model).
+        _GPU + "net.eval()\nfor path in paths:\n    net.load_state_dict(torch.load(path))\n    with torch.no_grad():\n"
+        "        net(x)\n    torch.cuda.empty_cache()\n",
         # A CPU-only module: nothing selects an accelerator, the call returns at once.
         "import torch\nfor x in loader:\n    model(x).backward()\n    opt.step()\n    torch.cuda.empty_cache()\n",
         # A `finally:` around the whole loop runs once.
@@ -253,6 +272,26 @@ class EmptyCacheInLoop(Rule):
             "            preds.append(net(x))\n            torch.cuda.memory.empty_cache()\n",
             line=7,
         ),
+        # An inference loop over the chunks of one video, the model run by a method of its own.
+        Invalid(
+            _GPU + "with torch.no_grad():\n    for f in range(0, n, 12):\n        flows.append(net_g.infer(frames[f:f + 12]))\n"
+            "        torch.cuda.empty_cache()\n",
+            line=6,
+        ),
+        # A model put in eval mode, run on each batch; the cache emptied per image of the batch.
+        Invalid(
+            _GPU + "def valid(net, loader):\n    net.eval()\n    for x in loader:\n        out = net(x.cuda())\n"
+            "        for t in range(len(out)):\n            save(out[t])\n            torch.cuda.empty_cache()\n",
+            line=9,
+        ),
+        # The forward runs in a helper that a no-grad tracker method calls, per frame.
+        Invalid(
+            _GPU + "class Tracker:\n    def __init__(self, model):\n        self.model = model\n        self.model.eval()\n"
+            "    @torch.no_grad()\n    def track(self, frame):\n        return self.step(frame)\n"
+            "    def step(self, frame):\n        return frame\n"
+            "tracker = Tracker(build())\nwhile True:\n    mask = tracker.track(read())\n    torch.cuda.empty_cache()\n",
+            line=15,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -307,24 +346,8 @@ class EmptyCacheInLoop(Rule):
         if around is not None:
             return around[0], "a training"
         index = _innermost_loop(ancestors)
-        if index is None:
-            return None
-        loop = ancestors[index]
-        facts_all = self.context.fact(training_facts)
-        facts = facts_all.loop(loop)
-        if facts is not None and facts.is_training:
-            return None  # an epoch loop: once per epoch is no harm
-        helpers = self.context.fact(forward_helpers)
-        evaluated = _evaluated_names(self.context.module, ancestors[:index], loop)
-        forward, without_grad = _model_calls(loop, _class_of(ancestors[:index]), helpers, self.context.qualname, evaluated)
-        if without_grad and _needs_grad(loop, _class_of(ancestors[:index]), facts_all.grad_functions):
-            without_grad = False  # a no-grad target network inside a training step, say
-        evaluates = without_grad or under_no_grad(self.context, ancestors) or any(
-            e.node is loop for e in self.context.fact(evaluation_loops)
-        )
-        if evaluates and forward:
-            return index, "an evaluation"
-        return None
+        found = None if index is None else evaluation_loop_around(self.context, ancestors, index)
+        return None if found is None else (found, "an evaluation")
 
 
 def _in_a_loop(ancestors: Sequence[cst.CSTNode]) -> bool:
@@ -349,114 +372,6 @@ def _innermost_loop(ancestors: Sequence[cst.CSTNode]) -> Optional[int]:
             child = ancestors[index + 1] if index + 1 < len(ancestors) else None
             return index if child is node.body else None
     return None
-
-
-def _class_of(ancestors: Sequence[cst.CSTNode]) -> Optional[str]:
-    """The class whose method (or a function nested in it) holds the node."""
-    for index in range(len(ancestors) - 1, 1, -1):
-        if type(ancestors[index]) is cst.FunctionDef and type(ancestors[index - 2]) is cst.ClassDef:
-            return ancestors[index - 2].name.value  # type: ignore[attr-defined]
-    return None
-
-
-def _needs_grad(loop: cst.CSTNode, class_name: Optional[str], grad_functions) -> bool:
-    """Something in the loop needs gradients: ``.backward``, ``.grad`` or
-    ``requires_grad``; an optimizer's or a loss scaler's step (``opt.step()``,
-    ``optimizer.zero_grad()``, ``scaler.scale(loss)``); a same-module helper that does.
-    (An options dict named ``self.opt`` is no optimizer: only those methods count.)"""
-    stack: List[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
-        if type(node) is cst.Attribute and node.attr.value in ("grad", "requires_grad", "backward"):
-            return True
-        if type(node) is cst.Call:
-            if callee_key(node, class_name) in grad_functions:
-                return True
-            if type(node.func) is cst.Attribute and node.func.attr.value in _GRAD_METHODS:
-                receiver = last_name(node.func.value) if type(node.func.value) in (cst.Name, cst.Attribute) else None
-                if receiver is not None and needs_grad_name(receiver):
-                    return True
-        stack.extend(child_nodes(node))
-    return False
-
-
-# What an optimizer or a loss scaler is called for (not ``self.opt.get(...)``, an options dict).
-_GRAD_METHODS = frozenset({"step", "zero_grad", "scale", "unscale_"})
-_NOT_FORWARD = frozenset(
-    {"eval", "train", "to", "cuda", "cpu", "half", "float", "load_state_dict", "state_dict", "parameters", "zero_grad"}
-)
-
-
-def _submodule_of(root: str, evaluated: FrozenSet[str]) -> bool:
-    """``vqgan.encoder`` of an evaluated ``vqgan`` (not ``vqgan.load_state_dict``)."""
-    owner, _, attr = root.rpartition(".")
-    return owner in evaluated and attr not in _NOT_FORWARD
-
-
-def _evaluated_names(module: cst.Module, ancestors: Sequence[cst.CSTNode], loop: cst.CSTNode) -> FrozenSet[str]:
-    """Names put in eval mode (``x.eval()`` as a statement) at module level, or in the
-    loop's function before the loop: the models that TPF203 sees evaluated."""
-    names = set()
-    function = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
-    roots: List[cst.CSTNode] = list(module.body) + ([function.body] if function is not None else [])
-    for root in roots:
-        stack: List[cst.CSTNode] = [root]
-        while stack:
-            node = stack.pop()
-            if node is loop or isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and node is not root:
-                continue
-            if type(node) is cst.Call and method_name(node) == "eval" and not node.args:
-                name = dotted_name(node.func.value)  # type: ignore[attr-defined]
-                if name is not None:
-                    names.add(name)
-            stack.extend(child_nodes(node))
-    return frozenset(names)
-
-
-def _model_calls(
-    loop: cst.CSTNode,
-    class_name: Optional[str],
-    helpers: ForwardHelpers,
-    qualname: Callable[[cst.CSTNode], Optional[str]],
-    evaluated: FrozenSet[str] = frozenset(),
-) -> Tuple[bool, bool]:
-    """Whether the loop's own body (not a nested loop or function) runs a model forward,
-    and whether it does so with autograd off, in a no-grad ``with`` of its body or through
-    a helper that turns it off (``self.test()``).
-
-    A forward is a call of something named like a model (``model(x)``, ``self.net(x)``,
-    ``model.forward(x)``) that the loop does not bind, or of a same-module loop-free helper
-    that runs one (``forward_helpers``): a loop over models or checkpoints (``for name,
-    model in models.items():``) frees one model's memory before the next, which is what
-    the cache is emptied for, and a helper that loops itself evaluates a whole set. A
-    name put in eval mode before the loop (``evaluated``) is a model too: ``vqgan(x)``,
-    and under no-grad its submodules, ``vqgan.encoder(x)``."""
-    bound = loop_bound_names(loop)  # type: ignore[arg-type]
-    forward = without_grad = False
-    stack: List[Tuple[cst.CSTNode, bool]] = [(loop.body, False)]  # type: ignore[attr-defined]
-    while stack:
-        node, off = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
-            continue
-        if type(node) is cst.With and any(is_no_grad_expr(item.item, qualname) for item in node.items):
-            off = True
-        if type(node) is cst.Call:
-            target = node.func.value if method_name(node) == "forward" else node.func  # type: ignore[attr-defined]
-            root = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
-            key = callee_key(node, class_name)
-            head = root.split(".")[0] if root is not None else None
-            if head is not None and head not in bound and (
-                is_model_call(node) or root in evaluated or (off and _submodule_of(root, evaluated))
-            ):
-                forward = True
-                without_grad |= off
-            elif key is not None and key in helpers.forward:
-                forward = True
-                without_grad |= off or key in helpers.no_grad_forward
-        stack.extend((child, off) for child in child_nodes(node))
-    return forward, without_grad
 
 
 def _without_device_checks(
