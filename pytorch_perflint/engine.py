@@ -326,15 +326,13 @@ def _lint_source(
     answered: Set[Type[Rule]] = set()  # rules whose project screen was answered without the tree
     if passed is None:
         active = [r for r in rule_classes if r.could_fire(source)]
-        if project is not None:
-            active = [r for r in active if screening.could_fire_in_project_text(r, source, own, project)]
         active, tree = screening.screen_with_ast(active, source, parsed_tree)
     else:
         # The summarising worker parsed this very text (``passed`` is for it alone): it is
-        # valid Python, and parsed again only for a rule that passes the tree-free screen.
+        # valid Python, and parsed again only for a rule whose project question (worked out
+        # from that tree) does not already rule it out.
         active = [r for r in rule_classes if r.code in passed]
         if project is not None:
-            active = [r for r in active if screening.could_fire_in_project_text(r, source, own, project)]
             answered = {r for r in active if passed[r.code] is not None}
             active = [r for r in active if r not in answered or screening.could_fire_answering(r, passed[r.code], own, project)]
         tree = parsed_tree if parsed_tree is not None or not active else screening.ast_tree(source)

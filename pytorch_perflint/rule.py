@@ -108,14 +108,6 @@ class Rule(cst.BatchableCSTVisitor):
         return question is None or cls.could_fire_answering(question, path, project)
 
     @classmethod
-    def could_fire_project_text(cls, source: str, path: str, project: "ProjectIndex") -> bool:
-        """A project screen that needs no ``ast`` tree, asked before ``could_fire_tree`` and
-        ``could_fire_project`` (``path`` absolute). A run that summarised the project
-        screened each file's tree in the summarising worker and lints it in another process:
-        a file whose passed rules all fail here is not parsed again. Over-approximates."""
-        return True
-
-    @classmethod
     def project_question(cls, tree: "ast.Module") -> Optional[Hashable]:
         """What ``could_fire_project`` asks the project, worked out from the tree as plain
         data (None: it needs the tree itself). A run that summarised the project works it

@@ -1,7 +1,6 @@
 """The rules' pre-screens as the engine asks them of one file, cheapest first: the text
-(``Rule.could_fire``), the project without a tree (``could_fire_project_text``), the ``ast``
-tree (``could_fire_tree``), and the project with the tree (``could_fire_project``, or its
-``project_question`` answered where the tree is gone). A screen that fails keeps its rule:
+(``Rule.could_fire``), the ``ast`` tree (``could_fire_tree``), and the project with the tree
+(``could_fire_project``, or its ``project_question`` answered where the tree is gone). A screen that fails keeps its rule:
 a screen must never cost the file its other findings."""
 
 from __future__ import annotations
@@ -48,14 +47,6 @@ def could_fire_in_project(rule: Type[Rule], tree: ast.Module, path: str, project
     try:
         return rule.could_fire_project(tree, path, project)
     except Exception:  # noqa: BLE001 - see above
-        return True
-
-
-def could_fire_in_project_text(rule: Type[Rule], source: str, path: str, project: ProjectIndex) -> bool:
-    """The rule's tree-free project screen; one that fails keeps the rule (as above)."""
-    try:
-        return rule.could_fire_project_text(source, path, project)
-    except Exception:  # noqa: BLE001 - see could_fire_in_project
         return True
 
 

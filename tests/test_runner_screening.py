@@ -173,3 +173,35 @@ def test_a_project_screen_that_fails_keeps_its_rule_and_the_files_other_findings
     assert asked  # the screen was reached
     assert _key(results) == _key(expected)
     assert not any(r.errors for r in results)
+
+
+def test_a_deferred_file_whose_project_question_says_no_is_not_parsed_again(tmp_path, monkeypatch):
+    """TPF403's project question is worked out from the tree in the summarising worker; the
+    lint phase answers it without parsing the file again. A file that only hands a name to
+    an object of a class that trains nothing is dropped unparsed; one that trains here is
+    parsed and linted."""
+    import ast
+
+    from pytorch_perflint.engine import lint_source as lint
+    from pytorch_perflint.project.linted import index_for
+    from pytorch_perflint.registry import rule_by_code
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[tool.pytorch-perflint]\n")
+    (root / "helpers.py").write_text("class Report:\n    def __init__(self, model):\n        self.model = model\n    def show(self):\n        print(self.model)\n")
+    (root / "hand.py").write_text("import torch\nfrom helpers import Report\nmodel = torch.nn.Conv2d(3, 8, 3).cuda()\nReport(model).show()\n")
+    rule = rule_by_code("TPF403")
+    settings = _settings(root)
+    parsed: List[str] = []
+    real = screening.ast_tree
+    monkeypatch.setattr(screening, "ast_tree", lambda source: parsed.append(source) or real(source))
+    path = root / "hand.py"
+    text = path.read_text()
+    question = rule.project_question(ast.parse(text))
+    assert question == (False, ("Report",))
+    index = index_for(path, settings)
+    result = lint(text, path, settings, project=index, passed={"TPF403": question}, keep_module=False)
+    assert result.diagnostics == [] and parsed == []
+    lint(text, path, settings, project=index, passed={"TPF403": None}, keep_module=False)
+    assert len(parsed) == 1  # without the question, the tree is needed for the project screen

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytorch_perflint import engine, runner, screening
+from pytorch_perflint import runner
 from pytorch_perflint.config import load_settings
 from pytorch_perflint.project.linted import index_for
 from pytorch_perflint.rules.training.tpf206_empty_cache_in_loop import EmptyCacheInLoop
@@ -132,50 +132,3 @@ def test_the_project_screen_lets_through_what_the_rule_reports(tmp_path, files, 
     got_screened, codes = _screen_and_findings(tmp_path, files, "train.py")
     assert got_screened is screened
     assert len(codes) == found
-
-
-NO_CACHE_HELPERS = """
-    import torch
-
-    def tidy_up():
-        return None
-"""
-
-
-@pytest.mark.parametrize(
-    ("files", "screened"),
-    [
-        ({"helpers.py": HELPERS, "train.py": TRAINS}, True),
-        ({"helpers.py": DEFINES_ONLY, "train.py": TRAINS}, False),
-        ({"helpers.py": NO_CACHE_HELPERS, "train.py": TRAINS.replace("free_memory", "tidy_up")}, False),
-    ],
-    ids=["imports-a-module-that-empties", "imports-one-that-only-defines-it", "imports-none-that-empties"],
-)
-def test_the_tree_free_screen_follows_the_imports(tmp_path, files, screened):
-    root = write_project(tmp_path, files)
-    settings = load_settings([root])
-    path = root / "train.py"
-    index = index_for(path, settings)
-    assert index is not None
-    text = path.read_text(encoding="utf-8")
-    assert EmptyCacheInLoop.could_fire_project_text(text, str(path.resolve()), index) is screened
-
-
-def test_a_file_whose_passed_rules_fail_the_tree_free_screens_is_not_parsed_again(tmp_path, monkeypatch):
-    """A file the summarising worker deferred (its tree passed TPF206's loop screen) is not
-    parsed again in the lint phase when no imported module empties the cache; one that
-    does import such a module is parsed and reported."""
-    root = write_project(tmp_path, {"helpers.py": NO_CACHE_HELPERS, "tidy.py": TRAINS.replace("free_memory", "tidy_up"), "helpers2.py": HELPERS, "train.py": TRAINS.replace("from helpers ", "from helpers2 ")})
-    settings = load_settings([root])
-    parsed = []
-    real = screening.ast_tree
-    monkeypatch.setattr(screening, "ast_tree", lambda source: parsed.append(source) or real(source))
-    found = {}
-    for name in ("tidy.py", "train.py"):
-        path = root / name
-        index = index_for(path, settings)
-        text = path.read_text(encoding="utf-8")
-        lint = engine.lint_source(text, path, settings, project=index, passed={"TPF206": None}, keep_module=False)
-        found[name] = [d.code for d in lint.diagnostics]
-    assert found == {"tidy.py": [], "train.py": ["TPF206"]}
-    assert len(parsed) == 1 and "helpers2" in parsed[0]

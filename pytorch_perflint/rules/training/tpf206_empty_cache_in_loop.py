@@ -18,7 +18,7 @@ from .classifiers import last_name
 from .guards import guarded_between
 from .loops import step_loop_around
 from .inference_loops import evaluation_loop_around
-from .cache_calls import could_empty_in_loops, imports_reach_empty_cache, loop_calls
+from .cache_calls import could_empty_in_loops, loop_calls
 from .test_code import in_test_code
 
 if TYPE_CHECKING:
@@ -138,12 +138,6 @@ class EmptyCacheInLoop(Rule):
         """The code (not a comment or string) names ``empty_cache``, or a loop calls
         something (a project function of another module may empty the cache)."""
         return "empty_cache" in code_identifiers(tree) or loop_calls(tree)
-
-    @classmethod
-    def could_fire_project_text(cls, source: str, path: str, project: "ProjectIndex") -> bool:
-        """``empty_cache`` in the text, or in a project module this one imports (answered
-        without the ``ast`` tree: a deferred file that reaches neither is not parsed again)."""
-        return "empty_cache" in source or imports_reach_empty_cache(project, path)
 
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
