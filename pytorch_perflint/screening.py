@@ -1,7 +1,7 @@
 """The rules' pre-screens as the engine asks them of one file, cheapest first: the text
 (``Rule.could_fire``), the ``ast`` tree (``could_fire_tree``), and the project with the tree
-(``could_fire_project``, or its ``project_question`` answered where the tree is gone). A screen that fails keeps its rule:
-a screen must never cost the file its other findings."""
+(``could_fire_project``, or its ``project_question`` answered where the tree is gone). A
+screen that fails keeps its rule: a screen must never cost the file its other findings."""
 
 from __future__ import annotations
 
