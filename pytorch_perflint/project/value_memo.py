@@ -77,11 +77,22 @@ class Memo:
     def _prove(self, key: Tuple, guess: Kind, mark: int, compute: Callable[[], Kind]) -> Kind:
         """``guess`` if computing ``key`` under it gives it back; a guess the answer only
         widens (``Number(0)`` to ``Number()``: ``count = count + 1``) is widened once."""
-        for _ in range(2):
-            self._forget_since(mark)  # read while the key was unknown: read again
-            self._memo[key] = (guess, frozenset())
+        def under(assumed: Kind) -> Kind:
+            self._memo[key] = (assumed, frozenset())
             again = compute()
             self._guesses.pop(key, None)
+            return again
+
+        proven = self._settle(guess, mark, under)
+        return UNKNOWN if proven is None else proven
+
+    def _settle(self, guess: Kind, mark: int, under: Callable[[Kind], Kind]) -> Optional[Kind]:
+        """The guess that the answer computed under it (``under``, after the reads made while
+        the key was unknown are dropped) gives back, widened at most once; None when none
+        does (the reads since ``mark`` are dropped then too)."""
+        for _ in range(2):
+            self._forget_since(mark)  # read while the key was unknown: read again
+            again = under(guess)
             if again == guess:
                 return guess
             widened = join(guess, again)
@@ -89,7 +100,7 @@ class Memo:
                 break
             guess = widened
         self._forget_since(mark)
-        return UNKNOWN
+        return None
 
     def _forget_since(self, mark: int) -> None:
         """Drop the answers memoised after the first ``mark`` (a nested drop removes only
@@ -116,18 +127,13 @@ class Memo:
             if type(kind) is not Unknown or key not in self._reentered or type(guess) is Unknown or self._proving:
                 return kind
             self._proving = proving = True
-            for _ in range(2):
-                self._forget_since(mark)  # read while the name was unknown: read again
-                self._carried[key] = guess
-                again = combine(kinds_of())
-                if again == guess:
-                    return guess
-                widened = join(guess, again)
-                if type(widened) is Unknown or widened == guess:
-                    break
-                guess = widened
-            self._forget_since(mark)
-            return kind
+
+            def under(assumed: Kind) -> Kind:
+                self._carried[key] = assumed
+                return combine(kinds_of())
+
+            proven = self._settle(guess, mark, under)
+            return kind if proven is None else proven
         finally:
             if proving:
                 self._proving = False
