@@ -17,7 +17,7 @@ import ast
 import os
 import re
 import warnings
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ...project import ProjectIndex
 from ...project.forms import dotted
@@ -390,8 +390,8 @@ def _passes_true(call: ast.Call, name: str, params: Sequence[str]) -> bool:
     return type(value) is ast.Constant and value.value is True
 
 
-def _loader_taking(body: Sequence[ast.stmt], sampler: str) -> Optional[ast.Assign]:
-    """The one ``loader = DataLoader(..., sampler=sampler)`` of the scope."""
+def _one_loader(body: Sequence[ast.stmt], keywords_fit: Callable[[Sequence[ast.keyword]], bool]) -> Optional[ast.Assign]:
+    """The one ``loader = DataLoader(...)`` of the scope whose keywords fit."""
     found = [
         n
         for n in _own_nodes(body)
@@ -399,9 +399,14 @@ def _loader_taking(body: Sequence[ast.stmt], sampler: str) -> Optional[ast.Assig
         and len(n.targets) == 1
         and type(n.value) is ast.Call
         and (dotted(n.value.func) or "").split(".")[-1] == "DataLoader"
-        and any(k.arg == "sampler" and type(k.value) is ast.Name and k.value.id == sampler for k in n.value.keywords)
+        and keywords_fit(n.value.keywords)
     ]
     return found[0] if len(found) == 1 else None
+
+
+def _loader_taking(body: Sequence[ast.stmt], sampler: str) -> Optional[ast.Assign]:
+    """The one ``loader = DataLoader(..., sampler=sampler)`` of the scope."""
+    return _one_loader(body, lambda keywords: any(k.arg == "sampler" and type(k.value) is ast.Name and k.value.id == sampler for k in keywords))
 
 
 def _bound_once(body: Sequence[ast.stmt], name: str) -> bool:
@@ -459,14 +464,8 @@ def _sampler_written(body: Sequence[ast.stmt], kwargs: str) -> bool:
 
 def _loader_unpacking(body: Sequence[ast.stmt], kwargs: str) -> Optional[ast.Assign]:
     """The one ``loader = DataLoader(..., **kwargs)`` of the scope (no ``sampler=`` of its own)."""
-    found = [
-        n
-        for n in _own_nodes(body)
-        if type(n) is ast.Assign
-        and len(n.targets) == 1
-        and type(n.value) is ast.Call
-        and (dotted(n.value.func) or "").split(".")[-1] == "DataLoader"
-        and any(k.arg is None and type(k.value) is ast.Name and k.value.id == kwargs for k in n.value.keywords)
-        and not any(k.arg in ("sampler", "batch_sampler") for k in n.value.keywords)
-    ]
-    return found[0] if len(found) == 1 else None
+    return _one_loader(
+        body,
+        lambda keywords: any(k.arg is None and type(k.value) is ast.Name and k.value.id == kwargs for k in keywords)
+        and not any(k.arg in ("sampler", "batch_sampler") for k in keywords),
+    )
