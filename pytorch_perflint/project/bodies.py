@@ -13,13 +13,19 @@ import ast
 import functools
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar
 
 from .codec import serialisable
 from .forms import Attr, BinOp, Call, Either, Form, FormBuilder, Item, Ref, Seq, Unknown
 from .forms import Dict as DictForm
 from .statements import read_scope
-from .summary import Attribute, Binding
+from .summary import Attribute, Binding, ModuleSummary
+
+if TYPE_CHECKING:
+    from .resolution import Definition
+    from .values import ValueEngine
+
+R = TypeVar("R")
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -176,3 +182,25 @@ def _parse(text: str) -> Optional[ast.Module]:
             return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def memoised_body(engine: "ValueEngine", definition: "Definition", tag: str, read: Callable[[ast.AST, ModuleSummary], R]) -> Optional[R]:
+    """What ``read`` makes of a project function's body (located in its module's text), once
+    per ``tag`` and summary in the engine's memo; None when the body cannot be read. A new
+    summary object comes whenever the module is read again (an equal summary leaves the
+    engine's generation as it was, but the body's text may have changed); the memo holds the
+    summary, so its ``id`` is not reused meanwhile."""
+    index, function = engine.index, definition.function
+    if index is None or function is None or definition.path is None:
+        return None
+    summary = index.summary(definition.path)
+    key = (tag, definition.path, definition.name, function.line, id(summary))
+
+    def compute() -> Tuple[object, Optional[R]]:
+        text = index.text(definition.path)  # type: ignore[arg-type]
+        node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
+        return summary, None if node is None else read(node, summary)
+
+    found = engine._memoised(key, compute)  # type: ignore[arg-type]
+    return found[1] if type(found) is tuple else None  # type: ignore[return-value]
+

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .allocator_calls import is_empty_cache, moves_new_module
-from .bodies import locate
+from .bodies import memoised_body
 from .forms import Attr, Form, FormBuilder, Ref, dotted, qualify
 from .kinds import Instance, OneOf, ProjectCallable, Unknown, present
 from .parameter_loops import bound_once, over_parameters
@@ -198,23 +198,7 @@ def trains(function: FunctionSummary) -> bool:
 
 def body_facts(engine: ValueEngine, definition: Definition) -> Optional[BodyFacts]:
     """The facts of a project function's body (None when its lines cannot be read)."""
-    index = engine.index
-    function = definition.function
-    if index is None or function is None or definition.path is None:
-        return None
-    summary = index.summary(definition.path)
-    # A new summary object whenever the module is read again (an equal summary leaves the
-    # engine's generation as it was, but the body's text may have changed); the memo holds
-    # the summary, so its ``id`` is not reused meanwhile.
-    key = ("body", definition.path, definition.name, function.line, id(summary))
-
-    def compute() -> Tuple[object, Optional[BodyFacts]]:
-        text = index.text(definition.path)  # type: ignore[arg-type]
-        node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
-        return summary, None if node is None else read_body(node, dict(summary.aliases))
-
-    found = engine._memoised(key, compute)  # type: ignore[arg-type]
-    return found[1] if type(found) is tuple else None
+    return memoised_body(engine, definition, "body", lambda node, summary: read_body(node, dict(summary.aliases)))
 
 
 def _targets(engine: ValueEngine, definition: Definition, site: Site, objects: bool = True) -> Optional[Tuple[Definition, ...]]:

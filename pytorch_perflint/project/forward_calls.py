@@ -38,12 +38,13 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from .autograd_values import no_grad_expr, no_grad_form
-from .bodies import locate
+from .bodies import locate, memoised_body
 from .call_values import _definition_where, dispatch, trains
 from .forms import Form, FormBuilder, dotted
 from .kinds import Instance, Module, OneOf, ProjectCallable, Unknown, Wrapper, present
 from .resolution import Definition
 from .scopes import DEEP
+from .summary import ModuleSummary
 from .values import ValueEngine, Where
 
 MAX_DEPTH = 2
@@ -111,20 +112,14 @@ def read_forward_body(node: ast.AST, aliases: Dict[str, str]) -> ForwardBody:
 
 
 def forward_body(engine: ValueEngine, definition: Definition) -> Optional[ForwardBody]:
-    index, function = engine.index, definition.function
-    if index is None or function is None or definition.path is None:
-        return None
-    summary = index.summary(definition.path)
-    key = ("forward-body", definition.path, definition.name, function.line, id(summary))
+    function = definition.function
+    decorated = function is not None and any(no_grad_form(d) for d in function.decorators)
 
-    def compute() -> Tuple[object, Optional[ForwardBody]]:
-        text = index.text(definition.path)  # type: ignore[arg-type]
-        node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
-        body = None if node is None else read_forward_body(node, dict(summary.aliases))
-        return summary, None if body is None else ForwardBody(body.sites, any(no_grad_form(d) for d in function.decorators), body.looped)
+    def read(node: ast.AST, summary: ModuleSummary) -> ForwardBody:
+        body = read_forward_body(node, dict(summary.aliases))
+        return ForwardBody(body.sites, decorated, body.looped)
 
-    found = engine._memoised(key, compute)  # type: ignore[arg-type]
-    return found[1] if type(found) is tuple else None
+    return memoised_body(engine, definition, "forward-body", read)
 
 
 def calls_module(engine: ValueEngine, func: Form, where: Where) -> bool:
