@@ -15,7 +15,8 @@ def over_parameters(iterable: ast.AST, once: Dict[str, ast.AST]) -> bool:
     an optimizer's ``param_groups`` (never empty), ``list``/``tuple``/``enumerate`` of
     them, or a name bound once to one of these: what a training step's helper walks."""
     if isinstance(iterable, ast.Name) and iterable.id in once:
-        iterable = once[iterable.id]
+        # Substituted once: ``tokens = list(tokens)`` of a parameter must not loop forever.
+        iterable, once = once[iterable.id], {k: v for k, v in once.items() if k != iterable.id}
     if isinstance(iterable, ast.Attribute):
         return iterable.attr == "param_groups"
     if not isinstance(iterable, ast.Call) or iterable.keywords:
