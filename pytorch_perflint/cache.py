@@ -119,7 +119,10 @@ class Stamp:
     key before it was read and the digest of the bytes linted; per project module the
     rules read, ``(kind, stat key, digest)`` with kind ``"s"`` (its summary) or ``"t"``
     (its text); the digest of the project's graph state when an answer read the import
-    graph, and of its stat keys when one read every module's text (``cache_graph``)."""
+    graph, and of its stat keys when one read every module's text (``cache_graph``).
+    ``words``: when every text read was read for a word it spells (``ProjectIndex.text_naming``),
+    the words: the texts stamp then also holds after an edit that makes no other module
+    spell one (a comment in a widely imported module)."""
 
     key: Optional[StatKey]
     sha256: str
@@ -127,6 +130,7 @@ class Stamp:
     graph: Optional[str] = None
     texts: Optional[str] = None
     root: Optional[str] = None
+    words: Tuple[str, ...] = ()
 
 
 def _as_key(value: Any) -> Optional[StatKey]:
@@ -175,6 +179,7 @@ class Cache:
         # The project index of a root, for checking its state (set by the run).
         self.index_of: Optional[Callable[[str], Any]] = None
         self._states_now: Dict[str, Tuple[Any, bool]] = {}  # root -> (checked State or None, nothing changed)
+        self._changes_now: Dict[str, Tuple[str, List[str]]] = {}  # root -> (texts digest as kept, modules changed since)
         self._keys_now: Dict[str, Optional[List[int]]] = {}  # see _key_now
         self._digests_now: Dict[Tuple[str, str], Optional[str]] = {}
         self._shards: Dict[str, StatKey] = {}  # summaries read from or written to summaries/
@@ -222,7 +227,34 @@ class Cache:
             return False
         if graph is not None and graph != state.graph_digest():
             return False
-        return texts is None or (unchanged and texts == state.texts_digest())
+        if texts is None or (unchanged and texts == state.texts_digest()):
+            return True
+        return self._words_hold(entry, root, state)
+
+    def _words_hold(self, entry: Dict[str, Any], root: str, state: Any) -> bool:
+        """A texts result that read only texts spelling its ``words`` (their modules are its
+        deps, checked already) still holds when it was stamped against the state as kept
+        and no module changed since spells a word now; it is stamped anew."""
+        words = entry.get("words")
+        if not isinstance(words, list) or not words or not all(isinstance(w, str) and w for w in words):
+            return False
+        before, changed = self._changes_now.get(root, (None, ()))
+        if entry.get("texts") != before:
+            return False
+        for path in changed:
+            text = self._text_now(path)
+            if text is None or any(word in text for word in words):
+                return False
+        entry["texts"] = state.texts_digest()
+        self.dirty = True
+        return True
+
+    def _text_now(self, path: str) -> Optional[str]:
+        if ("text", path) not in self._digests_now:
+            from .project.index import read_source
+
+            self._digests_now[("text", path)] = read_source(path)[0]
+        return self._digests_now[("text", path)]
 
     def _dep_holds(self, path: str, dep: Any) -> bool:
         if not isinstance(dep, list) or len(dep) != 3 or dep[0] not in ("s", "t") or not isinstance(dep[2], str):
@@ -271,6 +303,11 @@ class Cache:
                     if result[0] is not None and not result[1]:
                         self.states[root] = result[0].to_json()
                         self.dirty = True
+                        now = result[0].stats
+                        changed = [p for p in state.modules if now.get(p) != state.stats.get(p)]
+                        self._changes_now[root] = (state.texts_digest(), changed)
+            if result[0] is not None:
+                self._changes_now.setdefault(root, (result[0].texts_digest(), []))
             self._states_now[root] = result
         return self._states_now[root]
 
@@ -288,6 +325,7 @@ class Cache:
         self._keys_now.clear()
         self._digests_now.clear()
         self._states_now.clear()
+        self._changes_now.clear()
 
     def set_state(self, root: str, state: Any) -> None:
         """Keep a project's state (``cache_graph.State``) as the one this run read."""
@@ -351,6 +389,8 @@ class Cache:
                 entry["graph"] = stamp.graph
             if stamp.texts is not None:
                 entry["texts"] = stamp.texts
+                if stamp.words:
+                    entry["words"] = list(stamp.words)
         self.entries[os.path.abspath(path)] = entry
         self.dirty = True
 
@@ -359,7 +399,7 @@ class Cache:
         if not self.dirty:
             return
         payload = {"version": __version__, "format": FORMAT, "settings": self.key, "files": self.entries, "projects": self.states}
-        self._write(self.folder, "lint.json", json.dumps(payload))  # type: ignore[arg-type]
+        self._write(self.folder, "lint.json", json.dumps(payload, separators=(",", ":")))  # type: ignore[arg-type]
         self.dirty = False
 
     def prepare_folder(self) -> bool:

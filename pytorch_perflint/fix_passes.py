@@ -37,10 +37,11 @@ class Reads:
     def of(cls, used: Set[str], root: Optional[str]) -> "Reads":
         """From what a ``ProjectIndex.recording()`` collected (modules read for their
         summary or their text, or the whole project)."""
-        from .project.index import ALL_FILES, ALL_TEXTS, TEXT_OF
+        from .project.index import ALL_FILES, ALL_TEXTS, TEXT_OF, TEXTS_NAMING
 
-        deps = frozenset(u[len(TEXT_OF):] if u.startswith(TEXT_OF) else u for u in used)
-        return cls(deps, ALL_FILES in used or ALL_TEXTS in used, root)
+        named = any(u.startswith(TEXTS_NAMING) for u in used)  # a fix may make a module spell the word
+        deps = frozenset(u[len(TEXT_OF):] if u.startswith(TEXT_OF) else u for u in used if not u.startswith(TEXTS_NAMING))
+        return cls(deps, ALL_FILES in used or ALL_TEXTS in used or named, root)
 
 
 # Runs one pass over the files given; records in the mapping, for each file linted with

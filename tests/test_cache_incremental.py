@@ -87,3 +87,71 @@ def test_a_summarising_worker_forked_while_the_collector_was_paused_turns_it_bac
         assert gc.isenabled()
     finally:
         gc.enable()
+
+
+# A scratch project whose findings reach across modules the ways the rules' project screens
+# and questions do: a device chosen in one module every other imports, a conv model built
+# in another, a pinned loader from a helper, a per-step sync behind a method, an
+# evaluation loop, and a cache emptied in a loop (TPF206's imported-module screen).
+_SCRATCH = {
+    "knobs.py": '"""Choices every script shares."""\nimport torch\n\nDEVICE = torch.device("cuda")\nROWS = 64\n\n\ndef device_for(name=None):\n    return DEVICE if name is None else torch.device(name)\n',
+    "stem.py": "import torch.nn as nn\n\nfrom knobs import DEVICE\n\n\nclass Stem(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.conv = nn.Conv2d(3, width, 3, padding=1)\n        self.norm = nn.BatchNorm2d(width)\n\n    def forward(self, x):\n        return self.norm(self.conv(x)).relu()\n",
+    "nets.py": "import torch.nn as nn\n\nfrom stem import Stem\nimport knobs\n\n\nclass Labeller(nn.Module):\n    def __init__(self, classes=10):\n        super().__init__()\n        self.stem = Stem(32)\n        self.head = nn.Linear(32, classes)\n\n    def forward(self, x):\n        return self.head(self.stem(x).mean((2, 3)))\n\n\ndef build():\n    return Labeller().to(knobs.DEVICE)\n",
+    "feeds.py": "from torch.utils.data import DataLoader\n\nfrom knobs import ROWS\n\n\ndef plain_loader(dataset):\n    return DataLoader(dataset, batch_size=ROWS, shuffle=True)\n\n\ndef pinned_loader(dataset):\n    return DataLoader(dataset, batch_size=ROWS, num_workers=4, pin_memory=True)\n",
+    "meter.py": "import knobs\n\n\nclass Meter:\n    def __init__(self):\n        self.total = 0.0\n\n    def record(self, loss):\n        self.total += loss.item()\n",
+    "train.py": "import torch\nimport torch.nn.functional as F\n\nfrom feeds import pinned_loader\nfrom nets import build\nfrom knobs import DEVICE\nfrom meter import Meter\n\n\ndef train(dataset, epochs=3):\n    model = build()\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    meter = Meter()\n    for epoch in range(epochs):\n        for images, labels in pinned_loader(dataset):\n            images, labels = images.to(DEVICE), labels.to(DEVICE)\n            optimizer.zero_grad()\n            loss = F.cross_entropy(model(images), labels)\n            loss.backward()\n            optimizer.step()\n            print(loss.item())\n            meter.record(loss)\n",
+    "judge.py": "import torch\n\nfrom feeds import plain_loader\nfrom nets import build\nimport knobs\n\n\ndef judge(dataset):\n    model = build()\n    model.eval()\n    right = 0\n    for images, labels in plain_loader(dataset):\n        out = model(images.to(knobs.DEVICE))\n        right += (out.argmax(1).cpu() == labels).sum()\n        torch.cuda.empty_cache()\n    return right\n",
+    **{f"util_{n}.py": f"from knobs import device_for\n\n\ndef helper_{n}(x):\n    return x.to(device_for()) + {n}\n" for n in range(3)},
+}
+
+
+def _scratch_run(root: Path):
+    import dataclasses
+
+    from pytorch_perflint import runner
+    from pytorch_perflint.config import Settings
+
+    settings = dataclasses.replace(Settings(), preview=True, project_root=str(root), config_path=str(root / "pyproject.toml"))
+    files = sorted(root.glob("*.py"))
+    results, summary = runner.run(files, settings, jobs=2, use_cache=True, roots=[str(root)])
+    found = sorted((Path(r.path).name, d.location.row, d.code, d.message) for r in results for d in r.diagnostics)
+    return found, summary
+
+
+def test_a_warm_run_re_lints_nothing_and_a_comment_in_a_widely_imported_module_re_lints_only_it(tmp_path):
+    """Issue 25, by the run's own accounting (``RunSummary.linted`` / ``summarised``), not by
+    timing: the second run lints and summarises nothing; a comment appended to the module
+    every other imports re-lints that module alone, its importers' results staying cached
+    because what they read of it (its summary, the texts that spell what they looked for)
+    did not change, and the run after that is warm again."""
+    root = tmp_path / "scratch"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[tool.pytorch-perflint]\n")
+    for name, text in _SCRATCH.items():
+        (root / name).write_text(text)
+    cold, summary = _scratch_run(root)
+    assert summary.linted == len(_SCRATCH) and summary.summarised >= len(_SCRATCH)
+    codes = {(name, code) for name, _, code, _ in cold}
+    # Findings that need other modules: CUDA chosen in knobs.py, the conv model of stem.py,
+    # the pinned loader of feeds.py, the sync inside Meter.record, the cache emptied in a loop.
+    assert {("feeds.py", "TPF102"), ("train.py", "TPF403"), ("train.py", "TPF104"), ("judge.py", "TPF203"), ("judge.py", "TPF206")} <= codes
+    assert sum(1 for name, _, code, message in cold if name == "train.py" and code == "TPF202" and "record" in message) == 1
+
+    warm, summary = _scratch_run(root)
+    assert (summary.linted, summary.summarised) == (0, 0)
+    assert warm == cold
+
+    _rewrite(root / "knobs.py", _SCRATCH["knobs.py"] + "# one place for the device\n")
+    edited, summary = _scratch_run(root)
+    assert summary.linted == 1  # knobs.py itself
+    assert summary.summarised <= 2  # knobs.py again (its summary's digest, the import graph's edges)
+    assert edited == cold
+    again, summary = _scratch_run(root)
+    assert (summary.linted, summary.summarised) == (0, 0)
+    assert again == cold
+    # A comment that spells a name train.py's answers looked for in every module's text
+    # (the callers of Meter.record) may change them: train.py is linted again, not the rest.
+    _rewrite(root / "knobs.py", _SCRATCH["knobs.py"] + "# one place for the device, record it\n")
+    spelled, summary = _scratch_run(root)
+    assert summary.linted == 2
+    assert spelled == cold
