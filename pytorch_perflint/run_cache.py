@@ -82,6 +82,9 @@ def prepare_projects(projects: RunProjects, todo: Sequence[Path], cache, many: b
         if index is None:
             continue
         index.stored = cache.stored_summary
+        for path, (key, summary, text_hash) in cache.summaries_now.items():  # changed modules, summarised once
+            if key is not None and os.path.dirname(path).startswith(root):
+                index.add(path, tuple(key), summary, text_hash)
         cache.prepare_folder()  # first: creating it changes the root folder's mtime
         state, unchanged = cache.seed(root, index)
         if many:

@@ -105,15 +105,15 @@ _SCRATCH = {
 }
 
 
-def _scratch_run(root: Path):
+def _scratch_run(root: Path, *names: str):
     import dataclasses
 
     from pytorch_perflint import runner
     from pytorch_perflint.config import Settings
 
     settings = dataclasses.replace(Settings(), preview=True, project_root=str(root), config_path=str(root / "pyproject.toml"))
-    files = sorted(root.glob("*.py"))
-    results, summary = runner.run(files, settings, jobs=2, use_cache=True, roots=[str(root)])
+    files = [root / name for name in names] if names else sorted(root.glob("*.py"))
+    results, summary = runner.run(files, settings, jobs=2, use_cache=True, roots=[str(root)] if not names else None)
     found = sorted((Path(r.path).name, d.location.row, d.code, d.message) for r in results for d in r.diagnostics)
     return found, summary
 
@@ -149,6 +149,15 @@ def test_a_warm_run_re_lints_nothing_and_a_comment_in_a_widely_imported_module_r
     again, summary = _scratch_run(root)
     assert (summary.linted, summary.summarised) == (0, 0)
     assert again == cold
+    # Checked alone in between (pre-commit, twice), the edited modules move the project's
+    # state on: the results stamped before still find what changed since (its history).
+    _rewrite(root / "knobs.py", _SCRATCH["knobs.py"] + "# one place for the device, kept here\n")
+    alone, summary = _scratch_run(root, "knobs.py")
+    assert summary.linted == 1 and alone == [f for f in cold if f[0] == "knobs.py"]
+    _rewrite(root / "util_0.py", _SCRATCH["util_0.py"] + "# a helper\n")
+    assert _scratch_run(root, "util_0.py")[1].linted == 1
+    again, summary = _scratch_run(root)
+    assert (summary.linted, again) == (0, cold)
     # A comment that spells a name train.py's answers looked for in every module's text
     # (the callers of Meter.record) may change them: train.py is linted again, not the rest.
     _rewrite(root / "knobs.py", _SCRATCH["knobs.py"] + "# one place for the device, record it\n")
