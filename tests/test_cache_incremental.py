@@ -94,13 +94,118 @@ def test_a_summarising_worker_forked_while_the_collector_was_paused_turns_it_bac
 # in another, a pinned loader from a helper, a per-step sync behind a method, an
 # evaluation loop, and a cache emptied in a loop (TPF206's imported-module screen).
 _SCRATCH = {
-    "knobs.py": '"""Choices every script shares."""\nimport torch\n\nDEVICE = torch.device("cuda")\nROWS = 64\n\n\ndef device_for(name=None):\n    return DEVICE if name is None else torch.device(name)\n',
-    "stem.py": "import torch.nn as nn\n\nfrom knobs import DEVICE\n\n\nclass Stem(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.conv = nn.Conv2d(3, width, 3, padding=1)\n        self.norm = nn.BatchNorm2d(width)\n\n    def forward(self, x):\n        return self.norm(self.conv(x)).relu()\n",
-    "nets.py": "import torch.nn as nn\n\nfrom stem import Stem\nimport knobs\n\n\nclass Labeller(nn.Module):\n    def __init__(self, classes=10):\n        super().__init__()\n        self.stem = Stem(32)\n        self.head = nn.Linear(32, classes)\n\n    def forward(self, x):\n        return self.head(self.stem(x).mean((2, 3)))\n\n\ndef build():\n    return Labeller().to(knobs.DEVICE)\n",
-    "feeds.py": "from torch.utils.data import DataLoader\n\nfrom knobs import ROWS\n\n\ndef plain_loader(dataset):\n    return DataLoader(dataset, batch_size=ROWS, shuffle=True)\n\n\ndef pinned_loader(dataset):\n    return DataLoader(dataset, batch_size=ROWS, num_workers=4, pin_memory=True)\n",
-    "meter.py": "import knobs\n\n\nclass Meter:\n    def __init__(self):\n        self.total = 0.0\n\n    def record(self, loss):\n        self.total += loss.item()\n",
-    "train.py": "import torch\nimport torch.nn.functional as F\n\nfrom feeds import pinned_loader\nfrom nets import build\nfrom knobs import DEVICE\nfrom meter import Meter\n\n\ndef train(dataset, epochs=3):\n    model = build()\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    meter = Meter()\n    for epoch in range(epochs):\n        for images, labels in pinned_loader(dataset):\n            images, labels = images.to(DEVICE), labels.to(DEVICE)\n            optimizer.zero_grad()\n            loss = F.cross_entropy(model(images), labels)\n            loss.backward()\n            optimizer.step()\n            print(loss.item())\n            meter.record(loss)\n",
-    "judge.py": "import torch\n\nfrom feeds import plain_loader\nfrom nets import build\nimport knobs\n\n\ndef judge(dataset):\n    model = build()\n    model.eval()\n    right = 0\n    for images, labels in plain_loader(dataset):\n        out = model(images.to(knobs.DEVICE))\n        right += (out.argmax(1).cpu() == labels).sum()\n        torch.cuda.empty_cache()\n    return right\n",
+    "knobs.py": '''\
+"""Choices every script shares."""
+import torch
+
+DEVICE = torch.device("cuda")
+ROWS = 64
+
+
+def device_for(name=None):
+    return DEVICE if name is None else torch.device(name)
+''',
+    "stem.py": '''\
+import torch.nn as nn
+
+from knobs import DEVICE
+
+
+class Stem(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, 3, padding=1)
+        self.norm = nn.BatchNorm2d(width)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).relu()
+''',
+    "nets.py": '''\
+import torch.nn as nn
+
+from stem import Stem
+import knobs
+
+
+class Labeller(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = Stem(32)
+        self.head = nn.Linear(32, classes)
+
+    def forward(self, x):
+        return self.head(self.stem(x).mean((2, 3)))
+
+
+def build():
+    return Labeller().to(knobs.DEVICE)
+''',
+    "feeds.py": '''\
+from torch.utils.data import DataLoader
+
+from knobs import ROWS
+
+
+def plain_loader(dataset):
+    return DataLoader(dataset, batch_size=ROWS, shuffle=True)
+
+
+def pinned_loader(dataset):
+    return DataLoader(dataset, batch_size=ROWS, num_workers=4, pin_memory=True)
+''',
+    "meter.py": '''\
+import knobs
+
+
+class Meter:
+    def __init__(self):
+        self.total = 0.0
+
+    def record(self, loss):
+        self.total += loss.item()
+''',
+    "train.py": '''\
+import torch
+import torch.nn.functional as F
+
+from feeds import pinned_loader
+from nets import build
+from knobs import DEVICE
+from meter import Meter
+
+
+def train(dataset, epochs=3):
+    model = build()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    meter = Meter()
+    for epoch in range(epochs):
+        for images, labels in pinned_loader(dataset):
+            images, labels = images.to(DEVICE), labels.to(DEVICE)
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(images), labels)
+            loss.backward()
+            optimizer.step()
+            print(loss.item())
+            meter.record(loss)
+''',
+    "judge.py": '''\
+import torch
+
+from feeds import plain_loader
+from nets import build
+import knobs
+
+
+def judge(dataset):
+    model = build()
+    model.eval()
+    right = 0
+    for images, labels in plain_loader(dataset):
+        out = model(images.to(knobs.DEVICE))
+        right += (out.argmax(1).cpu() == labels).sum()
+        torch.cuda.empty_cache()
+    return right
+''',
     **{f"util_{n}.py": f"from knobs import device_for\n\n\ndef helper_{n}(x):\n    return x.to(device_for()) + {n}\n" for n in range(3)},
 }
 
