@@ -11,13 +11,14 @@ from typing import Dict, Optional, Tuple, Union
 
 from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
 from .callsites import call_sites, method_call_sites
-from .resolution import ALL_TEXTS, Definition
+from .reads import ALL_TEXTS, TEXTS_NAMING
+from .resolution import Definition
 from .root import EXTERNAL_PACKAGES
 from .scan import line_text
 from .summarizer import parse
 from .summary import CallSite, ModuleSummary
 
-__all__ = ["ALL_TEXTS", "Details"]
+__all__ = ["ALL_TEXTS", "TEXTS_NAMING", "Details"]
 
 
 class Details:
@@ -83,10 +84,9 @@ class Details:
         """Every ``<anything>.method(...)`` call in the project, with the calling module: the
         calls a method of any class may get (``trainer.train_step(batch)`` in a loop)."""
         out = []
-        self.note_read(ALL_TEXTS)  # type: ignore[attr-defined]
         for path in sorted(self.module_paths()):  # type: ignore[attr-defined]  # the graph's nodes
-            text = self.text(path)  # type: ignore[attr-defined]
-            if text is None or f".{method}" not in text:
+            text = self.text_naming(path, f".{method}")  # type: ignore[attr-defined]
+            if text is None:
                 continue
 
             def compute(summary: ModuleSummary, path: str = path, text: str = text) -> Tuple[CallSite, ...]:

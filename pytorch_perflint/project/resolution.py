@@ -20,12 +20,10 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set
 
 from ..analysis.names import canonical
 from .forms import Form, Ref
+from .reads import ALL_FILES, ALL_TEXTS  # noqa: F401 - ALL_TEXTS: imported from here by the rules
 from .root import STDLIB_MODULES, Target
 from .summary import Binding, CallSite, ClassSummary, FunctionSummary, ImportRecord, ModuleSummary, Param
 
-# Noted by an answer that read the text of every project module (who calls a function):
-# it depends on every file, not only on the import graph.
-ALL_TEXTS = "<every project file's text>"
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -81,8 +79,8 @@ class Resolution:
 
     def __init__(self, index: "ProjectIndex") -> None:
         self.index = index
-        self._uses: Dict[str, List[Site]] = {}
-        self._stars: Optional[FrozenSet[str]] = None
+        self._uses: Dict[str, Tuple[List[Site], FrozenSet[str]]] = {}  # name -> (uses, what was read)
+        self._stars: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None  # (modules, what was read)
         # (path, name) -> the answer and the modules it read (replayed to recorders on a hit)
         self._resolved: Dict[Tuple[str, str], Tuple[Optional[Definition], FrozenSet[str]]] = {}
         self._star_modules: Dict[str, bool] = {}  # path -> whether it has a module-level star import
@@ -269,31 +267,38 @@ class Resolution:
     def _uses_of(self, name: str) -> List[Site]:
         """Every use, in the project, of a chain that spells ``name`` (only the modules whose
         text holds the word are read)."""
-        found = self._uses.get(name)
-        if found is None:
-            found = []
+        kept = self._uses.get(name)
+        if kept is not None:  # what it read, told again to the recordings
+            for read in kept[1]:
+                self.index.note_read(read)
+            return kept[0]
+        found: List[Site] = []
+        with self.index.recording() as used:
             for path in sorted(self.index.import_graph()):
-                text = self.index.text(path)
-                if text is None or name not in text:
+                if self.index.text_naming(path, name) is None:
                     continue
                 for site in self.index.uses(path):
                     if name in site.callee.split("."):
                         found.append((path, site))
-            self._uses[name] = found
+        self._uses[name] = (found, frozenset(used))
         return found
 
     def _star_imported(self) -> FrozenSet[str]:
         """Project modules some module star-imports (their names may be used unseen)."""
         if self._stars is None:
             stars = set()
-            for path in self.index.import_graph():
-                for record in self.index.summary(path).imports:
-                    if record.star:
-                        target = self.index.import_target(path, record)
-                        if target is not None and target.path is not None:
-                            stars.add(target.path)
-            self._stars = frozenset(stars)
-        return self._stars
+            with self.index.recording() as used:
+                for path in self.index.import_graph():
+                    for record in self.index.summary(path).imports:
+                        if record.star:
+                            target = self.index.import_target(path, record)
+                            if target is not None and target.path is not None:
+                                stars.add(target.path)
+            self._stars = (frozenset(stars), frozenset(used))
+        else:  # what it read, told again to the recordings
+            for read in self._stars[1]:
+                self.index.note_read(read)
+        return self._stars[0]
 
     def callers(self, definition: Definition, public: bool = False) -> Optional[Tuple[Site, ...]]:
         """The project's calls of a function, method or class (a class's calls are its
@@ -301,7 +306,7 @@ class Resolution:
         too, when every use of its name is ``self.m(...)`` (the value engine's parameters)."""
         if definition.path is None or definition.kind not in ("function", "class", "method"):
             return None
-        self.index.note_read(ALL_TEXTS)  # the answer reads every module that spells the name
+        self.index.note_read(ALL_FILES)  # the project's layout; the texts read note their words
         stem = os.path.splitext(os.path.basename(definition.path))[0]
         top = (self.index.module_name(definition.path) or stem).split(".")[0]
         if stem in STDLIB_MODULES or top in STDLIB_MODULES or definition.path in self._star_imported():
@@ -356,8 +361,8 @@ class Resolution:
         attribute = re.compile(rf"\.\s*{re.escape(method)}\b")
         on_self = re.compile(r"(?:^|[^\w.])(?:self|cls|super\(\))\s*$")
         for path in sorted(self.index.import_graph()):
-            text = self.index.text(path)
-            if text is None or method not in text:
+            text = self.index.text_naming(path, method)
+            if text is None:
                 continue
             for found in attribute.finditer(text):
                 if not on_self.search(text[max(0, found.start() - 40): found.start()]):
@@ -405,8 +410,7 @@ class Resolution:
         its name)."""
         out = []
         for path in sorted(self.index.import_graph()):
-            text = self.index.text(path)
-            if text is None or definition.name not in text:
+            if self.index.text_naming(path, definition.name) is None:
                 continue
             for klass in self.index.summary(path).classes:
                 candidate = Definition("class", path, klass.name, klass=klass)

@@ -30,9 +30,8 @@ from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
 from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
-from .method_callers import public_method_sites
 from .module_values import ModuleValues
-from .resolution import ALL_TEXTS, Definition
+from .resolution import Definition
 from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
 from .scopes import Appended, Branches, Each, Scope, build_scope, free, mutable_display
@@ -269,12 +268,8 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
         name in the project (``method_callers``), or, when that cannot be known, its calls
         on ``self`` when those are its only uses (``Resolution.callers(public=True)``)."""
         sites = None
-        if public:  # the same callers for every parameter: read once (their reads were noted)
-            key = (definition.path, definition.name)
-            if key not in self._sites:
-                self._sites[key] = public_method_sites(self.index, definition)  # type: ignore[arg-type]
-            self.index.note_read(ALL_TEXTS)  # type: ignore[union-attr]
-            sites = self._sites[key]
+        if public:  # the same callers for every parameter: read once (``Memo._public_sites``)
+            sites = self._public_sites(definition)
         found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
         if not found or len(found) > MAX_CALLERS or (self.index.lone and all(s is None for _, s, _ in found)):
             return UNKNOWN
