@@ -13,7 +13,8 @@ from ...types import Applicability
 from ...project.values import MAX_SCANNED_MODULES
 from .eval_callers import definition_evaluated_by_callers, method_evaluated_by_callers
 from .eval_helper_screens import could_evaluate_through_helpers
-from .no_grad import SELF_LAYER, evaluation_loops, is_eval_function_name
+from .eval_names import MODEL_PARAM, called_in_text, is_eval_function_name
+from .no_grad import SELF_LAYER, evaluation_loops
 from .screens import could_evaluate_without_no_grad
 from .test_code import in_test_code
 
@@ -99,9 +100,9 @@ class EvalWithoutNoGrad(Rule):
         kept on ``self`` (a method looping over its own layers, evaluated by its callers)."""
         if "for " not in source and "while " not in source:
             return False
-        if _EVAL_MODE.search(source) or SELF_LAYER.search(source):
-            return True
-        return any(is_eval_function_name(name) for name in _DEF_NAME.findall(source))
+        if _EVAL_MODE.search(source) or SELF_LAYER.search(source) or MODEL_PARAM.search(source):
+            return True  # a model parameter: its callers may have put it in eval mode
+        return any(is_eval_function_name(name, called_in_text(name, source)) for name in _DEF_NAME.findall(source))
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
