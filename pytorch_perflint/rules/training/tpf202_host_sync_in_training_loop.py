@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Hashable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from ...project.call_values import own_path, syncs_every_call
+from ...analysis.ast_index import tree_index
+from ...project.call_values import own_path, syncs_every_call, walk_syncs
+from ...project.resolution import Definition
+from ...project.step_names import NOT_STEPS, training_names
 from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
@@ -23,6 +26,9 @@ from .loops import (
 )
 from .screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
 from .test_code import in_test_code
+
+if TYPE_CHECKING:
+    from ...project import ProjectIndex
 from .sync_forms import add_terms as _add_terms, formats as _formats, formatted_values as _formatted_values
 
 _CONVERSIONS = frozenset({"float", "int", "bool"})
@@ -104,8 +110,9 @@ class HostSyncInTrainingLoop(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """A training loop, or a call of what may be a step function of another module
-        (``screens.could_train_text``)."""
-        return could_train_text(source)
+        (``screens.could_train_text``), or a loop, which may call a project method that
+        trains whatever its name (``coach.fit_critic(x)``: the project screen asks)."""
+        return could_train_text(source) or "for " in source or "while " in source
 
     needs_cuda = True
 
@@ -113,8 +120,21 @@ class HostSyncInTrainingLoop(Rule):
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """Some loop trains: it runs backward or a step, or calls a helper defined here or
         a function named like a step of another module; or a function here runs a training
-        step and syncs (a step function that another module may call from its loop)."""
-        return could_have_training_loop(tree) or loop_calls_step_by_name(tree) or step_function_syncs(tree)
+        step and syncs (a step function that another module may call from its loop); or a
+        loop calls something, which the project screen matches against its training steps."""
+        return cls.project_question(tree) is None or bool(_loop_call_names(tree))
+
+    @classmethod
+    def project_question(cls, tree: ast.Module) -> Optional[FrozenSet[str]]:
+        """None when the module's own code may train (the screens by shape and name); else
+        the names its loops call, which must include one of the project's training steps."""
+        if could_have_training_loop(tree) or loop_calls_step_by_name(tree) or step_function_syncs(tree):
+            return None
+        return _loop_call_names(tree)
+
+    @classmethod
+    def could_fire_answering(cls, question: Hashable, path: str, project: "ProjectIndex") -> bool:
+        return not training_names(project).isdisjoint(question)  # type: ignore[arg-type]
 
     VALID = (
         # Text formatted from host values only.
@@ -231,6 +251,8 @@ class HostSyncInTrainingLoop(Rule):
         callees = values.callees(node, ancestors[1])
         if callees and all(syncs_every_call(values.engine, d) for d in callees):
             return "helper"
+        if callees and len(callees) == 1 and _hands_parameters(node, callees[0], walk_syncs(values.engine, callees[0])):
+            return "helper"  # `clip(model.parameters())`, whose loop syncs per parameter
         return None
 
     # -- a step function called from a loop is a loop body ----------------------------------
@@ -401,6 +423,39 @@ class HostSyncInTrainingLoop(Rule):
         _add_terms(names, made)
         self._tensor_names[id(loop)] = names
         return names
+
+
+def _hands_parameters(node: cst.Call, definition: Definition, walked: FrozenSet[str]) -> bool:
+    """The call passes ``m.parameters()`` / ``m.named_parameters()`` for one of the walked
+    parameters of a module-level function (by position or keyword)."""
+    function = definition.function
+    if not walked or function is None or definition.kind != "function":
+        return False
+    params = [p.name for p in function.params if p.kind == "positional"]
+    for position, arg in enumerate(node.args):
+        if arg.star:
+            return False
+        name = arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
+        if name in walked and _model_parameters(arg.value):
+            return True
+    return False
+
+
+def _model_parameters(value: cst.BaseExpression) -> bool:
+    return (
+        isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("parameters", "named_parameters")
+    )
+
+
+def _loop_call_names(tree: ast.Module) -> FrozenSet[str]:
+    """The names the module's loops call (``f(...)``, ``x.f(...)``: the last part) that may
+    name a project's training step."""
+    out = set()
+    for call in tree_index(tree).calls_in_loops:
+        func = call.func
+        out.add(func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "")
+    return frozenset(out) - NOT_STEPS - {""}
 
 
 def _owner(ancestors: Sequence[cst.CSTNode], at: int):
