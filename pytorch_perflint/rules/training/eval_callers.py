@@ -23,7 +23,6 @@ from ...project.resolution import ALL_TEXTS, Definition
 from ...project.summary import CallSite
 from ...project.call_values import own_path
 from ...project.method_callers import MAX_SITES, NN_MODULE_METHODS
-from ...project.values import MAX_SCANNED_MODULES
 
 _NO_GRAD = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -97,20 +96,25 @@ def method_evaluated_by_callers(index: ProjectIndex, definition: Definition) -> 
     eval mode first, or a parameter of a module-level caller whose every project caller
     passes a model in eval mode (Show-Attend: ``decoder.eval()``, then ``visualize(encoder,
     decoder)`` calling ``decoder.caption(...)``); the class is an ``nn.Module`` and nothing
-    lets the method escape (``fn = m.caption``, ``getattr(m, "caption")``). Small projects
-    only: callers are found by scanning every module's text."""
+    lets the method escape (``fn = m.caption``, ``getattr(m, "caption")``). Callers are
+    found by scanning the modules' texts, cheapest test first, in a project of any size: a
+    text count of the calls (more than ``MAX_SITES``: no), the calls themselves, each
+    receiver (the first not evaluated ends it), and only then every text for an escape."""
     owner, _, method = definition.name.rpartition(".")
     klass = Definition("class", definition.path, owner, klass=definition.klass)
-    if method.startswith("__") or method in NN_MODULE_METHODS or len(index.files) > MAX_SCANNED_MODULES:
+    if method.startswith("__") or method in NN_MODULE_METHODS:
         return False
     if definition.klass is None or not index.is_nn_module(klass):
         return False
     index.note_read(ALL_TEXTS)
-    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']")
-    if any(escape.search(text) for path in index.module_paths() if (text := index.text(path)) and method in text):
-        return False
+    texts = [text for path in sorted(index.module_paths()) if (text := index.text(path)) and method in text]
+    if sum(text.count(f".{method}(") for text in texts) > MAX_SITES:
+        return False  # at least that many calls (spaced spellings only add to them)
     sites = index.method_calls(method)
-    return bool(sites) and len(sites) <= MAX_SITES and all(_receiver_evaluated(index, path, site, method) for path, site in sites)
+    if not sites or len(sites) > MAX_SITES or not all(_receiver_evaluated(index, path, site, method) for path, site in sites):
+        return False
+    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']")
+    return not any(escape.search(text) for text in texts)
 
 
 def _receiver_evaluated(index: ProjectIndex, path: str, site: CallSite, method: str) -> bool:
