@@ -52,10 +52,11 @@ class HostSyncInTrainingLoop(Rule):
     `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
     functions they call unconditionally; `model(x)` whose `forward`, or a submodule's, syncs;
     what a call runs is the value engine's dispatch, through attributes, parameters and
-    factories). Text formatted from a tensor with `%` or an f-string counts wherever it goes
+    factories; a helper handed `model.parameters()` that syncs once per parameter, as a
+    gradient-clipping helper's `total += p.grad.norm().item()` does). Text formatted from a tensor with `%` or an f-string counts wherever it goes
     (`pbar.set_postfix_str('%.3f' % loss)`). A loop also trains when it calls a step
-    function of another module (`trainer.train_step(x, y)`, `model.optimize_parameters()`
-    with `model = create_model(opt)`). A loop over a loader's batches that replays each batch in
+    function of another module, whatever its name (`trainer.train_step(x, y)`,
+    `coach.fit_critic(real)`, `model.optimize_parameters()` with `model = create_model(opt)`). A loop over a loader's batches that replays each batch in
     inner `for _ in range(k):` training loops runs once per batch: its syncs count. A step
     function (it runs backward or an optimizer step, with no loop of its own) that the
     project calls from a loop is a loop body: when no call of it is itself reported (it is
