@@ -316,10 +316,15 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
             in_loop[0] += 1
             # A loop over parameters runs at least once: its body runs on every call.
             every = always and isinstance(child, ast.For) and over_parameters(child.iter, once)
-            walked = None if every or not always or walking or not isinstance(child, ast.For) else walked_parameter(child.iter, node, params)
-            walking.extend([walked] if walked else [])
+            # A loop over a parameter runs its body per item of what the caller passes.
+            walked = None
+            if always and not every and not walking and isinstance(child, ast.For):
+                walked = walked_parameter(child.iter, node, params)
+            if walked:
+                walking.append(walked)
             block(child.body, every or bool(walked))
-            del walking[len(walking) - bool(walked):]
+            if walked:
+                walking.pop()
             for part in child.orelse:
                 visit(part, False)
             in_loop[0] -= 1
