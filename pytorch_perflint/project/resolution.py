@@ -309,24 +309,30 @@ class Resolution:
         self.index.note_read(ALL_FILES)  # the project's layout; the texts read note their words
         stem = os.path.splitext(os.path.basename(definition.path))[0]
         top = (self.index.module_name(definition.path) or stem).split(".")[0]
-        if stem in STDLIB_MODULES or top in STDLIB_MODULES or definition.path in self._star_imported():
+        starred = definition.path in self._star_imported()
+        if stem in STDLIB_MODULES or top in STDLIB_MODULES or starred and definition.kind != "function":
             return None
         if definition.kind == "method":
             return self._method_callers(definition, public)
         if definition.kind == "class":
             return self._class_callers(definition, set())
-        return self._direct(definition)
+        return self._direct(definition, strict=starred)
 
-    def _direct(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
-        """Calls that name the definition (``conv_bn(...)``, ``layers.conv_bn(...)``)."""
+    def _direct(self, definition: Definition, strict: bool = False) -> Optional[Tuple[Site, ...]]:
+        """Calls that name the definition (``conv_bn(...)``, ``layers.conv_bn(...)``).
+        ``strict`` (a module some module star-imports, ``from test import *``): a use of the
+        name that does not resolve may be it, so the callers are not known."""
         out = []
         parts = definition.name.split(".")
         # ``Base.__init__(self, ...)`` spells the class: only modules that name it are read.
-        for path, site in self._uses_of(parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]):
+        name = parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
+        for path, site in [*self._uses_of(name), *(self.index.star_uses(name, definition.path) if strict else ())]:
             head = site.callee.split(".")[0]
             if head in ("self", "cls", "super()"):
                 continue
             found = self.resolve(path, site.callee)
+            if found is None and strict:
+                return None
             if found is None or found.key != definition.key:
                 continue
             if not site.called:
