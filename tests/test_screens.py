@@ -203,10 +203,7 @@ def test_screens_drop_files_whose_trigger_words_are_not_code(code, source):
         # TPF202: a step function of another module, found without a regex tried everywhere.
         ("TPF202", "for b in data:\n    é_step(b)\n", True),
         ("TPF202", "for b in data:\n    train_batch(b)\n", True),
-        # Any loop passes the text screen since a loop may call a project method that trains
-        # whatever its name (the project screen decides: test_tpf202_step_helpers.py).
-        ("TPF202", "for b in data:\n    _batch(b)\n", True),
-        ("TPF202", "x = f(y)\n_batch(b)\n", False),  # no loop, nothing before the word
+        ("TPF202", "for b in data:\n    _batch(b)\n", False),  # nothing before the word
         ("TPF202", "for b in data:\n    agent.optimise_policy(b)\n", True),
         ("TPF202", "agent = rl.Agent(env)\nfor b in data:\n    agent.update(b)\n", True),
         ("TPF202", "def f():\n  agent\t=\tAgent()\n  agent.update(b)\n", True),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from test_tensors_project import _findings, _marked
 
 # --- a step method whose name is no step word ----------------------------------------------
@@ -118,6 +120,11 @@ PER_PARAMETER_LOOKALIKES = {
 }
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "the screens find steps by name; the project's training-step names would make every "
+    "file with a loop depend on every module that spells 'step' (a comment edit re-lints "
+    "them all): they need to be part of the cache's graph state first"
+))
 def test_a_loop_training_through_a_method_named_like_anything_reports_its_sync(tmp_path: Path):
     assert _findings(tmp_path, NAMED, "TPF202") == _marked(NAMED)
 
@@ -135,29 +142,3 @@ def test_a_helper_syncing_per_parameter_of_the_models_parameters_is_reported(tmp
 
 def test_per_parameter_helpers_on_unknown_iterables_or_conditional_syncs_stay_silent(tmp_path: Path):
     assert _findings(tmp_path, PER_PARAMETER_LOOKALIKES, "TPF202") == []
-
-
-def test_the_project_screen_keeps_only_loops_that_call_a_training_step_of_the_project(tmp_path: Path):
-    """Any loop passes the text and ``ast`` screens; the project screen asks whether a name
-    the loops call is a project function or method that runs backward or an optimizer step."""
-    import ast
-
-    from pytorch_perflint.config import load_settings
-    from pytorch_perflint.project import ProjectIndex
-    from pytorch_perflint.registry import rule_by_code
-    from project_tree import write_project
-
-    root = write_project(tmp_path, {
-        "gan/__init__.py": "",
-        "gan/coach.py": _COACH,
-        "a.py": "for real in loader:\n    coach.fit_critic(real)\n",
-        "b.py": "for real in loader:\n    coach.describe(real)\n    print(real.item())\n",
-    })
-    rule = rule_by_code("TPF202")
-    index = ProjectIndex(str(root), load_settings([root]))
-    screens = {}
-    for name in ("a.py", "b.py"):
-        tree = ast.parse((root / name).read_text())
-        assert rule.could_fire((root / name).read_text()) and rule.could_fire_tree(tree)
-        screens[name] = rule.could_fire_project(tree, str(root / name), index)
-    assert screens == {"a.py": True, "b.py": False}

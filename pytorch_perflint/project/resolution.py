@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..analysis.names import canonical
+from .definition import Definition  # noqa: F401 - imported from here across the project
 from .forms import Form, Ref
 from .reads import ALL_FILES, ALL_TEXTS  # noqa: F401 - ALL_TEXTS: imported from here by the rules
 from .root import STDLIB_MODULES, Target
-from .summary import Binding, CallSite, ClassSummary, FunctionSummary, ImportRecord, ModuleSummary, Param
+from .summary import CallSite, ImportRecord, ModuleSummary, Param
 
 
 if TYPE_CHECKING:
@@ -33,30 +33,6 @@ MAX_DEPTH = 24
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
 
 Site = Tuple[str, CallSite]  # (the calling module's path, the call)
-
-
-@dataclass(frozen=True)
-class Definition:
-    """What a name resolved to.
-
-    ``kind``: ``function`` (module level), ``class``, ``method`` (``name`` is
-    ``Class.method``), ``binding`` (a module-level or class-level name bound once),
-    ``module`` (``path`` its file, or ``namespace`` its folder), ``external`` (outside
-    the project; ``qualname`` says what it is).
-    """
-
-    kind: str
-    path: Optional[str] = None
-    name: str = ""
-    qualname: Optional[str] = None
-    namespace: Optional[str] = None
-    function: Optional[FunctionSummary] = None
-    klass: Optional[ClassSummary] = None
-    binding: Optional[Binding] = None
-
-    @property
-    def key(self) -> Tuple[str, Optional[str], str, Optional[str]]:
-        return (self.kind, self.path, self.name, self.qualname or self.namespace)
 
 
 def _bound_module(record: ImportRecord) -> Tuple[str, int, Optional[str]]:

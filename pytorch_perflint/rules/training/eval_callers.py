@@ -19,7 +19,7 @@ import libcst as cst
 from ...context import FileContext
 from ...project import ProjectIndex, register_summarizer
 from ...project.forms import Call, Ref
-from ...project.resolution import ALL_TEXTS, Definition
+from ...project.resolution import Definition
 from ...project.summary import CallSite
 from ...project.call_values import own_path
 from ...project.method_callers import MAX_SITES, NN_MODULE_METHODS
@@ -106,8 +106,8 @@ def method_evaluated_by_callers(index: ProjectIndex, definition: Definition) -> 
         return False
     if definition.klass is None or not index.is_nn_module(klass):
         return False
-    index.note_read(ALL_TEXTS)
-    texts = [text for path in sorted(index.module_paths()) if (text := index.text(path)) and method in text]
+    # The texts that spell the method, noted with the word: an edit elsewhere leaves it valid.
+    texts = [text for path in sorted(index.module_paths()) if (text := index.text_naming(path, method))]
     if sum(text.count(f".{method}(") for text in texts) > MAX_SITES:
         return False  # at least that many calls (spaced spellings only add to them)
     sites = index.method_calls(method)

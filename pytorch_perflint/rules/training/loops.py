@@ -68,7 +68,6 @@ from .classifiers import (
     method_name,
 )
 from ...project.call_values import may_run_project_code, training_reach
-from ...project.step_names import calls_training_name
 from .guards import guarded_between
 from .host_syncs import is_sync_call
 
@@ -210,10 +209,7 @@ def could_train(source: str) -> bool:
 
 def training_facts(context: "FileContext") -> TrainingFacts:
     """Compute the training facts of the module (use ``context.fact(training_facts)``)."""
-    project = context.project
-    if not could_train(context.source) and (
-        project is None or not (_STEP_WORDS.search(context.source) or calls_training_name(context.source, project))
-    ):
+    if not could_train(context.source) and (context.project is None or not _STEP_WORDS.search(context.source)):
         return TrainingFacts({}, frozenset(), frozenset(), frozenset(), frozenset(), frozenset())
     return TrainingFactsBuilder(context).build()
 

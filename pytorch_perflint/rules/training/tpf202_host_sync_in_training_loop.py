@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, FrozenSet, Hashable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from ...analysis.ast_index import tree_index
 from ...project.call_values import own_path, syncs_every_call, walk_syncs
 from ...project.resolution import Definition
-from ...project.step_names import NOT_STEPS, training_names
 from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
@@ -26,9 +24,6 @@ from .loops import (
 )
 from .screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
 from .test_code import in_test_code
-
-if TYPE_CHECKING:
-    from ...project import ProjectIndex
 from .sync_forms import add_terms as _add_terms, formats as _formats, formatted_values as _formatted_values
 
 _CONVERSIONS = frozenset({"float", "int", "bool"})
@@ -111,9 +106,8 @@ class HostSyncInTrainingLoop(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """A training loop, or a call of what may be a step function of another module
-        (``screens.could_train_text``), or a loop, which may call a project method that
-        trains whatever its name (``coach.fit_critic(x)``: the project screen asks)."""
-        return could_train_text(source) or "for " in source or "while " in source
+        (``screens.could_train_text``)."""
+        return could_train_text(source)
 
     needs_cuda = True
 
@@ -121,21 +115,8 @@ class HostSyncInTrainingLoop(Rule):
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """Some loop trains: it runs backward or a step, or calls a helper defined here or
         a function named like a step of another module; or a function here runs a training
-        step and syncs (a step function that another module may call from its loop); or a
-        loop calls something, which the project screen matches against its training steps."""
-        return cls.project_question(tree) is None or bool(_loop_call_names(tree))
-
-    @classmethod
-    def project_question(cls, tree: ast.Module) -> Optional[FrozenSet[str]]:
-        """None when the module's own code may train (the screens by shape and name); else
-        the names its loops call, which must include one of the project's training steps."""
-        if could_have_training_loop(tree) or loop_calls_step_by_name(tree) or step_function_syncs(tree):
-            return None
-        return _loop_call_names(tree)
-
-    @classmethod
-    def could_fire_answering(cls, question: Hashable, path: str, project: "ProjectIndex") -> bool:
-        return not training_names(project).isdisjoint(question)  # type: ignore[arg-type]
+        step and syncs (a step function that another module may call from its loop)."""
+        return could_have_training_loop(tree) or loop_calls_step_by_name(tree) or step_function_syncs(tree)
 
     VALID = (
         # Text formatted from host values only.
@@ -447,16 +428,6 @@ def _model_parameters(value: cst.BaseExpression) -> bool:
         isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
         and value.func.attr.value in ("parameters", "named_parameters")
     )
-
-
-def _loop_call_names(tree: ast.Module) -> FrozenSet[str]:
-    """The names the module's loops call (``f(...)``, ``x.f(...)``: the last part) that may
-    name a project's training step."""
-    out = set()
-    for call in tree_index(tree).calls_in_loops:
-        func = call.func
-        out.add(func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "")
-    return frozenset(out) - NOT_STEPS - {""}
 
 
 def _owner(ancestors: Sequence[cst.CSTNode], at: int):
