@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set
 from ..analysis.names import canonical
 from .definition import Definition  # noqa: F401 - imported from here across the project
 from .forms import Form, Ref
-from .reads import ALL_FILES, ALL_TEXTS  # noqa: F401 - ALL_TEXTS: imported from here by the rules
+from .reads import ALL_FILES
 from .root import STDLIB_MODULES, Target
 from .summary import CallSite, ImportRecord, ModuleSummary, Param
 
