@@ -65,7 +65,10 @@ class EmptyCacheInLoop(Rule):
     A `finally:` in the loop body runs on every iteration too. A call of a project function
     or method (this module or another) that empties the cache on every call, itself or
     through the project functions it calls (`free_memory()`, a `train_step()` that ends
-    with it, `self._release()`), is reported at that call.
+    with it, `self._release()`, an object's `__call__` such as `pipe(clip)`, a project
+    module's `forward` reached through `self.model(x)`), is reported at that call; so is a
+    generator method walked by an inner loop (`for wave in self.voice.speak(seg):`), which
+    runs to its end once per iteration of the loop around it.
 
     Where the finding is: RULES.md anchors TPF206 at the `empty_cache()` call, and that is
     the finding's line whenever the call stands in the loop (or in its `finally:`). When
