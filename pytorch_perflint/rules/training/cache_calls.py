@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 import weakref
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from ...project import ProjectIndex
 from ...analysis.ast_index import code_identifiers, tree_index
@@ -21,7 +21,7 @@ from ...project.call_values import MAX_DEPTH, empties_cache_every_call
 from ...project.forward_calls import target_runs_forward
 from ...project.resolution import Definition
 from ...project.tree_wheres import loop_calls_running
-from ...project.values import engine_for
+from ...project.values import MAX_SCANNED_MODULES, engine_for
 from .no_grad import is_eval_function_name
 from .screens import could_have_training_loop, loop_calls_step_by_name
 
@@ -41,8 +41,19 @@ def could_empty_in_loops(tree: ast.Module, path: str, project: ProjectIndex) -> 
     loops = loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
     # Without such words here, the loop may still evaluate through the very code that
     # empties the cache: a no-grad `__call__` of a pipeline, a generator method that runs
-    # the model (`forward_calls.target_runs_forward`).
+    # the model (`forward_calls.target_runs_forward`). Asked, as objects' calls are, only
+    # in projects small enough to scan (`objects_asked`): in a large one nearly every
+    # module imports, a few levels down, one that empties the cache.
+    if not loops and not objects_asked(project):
+        return False
     return imports_reach_empty_cache(project, path) and loops_call_emptying_code(project, path, tree, forward=not loops)
+
+
+def objects_asked(project: Optional[ProjectIndex]) -> bool:
+    """Whether calls of objects (``pipe(x)``, ``self.model(x)``: ``__call__``, ``forward``)
+    and emptying code that runs the forward itself are followed: in projects of at most
+    ``MAX_SCANNED_MODULES`` modules, as callers and subclasses are scanned."""
+    return project is not None and len(project.files) <= MAX_SCANNED_MODULES
 
 
 def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:
@@ -78,7 +89,7 @@ def loops_call_emptying_code(project: ProjectIndex, path: str, tree: ast.Module,
             return False
         return not forward or target_runs_forward(engine, definition) is not None
 
-    return loop_calls_running(engine, path, tree, holds, objects=True)
+    return loop_calls_running(engine, path, tree, holds, objects=objects_asked(project))
 
 
 _MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool]]]" = weakref.WeakKeyDictionary()

@@ -18,7 +18,7 @@ from .classifiers import last_name
 from .guards import guarded_between
 from .loops import step_loop_around
 from .inference_loops import evaluation_loop_around
-from .cache_calls import could_empty_in_loops, loop_calls
+from .cache_calls import could_empty_in_loops, loop_calls, objects_asked
 from .test_code import in_test_code
 
 if TYPE_CHECKING:
@@ -335,7 +335,7 @@ class EmptyCacheInLoop(Rule):
         if values is None or len(ancestors) < 2:
             return False
         callees = values.callees(node, ancestors[1], objects=False)  # as the loops ask: answered once
-        if callees is None:  # an object's `__call__`, a project module's `forward` (`pipe(x)`, `self.model(x)`)
+        if callees is None and objects_asked(values.engine.index):  # `pipe(x)`, `self.model(x)`: `__call__`, `forward`
             callees = values.callees(node, ancestors[1])
         return bool(callees) and all(empties_cache_every_call(values.engine, d) for d in callees)
 
