@@ -68,7 +68,8 @@ class EmptyCacheInLoop(Rule):
     with it, `self._release()`, an object's `__call__` such as `pipe(clip)`, a project
     module's `forward` reached through `self.model(x)`), is reported at that call; so is a
     generator method walked by an inner loop (`for wave in self.voice.speak(seg):`), which
-    runs to its end once per iteration of the loop around it.
+    runs to its end once per iteration of the loop around it. Calls of objects are followed
+    in projects of at most 400 modules (as callers are scanned).
 
     Where the finding is: RULES.md anchors TPF206 at the `empty_cache()` call, and that is
     the finding's line whenever the call stands in the loop (or in its `finally:`). When
