@@ -138,12 +138,18 @@ def looped_calls(tree: ast.Module) -> List[Tuple[ast.Call, List[ast.AST]]]:
     return out
 
 
-def loop_calls_running(engine: ValueEngine, path: str, tree: ast.Module, holds: Callable[[Definition], bool]) -> bool:
+def loop_calls_running(
+    engine: ValueEngine, path: str, tree: ast.Module, holds: Callable[[Definition], bool], objects: bool = False
+) -> bool:
     """Some call in a loop (``looped_calls``) runs project code (``dispatch`` without
-    objects, as the training rules ask) every target of which ``holds``."""
+    objects, as the training rules ask) every target of which ``holds``; with ``objects``,
+    a call that is no such code is asked again as a call of an object (its ``__call__``,
+    a project module's ``forward``)."""
     wheres = TreeWheres.of(path, tree, engine)
     for call, chain in looped_calls(tree):
         callees = wheres.callees(call, chain, objects=False)
+        if callees is None and objects:
+            callees = wheres.callees(call, chain, objects=True)
         if callees and all(holds(d) for d in callees):
             return True
     return False

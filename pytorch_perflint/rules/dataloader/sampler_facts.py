@@ -42,12 +42,15 @@ class Keyed:
 
 def bound_name(call: cst.Call, ancestors: Path):
     """``name`` for ``name = DistributedSampler(...)`` (also as a branch of ``x if c else
-    None`` or ``RandomSampler(ds) if c else x``), ``(attr, class)`` for ``self.attr = ...``
+    None`` or ``RandomSampler(ds) if c else x``, or an item of a tuple unpacked into names:
+    ``name, shuffle = DistributedSampler(ds), False``), ``(attr, class)`` for ``self.attr = ...``
     in a method, ``Keyed(name)`` for the value of a dict comprehension bound to ``name``,
     else None."""
     parent = ancestors[-1] if ancestors else None
     if isinstance(parent, cst.IfExp) and (parent.body is call or parent.orelse is call) and len(ancestors) > 1:
         parent = ancestors[-2]
+    if isinstance(parent, cst.Element) and len(ancestors) > 2:
+        return _unpacked_name(parent, ancestors[-2], ancestors[-3])
     if isinstance(parent, cst.DictComp) and parent.value is call and len(ancestors) > 1:
         holder = ancestors[-2]
         if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
@@ -64,6 +67,22 @@ def bound_name(call: cst.Call, ancestors: Path):
         if attr is not None and cls is not None:
             return (attr, cls)
     return None
+
+
+def _unpacked_name(element: cst.Element, display: cst.CSTNode, statement: cst.CSTNode) -> Optional[str]:
+    """``sampler`` for ``sampler, shuffle = DistributedSampler(ds), False``: the name at the
+    same place of a target tuple as long as the value tuple (no ``*``)."""
+    if not isinstance(display, (cst.Tuple, cst.List)) or not isinstance(statement, cst.Assign) or statement.value is not display:
+        return None
+    if len(statement.targets) != 1 or not isinstance(statement.targets[0].target, (cst.Tuple, cst.List)):
+        return None
+    names = statement.targets[0].target.elements  # type: ignore[attr-defined]
+    values = display.elements
+    if len(names) != len(values) or any(not isinstance(e, cst.Element) for e in (*names, *values)):
+        return None
+    position = next((i for i, e in enumerate(values) if e is element), None)
+    target = None if position is None else names[position].value
+    return target.value if isinstance(target, cst.Name) else None
 
 
 def self_attr(expr: cst.BaseExpression) -> Optional[str]:

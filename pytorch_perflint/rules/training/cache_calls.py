@@ -13,14 +13,16 @@ from __future__ import annotations
 import ast
 import re
 import weakref
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from ...project import ProjectIndex
 from ...analysis.ast_index import code_identifiers, tree_index
 from ...project.call_values import MAX_DEPTH, empties_cache_every_call
+from ...project.forward_calls import target_runs_forward
 from ...project.index import TEXTS_NAMING
+from ...project.resolution import Definition
 from ...project.tree_wheres import loop_calls_running
-from ...project.values import engine_for
+from ...project.values import MAX_SCANNED_MODULES, engine_for
 from .no_grad import is_eval_function_name
 from .screens import could_have_training_loop, loop_calls_step_by_name
 
@@ -38,7 +40,21 @@ def could_empty_in_loops(tree: ast.Module, path: str, project: ProjectIndex) -> 
         return True
     loops = could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & names)
     loops = loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
-    return loops and imports_reach_empty_cache(project, path) and loops_call_emptying_code(project, path, tree)
+    # Without such words here, the loop may still evaluate through the very code that
+    # empties the cache: a no-grad `__call__` of a pipeline, a generator method that runs
+    # the model (`forward_calls.target_runs_forward`). Asked, as objects' calls are, only
+    # in projects small enough to scan (`objects_asked`): in a large one nearly every
+    # module imports, a few levels down, one that empties the cache.
+    if not loops and not objects_asked(project):
+        return False
+    return imports_reach_empty_cache(project, path) and loops_call_emptying_code(project, path, tree, forward=not loops)
+
+
+def objects_asked(project: Optional[ProjectIndex]) -> bool:
+    """Whether calls of objects (``pipe(x)``, ``self.model(x)``: ``__call__``, ``forward``)
+    and emptying code that runs the forward itself are followed: in projects of at most
+    ``MAX_SCANNED_MODULES`` modules, as callers and subclasses are scanned."""
+    return project is not None and len(project.files) <= MAX_SCANNED_MODULES
 
 
 def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:
@@ -60,14 +76,21 @@ def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:
     return False
 
 
-def loops_call_emptying_code(project: ProjectIndex, path: str, tree: ast.Module) -> bool:
+def loops_call_emptying_code(project: ProjectIndex, path: str, tree: ast.Module, forward: bool = False) -> bool:
     """Some call in a loop of the module (``tree``, at ``path``) runs project code that
     empties the cache on every call: the rule's own question about each such call
     (``dispatch`` without objects, then ``empties_cache_every_call``), asked of the
     ``ast`` tree before LibCST parses the file. The engine's memos make the rule's
-    questions, when the file passes, answers already known."""
+    questions, when the file passes, answers already known. With ``forward``, the code
+    must also run a model forward (the loop evaluates through it)."""
     engine = engine_for(project)
-    return loop_calls_running(engine, path, tree, lambda definition: empties_cache_every_call(engine, definition))
+
+    def holds(definition: Definition) -> bool:
+        if not empties_cache_every_call(engine, definition):
+            return False
+        return not forward or target_runs_forward(engine, definition) is not None
+
+    return loop_calls_running(engine, path, tree, holds, objects=objects_asked(project))
 
 
 _MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool, bool]]]" = weakref.WeakKeyDictionary()

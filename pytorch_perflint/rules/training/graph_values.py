@@ -26,7 +26,7 @@ from ...project.autograd_values import KEEPS_GRAPH, LOSS_CLASS, is_loss_function
 from ...project.kinds import GraphTensor
 from .classifiers import is_backward_call
 from .loops import walk
-from .loss_parts import part_of_backpropagated
+from .loss_parts import ARITHMETIC_ASSIGN, on_itself, part_of_backpropagated, summand_of_backpropagated
 from .no_grad import under_no_grad
 
 Path = Tuple[cst.CSTNode, ...]
@@ -47,6 +47,7 @@ class GraphValues:
         self.loop = loop
         self.loop_ancestors = loop_ancestors
         self._bindings: Optional[dict] = None
+        self._own: set = set()  # ids of the bindings that are arithmetic on the name itself
         self._backward_names: Optional[frozenset] = None
 
     def carries(self, expr: cst.BaseExpression, scope_path: Path, depth: int = 0) -> bool:
@@ -111,12 +112,22 @@ class GraphValues:
         found = self.bindings().get(name)
         if not found:
             return False
-        if len(found) == 1 and name in self._backpropagated() and not under_no_grad(self.context, found[0][1]):
+        if any(under_no_grad(self.context, path) for _, path in found):
+            return False
+        # `loss = loss + aux`, `loss += aux`, `loss = loss`: arithmetic on the name keeps
+        # whatever graph its other binding gave it, so only that one is asked.
+        others = [b for b in found if id(b) not in self._own]
+        if (len(others) == 1 or len(found) == 1) and name in self._backpropagated():
             return True
-        if len(found) == 1 and found[0][0] is None and not under_no_grad(self.context, found[0][1]):
-            if part_of_backpropagated(self.context, self.loop, name, self._backpropagated()):
+        if len(found) == 1 and found[0][0] is None:
+            if part_of_backpropagated(self.context, self.loop, name, self._backpropagated(), found[0][1]):
                 return True  # a term of the backpropagated loss, returned beside it
-        for value, path in found:
+        if len(others) == 1 and others[0][0] is not None and len(found) == 1:
+            if summand_of_backpropagated(self.bindings(), self._own, name, others[0][0], self._backpropagated()):
+                return True  # `bpr = -torch.sum(...)`, `loss = bpr + reg`, `loss.backward()`
+        if not others:
+            return False
+        for value, path in others:
             if value is None or under_no_grad(self.context, path):
                 return False
             if not self.carries(value, path, depth + 1):
@@ -154,11 +165,20 @@ class GraphValues:
                 if type(node) is cst.Assign:
                     for target in node.targets:
                         for name, direct in _target_names(target.target):
-                            found.setdefault(name, []).append((node.value if direct and len(node.targets) == 1 else None, path))
+                            entry = (node.value if direct and len(node.targets) == 1 else None, path)
+                            found.setdefault(name, []).append(entry)
+                            if entry[0] is not None and on_itself(entry[0], name):
+                                self._own.add(id(entry))
                 elif type(node) in (cst.AugAssign, cst.AnnAssign):
-                    for name, _ in _target_names(node.target):
+                    for name, direct in _target_names(node.target):
+                        own = type(node) is cst.AugAssign and direct and type(node.operator) in ARITHMETIC_ASSIGN
                         value = node.value if type(node) is cst.AnnAssign else None
-                        found.setdefault(name, []).append((value, path))
+                        if own and type(node.operator) in (cst.AddAssign, cst.SubtractAssign):
+                            value = node.value  # `loss += aux`: kept as the term it adds
+                        entry = (value, path)
+                        found.setdefault(name, []).append(entry)
+                        if own:
+                            self._own.add(id(entry))
                 elif type(node) in (cst.For, cst.CompFor):
                     for name, _ in _target_names(node.target):
                         found.setdefault(name, []).append((None, path))

@@ -215,7 +215,10 @@ def _model_calls(
     stack: List[Tuple[cst.CSTNode, bool]] = [(loop.body, around_off)]  # type: ignore[attr-defined]
     while stack:
         node, off = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
+        if type(node) is cst.For:  # its iterable is made on every iteration (a generator it walks)
+            stack.append((node.iter, off))
+            continue
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.While)):
             continue
         if type(node) is cst.With and any(is_no_grad_expr(item.item, qualname) for item in node.items):
             off = True

@@ -18,15 +18,32 @@ from typing import List, Optional, Sequence, Tuple
 import libcst as cst
 
 from ...context import FileContext
+from ...project.loss_terms import sibling_term
 from .loops import walk
 
 _DETACHING = frozenset({"item", "detach", "detach_", "data", "cpu", "numpy", "tolist"})
 _FLOATS = frozenset({"float", "int"})
+_BUILTINS = frozenset({"float", "int", "len", "round", "bool", "sum", "max", "min", "abs", "str", "list", "tuple", "dict"})
 
 
-def part_of_backpropagated(context: FileContext, loop: cst.CSTNode, name: str, backpropagated: frozenset) -> bool:
+ARITHMETIC_ASSIGN = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+
+
+def on_itself(value: cst.BaseExpression, name: str) -> bool:
+    """``name = name + aux``, ``name = w * name``, ``name = name``: arithmetic on the name
+    itself, which keeps whatever graph the name held."""
+    if isinstance(value, cst.Name):
+        return value.value == name
+    return isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) and name in _terms(value)
+
+
+def part_of_backpropagated(
+    context: FileContext, loop: cst.CSTNode, name: str, backpropagated: frozenset, path: Sequence[cst.CSTNode] = ()
+) -> bool:
     """``name`` is unpacked, in ``loop``, beside a backpropagated element from a call of a
-    same-module function that computes that element from the one ``name`` receives."""
+    same-module function that computes that element from the one ``name`` receives; or,
+    through the value engine, of any project callable whose returned tuple has ``name``'s
+    item among the terms of the backpropagated item (``project/loss_terms.py``)."""
     found = _unpackings(loop, name)
     if len(found) != 1:
         return False
@@ -34,7 +51,7 @@ def part_of_backpropagated(context: FileContext, loop: cst.CSTNode, name: str, b
     mine = names.index(name)
     function = _callee(context, call)
     if function is None:
-        return False
+        return _engine_part(context, call, names, mine, backpropagated, path)
     returned = _returned_names(function, len(names))
     if returned is None:
         return False
@@ -62,10 +79,61 @@ def _unpackings(loop: cst.CSTNode, name: str) -> List[Tuple[List[str], cst.Call]
 
 
 def _flat_names(target: cst.BaseExpression) -> Optional[List[str]]:
+    """The names of a flat tuple of names (``_`` may repeat: it is never read)."""
     if not isinstance(target, (cst.Tuple, cst.List)):
         return None
     names = [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
-    return names if len(names) == len(target.elements) and len(set(names)) == len(names) else None
+    named = [n for n in names if n != "_"]
+    return names if len(names) == len(target.elements) and len(set(named)) == len(named) else None
+
+
+def _engine_part(
+    context: FileContext, call: cst.Call, names: List[str], mine: int, backpropagated: frozenset, path: Sequence[cst.CSTNode]
+) -> bool:
+    """The engine knows every project callable ``call`` may run returns a tuple whose item
+    ``mine`` is a term of a backpropagated item."""
+    values = context.values()
+    if values is None or len(path) < 2:
+        return False
+    wanted = [i for i, other in enumerate(names) if other in backpropagated and i != mine and other != "_"]
+    if not wanted:
+        return False
+    targets = values.callees(call, path[1])
+    if not targets:
+        return False
+    return any(sibling_term(values.engine, targets, total, mine, len(names)) for total in wanted)
+
+
+def summand_of_backpropagated(bindings: dict, own: set, name: str, value: cst.BaseExpression, backpropagated: frozenset) -> bool:
+    """``name``, bound in the loop to a tensor computation (a call that is no conversion,
+    or arithmetic on one: ``bpr = -torch.sum(F.logsigmoid(x))``), is a term of a name the
+    loop backpropagates, in that name's one other binding (``loss = bpr + w * reg``) or in
+    arithmetic on itself (``loss += bpr``)."""
+    if not _computes(value):
+        return False
+    for total in backpropagated:
+        if total == name:
+            continue
+        entries = bindings.get(total, [])
+        others = [e for e in entries if id(e) not in own]
+        if len(others) != 1 or others[0][0] is None:
+            continue
+        values = [others[0][0]] + [e[0] for e in entries if id(e) in own and e[0] is not None]  # `total += name` keeps `name`
+        if any(name in _terms(v) for v in values):
+            return True
+    return False
+
+
+def _computes(value: cst.BaseExpression) -> bool:
+    """A tensor computed here: a call that does not convert (``.item()``, ``float()``), or
+    arithmetic on one."""
+    if isinstance(value, cst.UnaryOperation):
+        return _computes(value.expression)
+    if isinstance(value, cst.BinaryOperation):
+        return (_computes(value.left) or _computes(value.right)) and not _detaches(value)
+    if isinstance(value, cst.Call):
+        return not _detaches(value) and not (isinstance(value.func, cst.Name) and value.func.value in _BUILTINS)
+    return False
 
 
 def _module_defs(context: FileContext, kind: type, name: str) -> List[cst.CSTNode]:

@@ -48,10 +48,12 @@ class LossAccumulatedWithGraph(Rule):
     self.cost` after `self.cost = self.criterion(out, y)`), made where autograd records.
     The accumulator must be bound before the loop (`total = 0`,
     `losses = []`, `meter = AverageMeter()`, or `total = count = 0`). A value the loop
-    backpropagates carries a graph whatever made it, and so do the terms it was computed
-    from that a same-module function (or the `forward` of a module-level loss class)
-    returns beside it (`loss, box = compute(out, y)` where `compute` ends
-    `total = box + cls; return total, box`).
+    backpropagates carries a graph whatever made it (also after `loss = loss + aux` or
+    `loss += aux`), and so do the terms it was computed from that a project function or
+    method of any module returns beside it (`loss, box = compute(out, y)` where `compute`
+    ends `total = box + cls; return total, box`; `total, bpr, reg = model.bpr_loss(u, i, j)`
+    returning `bpr + reg, bpr, reg`; a `forward` that returns such a call), and the tensor
+    terms the loop computes it from (`bpr = -torch.sum(...)`, `loss = bpr + w * reg`).
     Silent for `loss.item()`, `loss.detach()`, `loss.data`, `float(loss)`, values computed
     under `torch.no_grad()`, an accumulator that is backpropagated later (`total.backward()`,
     `torch.stack(losses).mean().backward()`: gradient accumulation on purpose), one

@@ -18,7 +18,7 @@ from .classifiers import last_name
 from .guards import guarded_between
 from .loops import step_loop_around
 from .inference_loops import evaluation_loop_around
-from .cache_calls import could_empty_in_loops, loop_calls
+from .cache_calls import could_empty_in_loops, loop_calls, objects_asked
 from .test_code import in_test_code
 
 if TYPE_CHECKING:
@@ -65,7 +65,11 @@ class EmptyCacheInLoop(Rule):
     A `finally:` in the loop body runs on every iteration too. A call of a project function
     or method (this module or another) that empties the cache on every call, itself or
     through the project functions it calls (`free_memory()`, a `train_step()` that ends
-    with it, `self._release()`), is reported at that call.
+    with it, `self._release()`, an object's `__call__` such as `pipe(clip)`, a project
+    module's `forward` reached through `self.model(x)`), is reported at that call; so is a
+    generator method walked by an inner loop (`for wave in self.voice.speak(seg):`), which
+    runs to its end once per iteration of the loop around it. Calls of objects are followed
+    in projects of at most 400 modules (as callers are scanned).
 
     Where the finding is: RULES.md anchors TPF206 at the `empty_cache()` call, and that is
     the finding's line whenever the call stands in the loop (or in its `finally:`). When
@@ -300,7 +304,7 @@ class EmptyCacheInLoop(Rule):
             ancestors = self._ancestors(node)
             if not _in_a_loop(ancestors) or not self._empties_every_call(node, ancestors):
                 return
-            if _innermost_loop(ancestors) is not None or step_loop_around(self.context, ancestors) is not None:
+            if _innermost_loop(ancestors, node) is not None or step_loop_around(self.context, ancestors) is not None:
                 what = self.context.code_for(node.func) + "(...)"
                 self._check(node, self.helper_message, what)
 
@@ -314,7 +318,7 @@ class EmptyCacheInLoop(Rule):
         ancestors = self._ancestors(node)
         if in_test_code(ancestors, self.context.path):
             return
-        found = self._loop(ancestors)
+        found = self._loop(ancestors, node)
         if found is None:
             return
         index, kind = found
@@ -332,14 +336,16 @@ class EmptyCacheInLoop(Rule):
         if values is None or len(ancestors) < 2:
             return False
         callees = values.callees(node, ancestors[1], objects=False)  # as the loops ask: answered once
+        if callees is None and objects_asked(values.engine.index):  # `pipe(x)`, `self.model(x)`: `__call__`, `forward`
+            callees = values.callees(node, ancestors[1])
         return bool(callees) and all(empties_cache_every_call(values.engine, d) for d in callees)
 
-    def _loop(self, ancestors: Sequence[cst.CSTNode]) -> Optional[Tuple[int, str]]:
+    def _loop(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Optional[Tuple[int, str]]:
         """The loop the call runs in on every iteration, and whether it trains or evaluates."""
         around = step_loop_around(self.context, ancestors)
         if around is not None:
             return around[0], "a training"
-        index = _innermost_loop(ancestors)
+        index = _innermost_loop(ancestors, node)
         found = None if index is None else evaluation_loop_around(self.context, ancestors, index)
         return None if found is None else (found, "an evaluation")
 
@@ -355,16 +361,20 @@ def _in_a_loop(ancestors: Sequence[cst.CSTNode]) -> bool:
     return False
 
 
-def _innermost_loop(ancestors: Sequence[cst.CSTNode]) -> Optional[int]:
+def _innermost_loop(ancestors: Sequence[cst.CSTNode], node: Optional[cst.CSTNode] = None) -> Optional[int]:
     """The index of the nearest ``for``/``while`` around a node, within its function, when
-    the node is in the loop's body (not its ``else`` or header)."""
+    the node is in the loop's body (not its ``else`` or header). The iterable of a ``for``
+    is made once per iteration of the loop around it: a generator the inner loop walks
+    (``for part in self.model.tts(seg):``) runs to its end once per outer iteration."""
     for index in range(len(ancestors) - 1, -1, -1):
-        node = ancestors[index]
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        around = ancestors[index]
+        if isinstance(around, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
-        if isinstance(node, (cst.For, cst.While)):
-            child = ancestors[index + 1] if index + 1 < len(ancestors) else None
-            return index if child is node.body else None
+        if isinstance(around, (cst.For, cst.While)):
+            child = ancestors[index + 1] if index + 1 < len(ancestors) else node
+            if isinstance(around, cst.For) and child is around.iter:
+                continue
+            return index if child is around.body else None
     return None
 
 
