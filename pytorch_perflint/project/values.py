@@ -22,20 +22,22 @@ Depth and callers are bounded, recursion is cut, answers are memoised while no s
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional, Tuple
 
 from . import autograd_values as autograd, choices, library_values as library, loader_values as loaders
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
-from .scopes import Appended, Branches, Each, Scope, build_scope, free, mutable_display
+from .scopes import Appended, Branches, Each, Scope, build_scope, free
+from .attribute_values import AttributeFlow
+from .where import Answer, Where  # re-exported: the engine's question and answer
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -47,30 +49,6 @@ MAX_CALLERS = 16  # more callers than this: the parameter is not known
 # object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
 MAX_SCANNED_MODULES = 400
 _PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a form is read: ``scope`` at ``line`` inside ``parent`` (the enclosing scope);
-    a ``scope`` of None is the module level of ``path`` read through the index."""
-
-    path: Optional[str]
-    scope: Optional[Scope] = None
-    line: int = 0
-    parent: Optional["Where"] = None
-
-    def at(self, line: int) -> "Where":
-        return Where(self.path, self.scope, line, self.parent)
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A kind, and the project modules reading it took (what a finding depends on)."""
-
-    kind: Kind
-    reads: FrozenSet[str] = frozenset()
-
-
 _ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -88,7 +66,7 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
+class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
@@ -418,56 +396,7 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
         kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
         return choices.choose(kinds)  # several classes: one of them
 
-    # -- attributes, items, iteration ---------------------------------------------------------
-    def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
-        receiver = present(receiver)
-        if type(receiver) is Instance:
-            klass, exact = receiver.klass, receiver.exact
-            key = ("attr", klass.path, klass.name, name, exact)
-            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth, key))
-        if type(receiver) is ProjectCallable and receiver.definition.kind == "class" and self.index is not None:
-            definition = receiver.definition
-            found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
-            return self._definition(found, depth)
-        if type(receiver) in (OneOf, ProjectModules):  # each choice's / each module's
-            return choices.attribute(self, receiver, name, depth)
-        return self.models.attribute(receiver, name) or library.attribute(receiver, name)
-
-    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int, key: Tuple = ()) -> Kind:
-        """Every ``self.name = ...`` in the methods of the class and its project bases (and
-        subclasses, when the object may be one of theirs), and a class attribute of that
-        name: the kind all of them agree on. A list or dict display is not followed (code
-        appends to it)."""
-        kinds = []
-        owners = list(self.index.resolution.lineage(klass))  # type: ignore[union-attr]
-        if not exact:
-            owners += [sub for sub in self.index.resolution.subclasses(klass) if sub.klass is not None]  # type: ignore[union-attr]
-        for owner in owners:
-            assert owner.klass is not None
-            binding = next((b for b in owner.klass.bindings if b.name == name), None)
-            if binding is not None:
-                kinds.append(self._eval(binding.form, Where(owner.path), depth + 1))
-            for method in owner.klass.methods:
-                definition = Definition("method", owner.path, f"{owner.name}.{method.name}", function=method, klass=owner.klass)
-                if method.name == name:
-                    return UNKNOWN  # a method or property: not followed here
-                scope = None
-                for line, _, attr, form in self._own_attrs(definition):
-                    if attr != name and attr != "*":  # "*": `setattr(self, k, v)` may set it
-                        continue
-                    if form is None or mutable_display(form):
-                        return UNKNOWN
-                    scope = scope or self.scope_of(definition)
-                    kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
-        known = join_all([kind for kind in kinds if type(kind) is not Unknown])
-        if key and type(known) is not Unknown:
-            self._guess(key, known)  # `self.x = self.x + dx`: tried if it reads itself
-        return join_all(kinds) if kinds else UNKNOWN
-
-    def _own_attrs(self, definition: Definition) -> Iterable:
-        scope = self.scope_of(definition)
-        return () if scope is None else scope.own_attrs
-
+    # -- items, iteration (attributes: ``attribute_values.AttributeFlow``) ---------------------
     def _item(self, form: Item, where: Where, depth: int) -> Kind:
         receiver = present(self._eval(form.value, where, depth + 1))
         index = form.index

@@ -1,0 +1,33 @@
+"""Where the value engine reads a form, and what it answers (split from ``values``, which
+re-exports both): a scope and a line inside the scopes around it; a kind and the modules
+reading it took."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import FrozenSet, Optional
+
+from .kinds import Kind
+from .scopes import Scope
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a form is read: ``scope`` at ``line`` inside ``parent`` (the enclosing scope);
+    a ``scope`` of None is the module level of ``path`` read through the index."""
+
+    path: Optional[str]
+    scope: Optional[Scope] = None
+    line: int = 0
+    parent: Optional["Where"] = None
+
+    def at(self, line: int) -> "Where":
+        return Where(self.path, self.scope, line, self.parent)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A kind, and the project modules reading it took (what a finding depends on)."""
+
+    kind: Kind
+    reads: FrozenSet[str] = frozenset()
