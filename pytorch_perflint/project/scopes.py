@@ -18,7 +18,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from ..analysis.ast_index import ast_children
 from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
 from .forms import Dict as DictForm
-from .list_uses import ANY_TIME, list_uses
+from .appended_lists import Appended, appended  # ``Appended`` re-exported
 from .statements import alias_target, import_records, scope_statements, target_names
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -139,7 +139,7 @@ class Scope:
             return ("param", None, 0) if name in self.params else ("free", None, 0)
         if all(e.form is IMPORTED for e in entries) or (len(entries) == 1 and entries[0].form is DEFINED):
             return ("defined", None, 0) if self.module else ("unknown", None, 0)
-        built = self._appended(name, entries, line)
+        built = appended(self, name, entries, line)
         if built is not None:
             return ("value", built, line) if type(built) is Appended else ("unknown", None, 0)
         if name in self.mutated and any(mutable_display(e.form) for e in entries):
@@ -180,36 +180,6 @@ class Scope:
         return ("value", latest.form, latest.line)
 
 
-    def _appended(self, name: str, entries: List[Entry], line: int) -> Optional[object]:
-        """``xs = []`` (or ``nn.ModuleList([...])``), then ``xs.append(a)`` statements in the
-        same block, all before the read: the list's items in order (``Appended``).
-        ``CHANGED`` when the list may be changed otherwise before the read, or in a loop
-        around it (``list_uses``); None when the read is not of such a list."""
-        before = [e for e in entries if 0 < e.line < line]
-        if not before or self.node is None:
-            return None
-        base = before[-1]
-        items = _list_items(base.form)
-        if items is None or (type(base.form) is not Seq and name not in self.appends):
-            return None
-        here = self.blocks_at(line)
-        if base.blocks != here[: len(base.blocks)]:
-            return CHANGED if name in self.appends else None
-        end = line
-        for block, _ in here[len(base.blocks):]:  # a loop around the read: its later lines run before it too
-            end = max(end, self.loops.get(block, (0, 0))[1] + 1)
-        if any(line <= e.line < end for e in entries):
-            return None  # rebound later in a loop around the read
-        appends = self.appends.get(name, ())
-        if any(base.line < at < end and (blocks != base.blocks or at >= line) for at, blocks, _ in appends):
-            return CHANGED  # an append in a branch or a loop of its own, or after the read in a loop around it
-        if self.uses is None:
-            self.uses = list_uses(self.node)
-        if any(not safe and (at == ANY_TIME or base.line < at < end) for at, safe in self.uses.get(name, ())):
-            return CHANGED
-        appended = [(a, at) for at, _, a in appends if base.line < at < line]
-        return Appended(tuple((item, base.line) for item in items) + tuple(appended))
-
     def arms(self, line: int, name: str) -> List[Tuple[int, Test, bool]]:
         """The decidable ``if`` tests the binding of ``name`` at ``line`` lies under, each
         with the outcome that leads to it (``body``: true, ``orelse``: false)."""
@@ -231,29 +201,6 @@ class Scope:
             if arms and all(any(arm in e.blocks for e in reaching) for arm in arms):
                 return True
         return False
-
-
-@dataclass(frozen=True)
-class Appended:
-    """A list built by ``append``: its items' forms, each read at the line that adds it."""
-
-    items: Tuple[Tuple[object, int], ...]
-
-
-_LISTS = frozenset(("torch.nn.ModuleList", "list"))
-CHANGED = "<changed>"  # a list changed or handed on before a read: its items are not known
-
-
-def _list_items(form: object) -> Optional[Tuple[object, ...]]:
-    """The items of a list display, ``list()`` or ``nn.ModuleList([...])`` (None: not one)."""
-    if type(form) is Seq and form.kind == "list" and not form.truncated:  # type: ignore[union-attr]
-        return tuple(form.items)  # type: ignore[union-attr]
-    if type(form) is not Call or form.kwargs or form.star or form.dstar or len(form.args) > 1:  # type: ignore[union-attr]
-        return None
-    func = form.func  # type: ignore[union-attr]
-    if type(func) is not Ref or (func.qualname or func.name) not in _LISTS:
-        return None
-    return _list_items(form.args[0]) if form.args else ()  # type: ignore[union-attr]
 
 
 def free(where, name: str) -> bool:

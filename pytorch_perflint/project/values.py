@@ -21,6 +21,7 @@ Depth and callers are bounded, recursion is cut, answers are memoised while no s
 
 from __future__ import annotations
 
+import ast
 import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Tuple
@@ -360,13 +361,23 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         found = self._method_of(receiver.klass, name)
         if found is None:
             return UNKNOWN
-        kinds = [self.returns(found, depth)]
+        kinds = [] if self._only_raises(found) else [self.returns(found, depth)]
         if not receiver.exact:
             for sub in self.index.resolution.subclasses(receiver.klass):  # type: ignore[union-attr]
                 if sub.klass is not None and sub.klass.method(name) is not None:
                     override = self._method_of(sub, name)
-                    kinds.append(UNKNOWN if override is None else self.returns(override, depth))
+                    if override is None or not self._only_raises(override):
+                        kinds.append(UNKNOWN if override is None else self.returns(override, depth))
         return join_all(kinds)
+
+    def _only_raises(self, definition: Definition) -> bool:
+        """A method that never returns: no ``return`` or ``yield``, and its body ends in
+        ``raise`` (a base class's ``raise NotImplementedError``). A call of it gives no
+        value, so only the overrides of the object's class answer (``self.step_wait()`` in a
+        base's ``step``)."""
+        scope = self.scope_of(definition)
+        body = getattr(scope.node, "body", None) if scope is not None else None
+        return bool(body) and not scope.returns and not scope.generator and type(body[-1]) is ast.Raise  # type: ignore[union-attr,index]
 
     def _method_of(self, klass: Definition, name: str, seen: Tuple = ()) -> Optional[Definition]:
         """The method ``name`` of a project class, or of its project bases (in order)."""
