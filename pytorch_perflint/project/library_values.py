@@ -154,8 +154,8 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
     if name in TO_NUMPY_METHODS:
         return Array() if not form.args else UNKNOWN  # `.numpy()` of a tensor or a pandas object
     kind = type(receiver)
-    if kind is Array and name in ARRAY_METHODS:
-        return Array()
+    if (kind is Array or (kind is ArrayArchive and receiver.may_be_array)) and name in ARRAY_METHODS:  # type: ignore[union-attr]
+        return Array()  # an archive has no `.astype()`: `np.load(path).astype(...)` is an array
     if kind is Frame:
         return Array() if name == "to_numpy" else Frame()
     if kind is RandomGenerator:
@@ -234,8 +234,8 @@ def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
     graph = autograd.arithmetic(op, left, right)
     if graph is not None:
         return graph
-    if op in _ARITHMETIC:
-        kinds = {type(left), type(right)}
+    if op in _ARITHMETIC:  # an archive takes no arithmetic: `np.load(path) / 255.0` is an array
+        kinds = {Array if type(k) is ArrayArchive and k.may_be_array else type(k) for k in (left, right)}  # type: ignore[union-attr]
         if Array in kinds and kinds <= {Array, Number}:
             return Array()
         if kinds == {Number}:

@@ -19,6 +19,7 @@ from ..analysis.ast_index import ast_children
 from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
 from .forms import Dict as DictForm
 from .appended_lists import Appended, appended  # ``Appended`` re-exported
+from .loop_flow import reaching_back
 from .statements import alias_target, import_records, scope_statements, target_names
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -107,6 +108,8 @@ class Scope:
     # (line, attribute, form or None) of ``self.attr = value`` (first parameter ``self``)
     own_attrs: List[Tuple[int, Tuple[Tuple[int, str], ...], str, Optional[Form]]] = field(default_factory=list)
     loops: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # id -> line span
+    loop_nodes: Dict[int, ast.stmt] = field(default_factory=dict)  # id -> the loop (``loop_flow``)
+    straight: Dict[int, bool] = field(default_factory=dict)  # ``loop_flow``'s memo
     # id of an if/else or try/except -> its blocks: binding in each of them binds on every path
     alternatives: Dict[int, Tuple[Tuple[int, str], ...]] = field(default_factory=dict)
     statements: List[Tuple[int, int, Tuple[Tuple[int, str], ...]]] = field(default_factory=list)
@@ -165,7 +168,8 @@ class Scope:
         for block, _ in here[outer:]:  # loops around the read that the binding is not in
             span = self.loops.get(block)
             if span is not None:
-                carried += [e for e in entries if span[0] <= e.line <= span[1] and e not in reaching and e not in carried]
+                found = [e for e in entries if span[0] <= e.line <= span[1] and e not in reaching and e not in carried]
+                carried += reaching_back(self, block, found, entries)  # not those a later line overwrites
         if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
         if carried and not passed and self._covers(reaching, here):
@@ -309,6 +313,7 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
                 _add(scope, name, Entry(line, blocks, None))
         if kind in _LOOPS:
             scope.loops[id(stmt)] = (line, getattr(stmt, "end_lineno", None) or line)
+            scope.loop_nodes[id(stmt)] = stmt
         elif kind is ast.If and stmt.orelse:  # type: ignore[attr-defined]
             scope.alternatives[id(stmt)] = ((id(stmt), "body"), (id(stmt), "orelse"))
         if kind is ast.If:

@@ -225,6 +225,8 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         if definition.kind == "method" and scope.params and name == scope.params[0]:
             if decorators & {"staticmethod", "classmethod"}:
                 return UNKNOWN
+            if where.this is not None:  # an inherited method, read for an object of a subclass
+                return where.this
             owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
             return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
         if not decorators <= _PLAIN or (definition.kind == "method" and "staticmethod" in decorators):
@@ -253,7 +255,7 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             if key not in self._sites:
                 self._sites[key] = public_method_sites(self.index, definition)  # type: ignore[arg-type]
             self.index.note_read(ALL_TEXTS)  # type: ignore[union-attr]
-            sites = self._sites[key]
+            sites = self._sites[key] and self._on_its_class(definition, self._sites[key], depth)  # type: ignore[arg-type]
         found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
         if not found or len(found) > MAX_CALLERS or (self.index.lone and all(s is None for _, s, _ in found)):
             return UNKNOWN
@@ -267,6 +269,29 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
                 return kind
             kinds.append(kind)
         return join_all(kinds)
+
+    def _on_its_class(self, definition: Definition, sites: Tuple, depth: int) -> Tuple:
+        """The calls of a public method's name left when those on an object known to be of
+        an unrelated project class are dropped (``memory.push(...)`` of another script's
+        buffer class): such a call runs that class's method, never this one. An object of
+        the class, a subclass or a base (which may be one of ours) keeps its call."""
+        key = ("receivers", definition.path, definition.name)
+        if key not in self._sites:
+            self._sites[key] = sites  # while they are read: every call kept
+            owner = definition.name.rpartition(".")[0]
+            klass = Definition("class", definition.path, owner, klass=definition.klass)
+            related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
+            method = definition.name.rpartition(".")[2]
+            kept = []
+            for path, site in sites:
+                receiver = site.callee[: -len(method) - 1]
+                where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
+                dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
+                kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
+                if type(kind) is not Instance or kind.klass.key in related or any(s.key == klass.key for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
+                    kept.append((path, site))
+            self._sites[key] = tuple(kept) if kept else sites  # none left: not read as "no caller"
+        return self._sites[key]  # type: ignore[return-value]
 
     def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
         definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
@@ -361,7 +386,8 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         found = self._method_of(receiver.klass, name)
         if found is None:
             return UNKNOWN
-        kinds = [] if self._only_raises(found) else [self.returns(found, depth)]
+        this = receiver if found.name.rpartition(".")[0] != receiver.klass.name or found.path != receiver.klass.path else None
+        kinds = [] if self._only_raises(found) else [self.returns(found, depth, this)]  # an inherited one: for this object
         if not receiver.exact:
             for sub in self.index.resolution.subclasses(receiver.klass):  # type: ignore[union-attr]
                 if sub.klass is not None and sub.klass.method(name) is not None:
@@ -392,19 +418,20 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
                 return found
         return None
 
-    def returns(self, definition: Definition, depth: int = 0) -> Kind:
-        """What every ``return`` of a project function or method gives (all agree)."""
+    def returns(self, definition: Definition, depth: int = 0, this: Optional[Instance] = None) -> Kind:
+        """What every ``return`` of a project function or method gives (all agree); a
+        method inherited from a base read with ``self`` the object ``this`` it is called on."""
         if self.index is None or definition.function is None or depth > MAX_DEPTH:
             return UNKNOWN
-        key = ("returns", definition.path, definition.name, definition.function.line)
-        return self._memoised(key, lambda: self._returns(definition, depth))
+        key = ("returns", definition.path, definition.name, definition.function.line, this)
+        return self._memoised(key, lambda: self._returns(definition, depth, this))
 
-    def _returns(self, definition: Definition, depth: int) -> Kind:
+    def _returns(self, definition: Definition, depth: int, this: Optional[Instance] = None) -> Kind:
         scope = self.scope_of(definition)
         if scope is None or scope.generator or not scope.returns:
             return UNKNOWN
         outer = Where(definition.path)
-        kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
+        kinds = [self._eval(form, Where(definition.path, scope, line, outer, this), depth + 1) for line, _, form in scope.returns]
         return choices.choose(kinds)  # several classes: one of them
 
     # -- items, iteration (attributes: ``attribute_values.AttributeFlow``) ---------------------

@@ -1,0 +1,365 @@
+"""Values known through objects (review-6's misses by mechanism, in scratch projects of our
+own): a config object's attributes, arrays that a base class's method returns through the
+subclass it is called on, a loop that overwrites what it made, a public method's callers on
+objects of other classes, ``np.load`` results after arithmetic, and a tensor moved only
+where another one is on the GPU. Every line marked ``#!`` must be reported, nothing else."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import List, Mapping, Tuple
+
+from pytorch_perflint import runner
+from pytorch_perflint.config import load_settings
+
+from project_tree import write_project
+
+MARK = "#!"
+
+
+def _findings(root: Path, files: Mapping[str, str], code: str) -> List[Tuple[str, int]]:
+    write_project(root, {"pyproject.toml": f'[tool.pytorch-perflint]\nselect = ["{code}"]\n', **files})
+    settings = load_settings([root])
+    results, _ = runner.run(sorted(root.rglob("*.py")), settings, jobs=1)
+    return sorted(
+        (Path(d.path).relative_to(root).as_posix(), d.location.row)
+        for result in results
+        for d in result.diagnostics
+        if d.code == code
+    )
+
+
+def _marked(files: Mapping[str, str]) -> List[Tuple[str, int]]:
+    out = []
+    for name, source in files.items():
+        lines = textwrap.dedent(source).lstrip("\n").splitlines()
+        out += [(name, row) for row, line in enumerate(lines, start=1) if line.rstrip().endswith(MARK)]
+    return sorted(out)
+
+
+# -- 1. a config object: class attributes, `__init__`, a module-level instance ----------------
+CONFIG = {
+    # Python 2 style: the package's `__init__` names itself, meaning its sibling module
+    "options/__init__.py": "from options import *\n",
+    "options/options.py": """
+        class Settings(object):
+            workers = 2
+            device = "cuda"
+
+            def parse(self, overrides):
+                for key, value in overrides.items():
+                    setattr(self, key, value)
+
+
+        class Fixed(object):
+            def __init__(self):
+                self.workers = 3
+
+
+        class Plain(object):
+            workers = 4
+
+
+        class Loose(object):
+            workers = 4
+
+            def quiet(self):
+                self.workers = 0
+
+
+        shared = Fixed()
+    """,
+    "train.py": """
+        import torch
+        from torch.utils import data
+        from options import Settings, Fixed, Plain, Loose, shared
+
+
+        def build(cfg, ds):
+            return data.DataLoader(ds, batch_size=8, num_workers=cfg.workers, pin_memory=True)  #!
+
+
+        def main(ds):
+            opt = Settings()
+            fixed = Fixed()
+            loose = Loose()
+            dev = torch.device("cuda")
+            by_parse = data.DataLoader(ds, num_workers=opt.workers, pin_memory=True)
+            by_init = data.DataLoader(ds, num_workers=fixed.workers, pin_memory=True)  #!
+            by_class = build(Plain(), ds)
+            by_method = data.DataLoader(ds, num_workers=loose.workers, pin_memory=True)
+            by_module = data.DataLoader(ds, num_workers=shared.workers, pin_memory=True)  #!
+            for epoch in range(10):
+                for x in by_parse:
+                    x = x.to(dev, non_blocking=True)
+                for x in by_init:
+                    pass
+                for x in by_class:
+                    pass
+                for x in by_method:
+                    pass
+                for x in by_module:
+                    pass
+    """,
+}
+
+
+def test_config_object_values_reach_loader_arguments(tmp_path):
+    """``Fixed().workers`` (``__init__``), ``Plain.workers`` through a helper's parameter and a
+    module-level ``shared = Fixed()`` are known; a class whose ``parse`` sets attributes by
+    ``setattr`` from outside data, or whose method rebinds the attribute, is not."""
+    assert _findings(tmp_path, CONFIG, "TPF103") == _marked(CONFIG)
+
+
+# -- 2. arrays through objects ---------------------------------------------------------------
+POOL = """
+    import numpy as np
+
+
+    class BasePool(object):
+        def send_all(self, moves):
+            raise NotImplementedError
+
+        def gather(self):
+            pass
+
+        def run(self, moves):
+            self.send_all(moves)
+            return self.gather()
+
+
+    class ProcessPool(BasePool):
+        def __init__(self, makers):
+            self.pipes = [make() for make in makers]
+
+        def send_all(self, moves):
+            for pipe, move in zip(self.pipes, moves):
+                pipe.send(move)
+
+        def gather(self):
+            got = [pipe.recv() for pipe in self.pipes]
+            seen, gains, ends = zip(*got)
+            return np.stack(seen), np.stack(gains), np.stack(ends)
+
+        def restart(self):
+            return np.stack([pipe.recv() for pipe in self.pipes])
+
+
+    class ListPool(BasePool):
+        def gather(self):
+            return [1.0], [0.0], [False]
+"""
+
+ARRAYS = {
+    "pool.py": POOL.replace("\n\n    class ListPool(BasePool):\n        def gather(self):\n            return [1.0], [0.0], [False]\n", "\n"),
+    "rollout.py": """
+        import torch
+        from pool import ProcessPool
+
+        pool = ProcessPool([])
+        seen = pool.restart()
+        for step in range(100):
+            seen = torch.FloatTensor(seen)  #!
+            after, gain, end = pool.run([0])
+            g = torch.FloatTensor(gain)  #!
+            m = torch.FloatTensor(1 - end)  #!
+            seen = after
+
+        looked = pool.restart()
+        for step in range(100):
+            looked = torch.FloatTensor(looked)
+            if step % 7 == 0:
+                continue
+            later, _, _ = pool.run([0])
+            looked = later
+    """,
+    "frames.py": """
+        import numpy as np
+        import torch
+
+
+        def scaled(path):
+            grid = np.load(path) * 0.5
+            return torch.Tensor(grid)  #!
+
+
+        def typed(path):
+            return torch.Tensor(np.load(path).astype(np.float32))  #!
+
+
+        def archive(path):
+            return torch.Tensor(np.load(path))
+
+
+        def keyed(path):
+            return torch.Tensor(np.load(path).keys())
+    """,
+    "agents/a.py": """
+        import torch
+
+
+        class Memory:
+            def store(self, seen, act):
+                seen = torch.tensor(seen)
+                act = torch.tensor(act)  #!
+                return seen, act
+
+
+        class Player:
+            def __init__(self):
+                self.memory = Memory()
+                self.net = torch.nn.Linear(3, 2)
+
+            def choose(self, seen):
+                return torch.tanh(self.net(torch.as_tensor(seen))).detach().cpu().numpy()
+
+
+        def play(player, seen):
+            for t in range(10):
+                act = player.choose(seen)
+                player.memory.store(seen, act)
+
+
+        play(Player(), [0.0, 1.0, 2.0])
+    """,
+    "agents/b.py": """
+        import torch
+
+
+        class Memory:
+            def store(self, transition):
+                return torch.tensor(transition[0])
+
+
+        class Player:
+            def __init__(self):
+                self.memory = Memory()
+
+
+        player = Player()
+        player.memory.store(([0.0], [1.0]))
+    """,
+}
+
+
+def test_arrays_through_objects(tmp_path):
+    """An inherited ``run`` returns its subclass's ``gather`` (a base that only raises or
+    passes gives nothing); a loop that overwrites ``seen`` with the next array never hands
+    its tensor to the next step (but one with a ``continue`` may); ``np.load`` after
+    arithmetic or ``.astype`` is an array, plain ``np.load`` may be an archive; ``store``'s
+    callers on another script's ``Memory`` class do not count."""
+    assert _findings(tmp_path, ARRAYS, "TPF401") == _marked(ARRAYS)
+
+
+def test_a_subclass_that_returns_lists_leaves_the_base_unknown(tmp_path):
+    """``run`` read for an object that may be either subclass: ``ListPool.gather`` returns
+    lists, so the join is unknown and nothing is reported."""
+    files = {
+        "pool.py": POOL,
+        "rollout.py": """
+            import torch
+            from pool import BasePool
+
+
+            def roll(pool: BasePool):
+                after, gain, end = pool.run([0])
+                return torch.FloatTensor(gain)
+
+
+            def main(pool):
+                return roll(pool)
+        """,
+    }
+    assert _findings(tmp_path, files, "TPF401") == []
+
+
+# -- 3. a tensor moved where another one is ----------------------------------------------------
+MOVES = {
+    "heads.py": """
+        import torch
+        from torch.autograd import Variable
+
+
+        def pick(out, y):
+            rows = Variable(torch.LongTensor(range(out.size(0))))
+            if y.is_cuda:
+                rows = rows.cuda()  #!
+            return out[rows, y]
+
+
+        def onehot(scores, label):
+            hot = torch.zeros(scores.size())
+            hot = hot.cuda() if scores.is_cuda else hot  #!
+            hot.scatter_(1, label.view(-1, 1), 1)
+            return hot
+
+
+        def used_between(out, y):
+            rows = torch.arange(out.size(0))
+            print(rows.sum())
+            if y.is_cuda:
+                rows = rows.cuda()
+            return rows
+
+
+        def read_before_in_if(out, y):
+            rows = torch.arange(out.size(0))
+            if y.is_cuda:
+                print(rows)
+                rows = rows.cuda()
+            return rows
+
+
+        def other_arm(out, y):
+            rows = torch.arange(out.size(0))
+            if y.is_cuda:
+                rows = rows.cuda()
+            else:
+                rows = rows + 1
+            return rows
+
+
+        def in_elif(out, y, flag):
+            rows = torch.arange(out.size(0))
+            if flag:
+                print(rows)
+            elif y.is_cuda:
+                rows = rows.cuda()
+            return rows
+
+
+        def flag_test(out, use_gpu):
+            rows = torch.arange(out.size(0))
+            if use_gpu:
+                rows = rows.cuda()
+            return rows
+
+
+        def flag_expr(scores, use_gpu):
+            hot = torch.zeros(scores.size())
+            hot = hot.cuda() if use_gpu else hot
+            return hot
+
+
+        def kept_otherwise(scores):
+            hot = torch.zeros(scores.size())
+            hot = hot.cuda() if scores.is_cuda else hot + 1
+            return hot
+    """,
+}
+
+
+def test_moves_that_follow_another_tensor(tmp_path):
+    """``if y.is_cuda: z = z.cuda()`` right after ``z``'s factory, and ``z.cuda() if
+    x.is_cuda else z``, are reported (without a fix); a use in between, an ``else`` or an
+    ``elif`` that may read it, or a flag rather than a tensor's place, stay silent."""
+    assert _findings(tmp_path, MOVES, "TPF402") == _marked(MOVES)
+
+
+def test_conditional_moves_carry_no_fix(tmp_path):
+    write_project(tmp_path, {"pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF402"]\n', **MOVES})
+    settings = load_settings([tmp_path])
+    results, _ = runner.run(sorted(tmp_path.rglob("*.py")), settings, jobs=1)
+    found = [d for result in results for d in result.diagnostics if d.code == "TPF402"]
+    assert len(found) == 2 and all(d.fix is None for d in found)
