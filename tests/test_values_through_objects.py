@@ -188,6 +188,27 @@ ARRAYS = {
             return torch.Tensor(np.load(path).astype(np.float32))  #!
 
 
+        def either(path):
+            image = np.load(path)
+            if image.dtype == np.uint8:
+                image = image.astype(np.float32)
+                image = image / 127.5 - 1.0
+            elif image.dtype == np.float32:
+                image = image * 2 - 1.0
+            else:
+                raise ValueError(path)
+            return torch.Tensor(image)  #!
+
+
+        def maybe_untouched(path):
+            image = np.load(path)
+            if image.dtype == np.uint8:
+                image = image.astype(np.float32)
+            elif image.dtype == np.float32:
+                image = image * 2 - 1.0
+            return torch.Tensor(image)
+
+
         def archive(path):
             return torch.Tensor(np.load(path))
 
@@ -247,7 +268,9 @@ def test_arrays_through_objects(tmp_path):
     """An inherited ``run`` returns its subclass's ``gather`` (a base that only raises or
     passes gives nothing); a loop that overwrites ``seen`` with the next array never hands
     its tensor to the next step (but one with a ``continue`` may); ``np.load`` after
-    arithmetic or ``.astype`` is an array, plain ``np.load`` may be an archive; ``store``'s
+    arithmetic or ``.astype`` is an array, plain ``np.load`` may be an archive, and an
+    ``if``/``elif`` whose ``else`` raises rebinds it on every path (without the ``else``,
+    the archive may reach the read); ``store``'s
     callers on another script's ``Memory`` class do not count."""
     assert _findings(tmp_path, ARRAYS, "TPF401") == _marked(ARRAYS)
 
@@ -363,3 +386,69 @@ def test_conditional_moves_carry_no_fix(tmp_path):
     results, _ = runner.run(sorted(tmp_path.rglob("*.py")), settings, jobs=1)
     found = [d for result in results for d in result.diagnostics if d.code == "TPF402"]
     assert len(found) == 2 and all(d.fix is None for d in found)
+
+
+def _scope_of(source: str):
+    import ast
+
+    from pytorch_perflint.project.scopes import build_scope
+
+    tree = ast.parse(textwrap.dedent(source))
+    return build_scope(tree.body[0], {}, "m.py", "f")
+
+
+def _bound_lines(answer) -> List[int]:
+    status, value, line = answer
+    assert status == "value"
+    return sorted(at for _, at in value.forms) if hasattr(value, "forms") else [line]
+
+
+def test_the_other_arm_of_an_if_reaches_only_round_a_loop():
+    """A binding in an ``if``'s body does not reach a read in its ``else``, but round a loop
+    it does (the next step may take the other arm)."""
+    straight = _scope_of(
+        """
+        def f(c):
+            x = 1
+            if c:
+                x = 2
+            else:
+                y = x
+        """
+    )
+    assert _bound_lines(straight.value_at("x", 7)) == [3]
+    looped = _scope_of(
+        """
+        def f(c):
+            x = 1
+            for i in range(3):
+                if c:
+                    x = 2
+                else:
+                    y = x
+        """
+    )
+    assert _bound_lines(looped.value_at("x", 8)) == [3, 6]
+
+
+def test_an_if_whose_arms_all_rebind_or_raise_hides_the_first_binding():
+    scope = _scope_of(
+        """
+        def f(c, d):
+            x = 1
+            if c:
+                x = 2
+            elif d:
+                x = 3
+            else:
+                raise ValueError(c)
+            y = x
+            if c:
+                x = 4
+            elif d:
+                x = 5
+            z = x
+        """
+    )
+    assert _bound_lines(scope.value_at("x", 10)) == [5, 7]
+    assert _bound_lines(scope.value_at("x", 15)) == [5, 7, 12, 14]

@@ -19,7 +19,7 @@ from ..analysis.ast_index import ast_children
 from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
 from .forms import Dict as DictForm
 from .appended_lists import Appended, appended  # ``Appended`` re-exported
-from .loop_flow import reaching_back
+from .loop_flow import other_arm, overwritten, reaching_back
 from .statements import alias_target, import_records, scope_statements, target_names
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -159,6 +159,10 @@ class Scope:
             return ("unknown", None, 0)  # a closure reads the parameter's last value
         start = before.index(enclosing[-1]) if enclosing else 0
         reaching = before[start:]  # the latest binding around the read, and those in branches after it
+        if enclosing and len(reaching) > 1:  # not from the other arm of an `if` around the read
+            reaching = [reaching[0], *(e for e in reaching[1:] if not other_arm(e.blocks, here, self.tests))]
+        if enclosing and len(reaching) > 1 and overwritten(self, reaching[0], line, name):
+            reaching = reaching[1:]  # an `if`/`else` after it rebinds it (or raises) on every path
         if passed:
             reaching = [Entry(0, (), PASSED), *reaching]  # `if c: x = f(x)`: either reaches
         if not reaching or any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in reaching):
