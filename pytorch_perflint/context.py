@@ -136,11 +136,25 @@ class FileContext:
         target = (scope or self.scope).lookup_import(head)
         if target is None:
             target = self._star_imported(head, scope or self.scope)
+        if target is None and scope is None:
+            target = self._import_reaching(expr, head)
         if target is None:
             return None
         if scope is None and comprehension_binds([*self.ancestors, expr], head):
             return None
         return canonical(f"{target}.{rest}" if rest else target)
+
+    def _import_reaching(self, expr: cst.CSTNode, name: str) -> Optional[str]:
+        """The import a name of the current scope holds where ``expr`` reads it, when the
+        scope also binds it otherwise, later (``from torch.utils import data`` ... ``for
+        data in loader:``): the value engine's statement order decides (rare, so asked late)."""
+        scope = self.scope
+        if name not in scope.imports or name not in scope.bindings or self.values() is None:
+            return None
+        node = expr
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        return scope.imports[name] if isinstance(node, cst.Name) and self.values().import_reaches(node) else None
 
     def _star_imported(self, name: str, scope: Scope) -> Optional[str]:
         """What ``name`` means when only a star import of a project module can bind it

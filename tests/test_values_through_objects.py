@@ -452,3 +452,57 @@ def test_an_if_whose_arms_all_rebind_or_raise_hides_the_first_binding():
     )
     assert _bound_lines(scope.value_at("x", 10)) == [5, 7]
     assert _bound_lines(scope.value_at("x", 15)) == [5, 7, 12, 14]
+
+
+# -- 4. an import read before a later loop rebinds its name --------------------------------
+SHADOWED = {
+    "prep/__init__.py": "",
+    "prep/frames.py": """
+        from torch.utils import data
+
+
+        class Frames(data.Dataset):
+            def __len__(self):
+                return 8
+
+            def __getitem__(self, i):
+                return i
+
+
+        if __name__ == "__main__":
+            preview = data.DataLoader(Frames(), batch_size=4)  #! TPF101
+            for i, data in enumerate(preview):
+                print(data)
+    """,
+    "train.py": """
+        import torch
+        from torch.utils import data
+        from prep.frames import Frames
+
+        if __name__ == "__main__":
+            device = torch.device("cuda")
+            loader = data.DataLoader(Frames(), batch_size=4, num_workers=2)  #! TPF102
+            for epoch in range(3):
+                again = data.DataLoader(Frames(), batch_size=4, num_workers=2)
+                for step, data in enumerate(loader):
+                    data = data.to(device)
+            later = data.DataLoader(Frames(), batch_size=4, num_workers=2)
+    """,
+}
+
+
+def _marked_for(files: Mapping[str, str], code: str) -> List[Tuple[str, int]]:
+    out = []
+    for name, source in files.items():
+        lines = textwrap.dedent(source).lstrip("\n").splitlines()
+        out += [(name, row) for row, line in enumerate(lines, start=1) if line.rstrip().endswith(f"{MARK} {code}")]
+    return sorted(out)
+
+
+def test_an_import_holds_its_name_until_a_later_loop_rebinds_it(tmp_path):
+    """``data.DataLoader`` read before ``for i, data in ...`` rebinds ``data`` is the loader;
+    read inside a loop that rebinds it, or after, it may be a batch. A loader in the
+    ``__main__`` preview of a module that selects no GPU itself is not asked to pin memory,
+    though a CUDA script imports the module."""
+    assert _findings(tmp_path / "a", SHADOWED, "TPF102") == _marked_for(SHADOWED, "TPF102")
+    assert _findings(tmp_path / "b", SHADOWED, "TPF101") == _marked_for(SHADOWED, "TPF101")

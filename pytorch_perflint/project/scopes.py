@@ -188,6 +188,20 @@ class Scope:
         return ("value", latest.form, latest.line)
 
 
+    def imported_at(self, name: str, line: int) -> bool:
+        """Whether the name's only binding before ``line`` is an import around the read,
+        and no other binding of it stands in a loop around the read (``from torch.utils
+        import data`` read before a later ``for data in loader:`` rebinds it)."""
+        entries = self.entries.get(name, ())
+        before = [e for e in entries if e.line < line]
+        if len(before) != 1 or before[0].form is not IMPORTED:
+            return False
+        here = self.blocks_at(line)
+        if before[0].blocks != here[: len(before[0].blocks)]:
+            return False
+        spans = [self.loops[block] for block, _ in here if block in self.loops]
+        return not any(start <= e.line <= end for start, end in spans for e in entries if e is not before[0])
+
     def arms(self, line: int, name: str) -> List[Tuple[int, Test, bool]]:
         """The decidable ``if`` tests the binding of ``name`` at ``line`` lies under, each
         with the outcome that leads to it (``body``: true, ``orelse``: false)."""
