@@ -506,3 +506,46 @@ def test_an_import_holds_its_name_until_a_later_loop_rebinds_it(tmp_path):
     though a CUDA script imports the module."""
     assert _findings(tmp_path / "a", SHADOWED, "TPF102") == _marked_for(SHADOWED, "TPF102")
     assert _findings(tmp_path / "b", SHADOWED, "TPF101") == _marked_for(SHADOWED, "TPF101")
+
+
+# -- 5. a legacy typed constructor bound to an attribute or a name ---------------------------
+BOUND = {
+    "solver.py": """
+        import numpy as np
+        import torch
+
+
+        class Base(object):
+            def __init__(self, gpu):
+                self.Tensor = torch.cuda.FloatTensor if gpu else torch.FloatTensor
+                self.Other = torch.FloatTensor if gpu else list
+
+
+        class Solver(Base):
+            def flip(self, v):
+                arr = v.data.cpu().numpy()
+                flipped = arr[:, ::-1].copy()
+                out = self.Tensor(flipped)  #!
+                same = self.Other(flipped)
+                empty = self.Tensor()
+                sized = self.Tensor(2, 3)
+                return out, same, empty, sized
+
+
+        Make = torch.FloatTensor
+
+
+        def build():
+            return Make(np.zeros(3))  #!
+    """,
+}
+
+
+def test_a_typed_constructor_bound_to_an_attribute(tmp_path):
+    """``self.Tensor = torch.cuda.FloatTensor if gpu else torch.FloatTensor`` then
+    ``self.Tensor(array)`` copies the array (either way; no fix, since which one is not
+    known); an attribute that may be something else, or a call with sizes, is not a copy."""
+    assert _findings(tmp_path, BOUND, "TPF401") == _marked(BOUND)
+    write_project(tmp_path, BOUND)
+    results, _ = runner.run(sorted(tmp_path.rglob("*.py")), load_settings([tmp_path]), jobs=1)
+    assert all(d.fix is None for result in results for d in result.diagnostics if d.code == "TPF401")

@@ -33,6 +33,7 @@ from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Join
 from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
 from .module_values import ModuleValues
+from .tensor_values import tensor_type
 from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
@@ -212,7 +213,7 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         if definition.kind == "binding" and definition.binding is not None:  # changed in place: an object keeps its class
             kind = self._eval(definition.binding.form, Where(definition.path), depth + 1)
             return kind if type(present(kind)) in (Instance, Parser) or not definition.binding.mutated else UNKNOWN
-        return UNKNOWN
+        return (definition.kind == "external" and tensor_type(definition.qualname)) or UNKNOWN  # `torch.FloatTensor` as a value
 
     # -- parameters ----------------------------------------------------------------------------
     def _parameter(self, scope: Scope, name: str, where: Where, depth: int) -> Kind:
