@@ -365,6 +365,20 @@ MOVES = {
             return hot
 
 
+        def identity(trans):
+            ident = torch.eye(trans.size(1))[None, :, :]
+            if trans.is_cuda:
+                ident = ident.cuda()  #!
+            return ident
+
+
+        def gathered(trans, idx):
+            ident = torch.eye(trans.size(1))[idx]
+            if trans.is_cuda:
+                ident = ident.cuda()
+            return ident
+
+
         def kept_otherwise(scores):
             hot = torch.zeros(scores.size())
             hot = hot.cuda() if scores.is_cuda else hot + 1
@@ -375,8 +389,9 @@ MOVES = {
 
 def test_moves_that_follow_another_tensor(tmp_path):
     """``if y.is_cuda: z = z.cuda()`` right after ``z``'s factory, and ``z.cuda() if
-    x.is_cuda else z``, are reported (without a fix); a use in between, an ``else`` or an
-    ``elif`` that may read it, or a flag rather than a tensor's place, stay silent."""
+    x.is_cuda else z``, are reported (without a fix), also through basic indexing (``[None,
+    :, :]``, a view); a use in between, an ``else`` or an ``elif`` that may read it, a flag
+    rather than a tensor's place, or an index by another tensor, stay silent."""
     assert _findings(tmp_path, MOVES, "TPF402") == _marked(MOVES)
 
 
@@ -385,7 +400,7 @@ def test_conditional_moves_carry_no_fix(tmp_path):
     settings = load_settings([tmp_path])
     results, _ = runner.run(sorted(tmp_path.rglob("*.py")), settings, jobs=1)
     found = [d for result in results for d in result.diagnostics if d.code == "TPF402"]
-    assert len(found) == 2 and all(d.fix is None for d in found)
+    assert len(found) == 3 and all(d.fix is None for d in found)
 
 
 def _scope_of(source: str):

@@ -185,6 +185,8 @@ def item(receiver: Kind, index: Form, evaluate: Evaluate) -> Optional[Kind]:
     kind = type(receiver)
     if kind is Array:
         return Array() if _keeps_array(index, evaluate) else UNKNOWN
+    if kind is HostTensor and _basic_index(index):  # `torch.eye(d)[None, :, :]`: a view, where it was made
+        return HostTensor(receiver.factory, receiver.random)  # type: ignore[union-attr]
     if kind is ArrayArchive:
         if (_is_key(index) and not index.value.startswith("__")) or (receiver.may_be_array and _reads_whole(index)):  # type: ignore[union-attr]
             return Array()
@@ -199,6 +201,12 @@ def item(receiver: Kind, index: Form, evaluate: Evaluate) -> Optional[Kind]:
     if kind is Frame:
         return Frame()
     return None
+
+
+def _basic_index(index: Form) -> bool:
+    """Basic indexing (slices, ``None``, ``...``, integers): a view of the tensor."""
+    parts = index.items if type(index) is Seq and index.kind == "tuple" else (index,)
+    return all((type(p) is UnknownForm and p.kind in ("slice", "ellipsis")) or (type(p) is Lit and (p.value is None or type(p.value) is int)) for p in parts)
 
 
 def _is_key(index: Form) -> bool:

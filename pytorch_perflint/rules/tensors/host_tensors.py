@@ -82,6 +82,9 @@ def _root(expr: cst.BaseExpression, context: FileContext) -> Union[cst.Call, cst
     """Where a receiver's chain starts, under device-keeping steps and ``Variable(...)``
     (what they do to the tensor is the engine's to say; this finds the factory's node)."""
     for _ in range(16):
+        if isinstance(expr, cst.Subscript) and all(_basic(element.slice) for element in expr.slice):
+            expr = expr.value  # `torch.eye(d)[None, :, :]`: a view
+            continue
         if not isinstance(expr, cst.Call):
             break
         func = expr.func
@@ -92,6 +95,14 @@ def _root(expr: cst.BaseExpression, context: FileContext) -> Union[cst.Call, cst
         else:
             break
     return expr if isinstance(expr, (cst.Call, cst.Name)) else None
+
+
+def _basic(part: cst.BaseSlice) -> bool:
+    """A slice, ``None``, ``...`` or an integer: basic indexing, a view of the tensor."""
+    if isinstance(part, cst.Slice):
+        return True
+    value = part.value if isinstance(part, cst.Index) else None
+    return isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None")
 
 
 def _default_changed(context: FileContext) -> bool:

@@ -115,6 +115,9 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
 def _strip(node: ast.AST) -> ast.AST:
     """The root of a receiver under device-keeping steps and ``Variable(...)``."""
     for _ in range(16):
+        if isinstance(node, ast.Subscript):  # `torch.eye(d)[None]` (the engine decides which indexes keep it)
+            node = node.value
+            continue
         if not isinstance(node, ast.Call):
             break
         if isinstance(node.func, ast.Attribute) and node.func.attr in _STEPS:
