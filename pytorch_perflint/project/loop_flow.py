@@ -66,6 +66,13 @@ def _no_jumps(body: List[ast.stmt], inner: bool) -> bool:
 def overwritten(scope: "Scope", entry: "Entry", line: int, name: str) -> bool:
     """Whether an ``if`` with an ``else``, after ``entry``'s line and wholly before ``line``
     in a block around the read, binds ``name`` or leaves on every path through it."""
+    key = (entry.line, line, name)
+    if key not in scope.straight:  # memoised beside the loops' answers
+        scope.straight[key] = _overwritten(scope, entry, line, name)  # type: ignore[index]
+    return scope.straight[key]  # type: ignore[index]
+
+
+def _overwritten(scope: "Scope", entry: "Entry", line: int, name: str) -> bool:
     body = getattr(scope.node, "body", None)
     while isinstance(body, list) and body:
         here = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)

@@ -109,7 +109,7 @@ class Scope:
     own_attrs: List[Tuple[int, Tuple[Tuple[int, str], ...], str, Optional[Form]]] = field(default_factory=list)
     loops: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # id -> line span
     loop_nodes: Dict[int, ast.stmt] = field(default_factory=dict)  # id -> the loop (``loop_flow``)
-    straight: Dict[int, bool] = field(default_factory=dict)  # ``loop_flow``'s memo
+    straight: Dict[object, bool] = field(default_factory=dict)  # ``loop_flow``'s memo
     # id of an if/else or try/except -> its blocks: binding in each of them binds on every path
     alternatives: Dict[int, Tuple[Tuple[int, str], ...]] = field(default_factory=dict)
     statements: List[Tuple[int, int, Tuple[Tuple[int, str], ...]]] = field(default_factory=list)
