@@ -564,3 +564,43 @@ def test_a_typed_constructor_bound_to_an_attribute(tmp_path):
     write_project(tmp_path, BOUND)
     results, _ = runner.run(sorted(tmp_path.rglob("*.py")), load_settings([tmp_path]), jobs=1)
     assert all(d.fix is None for result in results for d in result.diagnostics if d.code == "TPF401")
+
+
+# -- 6. bindings that cover every path round a loop -----------------------------------------
+COVERED = {
+    "steps.py": """
+        import numpy as np
+        import torch
+
+
+        def every_arm(a, b):
+            for i in range(3):
+                if a:
+                    x = np.zeros(3)
+                elif b:
+                    x = np.ones(3)
+                else:
+                    x = np.full(3, 2.0)
+                y = torch.tensor(x)  #!
+                x = [1]
+            return y
+
+
+        def elif_without_else(a, b):
+            for i in range(3):
+                if a:
+                    x = np.zeros(3)
+                elif b:
+                    x = np.ones(3)
+                y = torch.tensor(x)
+                x = [1]
+            return y
+    """,
+}
+
+
+def test_an_elif_without_else_does_not_cover_every_path(tmp_path):
+    """Round a loop, bindings in every arm of an ``if``/``elif``/``else`` hide the later
+    ``x = [1]`` from the read; without the ``else``, the list of the last step may reach it
+    (a false positive on main)."""
+    assert _findings(tmp_path, COVERED, "TPF401") == _marked(COVERED)

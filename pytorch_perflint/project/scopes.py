@@ -216,13 +216,17 @@ class Scope:
 
     def _covers(self, reaching: List[Entry], here: Tuple[Tuple[int, str], ...]) -> bool:
         """Whether the bindings bind on every path through one if/else or try/except that
-        stands in a block around the read (each of its blocks holds one of them)."""
-        for blocks in {e.blocks[: len(here) + 1] for e in reaching if len(e.blocks) > len(here) and e.blocks[: len(here)] == here}:
-            statement = blocks[-1][0]
-            arms = self.alternatives.get(statement)
-            if arms and all(any(arm in e.blocks for e in reaching) for arm in arms):
-                return True
-        return False
+        stands in a block around the read (each of its blocks holds one of them, or an
+        if/else in it that does: an `elif` without `else` does not)."""
+        return any(self._covered(statement, here, reaching) for statement in _statements_in(here, reaching))
+
+    def _covered(self, statement: int, around: Tuple[Tuple[int, str], ...], reaching: List[Entry]) -> bool:
+        arms = self.alternatives.get(statement)
+        for arm in arms or ():
+            inside = (*around, arm)
+            if not any(e.blocks == inside for e in reaching) and not any(self._covered(s, inside, reaching) for s in _statements_in(inside, reaching)):
+                return False
+        return bool(arms)
 
 
 def free(where, name: str) -> bool:
@@ -468,3 +472,8 @@ def _add(scope: Scope, name: str, entry: Entry) -> None:
 def expression_form(node: ast.AST, scope: Scope) -> Form:
     """The form of an ``ast`` expression read in ``scope`` (its imports qualify names)."""
     return FormBuilder(scope.aliases, DEEP).form(node)
+
+
+def _statements_in(block: Tuple[Tuple[int, str], ...], reaching: List[Entry]) -> set:
+    """The compound statements standing in ``block`` that hold one of the bindings."""
+    return {e.blocks[len(block)][0] for e in reaching if len(e.blocks) > len(block) and e.blocks[: len(block)] == block}
