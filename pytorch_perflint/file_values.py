@@ -94,12 +94,13 @@ class FileValues:
         assert where.scope is not None
         return self.engine.answer(expression_form(expression, where.scope), where)
 
-    def import_reaches(self, node: cst.Name) -> bool:
+    def import_reaches(self, node: cst.Name, statement: Optional[cst.CSTNode] = None) -> bool:
         """Whether the name ``node`` (under the current node of the pass) still holds the
         import of its scope where it is read, though the scope rebinds it later
         (``Scope.imported_at``); a function may rebind a module's name when it runs
-        (``global``), so a read at module level is not answered when one does."""
-        found = self._locate(node)
+        (``global``), so a read at module level is not answered when one does.
+        ``statement``: the top-level statement holding it, when not under the pass's node."""
+        found = self._locate(node, statement)
         if found is None:
             return False
         expression, chain = found

@@ -496,7 +496,7 @@ SHADOWED = {
 
         if __name__ == "__main__":
             device = torch.device("cuda")
-            loader = data.DataLoader(Frames(), batch_size=4, num_workers=2)  #! TPF102
+            loader = data.DataLoader(Frames(), batch_size=4, num_workers=2)  #! TPF102 TPF103
             for epoch in range(3):
                 again = data.DataLoader(Frames(), batch_size=4, num_workers=2)
                 for step, data in enumerate(loader):
@@ -510,7 +510,7 @@ def _marked_for(files: Mapping[str, str], code: str) -> List[Tuple[str, int]]:
     out = []
     for name, source in files.items():
         lines = textwrap.dedent(source).lstrip("\n").splitlines()
-        out += [(name, row) for row, line in enumerate(lines, start=1) if line.rstrip().endswith(f"{MARK} {code}")]
+        out += [(name, row) for row, line in enumerate(lines, start=1) if MARK in line and code in line.split(MARK)[-1].split()]
     return sorted(out)
 
 
@@ -521,6 +521,7 @@ def test_an_import_holds_its_name_until_a_later_loop_rebinds_it(tmp_path):
     though a CUDA script imports the module."""
     assert _findings(tmp_path / "a", SHADOWED, "TPF102") == _marked_for(SHADOWED, "TPF102")
     assert _findings(tmp_path / "b", SHADOWED, "TPF101") == _marked_for(SHADOWED, "TPF101")
+    assert _findings(tmp_path / "c", SHADOWED, "TPF103") == _marked_for(SHADOWED, "TPF103")  # through the loop walk's own lookup
 
 
 # -- 5. a legacy typed constructor bound to an attribute or a name ---------------------------
