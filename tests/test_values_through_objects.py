@@ -494,9 +494,15 @@ SHADOWED = {
         from torch.utils import data
         from prep.frames import Frames
 
+
+        class Options(object):
+            workers = 2
+
+
         if __name__ == "__main__":
+            opt = Options()
             device = torch.device("cuda")
-            loader = data.DataLoader(Frames(), batch_size=4, num_workers=2)  #! TPF102 TPF103
+            loader = data.DataLoader(Frames(), batch_size=4, num_workers=opt.workers)  #! TPF102 TPF103
             for epoch in range(3):
                 again = data.DataLoader(Frames(), batch_size=4, num_workers=2)
                 for step, data in enumerate(loader):

@@ -22,6 +22,7 @@ Depth and callers are bounded, recursion is cut, answers are memoised while no s
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Tuple
@@ -33,6 +34,8 @@ from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Join
 from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .method_callers import public_method_sites
 from .module_values import ModuleValues
+from .statements import alias_target
+from ..analysis.names import canonical
 from .tensor_values import tensor_type
 from .resolution import ALL_TEXTS, Definition
 from .value_memo import Memo
@@ -305,6 +308,8 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         func = form.func
         if type(func) is Ref and func.qualname is None and self.index is not None and (star := self.index.resolution.star_qualname(where.path, func.name)) and free(where, func.name.partition(".")[0]):
             form = replace(form, func=(func := Ref(func.name, star)))  # `torch` from `from utils import *`
+        if type(func) is Ref and func.qualname is None and where.scope is not None and where.scope.module and (found := self._import_before(func.name, where)):
+            form = replace(form, func=(func := Ref(func.name, found)))  # `data.DataLoader` before `for data in loader`
 
         def evaluate(arg: Form) -> Kind:
             return self._eval(arg, where, depth + 1)
@@ -351,6 +356,20 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         return UNKNOWN
 
     _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
+
+    def _import_before(self, name: str, where: Where) -> Optional[str]:
+        """The library name a module-level import gives ``name`` where it is read before a
+        later binding rebinds it (``Scope.imported_at``; not when a function may rebind it
+        by ``global``)."""
+        head, dot, rest = name.partition(".")
+        if self.index is None or where.path is None or not where.scope.imported_at(head, where.line):  # type: ignore[union-attr]
+            return None
+        targets = {alias_target(r) for r in self.index.summary(where.path).imports if r.bound == head and not r.star}
+        target = next(iter(targets)) if len(targets) == 1 else None
+        text = self.index.text(where.path) or ""
+        if not target or target.startswith(".") or re.search(rf"\bglobal\b[^\n]*\b{re.escape(head)}\b", text):
+            return None
+        return canonical(f"{target}.{rest}" if dot else target)
 
     def _call_kind(self, callee: Kind, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         callee = present(callee)
