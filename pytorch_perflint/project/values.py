@@ -292,7 +292,7 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
                 where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
                 dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
                 kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
-                if type(kind) is not Instance or kind.klass.key in related or any(s.key == klass.key for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
+                if type(kind) is not Instance or kind.klass.key in related or any(s.key in related for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
                     kept.append((path, site))
             self._sites[key] = tuple(kept) if kept else sites  # none left: not read as "no caller"
         return self._sites[key]  # type: ignore[return-value]
