@@ -28,12 +28,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import __version__
 from .config import Settings
 from .tree_files import StatKey, read_regular, stat_key as _stat_key
 from .cache_json import _Invalid, _diagnostic_from_json, _diagnostic_to_json
+from .cache_place import cache_root, project_root  # noqa: F401 - where the cache lives, imported from here
 from .types import Diagnostic
 
 CACHE_DIR = ".pytorch_perflint_cache"
@@ -69,35 +70,6 @@ def _settings_key(settings: Settings, with_edits: bool) -> str:
     return f"{_code_key()}|{with_edits}|{dataclasses.replace(settings, output_format=None)!r}"
 
 
-def project_root(settings: Settings, start: Path) -> Optional[Path]:
-    """The project's root above ``start`` (``config.project_root``), None without one."""
-    from .config import project_root as root_of
-
-    return root_of(settings, start)
-
-
-def cache_root(settings: Settings, paths: Sequence[Path]) -> Optional[Path]:
-    """Where the cache of a run over ``paths`` goes: the project root of the first path;
-    without one, the current folder when every path is inside it (ruff's choice), else
-    the deepest folder that holds them all (None: only the file system's root does)."""
-    if not paths:
-        return None
-    root = project_root(settings, paths[0])
-    if root is not None:
-        return root
-    here = os.getcwd()
-    absolute = [os.path.abspath(p) for p in paths]
-    try:
-        common = os.path.commonpath([here, *absolute])
-    except ValueError:  # different drives
-        return None
-    if common == here:
-        return Path(here)
-    folders = [p if os.path.isdir(p) else os.path.dirname(p) for p in absolute]
-    common = os.path.commonpath(folders)
-    return Path(common) if os.path.dirname(common) != common else None
-
-
 # -- to and from JSON --------------------------------------------------------------------
 
 
@@ -119,7 +91,10 @@ class Stamp:
     key before it was read and the digest of the bytes linted; per project module the
     rules read, ``(kind, stat key, digest)`` with kind ``"s"`` (its summary) or ``"t"``
     (its text); the digest of the project's graph state when an answer read the import
-    graph, and of its stat keys when one read every module's text (``cache_graph``)."""
+    graph, and of its stat keys when one read every module's text (``cache_graph``).
+    ``words``: when every text read was read for a word it spells (``ProjectIndex.text_naming``),
+    the words: the texts stamp then also holds after an edit that makes no other module
+    spell one (a comment in a widely imported module)."""
 
     key: Optional[StatKey]
     sha256: str
@@ -127,6 +102,7 @@ class Stamp:
     graph: Optional[str] = None
     texts: Optional[str] = None
     root: Optional[str] = None
+    words: Tuple[str, ...] = ()
 
 
 def _as_key(value: Any) -> Optional[StatKey]:
@@ -177,6 +153,8 @@ class Cache:
         self._states_now: Dict[str, Tuple[Any, bool]] = {}  # root -> (checked State or None, nothing changed)
         self._keys_now: Dict[str, Optional[List[int]]] = {}  # see _key_now
         self._digests_now: Dict[Tuple[str, str], Optional[str]] = {}
+        self._trees_now: Dict[str, Any] = {}
+        self.summaries_now: Dict[str, Tuple[Any, Any, Tuple[int, int]]] = {}  # changed modules summarised here
         self._shards: Dict[str, StatKey] = {}  # summaries read from or written to summaries/
         self.dirty = False
         raw = read_regular(self.file, MAX_CACHE_BYTES) if self.folder is not None else None
@@ -222,7 +200,47 @@ class Cache:
             return False
         if graph is not None and graph != state.graph_digest():
             return False
-        return texts is None or (unchanged and texts == state.texts_digest())
+        if texts is None or (unchanged and texts == state.texts_digest()):
+            return True
+        return self._words_hold(entry, root, state)
+
+    def _words_hold(self, entry: Dict[str, Any], root: str, state: Any) -> bool:
+        """A texts result that read only texts spelling its ``words`` (their modules are its
+        deps, checked already) still holds when the state it was stamped against is one the
+        cache remembers (``cache_graph.changed_since``) and no module changed since spells
+        a word now; it is stamped anew."""
+        words = entry.get("words")
+        if not isinstance(words, list) or not words or not all(isinstance(w, str) and w for w in words):
+            return False
+        from . import cache_graph
+
+        changed = cache_graph.changed_since(self.states.get(root), state, entry.get("texts"))
+        if changed is None:
+            return False
+        for path in changed:
+            text = self._text_now(path)
+            if text is None or any(word in text for word in words):
+                return False
+        if entry["texts"] != state.texts_digest():
+            entry["texts"], self.dirty = state.texts_digest(), True
+        return True
+
+    def _text_now(self, path: str) -> Optional[str]:
+        """A changed module's text now, and (``parsed_now``) its tree: read and parsed once
+        per run for the words, its summary's digest and the graph's edges."""
+        if ("text", path) not in self._digests_now:
+            from .project.index import read_source
+
+            self._digests_now[("text", path)] = read_source(path)[0]
+        return self._digests_now[("text", path)]
+
+    def parsed_now(self, path: str) -> Tuple[Optional[str], Any]:
+        text = self._text_now(path)
+        if path not in self._trees_now:
+            from .project.summarizer import parse
+
+            self._trees_now[path] = parse(text)[0] if text is not None else None
+        return text, self._trees_now[path]
 
     def _dep_holds(self, path: str, dep: Any) -> bool:
         if not isinstance(dep, list) or len(dep) != 3 or dep[0] not in ("s", "t") or not isinstance(dep[2], str):
@@ -238,10 +256,7 @@ class Cache:
     def _digest_now(self, kind: str, path: str) -> Optional[str]:
         """The digest of a changed dependency's text or summary now, once per run."""
         if (kind, path) not in self._digests_now:
-            from .project.index import read_source
-
-            text, _ = read_source(path)
-            digest = None
+            text, digest = self._text_now(path), None
             if text is not None and kind == "t":
                 digest = text_digest(text)
             elif text is not None:
@@ -249,7 +264,9 @@ class Cache:
                 from .project.summarizer import summarize
 
                 registry.all_rules()  # the families' summarisers are part of a summary
-                digest = summary_digest(summarize(None, text))
+                summary = summarize(self.parsed_now(path)[1], text)
+                self.summaries_now[path] = (self._key_now(path), summary, (len(text), hash(text)))  # for the index
+                digest = summary_digest(summary)
             self._digests_now[(kind, path)] = digest
         return self._digests_now[(kind, path)]
 
@@ -267,9 +284,9 @@ class Cache:
             elif state is not None and self.index_of is not None:
                 index = self.index_of(root)
                 if index is not None:
-                    result = cache_graph.checked(state, index)
+                    result = cache_graph.checked(state, index, self.parsed_now)
                     if result[0] is not None and not result[1]:
-                        self.states[root] = result[0].to_json()
+                        self.states[root] = cache_graph.with_history(self.states.get(root), result[0])
                         self.dirty = True
             self._states_now[root] = result
         return self._states_now[root]
@@ -287,11 +304,15 @@ class Cache:
         """Forget the stat keys and digests taken (a long-lived server asks again later)."""
         self._keys_now.clear()
         self._digests_now.clear()
+        self._trees_now.clear()
+        self.summaries_now.clear()
         self._states_now.clear()
 
     def set_state(self, root: str, state: Any) -> None:
         """Keep a project's state (``cache_graph.State``) as the one this run read."""
-        self.states[root] = state.to_json()
+        from . import cache_graph
+
+        self.states[root] = cache_graph.with_history(self.states.get(root), state)
         self._states_now[root] = (state, True)
         self.dirty = True
 
@@ -351,6 +372,8 @@ class Cache:
                 entry["graph"] = stamp.graph
             if stamp.texts is not None:
                 entry["texts"] = stamp.texts
+                if stamp.words:
+                    entry["words"] = list(stamp.words)
         self.entries[os.path.abspath(path)] = entry
         self.dirty = True
 
@@ -359,7 +382,7 @@ class Cache:
         if not self.dirty:
             return
         payload = {"version": __version__, "format": FORMAT, "settings": self.key, "files": self.entries, "projects": self.states}
-        self._write(self.folder, "lint.json", json.dumps(payload))  # type: ignore[arg-type]
+        self._write(self.folder, "lint.json", json.dumps(payload, separators=(",", ":")))  # type: ignore[arg-type]
         self.dirty = False
 
     def prepare_folder(self) -> bool:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from .tree_files import StatKey, stat_key
 
@@ -42,17 +42,24 @@ def _digest(value: Any) -> str:
 
 @dataclass
 class State:
-    """One project's state as the cache keeps it (JSON-shaped values throughout)."""
+    """One project's state as the cache keeps it (JSON-shaped values throughout). Not
+    changed once a digest was asked: the digests are worked out once (every cached result
+    that read the graph asks; 31 on the torch package, 10 ms each)."""
 
     files: List[str]
     modules: Dict[str, List[Any]]  # path -> [sorted edges, selects an accelerator]
     stats: Dict[str, Optional[List[int]]] = field(default_factory=dict)  # path -> stat key
+    _digests: Dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def graph_digest(self) -> str:
-        return _digest([self.files, self.modules])
+        if "graph" not in self._digests:
+            self._digests["graph"] = _digest([self.files, self.modules])
+        return self._digests["graph"]
 
     def texts_digest(self) -> str:
-        return _digest(self.stats)
+        if "texts" not in self._digests:
+            self._digests["texts"] = _digest(self.stats)
+        return self._digests["texts"]
 
     def to_json(self) -> Dict[str, Any]:
         return {"files": self.files, "modules": self.modules, "stats": self.stats}
@@ -104,6 +111,50 @@ def state_of(index: "ProjectIndex", stats: Optional[Mapping[str, Optional[StatKe
     return State(files, modules, {p: _key(k) for p, k in stats.items()})
 
 
+# How many steps of a project's state the cache remembers (``with_history``).
+HISTORY = 16
+
+
+def with_history(kept: Any, state: State) -> Dict[str, Any]:
+    """``state``'s JSON with the history of the kept state's JSON and, when its stat keys
+    differ, one step more: the kept state's texts digest and the modules changed since. A
+    result stamped against an older state (a pre-commit run of one file checked the state
+    in between) finds there which modules changed since its stamp (``changed_since``)."""
+    out = state.to_json()
+    old = from_json(kept)
+    history = _history(kept)
+    if old is not None and old.stats != state.stats:
+        changed = sorted(p for p in state.modules if old.stats.get(p) != state.stats.get(p))
+        history = [*history, [old.texts_digest(), changed]][-HISTORY:]
+    out["history"] = history
+    return out
+
+
+def _history(kept: Any) -> List[List[Any]]:
+    """The history of a kept state's JSON (untrusted: [] for anything of another shape)."""
+    history = kept.get("history") if isinstance(kept, dict) else None
+    if not isinstance(history, list):
+        return []
+    for step in history:
+        if not (isinstance(step, list) and len(step) == 2 and isinstance(step[0], str) and isinstance(step[1], list)):
+            return []
+        if not all(isinstance(p, str) for p in step[1]):
+            return []
+    return history
+
+
+def changed_since(kept: Any, state: State, digest: Any) -> Optional[List[str]]:
+    """The modules changed between the state whose texts digest is ``digest`` and
+    ``state`` (kept's JSON holds the history); None when that state is not remembered."""
+    if digest == state.texts_digest():
+        return []
+    history = _history(kept)
+    for at in range(len(history) - 1, -1, -1):
+        if history[at][0] == digest:
+            return sorted({p for _, paths in history[at:] for p in paths})
+    return None
+
+
 def texts_digest_of(stats: Mapping[str, Optional[StatKey]]) -> str:
     """The digest a texts result depends on, of stat keys taken before the run read."""
     return _digest({p: _key(k) for p, k in stats.items()})
@@ -114,10 +165,11 @@ def unchanged(state: State) -> bool:
     return all(_key(stat_key(p)) == k for p, k in state.stats.items())
 
 
-def checked(state: State, index: "ProjectIndex") -> Tuple[Optional[State], bool]:
+def checked(state: State, index: "ProjectIndex", parsed: Optional[Callable[[str], Tuple[Optional[str], Any]]] = None) -> Tuple[Optional[State], bool]:
     """The state brought up to date with the files on disk, and whether nothing changed
     at all (texts results stay valid). None when the graph cannot be known without
-    reading the whole project again (the list of files changed)."""
+    reading the whole project again (the list of files changed). ``parsed``: a changed
+    module's text and tree, as the cache reads them (read and parsed once per run)."""
     changed = [p for p, k in state.stats.items() if _key(stat_key(p)) != k]
     if not changed:
         return state, True
@@ -136,9 +188,9 @@ def checked(state: State, index: "ProjectIndex") -> Tuple[Optional[State], bool]
         updated.stats[path] = _key(key)
         if path not in modules:
             continue
-        text, _ = read_source(path, index.max_bytes)
+        text, tree = parsed(path) if parsed is not None else (read_source(path, index.max_bytes)[0], None)
         if text is None or key is None:
             return None, False
-        summary = summarize(None, text, ())  # imports and the accelerator need no summarisers
+        summary = summarize(tree, text, ())  # imports and the accelerator need no summarisers
         updated.modules[path] = [sorted(index.edges_of(path, summary)), summary.accelerator is not None]
     return updated, False

@@ -27,20 +27,24 @@ MAX_PASSES = 5
 @dataclass(frozen=True)
 class Reads:
     """What one file's findings read in a pass: the project modules (absolute paths), or
-    the whole project (the import graph, every module's text), in the project at ``root``."""
+    the whole project (the import graph, every module's text), in the project at ``root``;
+    ``words``: what scans of every module's text looked for (a written file that spells one
+    may change the findings)."""
 
     deps: FrozenSet[str]
     all_files: bool
     root: Optional[str]
+    words: FrozenSet[str] = frozenset()
 
     @classmethod
     def of(cls, used: Set[str], root: Optional[str]) -> "Reads":
         """From what a ``ProjectIndex.recording()`` collected (modules read for their
         summary or their text, or the whole project)."""
-        from .project.index import ALL_FILES, ALL_TEXTS, TEXT_OF
+        from .project.index import ALL_FILES, ALL_TEXTS, TEXT_OF, TEXTS_NAMING
 
-        deps = frozenset(u[len(TEXT_OF):] if u.startswith(TEXT_OF) else u for u in used)
-        return cls(deps, ALL_FILES in used or ALL_TEXTS in used, root)
+        words = frozenset(u[len(TEXTS_NAMING):] for u in used if u.startswith(TEXTS_NAMING))
+        deps = frozenset(u[len(TEXT_OF):] if u.startswith(TEXT_OF) else u for u in used if not u.startswith(TEXTS_NAMING))
+        return cls(deps, ALL_FILES in used or ALL_TEXTS in used, root, words)
 
 
 # Runs one pass over the files given; records in the mapping, for each file linted with
@@ -77,7 +81,18 @@ def _reads_any(path: Path, stamp: Optional[Reads], written: Sequence[Path], read
         roots: Set[Optional[str]] = {reads[other].root for other in written if other in reads and other != path}
         if stamp.root in roots:
             return True
-    return any(other != path and os.path.abspath(other) in stamp.deps for other in written)
+    if any(other != path and os.path.abspath(other) in stamp.deps for other in written):
+        return True
+    return bool(stamp.words) and any(other != path and _spells(other, stamp.words) for other in written)
+
+
+def _spells(path: Path, words: FrozenSet[str]) -> bool:
+    """Whether the file as written now holds one of ``words`` (unreadable: it may)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return any(word in text for word in words)
 
 
 def combined(first: FileResult, then: FileResult) -> FileResult:

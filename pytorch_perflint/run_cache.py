@@ -7,9 +7,10 @@ the project state the run read kept for the next run."""
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .cache import Stamp
 from .config import Settings
@@ -33,6 +34,7 @@ class Done:
     summaries: Optional[Tuple[str, dict]] = None  # (project root, path -> (stat key, summary))
     state: Optional[Tuple[str, Any]] = None  # (project root, cache_graph.State)
     reads: Optional["Reads"] = None
+    summarised: int = 0  # the module summaries the worker built for it (the run's accounting)
 
 
 class LazyProjects:
@@ -80,12 +82,15 @@ def prepare_projects(projects: RunProjects, todo: Sequence[Path], cache, many: b
         if index is None:
             continue
         index.stored = cache.stored_summary
+        for path, (key, summary, text_hash) in cache.summaries_now.items():  # changed modules, summarised once
+            if key is not None and os.path.dirname(path).startswith(root):
+                index.add(path, tuple(key), summary, text_hash)
         cache.prepare_folder()  # first: creating it changes the root folder's mtime
         state, unchanged = cache.seed(root, index)
         if many:
             projects.stats[root] = snapshot(index)
             projects.texts[root] = texts_digest_of(projects.stats[root])
-        elif state is not None and unchanged:
+        elif state is not None:  # checked against the disk now, before anything is read
             projects.texts[root] = state.texts_digest()
 
 
@@ -131,6 +136,32 @@ def cache_lookup(cache, path: Path) -> Optional[FileResult]:
             except Undecodable:
                 source = None
     return FileResult(path, diagnostics, source=source)
+
+
+def in_order(
+    todo: Sequence[Path], screened: Mapping[Path, Done], fresh: Iterator[Done], reads: Optional[Dict[Path, "Reads"]], built: List[int]
+) -> Iterator[Done]:
+    """The results of ``todo`` in its order: those screened while summarising, the rest
+    from the lint workers; what each read goes into ``reads`` (a fix pass), the count of
+    the summaries each built into ``built``."""
+    for path in todo:
+        done = screened[path] if path in screened else next(fresh)
+        built.append(done.summarised)
+        if reads is not None and done.reads is not None:
+            reads[path] = done.reads
+        yield done
+
+
+def summaries_built(counts: Optional[List[int]], own_only: bool = False) -> Any:
+    """The run's accounting of the module summaries it built (``RunSummary.summarised``):
+    with None, start counting (a list the workers' counts go into; ``own_only``: this
+    process's count, handed on once); else the run's total, this process's own included.
+    Imports nothing that was not imported (the warm path)."""
+    summarizer = sys.modules.get(f"{__package__}.project.summarizer")
+    own = summarizer.take_built() if summarizer is not None else 0  # type: ignore[attr-defined]
+    if counts is None:
+        return own if own_only else []
+    return sum(counts) + own
 
 
 def merge(
@@ -179,19 +210,22 @@ def stamp_of(projects: RunProjects, project, path: Path, key, digest: str, used)
     """What a fresh result of ``path`` depended on (``Stamp``), and the project state when
     this worker built the graph; None when a module it read changed meanwhile (not cached)."""
     from .cache import summary_digest, text_digest
-    from .project.index import ALL_FILES, ALL_TEXTS, TEXT_OF
+    from .project.index import ALL_FILES, ALL_TEXTS, TEXT_OF, TEXTS_NAMING
 
     own = os.path.abspath(path)
     root = project.root
     texts = None
-    if ALL_TEXTS in used:
+    # The words of scans of every module's text (``text_naming``): the result holds while
+    # no module that did not spell one starts to; the modules that did are its deps.
+    words = tuple(sorted(w[len(TEXTS_NAMING) :] for w in used if w.startswith(TEXTS_NAMING)))
+    if ALL_TEXTS in used or words:
         texts = projects.texts.get(root)
         if texts is None:
             return None  # nothing taken before the run read every module: not kept
     deps: Dict[str, Tuple[str, Any, str]] = {}
-    if texts is None:
+    if ALL_TEXTS not in used:  # else every file's stat key, as taken before the run
         for what in sorted(used):
-            if what in (ALL_FILES, own, TEXT_OF + own):
+            if what in (ALL_FILES, own, TEXT_OF + own) or what.startswith(TEXTS_NAMING):
                 continue
             module = what[len(TEXT_OF) :] if what.startswith(TEXT_OF) else what
             read_at = project.stat_key_read(module)
@@ -210,5 +244,5 @@ def stamp_of(projects: RunProjects, project, path: Path, key, digest: str, used)
         state, graph = _state_of(project)
         if state is None:
             return None
-    stamp = Stamp(key, digest, deps, graph, texts, root)
+    stamp = Stamp(key, digest, deps, graph, texts, root, words if ALL_TEXTS not in used else ())
     return stamp, state

@@ -22,7 +22,7 @@ from .config import Settings
 from .decoding import Undecodable, decode
 from .project.index import MAX_BYTES, StatKey, collector_paused, stat_key
 from .project.linted import RunProjects, summarise_file
-from .project.summarizer import parse, summarize
+from .project.summarizer import parse, summarize, take_built
 from .project.summary import ModuleSummary, failed
 from .run_cache import Done
 from .tree_files import read_source
@@ -69,7 +69,9 @@ class Passed:
         return {code: asked.get(code) for code in self.codes}
 
 
-Summarised = Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, int]], Union[Done, Passed, None]]
+# (path, stat key, summary, text hash, its result or what passed the screens, how many
+# summaries the task built)
+Summarised = Tuple[str, Optional[StatKey], ModuleSummary, Optional[Tuple[int, int]], Union[Done, Passed, None], int]
 
 
 def _summarise_task(path: str, root: str, linted: Mapping[str, Path], screen: Optional[Screen]) -> Summarised:
@@ -89,10 +91,10 @@ def _summarise_task(path: str, root: str, linted: Mapping[str, Path], screen: Op
     if not gc.isenabled():
         gc.enable()
     with collector_paused():
-        return _summarised(path, root, linted, screen)
+        return (*_summarised(path, root, linted, screen), take_built())
 
 
-def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Optional[Screen]) -> Summarised:
+def _summarised(path: str, root: str, linted: Mapping[str, Path], screen: Optional[Screen]):
     given = linted.get(path) if screen is not None else None
     if screen is None or given is None:  # a module the run only reads
         return (*summarise_file(path), None)
@@ -150,7 +152,7 @@ def _missing(index, linted: Mapping[str, Path]) -> List[str]:
 
 def summarise_projects(
     projects: RunProjects, todo: Sequence[Path], jobs: int, time_limit: Optional[float], screen: Optional[Screen] = None
-) -> Tuple[Dict[Path, Done], Dict[Path, Passed]]:
+) -> Tuple[Dict[Path, Done], Dict[Path, Passed], int]:
     """Summarise, in the workers, every module of the linted files' projects that the
     indexes do not hold yet, and build the import graphs here: forked lint workers then
     inherit them, instead of each reading the whole project again for the first file that
@@ -158,7 +160,8 @@ def summarise_projects(
 
     With ``screen`` (a checking run), the same workers screen the files being linted from
     the tree they summarised: the results of those no rule can fire on, by path, and
-    for the others which rules passed the screens."""
+    for the others which rules passed the screens. And how many summaries the workers built."""
+    built = 0
     screened: Dict[Path, Done] = {}
     passed: Dict[Path, Passed] = {}
     linted = {os.path.abspath(p): p for p in todo if p.suffix == ".py"}
@@ -177,7 +180,8 @@ def summarise_projects(
                 with collector_paused():  # thousands of summaries arrive: see collector_paused
                     for value in values:
                         if not isinstance(value, Failure):
-                            path, key, summary, text_hash, done = value
+                            path, key, summary, text_hash, done, count = value
+                            built += count
                             if key is not None:
                                 index.add(path, key, summary, text_hash)
                             if isinstance(done, Done):
@@ -187,4 +191,4 @@ def summarise_projects(
             finally:
                 values.close()
         index.import_graph()
-    return screened, passed
+    return screened, passed, built

@@ -28,6 +28,7 @@ from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp as _Stamp
 from .run_cache import Done as _Done, LazyProjects, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
 from .run_cache import prepare_projects as _prepare_projects, save_project as _save_project, stamp_of as _stamp_of
+from .run_cache import in_order as _in_order, summaries_built as _summaries_built
 from .fix_passes import Reads, fix_until_settled
 from .tree_files import read_source, stat_key
 
@@ -233,7 +234,12 @@ def process_file(
         return FileResult(path, errors=(_internal_error(path, error),))
 
 
-def _lint_task(
+def _lint_task(path: Path, **options) -> _Done:
+    """``_linted``, with the count of the summaries built for it (the run's accounting)."""
+    return dataclasses.replace(_linted(path, **options), summarised=_summaries_built(None, own_only=True))
+
+
+def _linted(
     path: Path,
     settings: Settings,
     mode: Mode,
@@ -366,6 +372,7 @@ def run(
         results = fix_until_settled(files, lambda batch, noted: again(batch, reads=noted)[0])
         return results, summarize(results, settings, mode)
     jobs = max(1, jobs or os.cpu_count() or 1)
+    built = _summaries_built(None)  # from here on, this run's
     cache = None
     lazy = LazyProjects(settings)
     if use_cache and mode is Mode.CHECK and rules is None and files:
@@ -383,7 +390,7 @@ def run(
     if cache is not None and not todo:  # the warm path: nothing else is imported or made
         results = [cached[path] for path in files]
         cache.save()
-        return results, summarize(results, settings, mode)
+        return results, dataclasses.replace(summarize(results, settings, mode), summarised=_summaries_built(built))
     from .run_summaries import Passed, Screen, summarise_projects
     from .safe_write import real_roots
 
@@ -401,7 +408,8 @@ def run(
     passed: Dict[Path, Passed] = {}
     if len(todo) >= PARALLEL_MIN_FILES:
         screen = Screen(settings, with_edits, rules, cache is not None) if mode is Mode.CHECK else None
-        screened, passed = summarise_projects(projects, todo, workers, _time_limit(settings), screen)
+        screened, passed, count = summarise_projects(projects, todo, workers, _time_limit(settings), screen)
+        built.append(count)
     projects.hand_over()
     # The indexes live for the whole run: out of the collector's sight (here and in the
     # workers forked now), or every full collection scans their millions of objects.
@@ -421,7 +429,7 @@ def run(
     )
     fresh = _isolated([p for p in todo if p not in screened], work, workers, settings)
     states: Dict[str, object] = {}
-    stream = _merge(files, cached, _in_order(todo, screened, fresh, reads), cache, projects, states)
+    stream = _merge(files, cached, _in_order(todo, screened, fresh, reads, built), cache, projects, states)
     show = progress and len(files) >= PROGRESS_MIN_FILES and sys.stderr.isatty()
     # Few files: while a long one is worked on, a status line says so instead of the bar.
     status = LongFileStatus("Fixing" if mode is Mode.FIX else "Checking") if progress and not show and sys.stderr.isatty() else None
@@ -452,17 +460,8 @@ def run(
         if todo:
             _save_project(projects, cache, states)
         cache.save()
-    return results, summarize(results, settings, mode)
-
-
-def _in_order(todo: Sequence[Path], screened: Mapping[Path, _Done], fresh: Iterator[_Done], reads: Optional[Dict[Path, Reads]]) -> Iterator[_Done]:
-    """The results of ``todo`` in its order: those screened while summarising, the rest
-    from the lint workers; what each read goes into ``reads`` (a fix pass)."""
-    for path in todo:
-        done = screened[path] if path in screened else next(fresh)
-        if reads is not None and done.reads is not None:
-            reads[path] = done.reads
-        yield done
+    counts = {"linted": len(todo), "summarised": _summaries_built(built)}
+    return results, dataclasses.replace(summarize(results, settings, mode), **counts)
 
 
 def summarize(results: Sequence[FileResult], settings: Settings, mode: Mode) -> RunSummary:

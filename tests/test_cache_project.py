@@ -179,3 +179,21 @@ def test_a_blocking_copy_depends_on_the_module_that_pins_its_loader(tmp_path):
     assert _findings(tmp_path, ".") == []
     _rewrite(tmp_path / "data.py", DATA_PINNED)
     assert _findings(tmp_path, "train.py") == [("train.py", 6, "TPF104")]
+
+
+def test_a_module_that_starts_calling_a_function_re_lints_what_read_its_callers(tmp_path):
+    """The callers of ``to_tensor`` are read from the texts that spell its name: a module
+    that did not spell it and starts to call it with a list (the callers then disagree)
+    takes agent.py's finding away on the next run; an edit that does not spell it leaves
+    the result as it was. (The re-lint a comment alone causes is counted in
+    ``test_cache_incremental``.)"""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text('[tool.pytorch-perflint]\nselect = ["TPF401"]\n')
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "main.py").write_text(MAIN_ARRAY)
+    (tmp_path / "other.py").write_text("import agent\n\n\ndef later():\n    return 1\n")
+    assert _findings(tmp_path, ".") == [("agent.py", 5, "TPF401")]
+    _rewrite(tmp_path / "other.py", "import agent\n\n\ndef later():\n    return 2  # unrelated\n")
+    assert _findings(tmp_path, ".") == [("agent.py", 5, "TPF401")]
+    _rewrite(tmp_path / "other.py", "import agent\n\n\ndef later():\n    return agent.to_tensor([1.0, 2.0])\n")
+    assert _findings(tmp_path, ".") == []

@@ -144,3 +144,18 @@ def test_reads_of_a_recording_name_the_modules_and_the_whole_project():
     assert reads == fix_passes.Reads(frozenset({"/p/a.py", "/p/b.py"}), False, "/p")
     assert fix_passes.Reads.of({ALL_FILES}, "/p").all_files
     assert fix_passes.Reads.of({ALL_TEXTS}, "/p").all_files
+
+
+def test_a_written_file_that_spells_a_scanned_word_fixes_the_reader_again(tmp_path):
+    """A finding read the callers of ``record`` from the texts that spell it: a fix written
+    to another file matters when that file spells ``record`` now, not otherwise."""
+    from pytorch_perflint.project.index import TEXTS_NAMING
+
+    reader, spelling, other = tmp_path / "train.py", tmp_path / "meter.py", tmp_path / "data.py"
+    spelling.write_text("def use(m):\n    m.record(1)\n")
+    other.write_text("x = 1\n")
+    stamp = fix_passes.Reads.of({TEXTS_NAMING + "record"}, str(tmp_path))
+    assert stamp.words == frozenset({"record"}) and not stamp.all_files
+    reads = {p: fix_passes.Reads(frozenset(), False, str(tmp_path)) for p in (spelling, other)}
+    assert fix_passes._reads_any(reader, stamp, [spelling], reads)
+    assert not fix_passes._reads_any(reader, stamp, [other], reads)

@@ -319,17 +319,32 @@ def test_class_callers_include_subclasses(tmp_path):
     assert index.never_passed(index.resolve(tmp_path / "second" / "layers.py", "Block"), "bias")
 
 
-def test_callers_are_unknown_for_star_imports_and_library_named_modules(tmp_path):
+def test_callers_are_unknown_for_unresolved_star_imports_and_library_named_modules(tmp_path):
     index = index_of(
         tmp_path,
         {
             "ops.py": "def conv(c, bias=True):\n    return c\n",
             "main.py": "from ops import *\nconv(3)\n",
+            # A library's star import first: this `conv` may be the library's.
+            "other.py": "from mystery_lib import *\nfrom ops import *\nconv(4)\n",
             "scripts/profile.py": "def run(x, fast=True):\n    return x\n",
         },
     )
     assert index.callers(index.resolve(tmp_path / "ops.py", "conv")) is None
     assert index.callers(index.resolve(tmp_path / "scripts" / "profile.py", "run")) is None
+
+
+def test_callers_through_star_imports_are_read_when_every_use_resolves(tmp_path):
+    index = index_of(
+        tmp_path,
+        {
+            "ops.py": "def conv(c, bias=True):\n    return c\n",
+            "main.py": "from ops import *\nconv(3)\n",
+            "lib.py": "from ops import *\ndef conv2(x):\n    return conv(x, bias=False)\n",
+        },
+    )
+    sites = index.callers(index.resolve(tmp_path / "ops.py", "conv"))
+    assert sorted((Path(path).name, site.line) for path, site in sites) == [("lib.py", 3), ("main.py", 2)]
 
 
 def test_decorated_functions_and_dataclasses_have_no_known_defaults(tmp_path):

@@ -104,3 +104,17 @@ def test_a_modules_own_loop_is_evaluation_when_its_callers_put_it_in_eval_mode(t
 
 def test_train_mode_no_grad_self_calls_and_escaping_methods_stay_silent(tmp_path: Path):
     assert _findings(tmp_path, LOOKALIKES, "TPF203") == []
+
+
+def _large(files):
+    """The same project among 420 filler modules: past the 400 modules in which the value
+    engine reads parameters from callers, the method shape is still asked (its screen
+    counts the calls in the texts first, so a large project pays for it only where a module
+    spells the method)."""
+    fillers = {f"pkg/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(420)}
+    return {**files, "pkg/__init__.py": "", **fillers}
+
+
+def test_the_method_shape_holds_in_a_project_of_any_size(tmp_path: Path):
+    assert _findings(tmp_path / "big", _large(EVALUATED), "TPF203") == _marked(EVALUATED)
+    assert _findings(tmp_path / "quiet", _large(LOOKALIKES), "TPF203") == []

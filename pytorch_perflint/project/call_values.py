@@ -25,16 +25,17 @@ import ast
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .allocator_calls import is_empty_cache, moves_new_module
 from .bodies import memoised_body
 from .forms import Attr, Form, FormBuilder, Ref, dotted, qualify
 from .kinds import Instance, OneOf, ProjectCallable, Unknown, present
-from .parameter_loops import bound_once, over_parameters
+from .parameter_loops import bound_once, over_parameters, walked_parameter
 from .resolution import Definition
 from .scopes import DEEP
 from .summary import FunctionSummary
+from .sync_calls import is_sync
 from .values import ValueEngine, Where
 
 MAX_DEPTH = 4
@@ -43,9 +44,6 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-_HOST_FACTORIES = frozenset(
-    f"torch.{n}" for n in ("randperm", "arange", "randint", "rand", "randn", "zeros", "ones", "tensor", "empty", "full", "linspace")
-)
 _SCHEDULER = re.compile(r"sched", re.IGNORECASE)
 # opt, opts, optG, opt_d, opt1, g_opt, genOpt (``optim`` anywhere is checked separately).
 _OPTIMIZER = re.compile(r"^opts?(?:$|_|\d|[A-Z])|_opts?(?:$|_|\d)|[a-z]Opts?(?:$|_|\d|[A-Z])")
@@ -82,6 +80,7 @@ class BodyFacts:
     host_optimised: bool = False  # hands a function it defines to ``scipy.optimize``
     empties: Tuple[int, ...] = ()  # lines of ``torch.cuda.empty_cache()`` calls that run on every call
     builds_model: bool = False  # moves a module it constructs to the device (``Net(...).cuda()``)
+    walk_syncs: Tuple[Tuple[str, int], ...] = ()  # (parameter, line): syncs per item of a walked parameter
 
 
 _BUILTINS = frozenset(
@@ -250,6 +249,14 @@ def syncs_every_call(engine: ValueEngine, definition: Definition, depth: int = 0
     return _every_call(engine, definition, "syncs", depth)
 
 
+def walk_syncs(engine: ValueEngine, definition: Definition) -> FrozenSet[str]:
+    """The parameters a function walks with a device-to-host sync per item, on every call
+    otherwise (``clip(params)``: ``.item()`` per gradient): a call handing it a model's
+    parameters syncs every time."""
+    facts = body_facts(engine, definition)
+    return frozenset(name for name, _ in facts.walk_syncs) if facts is not None else frozenset()
+
+
 def empties_cache_every_call(engine: ValueEngine, definition: Definition) -> bool:
     """Whether calling the function always runs ``torch.cuda.empty_cache()`` (or another
     spelling of it), itself or through project code it calls on every call (TPF206). Not a
@@ -293,6 +300,10 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     in_loop = [0]
     builder = FormBuilder(aliases, DEEP)
     once = bound_once(node)
+    arguments = getattr(node, "args", None)
+    params = frozenset(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)) if arguments else frozenset()
+    walking: List[str] = []  # the parameter whose items the loop being read walks
+    walk_syncs: List[Tuple[str, int]] = []
 
     def visit(child: ast.AST, always: bool) -> None:
         if isinstance(child, _SCOPES):
@@ -304,7 +315,16 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
             visit(child.iter if isinstance(child, (ast.For, ast.AsyncFor)) else child.test, always)
             in_loop[0] += 1
             # A loop over parameters runs at least once: its body runs on every call.
-            block(child.body, always and isinstance(child, ast.For) and over_parameters(child.iter, once))
+            every = always and isinstance(child, ast.For) and over_parameters(child.iter, once)
+            # A loop over a parameter runs its body per item of what the caller passes.
+            walked = None
+            if always and not every and not walking and isinstance(child, ast.For):
+                walked = walked_parameter(child.iter, node, params)
+            if walked:
+                walking.append(walked)
+            block(child.body, every or bool(walked))
+            if walked:
+                walking.pop()
             for part in child.orelse:
                 visit(part, False)
             in_loop[0] -= 1
@@ -318,11 +338,14 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
                 for arg in (*child.args, *(k.value for k in child.keywords)):
                     handed.add(arg.id if isinstance(arg, ast.Name) else "<lambda>" if isinstance(arg, ast.Lambda) else "")
             if always and is_sync(child, aliases):
-                syncs.append(child.lineno)
-            if always and is_empty_cache(child, aliases):
+                if walking:
+                    walk_syncs.append((walking[0], child.lineno))
+                else:
+                    syncs.append(child.lineno)
+            if always and not walking and is_empty_cache(child, aliases):
                 empties.append(child.lineno)
             flags["builds"] |= moves_new_module(child)
-            sites.append(Site(child.lineno, builder.form(child.func), always, bool(in_loop[0])))
+            sites.append(Site(child.lineno, builder.form(child.func), always and not walking, bool(in_loop[0])))
             for grandchild in ast.iter_child_nodes(child):
                 visit(grandchild, always)
             return
@@ -379,6 +402,7 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
         bool(handed & (local_defs | {"<lambda>"})),
         tuple(empties),
         flags["builds"],
+        tuple(walk_syncs),
     )
 
 
@@ -424,57 +448,4 @@ def _may_exit(statement: ast.stmt) -> bool:
             return True
         if not isinstance(node, _SCOPES):
             stack.extend(ast.iter_child_nodes(node))
-    return False
-
-
-# ---------------------------------------------------------------------------------------
-# Device-to-host syncs read with ``ast`` (``host_syncs.is_sync_call`` for LibCST)
-# ---------------------------------------------------------------------------------------
-def is_sync(call: ast.Call, aliases: Dict[str, str]) -> bool:
-    """``t.item()``, ``t.cpu()``, ``t.tolist()``, ``t.numpy(force=True)``, ``t.to("cpu")``,
-    ``torch.cuda.synchronize()``; not on a chain that synced already or that starts on the host."""
-    func = call.func
-    if not isinstance(func, ast.Attribute):
-        return False
-    name = func.attr
-    if name in ("item", "cpu", "tolist"):
-        return not call.args and not call.keywords and not _chain_synced(func.value) and not _on_host(func.value, aliases)
-    if name == "numpy":
-        return any(k.arg == "force" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
-    if name == "to":
-        first = call.args[0] if len(call.args) == 1 and not call.keywords else None
-        return isinstance(first, ast.Constant) and first.value == "cpu" and not _chain_synced(func.value)
-    if name == "synchronize":
-        spelled = dotted(func)
-        return spelled is not None and qualify(spelled, aliases) == "torch.cuda.synchronize"
-    return False
-
-
-def _chain_synced(expr: ast.AST) -> bool:
-    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(expr, ast.Call):
-            func = expr.func
-            if isinstance(func, ast.Attribute):
-                if func.attr in ("cpu", "item", "tolist", "numpy"):
-                    return True
-                if func.attr == "to" and expr.args and isinstance(expr.args[0], ast.Constant) and expr.args[0].value == "cpu":
-                    return True
-            expr = func
-        else:
-            expr = expr.value
-    return False
-
-
-def _on_host(expr: ast.AST, aliases: Dict[str, str]) -> bool:
-    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
-        if isinstance(expr, ast.Call):
-            spelled = dotted(expr.func)
-            name = (qualify(spelled, aliases) or "") if spelled is not None else ""
-            if name.startswith("numpy."):
-                return True
-            if name in _HOST_FACTORIES:
-                return not any(k.arg == "device" for k in expr.keywords)
-            expr = expr.func
-        else:
-            expr = expr.value
     return False

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from .forms import Attr, BinOp, Call, Form, Joined, Lit, Ref, Seq, dotted
 from .kinds import UNKNOWN, Instance, Kind, Module, OneOf, Options, ProjectCallable, ProjectModules, Text, Unknown, Wrapper, join_all
-from .resolution import ALL_TEXTS, Definition
+from .resolution import Definition
 from .scan import lines_with
 
 if TYPE_CHECKING:
@@ -216,12 +216,11 @@ def _registered(engine: "ValueEngine", owner: Definition) -> Kind:
     may hide a registration, and leaves the registry unknown."""
     index = engine.index
     assert index is not None
-    index.note_read(ALL_TEXTS)
     last = owner.name.rpartition(".")[2]
     out: List[Kind] = []
     for path in sorted(index.module_paths()):
-        text = index.text(path)
-        mentions = lines_with(text, [last], whole_word=True) if text is not None and last in text else []
+        text = index.text_naming(path, last)  # the texts that spell it, noted with the word
+        mentions = lines_with(text, [last], whole_word=True) if text is not None else []
         if not mentions:
             continue
         lines = text.splitlines()  # type: ignore[union-attr]

@@ -11,13 +11,14 @@ from typing import Dict, Optional, Tuple, Union
 
 from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
 from .callsites import call_sites, method_call_sites
-from .resolution import ALL_TEXTS, Definition
+from .reads import ALL_TEXTS, TEXTS_NAMING
+from .resolution import Definition
 from .root import EXTERNAL_PACKAGES
 from .scan import line_text
 from .summarizer import parse
 from .summary import CallSite, ModuleSummary
 
-__all__ = ["ALL_TEXTS", "Details"]
+__all__ = ["ALL_TEXTS", "TEXTS_NAMING", "Details"]
 
 
 class Details:
@@ -79,14 +80,35 @@ class Details:
 
         return self._detail(path, "uses", compute)
 
+    def star_uses(self, name: str, skip: str) -> Tuple[Tuple[str, CallSite], ...]:
+        """Uses of ``name`` (bare, or the head of a chain) in the modules with a star import,
+        which may bind it unseen (``from test import *`` then ``lfw_test(model)``: ``uses``
+        looks only for the names a module binds itself); ``skip``: the defining module."""
+        out = []
+        for path in sorted(self.import_graph()):  # type: ignore[attr-defined]
+            text = self.text(path)  # type: ignore[attr-defined]
+            if path == skip or text is None or name not in text:
+                continue
+            summary = self.summary(path)  # type: ignore[attr-defined]
+            if not summary.ok or not any(r.star and r.module_scope for r in summary.imports):
+                continue
+
+            def compute(summary: ModuleSummary, path: str = path, text: str = text) -> Tuple[CallSite, ...]:
+                tree = parse(text)[0]
+                return () if tree is None else call_sites(tree, line_text(text), {name}, (), dict(summary.aliases))
+
+            known = {(site.line, site.callee) for site in self.uses(path)}
+            found = self._detail(path, f"star uses {name}", compute)
+            out.extend((path, site) for site in found if (site.line, site.callee) not in known)
+        return tuple(out)
+
     def method_calls(self, method: str) -> Tuple[Tuple[str, CallSite], ...]:
         """Every ``<anything>.method(...)`` call in the project, with the calling module: the
         calls a method of any class may get (``trainer.train_step(batch)`` in a loop)."""
         out = []
-        self.note_read(ALL_TEXTS)  # type: ignore[attr-defined]
         for path in sorted(self.module_paths()):  # type: ignore[attr-defined]  # the graph's nodes
-            text = self.text(path)  # type: ignore[attr-defined]
-            if text is None or f".{method}" not in text:
+            text = self.text_naming(path, f".{method}")  # type: ignore[attr-defined]
+            if text is None:
                 continue
 
             def compute(summary: ModuleSummary, path: str = path, text: str = text) -> Tuple[CallSite, ...]:

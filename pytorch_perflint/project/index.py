@@ -13,11 +13,8 @@ The project's files are the ones discovery lists under the root (excludes and
 from __future__ import annotations
 
 import ast
-import gc
-import io
 import os
 import re
-import tokenize
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
@@ -26,56 +23,19 @@ from ..config import Settings
 from ..discovery import discover
 from ..tree_files import StatKey, stat_key
 from .accelerator import sharing_modules
-from .details import ALL_TEXTS, Details
+from .details import ALL_TEXTS, TEXTS_NAMING, Details  # noqa: F401 - the recorded marks, exported here
+from .reads import ALL_FILES
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
+from .sources import MAX_BYTES, collector_paused, read_source
 from .summarizer import Summarizer, registered_summarizers, summarize
 from .summary import Evidence, ImportRecord, ModuleSummary, failed
 
 _NN_MODULE = re.compile(r"^torch\.nn\.(?!(?:Parameter|UninitializedParameter|Buffer)$)[A-Z]\w*$")
 _LIGHTNING = frozenset({"pytorch_lightning.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
-# Recorded by ``ProjectIndex.recording`` when an answer depended on every project file (the
-# import graph: who imports a module, who runs on an accelerator).
-ALL_FILES = "<every project file>"
 # Prefix of a recorded path whose text (not only its summary) an answer read.
 TEXT_OF = "<text>"
-__all__ = ["ALL_FILES", "ALL_TEXTS", "TEXT_OF", "ProjectIndex", "collector_paused", "read_source", "stat_key", "StatKey"]
-# A module reached through an import larger than this is not read (a generated data file
-# must not stall a run); its facts are unknown. Linted files hand their own tree in.
-MAX_BYTES = 4 * 1024 * 1024
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic collector for the block: parse trees (``ast`` and LibCST, a
-    LibCST tree is hundreds of thousands of objects) and summaries hold no cycles, and
-    while they are allocated the collector scans them again and again and frees nothing
-    that reference counting would not (a fifth of the lint time on the torch tree; with
-    thousands of summaries kept, it doubled the cost of summarising the torch package)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def read_source(path: str, max_bytes: int = MAX_BYTES) -> Tuple[Optional[str], Optional[str]]:
-    """A module's text decoded as Python does (PEP 263 cookie, BOM), or why not."""
-    try:
-        if os.path.getsize(path) > max_bytes:
-            return None, f"larger than {max_bytes} bytes: not read"
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError as error:
-        return None, f"cannot read: {error.strerror or error}"
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding), None
-    except (SyntaxError, LookupError, UnicodeDecodeError) as error:
-        return None, f"cannot decode: {error}"
+__all__ = ["ALL_FILES", "ALL_TEXTS", "MAX_BYTES", "TEXTS_NAMING", "TEXT_OF", "ProjectIndex", "collector_paused", "read_source", "stat_key", "StatKey"]
 
 
 def _project_imports(summary: ModuleSummary) -> Tuple[ImportRecord, ...]:
@@ -312,6 +272,19 @@ class ProjectIndex(Details):
             self._sharing = None
             self._selecting = None
 
+    def text_naming(self, path: Union[str, Path], word: str) -> Optional[str]:
+        """The module's text when it spells ``word``, else None. A scan of every module's
+        text for a word depends on the texts that spell it, and on no other module's until
+        one does (``TEXTS_NAMING``): an edit elsewhere leaves the answer valid."""
+        self.note_read(TEXTS_NAMING + word)
+        path = os.path.abspath(path)
+        kept = self._in_memory.get(path)
+        text = kept[0] if kept is not None else read_source(path, self.max_bytes)[0]
+        if text is None or word not in text:
+            return None
+        self.note_text(path)
+        return text
+
     def text(self, path: Union[str, Path]) -> Optional[str]:
         """The module's text: the one handed to ``summary``, else the file's (None when it
         cannot be read)."""
@@ -391,9 +364,11 @@ class ProjectIndex(Details):
 
     def seed_graph(self, files: Iterable[str], graph: Mapping[str, FrozenSet[str]], selecting: Iterable[str]) -> None:
         """Take the project's files, import graph and accelerator modules from a cache that
-        checked them against the files on disk: no module is read to answer a graph question."""
-        self._files = frozenset(files)
-        self._modules = None
+        checked them against the files on disk: no module is read to answer a graph question.
+        The module map of the same files is kept (tens of ms to build on the torch package)."""
+        files = frozenset(files)
+        if files != self._files:
+            self._files, self._modules = files, None
         self._graph = dict(graph)
         self._selecting = frozenset(selecting)
         self._sharing = None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Optional, Tuple
 
-from .resolution import ALL_TEXTS, Definition, Site
+from .resolution import Definition, Site
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -56,14 +56,13 @@ def public_method_sites(index: "ProjectIndex", definition: Definition) -> Option
         bases = index.external_bases(candidate)
         if bases and not (bases <= _NN_BASES and method not in NN_MODULE_METHODS):
             return None
-    index.note_read(ALL_TEXTS)
     # `.name` not called, `"name"` (getattr), a bare `name` other than its `def` (`__call__ = name`).
     escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']|(?<!def )(?<![.\w]){method}\b")
     calls = re.compile(rf"\.\s*{method}\s*\(")
     spelled = 0
     for path in sorted(index.module_paths()):
-        text = index.text(path)
-        if text is not None and method in text:
+        text = index.text_naming(path, method)  # the texts that spell it, noted with the word
+        if text is not None:
             if escape.search(text) is not None:
                 return None
             spelled += len(calls.findall(text))

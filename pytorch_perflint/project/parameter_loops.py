@@ -7,7 +7,7 @@ any other iterable may run no time.
 from __future__ import annotations
 
 import ast
-from typing import Dict
+from typing import Dict, FrozenSet, Optional
 
 
 def over_parameters(iterable: ast.AST, once: Dict[str, ast.AST]) -> bool:
@@ -15,7 +15,8 @@ def over_parameters(iterable: ast.AST, once: Dict[str, ast.AST]) -> bool:
     an optimizer's ``param_groups`` (never empty), ``list``/``tuple``/``enumerate`` of
     them, or a name bound once to one of these: what a training step's helper walks."""
     if isinstance(iterable, ast.Name) and iterable.id in once:
-        iterable = once[iterable.id]
+        # Substituted once: ``tokens = list(tokens)`` of a parameter must not loop forever.
+        iterable, once = once[iterable.id], {k: v for k, v in once.items() if k != iterable.id}
     if isinstance(iterable, ast.Attribute):
         return iterable.attr == "param_groups"
     if not isinstance(iterable, ast.Call) or iterable.keywords:
@@ -43,3 +44,53 @@ def bound_once(node: ast.AST) -> Dict[str, ast.AST]:
             values[child.targets[0].id] = child.value
         stack.extend(ast.iter_child_nodes(child))
     return {name: value for name, value in values.items() if counts.get(name) == 1}
+
+
+def walked_parameter(iterable: ast.AST, function: ast.AST, params: FrozenSet[str]) -> Optional[str]:
+    """The function's parameter a loop walks: the parameter itself, ``list``/``tuple`` of it,
+    ``filter(f, it)`` (a clipping helper's ``p.grad is not None``), or a name every binding
+    of which is one of these or ``[param]`` (``params = list(filter(..., params))``; ``if
+    isinstance(params, Tensor): params = [params]``). What the loop does per item then runs
+    on every call whose caller passes a model's parameters."""
+    return _walked(iterable, _bindings(function), params, 0)
+
+
+def _walked(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str], depth: int) -> Optional[str]:
+    if depth > 4:
+        return None
+    if isinstance(node, ast.Name):
+        values = bindings.get(node.id)
+        if not values:
+            return node.id if node.id in params else None
+        found = {_walked(v, {}, params, depth + 1) if not _wraps(v, node.id) else node.id for v in values}
+        return node.id if found == {node.id} and node.id in params else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        if node.func.id in ("list", "tuple", "enumerate") and len(node.args) == 1:
+            return _walked(node.args[0], bindings, params, depth + 1)
+        if node.func.id == "filter" and len(node.args) == 2:
+            return _walked(node.args[1], bindings, params, depth + 1)
+    return None
+
+
+def _wraps(value: ast.AST, name: str) -> bool:
+    """``[name]``: the one tensor a clipping helper may be handed, in a list."""
+    return isinstance(value, ast.List) and len(value.elts) == 1 and isinstance(value.elts[0], ast.Name) and value.elts[0].id == name
+
+
+def _bindings(function: ast.AST) -> Dict[str, list]:
+    """Each name's assigned values in the function's own code; any other binding of it
+    (a loop target, ``+=``, a ``with``) stands for an unknown value (``None``)."""
+    out: Dict[str, list] = {}
+    plain = set()  # the targets of plain assignments, seen before the targets themselves
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out.setdefault(node.targets[0].id, []).append(node.value)
+            plain.add(id(node.targets[0]))
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
+            out.setdefault(node.id, []).append(ast.Constant(None))
+        stack.extend(ast.iter_child_nodes(node))
+    return out

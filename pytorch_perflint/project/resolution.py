@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..analysis.names import canonical
+from .definition import Definition  # noqa: F401 - imported from here across the project
 from .forms import Form, Ref
+from .reads import ALL_FILES
 from .root import STDLIB_MODULES, Target
-from .summary import Binding, CallSite, ClassSummary, FunctionSummary, ImportRecord, ModuleSummary, Param
+from .summary import CallSite, ImportRecord, ModuleSummary, Param
 
-# Noted by an answer that read the text of every project module (who calls a function):
-# it depends on every file, not only on the import graph.
-ALL_TEXTS = "<every project file's text>"
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -35,30 +33,6 @@ MAX_DEPTH = 24
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
 
 Site = Tuple[str, CallSite]  # (the calling module's path, the call)
-
-
-@dataclass(frozen=True)
-class Definition:
-    """What a name resolved to.
-
-    ``kind``: ``function`` (module level), ``class``, ``method`` (``name`` is
-    ``Class.method``), ``binding`` (a module-level or class-level name bound once),
-    ``module`` (``path`` its file, or ``namespace`` its folder), ``external`` (outside
-    the project; ``qualname`` says what it is).
-    """
-
-    kind: str
-    path: Optional[str] = None
-    name: str = ""
-    qualname: Optional[str] = None
-    namespace: Optional[str] = None
-    function: Optional[FunctionSummary] = None
-    klass: Optional[ClassSummary] = None
-    binding: Optional[Binding] = None
-
-    @property
-    def key(self) -> Tuple[str, Optional[str], str, Optional[str]]:
-        return (self.kind, self.path, self.name, self.qualname or self.namespace)
 
 
 def _bound_module(record: ImportRecord) -> Tuple[str, int, Optional[str]]:
@@ -81,8 +55,8 @@ class Resolution:
 
     def __init__(self, index: "ProjectIndex") -> None:
         self.index = index
-        self._uses: Dict[str, List[Site]] = {}
-        self._stars: Optional[FrozenSet[str]] = None
+        self._uses: Dict[str, Tuple[List[Site], FrozenSet[str]]] = {}  # name -> (uses, what was read)
+        self._stars: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None  # (modules, what was read)
         # (path, name) -> the answer and the modules it read (replayed to recorders on a hit)
         self._resolved: Dict[Tuple[str, str], Tuple[Optional[Definition], FrozenSet[str]]] = {}
         self._star_modules: Dict[str, bool] = {}  # path -> whether it has a module-level star import
@@ -269,31 +243,38 @@ class Resolution:
     def _uses_of(self, name: str) -> List[Site]:
         """Every use, in the project, of a chain that spells ``name`` (only the modules whose
         text holds the word are read)."""
-        found = self._uses.get(name)
-        if found is None:
-            found = []
+        kept = self._uses.get(name)
+        if kept is not None:  # what it read, told again to the recordings
+            for read in kept[1]:
+                self.index.note_read(read)
+            return kept[0]
+        found: List[Site] = []
+        with self.index.recording() as used:
             for path in sorted(self.index.import_graph()):
-                text = self.index.text(path)
-                if text is None or name not in text:
+                if self.index.text_naming(path, name) is None:
                     continue
                 for site in self.index.uses(path):
                     if name in site.callee.split("."):
                         found.append((path, site))
-            self._uses[name] = found
+        self._uses[name] = (found, frozenset(used))
         return found
 
     def _star_imported(self) -> FrozenSet[str]:
         """Project modules some module star-imports (their names may be used unseen)."""
         if self._stars is None:
             stars = set()
-            for path in self.index.import_graph():
-                for record in self.index.summary(path).imports:
-                    if record.star:
-                        target = self.index.import_target(path, record)
-                        if target is not None and target.path is not None:
-                            stars.add(target.path)
-            self._stars = frozenset(stars)
-        return self._stars
+            with self.index.recording() as used:
+                for path in self.index.import_graph():
+                    for record in self.index.summary(path).imports:
+                        if record.star:
+                            target = self.index.import_target(path, record)
+                            if target is not None and target.path is not None:
+                                stars.add(target.path)
+            self._stars = (frozenset(stars), frozenset(used))
+        else:  # what it read, told again to the recordings
+            for read in self._stars[1]:
+                self.index.note_read(read)
+        return self._stars[0]
 
     def callers(self, definition: Definition, public: bool = False) -> Optional[Tuple[Site, ...]]:
         """The project's calls of a function, method or class (a class's calls are its
@@ -301,27 +282,33 @@ class Resolution:
         too, when every use of its name is ``self.m(...)`` (the value engine's parameters)."""
         if definition.path is None or definition.kind not in ("function", "class", "method"):
             return None
-        self.index.note_read(ALL_TEXTS)  # the answer reads every module that spells the name
+        self.index.note_read(ALL_FILES)  # the project's layout; the texts read note their words
         stem = os.path.splitext(os.path.basename(definition.path))[0]
         top = (self.index.module_name(definition.path) or stem).split(".")[0]
-        if stem in STDLIB_MODULES or top in STDLIB_MODULES or definition.path in self._star_imported():
+        starred = definition.path in self._star_imported()
+        if stem in STDLIB_MODULES or top in STDLIB_MODULES or starred and definition.kind != "function":
             return None
         if definition.kind == "method":
             return self._method_callers(definition, public)
         if definition.kind == "class":
             return self._class_callers(definition, set())
-        return self._direct(definition)
+        return self._direct(definition, strict=starred)
 
-    def _direct(self, definition: Definition) -> Optional[Tuple[Site, ...]]:
-        """Calls that name the definition (``conv_bn(...)``, ``layers.conv_bn(...)``)."""
+    def _direct(self, definition: Definition, strict: bool = False) -> Optional[Tuple[Site, ...]]:
+        """Calls that name the definition (``conv_bn(...)``, ``layers.conv_bn(...)``).
+        ``strict`` (a module some module star-imports, ``from test import *``): a use of the
+        name that does not resolve may be it, so the callers are not known."""
         out = []
         parts = definition.name.split(".")
         # ``Base.__init__(self, ...)`` spells the class: only modules that name it are read.
-        for path, site in self._uses_of(parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]):
+        name = parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
+        for path, site in [*self._uses_of(name), *(self.index.star_uses(name, definition.path) if strict else ())]:
             head = site.callee.split(".")[0]
             if head in ("self", "cls", "super()"):
                 continue
             found = self.resolve(path, site.callee)
+            if found is None and strict:
+                return None
             if found is None or found.key != definition.key:
                 continue
             if not site.called:
@@ -356,8 +343,8 @@ class Resolution:
         attribute = re.compile(rf"\.\s*{re.escape(method)}\b")
         on_self = re.compile(r"(?:^|[^\w.])(?:self|cls|super\(\))\s*$")
         for path in sorted(self.index.import_graph()):
-            text = self.index.text(path)
-            if text is None or method not in text:
+            text = self.index.text_naming(path, method)
+            if text is None:
                 continue
             for found in attribute.finditer(text):
                 if not on_self.search(text[max(0, found.start() - 40): found.start()]):
@@ -405,8 +392,7 @@ class Resolution:
         its name)."""
         out = []
         for path in sorted(self.index.import_graph()):
-            text = self.index.text(path)
-            if text is None or definition.name not in text:
+            if self.index.text_naming(path, definition.name) is None:
                 continue
             for klass in self.index.summary(path).classes:
                 candidate = Definition("class", path, klass.name, klass=klass)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..pyparse import compile_python
@@ -30,6 +31,19 @@ _BACKWARD_ATTRS = frozenset({"backward", "manual_backward"})
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Values that may be changed in place after they are bound (``kwargs["pin_memory"] = True``).
 _CONTAINERS = (ast.Dict, ast.List, ast.Set)
+
+
+# Summaries built in this process since it last handed its count on (``take_built``), with
+# the pid that counted them: a forked worker starts from 0, not from its parent's count.
+_BUILT = [os.getpid(), 0]
+
+
+def take_built() -> int:
+    """How many summaries this process built since the last call (a run's accounting,
+    ``RunSummary.summarised``: each process hands its count on once)."""
+    count = _BUILT[1] if _BUILT[0] == os.getpid() else 0
+    _BUILT[:] = [os.getpid(), 0]
+    return count
 
 
 def register_summarizer(key: str, summarizer: Summarizer) -> None:
@@ -63,6 +77,9 @@ def summarize(
 ) -> ModuleSummary:
     """The summary of a module; ``tree`` is ``ast.parse(source)`` when the caller has it
     (the engine parses every file once for its screens), else it is parsed here."""
+    if _BUILT[0] != os.getpid():
+        _BUILT[:] = [os.getpid(), 0]
+    _BUILT[1] += 1
     if tree is None:
         tree, error = parse(source)
         if tree is None:

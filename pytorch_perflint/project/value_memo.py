@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .kinds import UNKNOWN, Kind, Unknown, join, join_all
+from .method_callers import public_method_sites
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -47,6 +48,18 @@ class Memo:
             self._scopes.clear()
             self._sites.clear()
             self._generation = generation
+
+    def _public_sites(self, definition) -> object:
+        """A public method's callers (``method_callers``), read once per definition while no
+        summary changes; what they read is told again to the recordings on a hit."""
+        kept = self._sites.get((definition.path, definition.name))
+        if kept is None:
+            with self.index.recording() as used:  # type: ignore[union-attr]
+                found = public_method_sites(self.index, definition)  # type: ignore[arg-type]
+            kept = self._sites[(definition.path, definition.name)] = (found, frozenset(used))
+        for read in kept[1]:  # type: ignore[index]
+            self.index.note_read(read)  # type: ignore[union-attr]
+        return kept[0]  # type: ignore[index]
 
     def _guess(self, key: Tuple, kind: Kind) -> None:
         """What ``key`` would be if its recursive reads were ``kind`` (see the module)."""

@@ -32,12 +32,11 @@ from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
 from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
-from .method_callers import public_method_sites
 from .module_values import ModuleValues
 from .statements import alias_target
 from ..analysis.names import canonical
 from .tensor_values import tensor_type
-from .resolution import ALL_TEXTS, Definition
+from .resolution import Definition
 from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
 from .scopes import Appended, Branches, Each, Scope, build_scope, free
@@ -254,12 +253,9 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         name in the project (``method_callers``), or, when that cannot be known, its calls
         on ``self`` when those are its only uses (``Resolution.callers(public=True)``)."""
         sites = None
-        if public:  # the same callers for every parameter: read once (their reads were noted)
-            key = (definition.path, definition.name)
-            if key not in self._sites:
-                self._sites[key] = public_method_sites(self.index, definition)  # type: ignore[arg-type]
-            self.index.note_read(ALL_TEXTS)  # type: ignore[union-attr]
-            sites = self._sites[key] and self._on_its_class(definition, self._sites[key], depth)  # type: ignore[arg-type]
+        if public:  # the same callers for every parameter: read once (``Memo._public_sites``)
+            sites = self._public_sites(definition)
+            sites = sites and self._on_its_class(definition, sites, depth)  # type: ignore[arg-type]
         found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
         if not found or len(found) > MAX_CALLERS or (self.index.lone and all(s is None for _, s, _ in found)):
             return UNKNOWN
@@ -281,21 +277,25 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         the class, a subclass or a base (which may be one of ours) keeps its call."""
         key = ("receivers", definition.path, definition.name)
         if key not in self._sites:
-            self._sites[key] = sites  # while they are read: every call kept
+            self._sites[key] = (sites, frozenset())  # while they are read: every call kept
             owner = definition.name.rpartition(".")[0]
             klass = Definition("class", definition.path, owner, klass=definition.klass)
             related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
             method = definition.name.rpartition(".")[2]
             kept = []
-            for path, site in sites:
-                receiver = site.callee[: -len(method) - 1]
-                where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
-                dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
-                kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
-                if type(kind) is not Instance or kind.klass.key in related or any(s.key in related for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
-                    kept.append((path, site))
-            self._sites[key] = tuple(kept) if kept else sites  # none left: not read as "no caller"
-        return self._sites[key]  # type: ignore[return-value]
+            with self.index.recording() as used:  # type: ignore[union-attr]
+                for path, site in sites:
+                    receiver = site.callee[: -len(method) - 1]
+                    where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
+                    dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
+                    kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
+                    if type(kind) is not Instance or kind.klass.key in related or any(s.key in related for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
+                        kept.append((path, site))
+            self._sites[key] = (tuple(kept) if kept else sites, frozenset(used))  # none left: not read as "no caller"
+        found, reads = self._sites[key]  # type: ignore[misc]
+        for read in reads:  # what reading the receivers read, told again on a hit (``Memo._public_sites``)
+            self.index.note_read(read)  # type: ignore[union-attr]
+        return found
 
     def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
         definition = self.index.resolve(path, caller)  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ from typing import Dict, Tuple
 from ...project import ProjectIndex
 from ...analysis.ast_index import code_identifiers, tree_index
 from ...project.call_values import MAX_DEPTH, empties_cache_every_call
+from ...project.index import TEXTS_NAMING
 from ...project.tree_wheres import loop_calls_running
 from ...project.values import engine_for
 from .no_grad import is_eval_function_name
@@ -69,7 +70,7 @@ def loops_call_emptying_code(project: ProjectIndex, path: str, tree: ast.Module)
     return loop_calls_running(engine, path, tree, lambda definition: empties_cache_every_call(engine, definition))
 
 
-_MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool]]]" = weakref.WeakKeyDictionary()
+_MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool, bool]]]" = weakref.WeakKeyDictionary()
 
 
 # A call of ``empty_cache`` (not its own definition: ``torch/cuda/memory.py`` defines it).
@@ -86,16 +87,19 @@ def _calls_empty_cache(text: str) -> bool:
 
 def _mentions_empty_cache(project: ProjectIndex, path: str) -> bool:
     """Whether a project module's text names ``empty_cache``: read once per summary of it
-    (as ``call_values.body_facts`` keeps bodies), the read still recorded for the cache."""
+    (as ``call_values.body_facts`` keeps bodies), the read still recorded for the cache: a
+    module that does not spell it is no dependency until it does (``text_naming``)."""
     summary = project.summary(path)
     kept = _MENTIONS.setdefault(project, {})
     hit = kept.get(path)
     if hit is not None and hit[0] is summary:
-        project.note_text(path)
+        project.note_read(TEXTS_NAMING + "empty_cache")
+        if hit[2]:
+            project.note_text(path)
         return hit[1]
-    text = project.text(path)
-    found = text is not None and "empty_cache" in text and _calls_empty_cache(text)
-    kept[path] = (summary, found)
+    text = project.text_naming(path, "empty_cache")
+    found = text is not None and _calls_empty_cache(text)
+    kept[path] = (summary, found, text is not None)
     return found
 
 

@@ -19,11 +19,10 @@ import libcst as cst
 from ...context import FileContext
 from ...project import ProjectIndex, register_summarizer
 from ...project.forms import Call, Ref
-from ...project.resolution import ALL_TEXTS, Definition
+from ...project.resolution import Definition
 from ...project.summary import CallSite
 from ...project.call_values import own_path
 from ...project.method_callers import MAX_SITES, NN_MODULE_METHODS
-from ...project.values import MAX_SCANNED_MODULES
 
 _NO_GRAD = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -97,20 +96,25 @@ def method_evaluated_by_callers(index: ProjectIndex, definition: Definition) -> 
     eval mode first, or a parameter of a module-level caller whose every project caller
     passes a model in eval mode (Show-Attend: ``decoder.eval()``, then ``visualize(encoder,
     decoder)`` calling ``decoder.caption(...)``); the class is an ``nn.Module`` and nothing
-    lets the method escape (``fn = m.caption``, ``getattr(m, "caption")``). Small projects
-    only: callers are found by scanning every module's text."""
+    lets the method escape (``fn = m.caption``, ``getattr(m, "caption")``). Callers are
+    found by scanning the modules' texts, cheapest test first, in a project of any size: a
+    text count of the calls (more than ``MAX_SITES``: no), the calls themselves, each
+    receiver (the first not evaluated ends it), and only then every text for an escape."""
     owner, _, method = definition.name.rpartition(".")
     klass = Definition("class", definition.path, owner, klass=definition.klass)
-    if method.startswith("__") or method in NN_MODULE_METHODS or len(index.files) > MAX_SCANNED_MODULES:
+    if method.startswith("__") or method in NN_MODULE_METHODS:
         return False
     if definition.klass is None or not index.is_nn_module(klass):
         return False
-    index.note_read(ALL_TEXTS)
-    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']")
-    if any(escape.search(text) for path in index.module_paths() if (text := index.text(path)) and method in text):
-        return False
+    # The texts that spell the method, noted with the word: an edit elsewhere leaves it valid.
+    texts = [text for path in sorted(index.module_paths()) if (text := index.text_naming(path, method))]
+    if sum(text.count(f".{method}(") for text in texts) > MAX_SITES:
+        return False  # at least that many calls (spaced spellings only add to them)
     sites = index.method_calls(method)
-    return bool(sites) and len(sites) <= MAX_SITES and all(_receiver_evaluated(index, path, site, method) for path, site in sites)
+    if not sites or len(sites) > MAX_SITES or not all(_receiver_evaluated(index, path, site, method) for path, site in sites):
+        return False
+    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']")
+    return not any(escape.search(text) for text in texts)
 
 
 def _receiver_evaluated(index: ProjectIndex, path: str, site: CallSite, method: str) -> bool:
@@ -125,9 +129,15 @@ def _receiver_evaluated(index: ProjectIndex, path: str, site: CallSite, method: 
     return any(p.name == receiver for p in caller.function.params) and definition_evaluated_by_callers(index, caller, [receiver])
 
 
-def definition_evaluated_by_callers(index: ProjectIndex, definition: Definition, models: Sequence[str]) -> bool:
+_MAX_HANDS = 2  # a model handed on through at most this many callers' own parameters
+
+
+def definition_evaluated_by_callers(index: ProjectIndex, definition: Definition, models: Sequence[str], depth: int = 0) -> bool:
     """``callers_evaluate`` for a definition found in the index (the rule's ``ast`` screen
-    asks it before LibCST sees the file). More ``models`` can only make it true more often."""
+    asks it before LibCST sees the file). More ``models`` can only make it true more often.
+    A caller that passes a parameter of its own it never switched to a mode (``lfw_test(model,
+    ...)`` calling ``get_features(model, paths)``) evaluates when its own callers do, at most
+    ``_MAX_HANDS`` callers up."""
     if definition.kind != "function" or definition.function is None:
         return False
     params = [p for p in definition.function.params if p.kind == "positional"]
@@ -143,7 +153,7 @@ def definition_evaluated_by_callers(index: ProjectIndex, definition: Definition,
                 value = site.arguments.args[position]
             if isinstance(value, Ref) and "." not in value.name:
                 names.append(value.name)
-        return any(_eval_before(index, path, site, name) for name in names)
+        return any(_evaluated_at(index, path, site, name, depth) for name in names)
 
     # ``callers`` reads the whole import graph: ask it only when some module holds a call
     # that could pass (any call it gives is one of these, so none passing answers False).
@@ -164,13 +174,16 @@ _WORD = re.compile(r"\w+")
 def _possible_sites(index: ProjectIndex, definition: Definition) -> Iterator[Tuple[str, CallSite]]:
     """The uses of the definition's name (what ``callers`` filters by resolving them) in the
     modules whose text names it as a word and calls ``.eval`` or ``.train`` (where
-    ``_eval_before`` can hold), found without the import graph."""
+    ``_eval_before`` can hold), and in its own module (a caller there may hand on a model
+    its callers evaluate), found without the import graph."""
     name = definition.name.split(".")[-1]
     for path in sorted(index.module_paths()):
-        if name in _mode_words(index, path):
+        if path == definition.path or name in _mode_words(index, path):
             for site in index.uses(path):
                 if name in site.callee.split("."):
                     yield path, site
+    # Uses a star import may bind (``from helpers import *``), in modules that switch modes.
+    yield from ((path, site) for path, site in index.star_uses(name, definition.path) if name in _mode_words(index, path))
 
 
 def _mode_words(index: ProjectIndex, path: str) -> FrozenSet[str]:
@@ -195,17 +208,41 @@ def mode_words(tree: object, source: str) -> Optional[Tuple[str, ...]]:
 register_summarizer(MODE_WORDS, mode_words)
 
 
+def _evaluated_at(index: ProjectIndex, path: str, site: CallSite, name: str, depth: int) -> bool:
+    """``name`` is in eval mode at the call: put there before it in the calling function, or
+    a parameter of a module-level caller that switches it to no mode and whose own callers
+    all pass a model in eval mode."""
+    mode = _last_mode(index, path, site, name)
+    if mode != "none":
+        return mode == "eval"
+    if depth >= _MAX_HANDS or not site.caller or "." in site.caller:
+        return False
+    caller = index.resolve(path, site.caller)
+    if caller is None or caller.kind != "function" or caller.function is None:
+        return False
+    return any(p.name == name for p in caller.function.params) and definition_evaluated_by_callers(index, caller, [name], depth + 1)
+
+
 def _eval_before(index: ProjectIndex, path: str, site: CallSite, name: str) -> bool:
     """The last mode call on ``name`` before the call site, in the calling function (or at
     module level, ``if __name__ == "__main__":`` included), is an unconditional
     ``name.eval()`` / ``name.train(False)``."""
+    return _last_mode(index, path, site, name) == "eval"
+
+
+def _last_mode(index: ProjectIndex, path: str, site: CallSite, name: str) -> str:
+    """``_eval_before``'s reading: ``eval``, ``none`` (no mode call on ``name`` in the site's
+    frame), or anything else (train, conditional, unknown, unreadable). A mode call counts
+    when it runs whenever the call does: in every block around it that also holds the call
+    (``model.eval()`` then ``lfw_test(model)`` in one epoch loop's body), and no mode call
+    after the call inside a loop around both may run before the loop's next call."""
     text = index.text(path)
     if text is None:
-        return False
+        return "unreadable"
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
+        return "unreadable"
     frame: Optional[ast.AST] = tree
     if site.caller:
         last = site.caller.rsplit(".", 1)[-1]
@@ -220,25 +257,46 @@ def _eval_before(index: ProjectIndex, path: str, site: CallSite, name: str) -> b
             None,
         )
     if frame is None:
-        return False
-    modes: List[Tuple[int, int, Optional[str]]] = []  # (line, column, "eval" | "train" | None: conditional)
+        return "unreadable"
+    # (line, column, mode, the branches it stands in); the branches of the call itself.
+    modes: List[Tuple[int, int, str, Tuple[Tuple[int, str], ...]]] = []
+    at: List[Tuple[Tuple[int, str], ...]] = []
 
-    def visit(node: ast.AST, conditional: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, _SCOPES):
-                continue
-            inner = conditional
-            if isinstance(child, (ast.If, ast.IfExp, ast.ExceptHandler, ast.For, ast.While, ast.BoolOp)) and not _main_guard(child):
-                inner = True
-            mode = _mode(child, name)
-            if mode is not None and child.lineno < site.line:  # type: ignore[attr-defined]
-                modes.append((child.lineno, child.col_offset, None if conditional else mode))  # type: ignore[attr-defined]
-            visit(child, inner)
+    def visit(node: ast.AST, branches: Tuple[Tuple[int, str], ...]) -> None:
+        for field, value in ast.iter_fields(node):
+            inner = branches
+            if isinstance(node, _BRANCHING) and field not in ("test", "iter", "target") and not _main_guard(node):
+                inner = (*branches, (id(node), field))
+            for child in value if isinstance(value, list) else [value]:
+                if not isinstance(child, ast.AST) or isinstance(child, _SCOPES):
+                    continue
+                mode = _mode(child, name)
+                if mode is not None:
+                    modes.append((child.lineno, child.col_offset, mode, inner))  # type: ignore[attr-defined]
+                elif isinstance(child, ast.Call) and child.lineno == site.line and not at:  # type: ignore[attr-defined]
+                    at.append(inner)
+                visit(child, inner)
 
-    visit(frame, False)
-    if not modes:
-        return False
-    return max(modes)[2] == "eval"
+    visit(frame, ())
+    if not at:
+        return "unreadable"
+    before = [m for m in modes if m[0] < site.line]
+    if not before:
+        return "later" if modes else "none"  # a mode call after it may run before a next call
+    line, _, mode, branches = max(before)
+    if branches != at[0][: len(branches)]:
+        return "conditional"
+    loops = {b for b in at[0] if isinstance(b, tuple) and b[1] == "body" and b[0] in _loop_ids(frame)}
+    if any(m[0] >= site.line and loops & set(m[3]) and not loops <= set(branches) for m in modes):
+        return "conditional"  # switched back after the call, before the loop's next round
+    return mode
+
+
+_BRANCHING = (ast.If, ast.IfExp, ast.ExceptHandler, ast.For, ast.AsyncFor, ast.While, ast.BoolOp)
+
+
+def _loop_ids(frame: ast.AST) -> FrozenSet[int]:
+    return frozenset(id(n) for n in ast.walk(frame) if isinstance(n, (ast.For, ast.AsyncFor, ast.While)))
 
 
 def _main_guard(node: ast.AST) -> bool:

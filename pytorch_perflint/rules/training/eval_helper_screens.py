@@ -14,13 +14,16 @@ from .screens import _eval_owner, _is_no_grad, _layer_attributes
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def could_evaluate_through_helpers(tree: ast.Module, method_evaluated: Optional[Callable[[str], bool]] = None) -> bool:
+def could_evaluate_through_helpers(
+    tree: ast.Module, method_evaluated: Optional[Callable[[str], bool]] = None, helpers: bool = True
+) -> bool:
     """Over-approximates the shapes: a loop outside no-grad in a function named like
     evaluation calling a method of a parameter, or in a frame that puts a model in eval
     mode passing that model to a call, or in a method of a module-level class calling the
     class's layers (``self.lstm``), whose callers put the object in eval mode (asked of
     ``method_evaluated("Class.method")`` when given); nothing in the loop named like a
-    gradient. Only the frames holding a call in a loop that fits a shape are walked."""
+    gradient. Only the frames holding a call in a loop that fits a shape are walked.
+    Without ``helpers``, only the method shape (the others need a small project)."""
     index = tree_index(tree)
     layers = _layer_attributes(tree)
     layer_lines, helper_lines = _fitting_lines(index, layers)
@@ -33,7 +36,7 @@ def could_evaluate_through_helpers(tree: ast.Module, method_evaluated: Optional[
             if any(_loop_qualifies(loop, (), (), layers) for loop in _loops(method)):
                 if method_evaluated is None or method_evaluated(f"{klass.name}.{method.name}"):
                     return True
-    for frame in (tree, *index.functions) if helper_lines else ():
+    for frame in (tree, *index.functions) if helper_lines and helpers else ():
         if frame is tree:
             scopes = [node for node in tree.body if isinstance(node, _SCOPES)]
             if all(any(_holds(node, [line]) for node in scopes) for line in helper_lines):

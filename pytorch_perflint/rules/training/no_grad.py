@@ -14,11 +14,12 @@ from ...context import FileContext
 from ...project.forward_calls import MODEL_NAME
 from ...project.kinds import Namespace
 from .classifiers import (
-    BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr, is_optimizer_name,
+    BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr,
     is_optimizer_step, last_name, method_name, options_like,
 )
 from .eval_callers import callers_all_no_grad, callers_evaluate
 from .eval_helpers import helper_forward
+from .eval_names import MODEL_PARAM, FRAMEWORK_HOOKS, GRAD_ATTRS, called_in_text, is_eval_function_name, needs_grad_name
 from .grad_switches import GradOff, covers, switch_grad
 from .guards import _is_main_guard
 from .loops import training_facts, walk
@@ -87,51 +88,6 @@ def no_grad_wrappers(context: "FileContext") -> FrozenSet[str]:
 # ---------------------------------------------------------------------------------------
 # Evaluation loops (TPF203)
 # ---------------------------------------------------------------------------------------
-# Functions that look like evaluation by name: evaluate, validate_epoch, run_eval, test (but
-# not test_*: those are pytest tests).
-_EVAL_FUNCTION = re.compile(
-    r"^(?:eval|evaluate|evaluation|valid|validate|validation|val|test|infer|inference|predict|sample|sampling)"
-    r"(?:_\w*)?$|_(?:eval|evaluate|evaluation|valid|validate|validation|val|test|inference|predict|sample|sampling)$"
-)
-
-
-def is_eval_function_name(name: str) -> bool:
-    lowered = name.lower().lstrip("_")
-    if lowered.startswith("test_") or lowered.endswith("_step"):
-        return False
-    return bool(_EVAL_FUNCTION.search(lowered))
-
-
-# Hooks that frameworks (Lightning, HF) already run under no_grad.
-FRAMEWORK_HOOKS = frozenset(
-    "validation_step test_step predict_step validation_epoch_end test_epoch_end on_validation_epoch_end "
-    "on_test_epoch_end prediction_step evaluation_loop prediction_loop".split()
-)
-GRAD_ATTRS = frozenset(
-    {
-        "grad",
-        "requires_grad",
-        "requires_grad_",
-        "enable_grad",
-        "retain_grad",
-        "zero_grad",
-        "register_hook",
-        "backward",
-        "jacobian",
-        "hessian",
-        "vjp",
-        "jvp",
-    }
-)
-
-
-def needs_grad_name(name: str) -> bool:
-    """Names that mean a loop trains: an optimizer, a loss scaler (timm's NativeScaler
-    runs backward and step when called), a gradient."""
-    lowered = name.lower()
-    return is_optimizer_name(name) or "scaler" in lowered or lowered in GRAD_ATTRS
-
-
 @dataclass(frozen=True)
 class EvalLoop:
     """A loop that runs a model forward for evaluation with autograd recording on."""
@@ -172,7 +128,7 @@ class _ELoop:
 
 def could_evaluate(source: str) -> bool:
     return ".eval(" in source or ".train(" in source or bool(
-        re.search(r"def _*(eval|valid|val|test|infer|predict|sampl)", source) or SELF_LAYER.search(source)
+        re.search(r"def _*(eval|valid|val|test|infer|predict|sampl)", source) or SELF_LAYER.search(source) or MODEL_PARAM.search(source)
     )
 
 
@@ -249,7 +205,7 @@ class _EvalWalk:
             self.layers[node.name.value] = _layers(node, self.qualname_at(stack))
         elif type(node) is cst.FunctionDef:
             name = node.name.value
-            eval_named = is_eval_function_name(name) and not _runs_backward(node)
+            eval_named = is_eval_function_name(name, called_in_text(name, self.context.source)) and not _runs_backward(node)
             owner = self.classes[-1] if len(stack) >= 2 and type(stack[-2]) is cst.ClassDef else frame.class_name
             address: object = False
             if len(stack) == 1:
@@ -277,7 +233,8 @@ class _EvalWalk:
         elif type(node) is cst.Attribute and needs_grad_name(node.attr.value) and not self._options(node, stack):
             self.mark("needs_grad")
         elif type(node) is cst.Name and needs_grad_name(node.value) and not self._options(node, stack):
-            self.mark("needs_grad")
+            if not _keyword_false(node, stack):  # `Variable(x, requires_grad=False)` needs none
+                self.mark("needs_grad")
         elif type(node) is cst.Expr and type(node.value) is cst.Call:
             call = node.value
             if last_name(call.func) == "set_grad_enabled":
@@ -496,3 +453,9 @@ def _runs_backward(function: cst.FunctionDef) -> bool:
 
     walk(function.body, enter)
     return bool(found)
+
+
+def _keyword_false(name: cst.Name, stack: Sequence[cst.CSTNode]) -> bool:
+    """The keyword of an argument whose value is a literal ``False``."""
+    arg = stack[-1] if stack else None
+    return type(arg) is cst.Arg and arg.keyword is name and literal_value(arg.value) is False

@@ -24,13 +24,8 @@ from ...analysis.ast_index import (
     walk_ast,
 )
 from .classifiers import BACKWARD_ATTRS, is_optimizer_name, options_like
-from .no_grad import (
-    FRAMEWORK_HOOKS,
-    GRAD_ATTRS,
-    MODEL_NAME,
-    is_eval_function_name,
-    needs_grad_name,
-)
+from .eval_names import FRAMEWORK_HOOKS, GRAD_ATTRS, called_names, is_eval_function_name, needs_grad_name
+from .no_grad import MODEL_NAME
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
@@ -220,8 +215,12 @@ def could_evaluate_without_no_grad(tree: ast.Module, evaluated_by_callers: Optio
         if isinstance(call.func, ast.Attribute) and call.func.attr in ("eval", "train") and _eval_owner(call)
     ]
     eval_lines = sorted(call.lineno for call in eval_calls)
-    if not eval_lines and not any(is_eval_function_name(f.name) for f in index.functions):
-        return False  # nothing is put in eval mode and nothing is named like evaluation
+    called = called_names(tree)
+    if not eval_lines and not any(
+        is_eval_function_name(f.name, f.name in called) or id(f) in top_level and any(MODEL_NAME.match(a.arg) for a in f.args.args)
+        for f in index.functions
+    ):
+        return False  # nothing is put in eval mode, named like evaluation, or handed a model
     # What a frame's loops may call as its model: any frame's eval owners hold its own.
     owners = frozenset(map(_eval_owner, eval_calls))
     in_loops = sorted((call.lineno, target) for call in index.calls_in_loops if (target := _forward_target(call)))
@@ -251,7 +250,7 @@ def could_evaluate_without_no_grad(tree: ast.Module, evaluated_by_callers: Optio
     for function in index.functions:
         if function.name in FRAMEWORK_HOOKS or any(_is_no_grad(d) for d in function.decorator_list):
             continue
-        named = is_eval_function_name(function.name)
+        named = is_eval_function_name(function.name, function.name in called)
         models = frozenset(a.arg for a in function.args.args if MODEL_NAME.match(a.arg))
         if not (named or models or sets_eval_mode(function)) or not may_run_model(function, models, named):
             continue

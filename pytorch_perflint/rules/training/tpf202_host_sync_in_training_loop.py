@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from ...project.call_values import own_path, syncs_every_call
+from ...project.call_values import own_path, syncs_every_call, walk_syncs
+from ...project.resolution import Definition
 from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
@@ -23,6 +24,7 @@ from .loops import (
 )
 from .screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
 from .test_code import in_test_code
+from .sync_forms import add_terms as _add_terms, formats as _formats, formatted_values as _formatted_values
 
 _CONVERSIONS = frozenset({"float", "int", "bool"})
 # torch functions whose result is a tensor that float()/int() would sync on.
@@ -45,10 +47,11 @@ class HostSyncInTrainingLoop(Rule):
     `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
     functions they call unconditionally; `model(x)` whose `forward`, or a submodule's, syncs;
     what a call runs is the value engine's dispatch, through attributes, parameters and
-    factories). Text formatted from a tensor with `%` or an f-string counts wherever it goes
+    factories; a helper handed `model.parameters()` that syncs once per parameter, as a
+    gradient-clipping helper's `total += p.grad.norm().item()` does). Text formatted from a tensor with `%` or an f-string counts wherever it goes
     (`pbar.set_postfix_str('%.3f' % loss)`). A loop also trains when it calls a step
-    function of another module (`trainer.train_step(x, y)`, `model.optimize_parameters()`
-    with `model = create_model(opt)`). A loop over a loader's batches that replays each batch in
+    function of another module, whatever its name (`trainer.train_step(x, y)`,
+    `coach.fit_critic(real)`, `model.optimize_parameters()` with `model = create_model(opt)`). A loop over a loader's batches that replays each batch in
     inner `for _ in range(k):` training loops runs once per batch: its syncs count. A step
     function (it runs backward or an optimizer step, with no loop of its own) that the
     project calls from a loop is a loop body: when no call of it is itself reported (it is
@@ -230,6 +233,8 @@ class HostSyncInTrainingLoop(Rule):
         callees = values.callees(node, ancestors[1])
         if callees and all(syncs_every_call(values.engine, d) for d in callees):
             return "helper"
+        if callees and len(callees) == 1 and _hands_parameters(node, callees[0], walk_syncs(values.engine, callees[0])):
+            return "helper"  # `clip(model.parameters())`, whose loop syncs per parameter
         return None
 
     # -- a step function called from a loop is a loop body ----------------------------------
@@ -402,34 +407,27 @@ class HostSyncInTrainingLoop(Rule):
         return names
 
 
-_HOST_CALLS = frozenset(("float", "int", "bool", "len", "round", "str", "item", "tolist", "numpy"))
-
-
-def _add_terms(names: Set[str], made: Dict[str, List[Tuple[cst.BaseExpression, bool]]]) -> None:
-    """The terms of a loss are tensors too: ``loss = cls_loss + reg_loss`` where each term is
-    bound in the loop to what a call returns (``cls_loss, reg_loss = model(x)``, then
-    ``cls_loss = cls_loss.mean()``), not to a host number (``float(...)``, ``.item()``)."""
-    todo = list(names)
-    while todo:
-        for value, element in made.get(todo.pop(), ()):
-            for term in [] if element else _terms(value):
-                if term not in names and made.get(term) and all(_tensor_call(v) for v, _ in made[term]):
-                    names.add(term)
-                    todo.append(term)
-
-
-def _terms(value: cst.BaseExpression) -> List[str]:
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
-        return _terms(value.left) + _terms(value.right)
-    return [value.value] if isinstance(value, cst.Name) else []
-
-
-def _tensor_call(value: cst.BaseExpression) -> bool:
-    """What a call returns (or an element of it, unpacked), unless it makes a host value."""
-    if not isinstance(value, cst.Call):
+def _hands_parameters(node: cst.Call, definition: Definition, walked: FrozenSet[str]) -> bool:
+    """The call passes ``m.parameters()`` / ``m.named_parameters()`` for one of the walked
+    parameters of a module-level function (by position or keyword)."""
+    function = definition.function
+    if not walked or function is None or definition.kind != "function":
         return False
-    callee = method_name(value) or (value.func.value if isinstance(value.func, cst.Name) else None)
-    return callee not in _HOST_CALLS
+    params = [p.name for p in function.params if p.kind == "positional"]
+    for position, arg in enumerate(node.args):
+        if arg.star:
+            return False
+        name = arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
+        if name in walked and _model_parameters(arg.value):
+            return True
+    return False
+
+
+def _model_parameters(value: cst.BaseExpression) -> bool:
+    return (
+        isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("parameters", "named_parameters")
+    )
 
 
 def _owner(ancestors: Sequence[cst.CSTNode], at: int):
@@ -466,34 +464,3 @@ def _exits_early(function: cst.FunctionDef, path: Sequence[cst.CSTNode]) -> bool
             if found:
                 return True
     return False
-
-
-_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
-
-
-def _formats(arg: cst.BaseExpression) -> bool:
-    """Text formatted with ``%`` or an f-string (``.format`` is read inside ``print``)."""
-    return isinstance(arg, cst.FormattedString) or (
-        isinstance(arg, cst.BinaryOperation) and isinstance(arg.operator, cst.Modulo) and isinstance(arg.left, _STRINGS)
-    )
-
-
-def _formatted_values(arg: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """What a ``print`` argument shows: the argument itself, the expressions of an
-    f-string, the values of ``"..." % (a, b)`` and of ``"...".format(a, b)`` (each turns a
-    tensor into text, which copies it to the host)."""
-    yield arg
-    if isinstance(arg, cst.FormattedString):
-        for part in arg.parts:
-            if isinstance(part, cst.FormattedStringExpression):
-                yield part.expression
-    elif isinstance(arg, cst.BinaryOperation) and isinstance(arg.operator, cst.Modulo):
-        if isinstance(arg.left, _STRINGS):
-            right = arg.right
-            if isinstance(right, cst.Tuple):
-                yield from (e.value for e in right.elements if not isinstance(e, cst.StarredElement))
-            else:
-                yield right
-    elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "format":
-        if isinstance(arg.func.value, _STRINGS):
-            yield from (a.value for a in arg.args if not a.star)

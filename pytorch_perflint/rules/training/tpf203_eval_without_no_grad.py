@@ -13,7 +13,8 @@ from ...types import Applicability
 from ...project.values import MAX_SCANNED_MODULES
 from .eval_callers import definition_evaluated_by_callers, method_evaluated_by_callers
 from .eval_helper_screens import could_evaluate_through_helpers
-from .no_grad import SELF_LAYER, evaluation_loops, is_eval_function_name
+from .eval_names import MODEL_PARAM, called_in_text, is_eval_function_name
+from .no_grad import SELF_LAYER, evaluation_loops
 from .screens import could_evaluate_without_no_grad
 from .test_code import in_test_code
 
@@ -50,7 +51,8 @@ class EvalWithoutNoGrad(Rule):
     `self.actor(state)`), or a helper handed a model put in eval mode here
     (`get_boxes(box_model, img)` running `model(img)`), outside no-grad and training nothing;
     and a module's method looping over its own layers when every caller put the object in
-    eval mode first (a beam search). These three need projects of at most 400 modules.
+    eval mode first (a beam search). The first two need projects of at most 400 modules (the
+    value engine reads parameters from callers there); the third holds in a project of any size.
 
     A bare `torch.set_grad_enabled(False)` statement at module level turns autograd off for
     the whole module (the script's top level runs it before it calls anything); inside a
@@ -99,9 +101,9 @@ class EvalWithoutNoGrad(Rule):
         kept on ``self`` (a method looping over its own layers, evaluated by its callers)."""
         if "for " not in source and "while " not in source:
             return False
-        if _EVAL_MODE.search(source) or SELF_LAYER.search(source):
-            return True
-        return any(is_eval_function_name(name) for name in _DEF_NAME.findall(source))
+        if _EVAL_MODE.search(source) or SELF_LAYER.search(source) or MODEL_PARAM.search(source):
+            return True  # a model parameter: its callers may have put it in eval mode
+        return any(is_eval_function_name(name, called_in_text(name, source)) for name in _DEF_NAME.findall(source))
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
@@ -125,8 +127,12 @@ class EvalWithoutNoGrad(Rule):
             return definition is not None and definition.kind == "method" and method_evaluated_by_callers(project, definition)
 
         if could_evaluate_without_no_grad(tree, evaluated_by_callers):
-            return True  # through project code: small projects only (`eval_helpers`)
-        return len(project.files) <= MAX_SCANNED_MODULES and could_evaluate_through_helpers(tree, method_evaluated)
+            return True
+        # A model behind an agent's method or a helper: the engine reads the parameters it
+        # needs from callers in small projects only (`eval_helpers`); a method looping over
+        # its own layers asks its callers in a project of any size (`eval_callers`).
+        helpers = len(project.files) <= MAX_SCANNED_MODULES
+        return could_evaluate_through_helpers(tree, method_evaluated, helpers=helpers)
 
 
     VALID = (

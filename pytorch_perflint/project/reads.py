@@ -1,0 +1,12 @@
+"""What ``ProjectIndex.recording`` collects besides module paths: the marks of answers
+that read the project as a whole, by which a cached result is kept or dropped (``cache``)."""
+
+# Noted by an answer that read the text of every project module (who calls a function):
+# it depends on every file, not only on the import graph.
+ALL_TEXTS = "<every project file's text>"
+# Recorded when an answer depended on every project file (the import graph: who imports a
+# module, who runs on an accelerator; the project's layout).
+ALL_FILES = "<every project file>"
+# Prefix of a recorded word: the answer read the text of every module that spells it
+# (``ProjectIndex.text_naming``), and would change only when one more or one less does.
+TEXTS_NAMING = "<texts naming>"
