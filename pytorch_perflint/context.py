@@ -149,7 +149,10 @@ class FileContext:
     def _import_reaching(self, expr: cst.CSTNode, name: str, scope: Scope, ancestors: Optional[Sequence[cst.CSTNode]]) -> Optional[str]:
         """The import a name of the current scope holds where ``expr`` reads it, when the
         scope also binds it otherwise, later (``from torch.utils import data`` ... ``for
-        data in loader:``): the value engine's statement order decides (rare, so asked late)."""
+        data in loader:``): the value engine's statement order decides (rare, so asked late;
+        only for a module alias read at module level, as in scripts)."""
+        if not isinstance(expr, cst.Attribute) or not isinstance(scope.node, cst.Module):
+            return None  # a screen: scripts' module aliases (`data.DataLoader`), the costly ask is rare
         if name not in scope.imports or name not in scope.bindings or self.values() is None:
             return None
         node = expr
