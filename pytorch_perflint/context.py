@@ -121,11 +121,13 @@ class FileContext:
         chain = [a for a in ancestors if type(a) in (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)]
         return self.scope_of(chain or [self.module])
 
-    def qualname(self, expr: cst.CSTNode, scope: Optional[Scope] = None) -> Optional[str]:
+    def qualname(self, expr: cst.CSTNode, scope: Optional[Scope] = None, ancestors: Optional[Sequence[cst.CSTNode]] = None) -> Optional[str]:
         """The canonical qualified name ``expr`` refers to, through the file's imports.
 
         ``th.nn.DataParallel`` after ``import torch as th`` is ``torch.nn.DataParallel``; a
-        name that is not imported, or is shadowed by a local, gives None.
+        name that is not imported, or is shadowed by a local, gives None (but where a later
+        binding of the scope shadows it: ``_import_reaching``, for a node under the current
+        node of the pass, or under ``ancestors``: the module and its statements down to it).
         """
         if not isinstance(expr, (cst.Name, cst.Attribute)):
             return None
@@ -136,11 +138,30 @@ class FileContext:
         target = (scope or self.scope).lookup_import(head)
         if target is None:
             target = self._star_imported(head, scope or self.scope)
+        if target is None and (scope is None or ancestors):
+            target = self._import_reaching(expr, head, scope or self.scope, ancestors)
         if target is None:
             return None
         if scope is None and comprehension_binds([*self.ancestors, expr], head):
             return None
         return canonical(f"{target}.{rest}" if rest else target)
+
+    def _import_reaching(self, expr: cst.CSTNode, name: str, scope: Scope, ancestors: Optional[Sequence[cst.CSTNode]]) -> Optional[str]:
+        """The import a name of the current scope holds where ``expr`` reads it, when the
+        scope also binds it otherwise, later (``from torch.utils import data`` ... ``for
+        data in loader:``): the value engine's statement order decides (rare, so asked late;
+        only for a module alias read at module level, as in scripts)."""
+        if not isinstance(expr, cst.Attribute) or not isinstance(scope.node, cst.Module):
+            return None  # a screen: scripts' module aliases (`data.DataLoader`), the costly ask is rare
+        if name not in scope.imports or name not in scope.bindings or self.values() is None:
+            return None
+        node = expr
+        while isinstance(node, cst.Attribute):
+            node = node.value
+        statement = ancestors[1] if ancestors is not None and len(ancestors) > 1 else None
+        if ancestors is not None and statement is None:
+            return None
+        return scope.imports[name] if isinstance(node, cst.Name) and self.values().import_reaches(node, statement) else None
 
     def _star_imported(self, name: str, scope: Scope) -> Optional[str]:
         """What ``name`` means when only a star import of a project module can bind it

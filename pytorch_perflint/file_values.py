@@ -94,6 +94,23 @@ class FileValues:
         assert where.scope is not None
         return self.engine.answer(expression_form(expression, where.scope), where)
 
+    def import_reaches(self, node: cst.Name, statement: Optional[cst.CSTNode] = None) -> bool:
+        """Whether the name ``node`` (under the current node of the pass) still holds the
+        import of its scope where it is read, though the scope rebinds it later
+        (``Scope.imported_at``); a function may rebind a module's name when it runs
+        (``global``), so a read at module level is not answered when one does.
+        ``statement``: the top-level statement holding it, when not under the pass's node."""
+        found = self._locate(node, statement)
+        if found is None:
+            return False
+        expression, chain = found
+        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
+        where = self._where([*chain, expression], line)
+        scope = None if where is None else where.scope
+        if scope is None or not scope.imported_at(node.value, line):
+            return False
+        return not (scope.module and re.search(rf"\bglobal\b[^\n]*\b{re.escape(node.value)}\b", self.text))
+
     def callees(self, call: cst.Call, statement: cst.CSTNode, objects: bool = True) -> Optional[Tuple[Definition, ...]]:
         """What ``call`` (under the top-level ``statement``) runs in the project:
         ``call_values.dispatch``'s definitions, None when not known. The first question

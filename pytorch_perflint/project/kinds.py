@@ -15,7 +15,7 @@ engine grows them family by family (issue 22).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import FrozenSet, Optional, Tuple, Union
 
 from .resolution import Definition
 
@@ -183,6 +183,14 @@ class HostTensor:
 
 
 @dataclass(frozen=True)
+class TensorType:
+    """A legacy typed constructor taken as a value (``self.Tensor = torch.cuda.FloatTensor
+    if gpu else torch.FloatTensor``): calling it copies its data into a new tensor."""
+
+    names: FrozenSet[str]
+
+
+@dataclass(frozen=True)
 class TensorStorage:
     """A ``torch.*Storage`` (``torch.ByteStorage.from_buffer(b)``): bytes a legacy
     constructor wraps rather than copies."""
@@ -297,6 +305,7 @@ Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
     Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor,
     GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign, OneOf, ProjectModules,
+    TensorType,
 ]
 UNKNOWN = Unknown()
 
@@ -309,6 +318,8 @@ def join(first: Kind, second: Kind) -> Kind:
         return first
     if type(first) is Number and type(second) is Number:
         return Number()  # two numbers: still a number
+    if type(first) is TensorType and type(second) is TensorType:
+        return TensorType(first.names | second.names)  # either constructor copies
     if type(first) is Loader and type(second) is Loader:
         return _loaders(first, second)
     if type(first) is Batch and type(second) is Batch and first.path == second.path:

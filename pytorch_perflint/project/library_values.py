@@ -154,8 +154,8 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
     if name in TO_NUMPY_METHODS:
         return Array() if not form.args else UNKNOWN  # `.numpy()` of a tensor or a pandas object
     kind = type(receiver)
-    if kind is Array and name in ARRAY_METHODS:
-        return Array()
+    if (kind is Array or (kind is ArrayArchive and receiver.may_be_array)) and name in ARRAY_METHODS:  # type: ignore[union-attr]
+        return Array()  # an archive has no `.astype()`: `np.load(path).astype(...)` is an array
     if kind is Frame:
         return Array() if name == "to_numpy" else Frame()
     if kind is RandomGenerator:
@@ -185,6 +185,8 @@ def item(receiver: Kind, index: Form, evaluate: Evaluate) -> Optional[Kind]:
     kind = type(receiver)
     if kind is Array:
         return Array() if _keeps_array(index, evaluate) else UNKNOWN
+    if kind is HostTensor and _basic_index(index):  # `torch.eye(d)[None, :, :]`: a view, where it was made
+        return HostTensor(receiver.factory, receiver.random)  # type: ignore[union-attr]
     if kind is ArrayArchive:
         if (_is_key(index) and not index.value.startswith("__")) or (receiver.may_be_array and _reads_whole(index)):  # type: ignore[union-attr]
             return Array()
@@ -199,6 +201,12 @@ def item(receiver: Kind, index: Form, evaluate: Evaluate) -> Optional[Kind]:
     if kind is Frame:
         return Frame()
     return None
+
+
+def _basic_index(index: Form) -> bool:
+    """Basic indexing (slices, ``None``, ``...``, integers): a view of the tensor."""
+    parts = index.items if type(index) is Seq and index.kind == "tuple" else (index,)
+    return all((type(p) is UnknownForm and p.kind in ("slice", "ellipsis")) or (type(p) is Lit and (p.value is None or type(p.value) is int)) for p in parts)
 
 
 def _is_key(index: Form) -> bool:
@@ -234,8 +242,8 @@ def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
     graph = autograd.arithmetic(op, left, right)
     if graph is not None:
         return graph
-    if op in _ARITHMETIC:
-        kinds = {type(left), type(right)}
+    if op in _ARITHMETIC:  # an archive takes no arithmetic: `np.load(path) / 255.0` is an array
+        kinds = {Array if type(k) is ArrayArchive and k.may_be_array else type(k) for k in (left, right)}  # type: ignore[union-attr]
         if Array in kinds and kinds <= {Array, Number}:
             return Array()
         if kinds == {Number}:

@@ -175,12 +175,22 @@ class ModuleMap:
         key = (os.path.dirname(os.path.abspath(importer)), dotted)
         cached = self._cache.get(key)
         if cached is not None:
-            return cached
+            return self._sibling_of_itself(dotted, importer) if cached.path == os.path.abspath(importer) else cached
         target = self._resolve_absolute(dotted, importer)
         self._cache[key] = target
-        return target
+        return self._sibling_of_itself(dotted, importer) if target.path == os.path.abspath(importer) else target
 
-    def _resolve_absolute(self, dotted: str, importer: str) -> Target:
+    def _sibling_of_itself(self, dotted: str, importer: str) -> Target:
+        """A module that names itself (``from config import *`` in ``config/__init__.py``,
+        beside ``config/config.py``) is Python 2 code importing its sibling implicitly: no
+        module imports itself to use it, so the next module on the path is read."""
+        own = os.path.abspath(importer)
+        key = (own, dotted)
+        if key not in self._cache:
+            self._cache[key] = self._resolve_absolute(dotted, importer, skip=own)
+        return self._cache[key]
+
+    def _resolve_absolute(self, dotted: str, importer: str, skip: Optional[str] = None) -> Target:
         parts = dotted.split(".")
         if not dotted or not all(part.isidentifier() for part in parts) or parts[0] in EXTERNAL_PACKAGES:
             return Target(external=dotted)
@@ -192,7 +202,7 @@ class ModuleMap:
         for namespaces in (False, True):
             for base in bases:
                 found = self._lookup(base, parts, namespaces)
-                if found is not None:
+                if found is not None and (skip is None or found.path != skip):
                     return found
         if parts[0] not in STDLIB_MODULES:
             for base in self._ancestors(importer):

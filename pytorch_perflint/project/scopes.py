@@ -18,7 +18,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from ..analysis.ast_index import ast_children
 from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
 from .forms import Dict as DictForm
-from .list_uses import ANY_TIME, list_uses
+from .appended_lists import Appended, appended  # ``Appended`` re-exported
+from .loop_flow import other_arm, overwritten, reaching_back
 from .statements import alias_target, import_records, scope_statements, target_names
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -107,6 +108,8 @@ class Scope:
     # (line, attribute, form or None) of ``self.attr = value`` (first parameter ``self``)
     own_attrs: List[Tuple[int, Tuple[Tuple[int, str], ...], str, Optional[Form]]] = field(default_factory=list)
     loops: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # id -> line span
+    loop_nodes: Dict[int, ast.stmt] = field(default_factory=dict)  # id -> the loop (``loop_flow``)
+    straight: Dict[object, bool] = field(default_factory=dict)  # ``loop_flow``'s memo
     # id of an if/else or try/except -> its blocks: binding in each of them binds on every path
     alternatives: Dict[int, Tuple[Tuple[int, str], ...]] = field(default_factory=dict)
     statements: List[Tuple[int, int, Tuple[Tuple[int, str], ...]]] = field(default_factory=list)
@@ -139,7 +142,7 @@ class Scope:
             return ("param", None, 0) if name in self.params else ("free", None, 0)
         if all(e.form is IMPORTED for e in entries) or (len(entries) == 1 and entries[0].form is DEFINED):
             return ("defined", None, 0) if self.module else ("unknown", None, 0)
-        built = self._appended(name, entries, line)
+        built = appended(self, name, entries, line)
         if built is not None:
             return ("value", built, line) if type(built) is Appended else ("unknown", None, 0)
         if name in self.mutated and any(mutable_display(e.form) for e in entries):
@@ -156,6 +159,10 @@ class Scope:
             return ("unknown", None, 0)  # a closure reads the parameter's last value
         start = before.index(enclosing[-1]) if enclosing else 0
         reaching = before[start:]  # the latest binding around the read, and those in branches after it
+        if enclosing and len(reaching) > 1:  # not from the other arm of an `if` around the read
+            reaching = [reaching[0], *(e for e in reaching[1:] if not other_arm(e.blocks, here, self.tests))]
+        if enclosing and len(reaching) > 1 and overwritten(self, reaching[0], line, name):
+            reaching = reaching[1:]  # an `if`/`else` after it rebinds it (or raises) on every path
         if passed:
             reaching = [Entry(0, (), PASSED), *reaching]  # `if c: x = f(x)`: either reaches
         if not reaching or any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in reaching):
@@ -165,7 +172,8 @@ class Scope:
         for block, _ in here[outer:]:  # loops around the read that the binding is not in
             span = self.loops.get(block)
             if span is not None:
-                carried += [e for e in entries if span[0] <= e.line <= span[1] and e not in reaching and e not in carried]
+                found = [e for e in entries if span[0] <= e.line <= span[1] and e not in reaching and e not in carried]
+                carried += reaching_back(self, block, found, entries)  # not those a later line overwrites
         if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
         if carried and not passed and self._covers(reaching, here):
@@ -180,35 +188,19 @@ class Scope:
         return ("value", latest.form, latest.line)
 
 
-    def _appended(self, name: str, entries: List[Entry], line: int) -> Optional[object]:
-        """``xs = []`` (or ``nn.ModuleList([...])``), then ``xs.append(a)`` statements in the
-        same block, all before the read: the list's items in order (``Appended``).
-        ``CHANGED`` when the list may be changed otherwise before the read, or in a loop
-        around it (``list_uses``); None when the read is not of such a list."""
-        before = [e for e in entries if 0 < e.line < line]
-        if not before or self.node is None:
-            return None
-        base = before[-1]
-        items = _list_items(base.form)
-        if items is None or (type(base.form) is not Seq and name not in self.appends):
-            return None
+    def imported_at(self, name: str, line: int) -> bool:
+        """Whether the name's only binding before ``line`` is an import around the read,
+        and no other binding of it stands in a loop around the read (``from torch.utils
+        import data`` read before a later ``for data in loader:`` rebinds it)."""
+        entries = self.entries.get(name, ())
+        before = [e for e in entries if e.line < line]
+        if len(before) != 1 or before[0].form is not IMPORTED:
+            return False
         here = self.blocks_at(line)
-        if base.blocks != here[: len(base.blocks)]:
-            return CHANGED if name in self.appends else None
-        end = line
-        for block, _ in here[len(base.blocks):]:  # a loop around the read: its later lines run before it too
-            end = max(end, self.loops.get(block, (0, 0))[1] + 1)
-        if any(line <= e.line < end for e in entries):
-            return None  # rebound later in a loop around the read
-        appends = self.appends.get(name, ())
-        if any(base.line < at < end and (blocks != base.blocks or at >= line) for at, blocks, _ in appends):
-            return CHANGED  # an append in a branch or a loop of its own, or after the read in a loop around it
-        if self.uses is None:
-            self.uses = list_uses(self.node)
-        if any(not safe and (at == ANY_TIME or base.line < at < end) for at, safe in self.uses.get(name, ())):
-            return CHANGED
-        appended = [(a, at) for at, _, a in appends if base.line < at < line]
-        return Appended(tuple((item, base.line) for item in items) + tuple(appended))
+        if before[0].blocks != here[: len(before[0].blocks)]:
+            return False
+        spans = [self.loops[block] for block, _ in here if block in self.loops]
+        return not any(start <= e.line <= end for start, end in spans for e in entries if e is not before[0])
 
     def arms(self, line: int, name: str) -> List[Tuple[int, Test, bool]]:
         """The decidable ``if`` tests the binding of ``name`` at ``line`` lies under, each
@@ -224,36 +216,17 @@ class Scope:
 
     def _covers(self, reaching: List[Entry], here: Tuple[Tuple[int, str], ...]) -> bool:
         """Whether the bindings bind on every path through one if/else or try/except that
-        stands in a block around the read (each of its blocks holds one of them)."""
-        for blocks in {e.blocks[: len(here) + 1] for e in reaching if len(e.blocks) > len(here) and e.blocks[: len(here)] == here}:
-            statement = blocks[-1][0]
-            arms = self.alternatives.get(statement)
-            if arms and all(any(arm in e.blocks for e in reaching) for arm in arms):
-                return True
-        return False
+        stands in a block around the read (each of its blocks holds one of them, or an
+        if/else in it that does: an `elif` without `else` does not)."""
+        return any(self._covered(statement, here, reaching) for statement in _statements_in(here, reaching))
 
-
-@dataclass(frozen=True)
-class Appended:
-    """A list built by ``append``: its items' forms, each read at the line that adds it."""
-
-    items: Tuple[Tuple[object, int], ...]
-
-
-_LISTS = frozenset(("torch.nn.ModuleList", "list"))
-CHANGED = "<changed>"  # a list changed or handed on before a read: its items are not known
-
-
-def _list_items(form: object) -> Optional[Tuple[object, ...]]:
-    """The items of a list display, ``list()`` or ``nn.ModuleList([...])`` (None: not one)."""
-    if type(form) is Seq and form.kind == "list" and not form.truncated:  # type: ignore[union-attr]
-        return tuple(form.items)  # type: ignore[union-attr]
-    if type(form) is not Call or form.kwargs or form.star or form.dstar or len(form.args) > 1:  # type: ignore[union-attr]
-        return None
-    func = form.func  # type: ignore[union-attr]
-    if type(func) is not Ref or (func.qualname or func.name) not in _LISTS:
-        return None
-    return _list_items(form.args[0]) if form.args else ()  # type: ignore[union-attr]
+    def _covered(self, statement: int, around: Tuple[Tuple[int, str], ...], reaching: List[Entry]) -> bool:
+        arms = self.alternatives.get(statement)
+        for arm in arms or ():
+            inside = (*around, arm)
+            if not any(e.blocks == inside for e in reaching) and not any(self._covered(s, inside, reaching) for s in _statements_in(inside, reaching)):
+                return False
+        return bool(arms)
 
 
 def free(where, name: str) -> bool:
@@ -362,6 +335,7 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
                 _add(scope, name, Entry(line, blocks, None))
         if kind in _LOOPS:
             scope.loops[id(stmt)] = (line, getattr(stmt, "end_lineno", None) or line)
+            scope.loop_nodes[id(stmt)] = stmt
         elif kind is ast.If and stmt.orelse:  # type: ignore[attr-defined]
             scope.alternatives[id(stmt)] = ((id(stmt), "body"), (id(stmt), "orelse"))
         if kind is ast.If:
@@ -498,3 +472,8 @@ def _add(scope: Scope, name: str, entry: Entry) -> None:
 def expression_form(node: ast.AST, scope: Scope) -> Form:
     """The form of an ``ast`` expression read in ``scope`` (its imports qualify names)."""
     return FormBuilder(scope.aliases, DEEP).form(node)
+
+
+def _statements_in(block: Tuple[Tuple[int, str], ...], reaching: List[Entry]) -> set:
+    """The compound statements standing in ``block`` that hold one of the bindings."""
+    return {e.blocks[len(block)][0] for e in reaching if len(e.blocks) > len(block) and e.blocks[: len(block)] == block}

@@ -13,10 +13,10 @@ rule's to say: it is a fact of the file, not of the value.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 from .forms import Call, Form
-from .kinds import UNKNOWN, DeviceTensor, HostTensor, Kind, TensorStorage
+from .kinds import UNKNOWN, DeviceTensor, HostTensor, Kind, TensorStorage, TensorType
 
 Evaluate = Callable[[Form], Kind]
 
@@ -34,6 +34,8 @@ LEGACY = frozenset(
         "ShortTensor CharTensor ByteTensor BoolTensor"
     ).split()
 )
+# The same on the GPU (``torch.cuda.FloatTensor(x)``): they copy their data as well.
+CUDA_LEGACY = frozenset(f"torch.cuda.{name[len('torch.'):]}" for name in LEGACY if name != "torch.Tensor")
 VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Methods whose result lives where their receiver does: in-place fills, dtype casts, views.
 KEEP_DEVICE = frozenset(
@@ -80,3 +82,8 @@ def method(receiver: Kind, name: str, form: Call) -> Kind:
     if name == "cpu" and type(receiver) in (HostTensor, DeviceTensor):
         return HostTensor()
     return UNKNOWN
+
+
+def tensor_type(qualname: Optional[str]) -> Optional[Kind]:
+    """A legacy typed constructor named as a value (bound to a name or an attribute)."""
+    return TensorType(frozenset({qualname})) if qualname in LEGACY or qualname in CUDA_LEGACY else None

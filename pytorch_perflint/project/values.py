@@ -21,20 +21,27 @@ Depth and callers are bounded, recursion is cut, answers are memoised while no s
 
 from __future__ import annotations
 
+import ast
+import re
 import weakref
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, FrozenSet, Iterable, Optional, Tuple
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional, Tuple
 
 from . import autograd_values as autograd, choices, library_values as library, loader_values as loaders
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .module_values import ModuleValues
+from .statements import alias_target
+from ..analysis.names import canonical
+from .tensor_values import tensor_type
 from .resolution import Definition
 from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
-from .scopes import Appended, Branches, Each, Scope, build_scope, free, mutable_display
+from .scopes import Appended, Branches, Each, Scope, build_scope, free
+from .attribute_values import AttributeFlow
+from .where import Answer, Where  # re-exported: the engine's question and answer
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -46,30 +53,6 @@ MAX_CALLERS = 16  # more callers than this: the parameter is not known
 # object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
 MAX_SCANNED_MODULES = 400
 _PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a form is read: ``scope`` at ``line`` inside ``parent`` (the enclosing scope);
-    a ``scope`` of None is the module level of ``path`` read through the index."""
-
-    path: Optional[str]
-    scope: Optional[Scope] = None
-    line: int = 0
-    parent: Optional["Where"] = None
-
-    def at(self, line: int) -> "Where":
-        return Where(self.path, self.scope, line, self.parent)
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A kind, and the project modules reading it took (what a finding depends on)."""
-
-    kind: Kind
-    reads: FrozenSet[str] = frozenset()
-
-
 _ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -87,7 +70,7 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
+class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
@@ -232,7 +215,7 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
         if definition.kind == "binding" and definition.binding is not None:  # changed in place: an object keeps its class
             kind = self._eval(definition.binding.form, Where(definition.path), depth + 1)
             return kind if type(present(kind)) in (Instance, Parser) or not definition.binding.mutated else UNKNOWN
-        return UNKNOWN
+        return (definition.kind == "external" and tensor_type(definition.qualname)) or UNKNOWN  # `torch.FloatTensor` as a value
 
     # -- parameters ----------------------------------------------------------------------------
     def _parameter(self, scope: Scope, name: str, where: Where, depth: int) -> Kind:
@@ -245,6 +228,8 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
         if definition.kind == "method" and scope.params and name == scope.params[0]:
             if decorators & {"staticmethod", "classmethod"}:
                 return UNKNOWN
+            if where.this is not None:  # an inherited method, read for an object of a subclass
+                return where.this
             owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
             return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
         if not decorators <= _PLAIN or (definition.kind == "method" and "staticmethod" in decorators):
@@ -270,6 +255,7 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
         sites = None
         if public:  # the same callers for every parameter: read once (``Memo._public_sites``)
             sites = self._public_sites(definition)
+            sites = sites and self._on_its_class(definition, sites, depth)  # type: ignore[arg-type]
         found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
         if not found or len(found) > MAX_CALLERS or (self.index.lone and all(s is None for _, s, _ in found)):
             return UNKNOWN
@@ -284,6 +270,33 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
             kinds.append(kind)
         return join_all(kinds)
 
+    def _on_its_class(self, definition: Definition, sites: Tuple, depth: int) -> Tuple:
+        """The calls of a public method's name left when those on an object known to be of
+        an unrelated project class are dropped (``memory.push(...)`` of another script's
+        buffer class): such a call runs that class's method, never this one. An object of
+        the class, a subclass or a base (which may be one of ours) keeps its call."""
+        key = ("receivers", definition.path, definition.name)
+        if key not in self._sites:
+            self._sites[key] = (sites, frozenset())  # while they are read: every call kept
+            owner = definition.name.rpartition(".")[0]
+            klass = Definition("class", definition.path, owner, klass=definition.klass)
+            related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
+            method = definition.name.rpartition(".")[2]
+            kept = []
+            with self.index.recording() as used:  # type: ignore[union-attr]
+                for path, site in sites:
+                    receiver = site.callee[: -len(method) - 1]
+                    where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
+                    dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
+                    kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
+                    if type(kind) is not Instance or kind.klass.key in related or any(s.key in related for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
+                        kept.append((path, site))
+            self._sites[key] = (tuple(kept) if kept else sites, frozenset(used))  # none left: not read as "no caller"
+        found, reads = self._sites[key]  # type: ignore[misc]
+        for read in reads:  # what reading the receivers read, told again on a hit (``Memo._public_sites``)
+            self.index.note_read(read)  # type: ignore[union-attr]
+        return found
+
     def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
         definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
         if definition is None or definition.kind not in ("function", "method"):
@@ -295,6 +308,8 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
         func = form.func
         if type(func) is Ref and func.qualname is None and self.index is not None and (star := self.index.resolution.star_qualname(where.path, func.name)) and free(where, func.name.partition(".")[0]):
             form = replace(form, func=(func := Ref(func.name, star)))  # `torch` from `from utils import *`
+        if type(func) is Ref and func.qualname is None and where.scope is not None and where.scope.module and (found := self._import_before(func.name, where)):
+            form = replace(form, func=(func := Ref(func.name, found)))  # `data.DataLoader` before `for data in loader`
 
         def evaluate(arg: Form) -> Kind:
             return self._eval(arg, where, depth + 1)
@@ -342,6 +357,20 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
 
     _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
 
+    def _import_before(self, name: str, where: Where) -> Optional[str]:
+        """The library name a module-level import gives ``name`` where it is read before a
+        later binding rebinds it (``Scope.imported_at``; not when a function may rebind it
+        by ``global``)."""
+        head, dot, rest = name.partition(".")
+        if self.index is None or where.path is None or not where.scope.imported_at(head, where.line):  # type: ignore[union-attr]
+            return None
+        targets = {alias_target(r) for r in self.index.summary(where.path).imports if r.bound == head and not r.star}
+        target = next(iter(targets)) if len(targets) == 1 else None
+        text = self.index.text(where.path) or ""
+        if not target or target.startswith(".") or re.search(rf"\bglobal\b[^\n]*\b{re.escape(head)}\b", text):
+            return None
+        return canonical(f"{target}.{rest}" if dot else target)
+
     def _call_kind(self, callee: Kind, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         callee = present(callee)
         if type(callee) is ProjectCallable:
@@ -377,13 +406,24 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
         found = self._method_of(receiver.klass, name)
         if found is None:
             return UNKNOWN
-        kinds = [self.returns(found, depth)]
+        this = receiver if found.name.rpartition(".")[0] != receiver.klass.name or found.path != receiver.klass.path else None
+        kinds = [] if self._only_raises(found) else [self.returns(found, depth, this)]  # an inherited one: for this object
         if not receiver.exact:
             for sub in self.index.resolution.subclasses(receiver.klass):  # type: ignore[union-attr]
                 if sub.klass is not None and sub.klass.method(name) is not None:
                     override = self._method_of(sub, name)
-                    kinds.append(UNKNOWN if override is None else self.returns(override, depth))
+                    if override is None or not self._only_raises(override):
+                        kinds.append(UNKNOWN if override is None else self.returns(override, depth))
         return join_all(kinds)
+
+    def _only_raises(self, definition: Definition) -> bool:
+        """A method that never returns: no ``return`` or ``yield``, and its body ends in
+        ``raise`` (a base class's ``raise NotImplementedError``). A call of it gives no
+        value, so only the overrides of the object's class answer (``self.step_wait()`` in a
+        base's ``step``)."""
+        scope = self.scope_of(definition)
+        body = getattr(scope.node, "body", None) if scope is not None else None
+        return bool(body) and not scope.returns and not scope.generator and type(body[-1]) is ast.Raise  # type: ignore[union-attr,index]
 
     def _method_of(self, klass: Definition, name: str, seen: Tuple = ()) -> Optional[Definition]:
         """The method ``name`` of a project class, or of its project bases (in order)."""
@@ -398,71 +438,23 @@ class ValueEngine(LocalFlow, loaders.LoaderFlow, Memo):
                 return found
         return None
 
-    def returns(self, definition: Definition, depth: int = 0) -> Kind:
-        """What every ``return`` of a project function or method gives (all agree)."""
+    def returns(self, definition: Definition, depth: int = 0, this: Optional[Instance] = None) -> Kind:
+        """What every ``return`` of a project function or method gives (all agree); a
+        method inherited from a base read with ``self`` the object ``this`` it is called on."""
         if self.index is None or definition.function is None or depth > MAX_DEPTH:
             return UNKNOWN
-        key = ("returns", definition.path, definition.name, definition.function.line)
-        return self._memoised(key, lambda: self._returns(definition, depth))
+        key = ("returns", definition.path, definition.name, definition.function.line, this)
+        return self._memoised(key, lambda: self._returns(definition, depth, this))
 
-    def _returns(self, definition: Definition, depth: int) -> Kind:
+    def _returns(self, definition: Definition, depth: int, this: Optional[Instance] = None) -> Kind:
         scope = self.scope_of(definition)
         if scope is None or scope.generator or not scope.returns:
             return UNKNOWN
         outer = Where(definition.path)
-        kinds = [self._eval(form, Where(definition.path, scope, line, outer), depth + 1) for line, _, form in scope.returns]
+        kinds = [self._eval(form, Where(definition.path, scope, line, outer, this), depth + 1) for line, _, form in scope.returns]
         return choices.choose(kinds)  # several classes: one of them
 
-    # -- attributes, items, iteration ---------------------------------------------------------
-    def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
-        receiver = present(receiver)
-        if type(receiver) is Instance:
-            klass, exact = receiver.klass, receiver.exact
-            key = ("attr", klass.path, klass.name, name, exact)
-            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth, key))
-        if type(receiver) is ProjectCallable and receiver.definition.kind == "class" and self.index is not None:
-            definition = receiver.definition
-            found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
-            return self._definition(found, depth)
-        if type(receiver) in (OneOf, ProjectModules):  # each choice's / each module's
-            return choices.attribute(self, receiver, name, depth)
-        return self.models.attribute(receiver, name) or library.attribute(receiver, name)
-
-    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int, key: Tuple = ()) -> Kind:
-        """Every ``self.name = ...`` in the methods of the class and its project bases (and
-        subclasses, when the object may be one of theirs), and a class attribute of that
-        name: the kind all of them agree on. A list or dict display is not followed (code
-        appends to it)."""
-        kinds = []
-        owners = list(self.index.resolution.lineage(klass))  # type: ignore[union-attr]
-        if not exact:
-            owners += [sub for sub in self.index.resolution.subclasses(klass) if sub.klass is not None]  # type: ignore[union-attr]
-        for owner in owners:
-            assert owner.klass is not None
-            binding = next((b for b in owner.klass.bindings if b.name == name), None)
-            if binding is not None:
-                kinds.append(self._eval(binding.form, Where(owner.path), depth + 1))
-            for method in owner.klass.methods:
-                definition = Definition("method", owner.path, f"{owner.name}.{method.name}", function=method, klass=owner.klass)
-                if method.name == name:
-                    return UNKNOWN  # a method or property: not followed here
-                scope = None
-                for line, _, attr, form in self._own_attrs(definition):
-                    if attr != name and attr != "*":  # "*": `setattr(self, k, v)` may set it
-                        continue
-                    if form is None or mutable_display(form):
-                        return UNKNOWN
-                    scope = scope or self.scope_of(definition)
-                    kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
-        known = join_all([kind for kind in kinds if type(kind) is not Unknown])
-        if key and type(known) is not Unknown:
-            self._guess(key, known)  # `self.x = self.x + dx`: tried if it reads itself
-        return join_all(kinds) if kinds else UNKNOWN
-
-    def _own_attrs(self, definition: Definition) -> Iterable:
-        scope = self.scope_of(definition)
-        return () if scope is None else scope.own_attrs
-
+    # -- items, iteration (attributes: ``attribute_values.AttributeFlow``) ---------------------
     def _item(self, form: Item, where: Where, depth: int) -> Kind:
         receiver = present(self._eval(form.value, where, depth + 1))
         index = form.index

@@ -146,7 +146,7 @@ class LoaderSiteRecorder:
             self.self_calls.setdefault(func.attr.value, []).append((node, path))
         if isinstance(func, (cst.Name, cst.Attribute)) and _may_name_dataloader(func):
             scope = self.context.scope_for(node, path)
-            if self.context.qualname(func, scope) == DATALOADER:
+            if self.context.qualname(func, scope, (*path, node)) == DATALOADER:
                 args = loader_args(node, scope.lookup_value, self.context.source)
                 self.sites[id(node)] = LoaderSite(node, path, args)
 

@@ -17,7 +17,9 @@ _SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.
 class DataloaderNoPinMemory(Rule):
     """## What it does
     Flags a `torch.utils.data.DataLoader` without `pin_memory=True` in a module that uses
-    CUDA.
+    CUDA. A loader in a module's `if __name__ == "__main__":` preview runs only when that
+    module is the script, so there the module's own code must select the GPU (the scripts
+    that import it do not run then).
 
     ## Why is this bad?
     A copy from ordinary (pageable) host memory to the GPU goes through a staging buffer:
@@ -99,7 +101,7 @@ class DataloaderNoPinMemory(Rule):
         pin = known_loader_args(self.context, node).pin_memory
         if not (pin.missing or pin.value is False):
             return
-        if dataset_on_device(node, self.context.lookup, self.context.code_for):
+        if dataset_on_device(node, self.context.lookup, self.context.code_for) or self._cpu_preview():
             return
         true = cst.Name("True")
         if pin.node is not None:
@@ -110,3 +112,15 @@ class DataloaderNoPinMemory(Rule):
             self.report(node)
             return
         self.report(node, fix=self.fix([(node, replacement)], message="Add `pin_memory=True`"))
+
+    def _cpu_preview(self) -> bool:
+        """Under the module's `__main__` guard, with no accelerator selected by the module
+        itself: it runs as a standalone script, which RULES.md keeps CPU-only."""
+        project = self.context.project
+        if project is None or not any(isinstance(a, cst.If) and _main_guard(a.test) for a in self.context.ancestors):
+            return False
+        return project.summary(self.context.path).accelerator is None
+
+
+def _main_guard(test: cst.BaseExpression) -> bool:
+    return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"

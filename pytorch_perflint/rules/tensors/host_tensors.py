@@ -44,6 +44,9 @@ class HostTensor:
     statement: Optional[cst.SimpleStatementLine] = None
     move_statement: Optional[cst.SimpleStatementLine] = None
     between: Tuple[cst.BaseStatement, ...] = ()
+    # the move happens only where another tensor is on the GPU (`if x.is_cuda: z = z.cuda()`,
+    # `z.cuda() if x.is_cuda else z`): `device=x.device` says it, but no fix is offered
+    conditional: bool = False
 
     def device_readable_at_creation(self, target: cst.BaseExpression) -> bool:
         """Whether the move's target means the same at the creating statement: no name it
@@ -79,6 +82,9 @@ def _root(expr: cst.BaseExpression, context: FileContext) -> Union[cst.Call, cst
     """Where a receiver's chain starts, under device-keeping steps and ``Variable(...)``
     (what they do to the tensor is the engine's to say; this finds the factory's node)."""
     for _ in range(16):
+        if isinstance(expr, cst.Subscript) and all(_basic(element.slice) for element in expr.slice):
+            expr = expr.value  # `torch.eye(d)[None, :, :]`: a view
+            continue
         if not isinstance(expr, cst.Call):
             break
         func = expr.func
@@ -89,6 +95,14 @@ def _root(expr: cst.BaseExpression, context: FileContext) -> Union[cst.Call, cst
         else:
             break
     return expr if isinstance(expr, (cst.Call, cst.Name)) else None
+
+
+def _basic(part: cst.BaseSlice) -> bool:
+    """A slice, ``None``, ``...`` or an integer: basic indexing, a view of the tensor."""
+    if isinstance(part, cst.Slice):
+        return True
+    value = part.value if isinstance(part, cst.Index) else None
+    return isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None")
 
 
 def _default_changed(context: FileContext) -> bool:
@@ -105,12 +119,18 @@ def _sets_default(context: FileContext) -> bool:
 def _earlier(name: cst.Name, context: FileContext, move: cst.Call) -> Optional[Tuple[cst.BaseExpression, Tuple]]:
     """``z = torch.randn(n)`` ... ``z = z<steps>.cuda()`` in one block, ``z`` unused between
     but by ``z = z<steps>`` lines: the creating expression's root, and the statements."""
-    block, index = _statement(context)
+    block, index, owner = _statement(context)
     if block is None:
         return None
     statement = block[index]
-    if _assigned(statement, name.value) is not move or _mentions(statement, name.value) != 2:
+    value = _assigned(statement, name.value)
+    conditional = _moved_or_kept(value, move, name.value)
+    if (value is not move and not conditional) or _mentions(statement, name.value) != 2 + conditional:
         return None  # the move must rebind the name and read it only as its root
+    outer = _if_around(owner, context, block[:index], name.value)
+    if outer is not None:  # `if x.is_cuda:` around the move, its only statement naming it
+        block, index, owner = outer
+        conditional = True
     for position in range(index - 1, -1, -1):
         earlier = block[position]
         mentions = _mentions(earlier, name.value)
@@ -123,24 +143,58 @@ def _earlier(name: cst.Name, context: FileContext, move: cst.Call) -> Optional[T
         if not isinstance(root, cst.Call) or mentions != 1:
             return None
         assert isinstance(earlier, cst.SimpleStatementLine) and isinstance(statement, cst.SimpleStatementLine)
-        return root, (earlier, statement, tuple(block[position + 1 : index]))
+        return root, (earlier, statement, tuple(block[position + 1 : index]), conditional)
     return None
 
 
-def _statement(context: FileContext) -> Tuple[Optional[Sequence[cst.BaseStatement]], int]:
-    """The innermost block holding the current node's statement, and its position there."""
+def _moved_or_kept(value: Optional[cst.BaseExpression], move: cst.Call, name: str) -> bool:
+    """``z.cuda() if x.is_cuda else z``: a move on one path only, where another tensor is."""
+    return (
+        isinstance(value, cst.IfExp)
+        and value.body is move
+        and isinstance(value.orelse, cst.Name)
+        and value.orelse.value == name
+        and _device_test(value.test, name)
+    )
+
+
+def _device_test(test: cst.BaseExpression, name: str) -> bool:
+    """``x.is_cuda`` of another tensor: the move puts the tensor where ``x`` is, so it can
+    be made there (``device=x.device``). Any other test (a flag) leaves the move a choice."""
+    return isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and not _mentions(test, name)
+
+
+def _if_around(owner: Optional[int], context: FileContext, before: Sequence[cst.BaseStatement], name: str):
+    """The block and position of a plain ``if x.is_cuda:`` whose body holds the move
+    (``owner``: its position among the ancestors), when nothing else of that ``if`` names
+    ``name``: not an ``else``/``elif``, nor a statement before the move."""
+    if owner is None or any(_mentions(statement, name) for statement in before):
+        return None
+    node = context.ancestors[owner]
+    if not isinstance(context.ancestors[owner - 1], (cst.IndentedBlock, cst.Module)):
+        return None  # an `elif`: the arms before it may name it
+    if not isinstance(node, cst.If) or not _device_test(node.test, name) or (node.orelse is not None and _mentions(node.orelse, name)):
+        return None
+    found = _statement(context, owner)
+    return found if found[0] is not None else None
+
+
+def _statement(context: FileContext, below: Optional[int] = None) -> Tuple[Optional[Sequence[cst.BaseStatement]], int, Optional[int]]:
+    """The innermost block holding the current node's statement (or the ancestor at
+    ``below``), its position there, and the position among the ancestors of the compound
+    statement that owns the block (None at module level)."""
     ancestors = context.ancestors
-    for position in range(len(ancestors) - 1, -1, -1):
+    for position in range((len(ancestors) if below is None else below) - 1, -1, -1):
         node = ancestors[position]
         if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
-            return None, 0
+            return None, 0, None
         if isinstance(node, (cst.IndentedBlock, cst.Module)) and position + 1 < len(ancestors):
             body = tuple(node.body)
             for index, candidate in enumerate(body):
                 if candidate is ancestors[position + 1]:
-                    return body, index
-            return None, 0
-    return None, 0
+                    return body, index, (position - 1 if position > 0 else None)
+            return None, 0, None
+    return None, 0, None
 
 
 def _assigned(statement: cst.BaseStatement, name: str) -> Optional[cst.BaseExpression]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import bisect
-from typing import Callable, Iterator, List, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, per_tree, tree_index
 from ...project.tensor_values import BLOCKERS, FACTORIES, KEEP_DEVICE, LEGACY, RANDOM, RANDOM_FILLS
@@ -115,6 +115,9 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
 def _strip(node: ast.AST) -> ast.AST:
     """The root of a receiver under device-keeping steps and ``Variable(...)``."""
     for _ in range(16):
+        if isinstance(node, ast.Subscript):  # `torch.eye(d)[None]` (the engine decides which indexes keep it)
+            node = node.value
+            continue
         if not isinstance(node, ast.Call):
             break
         if isinstance(node.func, ast.Attribute) and node.func.attr in _STEPS:
@@ -148,17 +151,27 @@ def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) ->
             if not isinstance(block, list):
                 continue
             for position, statement in enumerate(block):
-                if not isinstance(statement, ast.Assign) or id(statement.value) not in wanted:
+                name = _moved_name(statement, wanted)
+                if name is None and isinstance(statement, ast.If):  # `if x.is_cuda: z = z.cuda()`
+                    name = next((n for n in (_moved_name(s, wanted) for s in statement.body) if n), None)
+                if name is None:
                     continue
-                name = wanted[id(statement.value)]
-                if not _binds_name(statement, name):
-                    continue  # `w = z.cuda()` keeps `z`: never reported
                 start = position
                 while start > 0 and (not _binds_name(block[start - 1], name) or _steps_on(block[start - 1], name)):
                     start -= 1  # past `z = z.view(-1)` steps too
                 if start > 0 and _creates(block[start - 1]):
                     out.extend(block[start - 1 : position + 1])
     return out
+
+
+def _moved_name(statement: ast.stmt, wanted: Dict[int, str]) -> Optional[str]:
+    """The name ``z = z.cuda()`` (or ``z = z.cuda() if test else z``) moves and rebinds;
+    ``w = z.cuda()`` keeps ``z``: never reported."""
+    if not isinstance(statement, ast.Assign):
+        return None
+    value = statement.value.body if isinstance(statement.value, ast.IfExp) else statement.value
+    name = wanted.get(id(value))
+    return name if name is not None and _binds_name(statement, name) else None
 
 
 def _blocks_around(tree: ast.Module, lines: List[int]) -> Iterator[ast.AST]:

@@ -12,7 +12,7 @@ from ...analysis.call_edits import keyword_arg, with_keywords
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ...project.kinds import Array
+from ...project.kinds import Array, TensorType
 from ...project.values import engine_for
 from .screens import names_a_constructor, numpy_copy_candidates, numpy_copy_candidates_without
 
@@ -184,7 +184,10 @@ class TensorCopyFromNumpy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualname(node.func)
-        if name != "torch.tensor" and name not in _LEGACY:
+        bound = name is None and isinstance(node.func, (cst.Attribute, cst.Name))
+        if bound and type(self.context.value_of(node.func)) is TensorType:
+            name = "<bound>"  # `self.Tensor(x)`, `self.Tensor = torch.FloatTensor`: no fix (which one is not known)
+        elif name != "torch.tensor" and name not in _LEGACY:
             return
         if not node.args or any(arg.star for arg in node.args):
             return
@@ -194,14 +197,14 @@ class TensorCopyFromNumpy(Rule):
         keywords = {arg.keyword.value: arg for arg in node.args[1:] if arg.keyword is not None}
         if len(keywords) != len(node.args) - 1:
             return  # more than one positional argument: not a plain conversion
-        if name in _LEGACY and keywords:
+        if (name in _LEGACY or name == "<bound>") and keywords:
             return
         if "pin_memory" in keywords or not set(keywords) <= {*_KEPT, "requires_grad"}:
             return
         if type(self.context.value_of(data.value)) is not Array:
             return
         callee = self.context.code_for(node.func)
-        fix = None if "requires_grad" in keywords else self._fix(node, name, keywords)
+        fix = None if "requires_grad" in keywords or name == "<bound>" else self._fix(node, name, keywords)
         self.report(node, self.message.format(call=f"{callee}(...)"), fix=fix)
 
     def _fix(self, node: cst.Call, name: str, keywords: Dict[str, cst.Arg]) -> Optional[NodeFix]:

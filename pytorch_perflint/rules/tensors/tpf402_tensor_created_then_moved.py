@@ -58,7 +58,9 @@ class TensorCreatedThenMoved(Rule):
     is (`.zero_()`, `.fill_(0)`, `.uniform_()`, `.float()`, `.view(...)`, `.unsqueeze(...)`,
     `.expand_as(x)`) or a `Variable(...)` wrapper, or in a later statement of the same block
     that rebinds the name (`z = torch.randn(n)` ... `z = z.cuda()`) when no statement in
-    between mentions it but lines that rebind it through such steps (`z = z.view(-1)`).
+    between mentions it but lines that rebind it through such steps (`z = z.view(-1)`); also
+    when that move only follows another tensor to the GPU (`if x.is_cuda: z = z.cuda()`,
+    `z = z.cuda() if x.is_cuda else z`), where `device=x.device` makes it in its place.
     What the moved value is comes from the project's value engine (`context.value_of`); a
     one-time buffer built in `__init__` is reported too: it costs little once, but the fix
     is free.
@@ -90,7 +92,8 @@ class TensorCreatedThenMoved(Rule):
     In-place random fills (`.uniform_()`) count as random too. For separate statements the
     fix adds `device=` to the creating line and drops the move (the whole `z = z.cuda()`
     line when nothing else is left of it); when the device names something bound only after
-    the creating line, the finding has no fix. A legacy constructor takes no GPU `device=`,
+    the creating line, the finding has no fix, nor has a move under an `x.is_cuda` test
+    (the factory would need `device=x.device`, a rewrite of the test). A legacy constructor takes no GPU `device=`,
     so its findings carry no fix (rewrite it as `torch.zeros`/`torch.full`/`torch.tensor(...,
     dtype=...)` with `device=`). A move that also converts the dtype or memory format, and
     `.cuda(variable)` (where `device=None` would mean the CPU but `.cuda(None)` the current
@@ -207,7 +210,7 @@ class TensorCreatedThenMoved(Rule):
         if host.legacy:  # legacy constructors take no device= for a GPU: no fix
             self.report(node, _LEGACY_MESSAGE.format(factory=short))
             return
-        if not move.foldable:
+        if not move.foldable or host.conditional:  # a move on one path: where to make it depends on its test
             self.report(node, message)
             return
         grad = argument(factory, "requires_grad", None, self.context.lookup)

@@ -1,0 +1,68 @@
+"""Attributes, for the value engine (mixed in as ``AttributeFlow``; split from ``values``):
+an instance's ``self.x`` is what every ``self.x = ...`` of its class and its project bases
+(and subclasses, when the object may be one of theirs) and a class attribute agree on; a
+class's attribute its class-body binding; a choice's or a module's each candidate's; library
+kinds' through ``module_values`` and ``library_values``."""
+
+from __future__ import annotations
+
+from typing import Iterable, Tuple
+
+from . import choices, library_values as library
+from .kinds import UNKNOWN, Instance, Kind, OneOf, ProjectCallable, ProjectModules, Unknown, join_all, present
+from .resolution import Definition
+from .scopes import mutable_display
+from .where import Where
+
+
+class AttributeFlow:
+    """``receiver.name`` of a known kind (the engine's ``_attribute``)."""
+
+    def _attribute(self, receiver: Kind, name: str, depth: int) -> Kind:
+        receiver = present(receiver)
+        if type(receiver) is Instance:
+            klass, exact = receiver.klass, receiver.exact
+            key = ("attr", klass.path, klass.name, name, exact)
+            return self._memoised(key, lambda: self._instance_attribute(klass, name, exact, depth, key))
+        if type(receiver) is ProjectCallable and receiver.definition.kind == "class" and self.index is not None:
+            definition = receiver.definition
+            found = self.index.resolve(definition.path, f"{definition.name}.{name}") if definition.path else None
+            return self._definition(found, depth)
+        if type(receiver) in (OneOf, ProjectModules):  # each choice's / each module's
+            return choices.attribute(self, receiver, name, depth)
+        return self.models.attribute(receiver, name) or library.attribute(receiver, name)
+
+    def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int, key: Tuple = ()) -> Kind:
+        """Every ``self.name = ...`` in the methods of the class and its project bases (and
+        subclasses, when the object may be one of theirs), and a class attribute of that
+        name: the kind all of them agree on. A list or dict display is not followed (code
+        appends to it)."""
+        kinds = []
+        owners = list(self.index.resolution.lineage(klass))  # type: ignore[union-attr]
+        if not exact:
+            owners += [sub for sub in self.index.resolution.subclasses(klass) if sub.klass is not None]  # type: ignore[union-attr]
+        for owner in owners:
+            assert owner.klass is not None
+            binding = next((b for b in owner.klass.bindings if b.name == name), None)
+            if binding is not None:
+                kinds.append(self._eval(binding.form, Where(owner.path), depth + 1))
+            for method in owner.klass.methods:
+                definition = Definition("method", owner.path, f"{owner.name}.{method.name}", function=method, klass=owner.klass)
+                if method.name == name:
+                    return UNKNOWN  # a method or property: not followed here
+                scope = None
+                for line, _, attr, form in self._own_attrs(definition):
+                    if attr != name and attr != "*":  # "*": `setattr(self, k, v)` may set it
+                        continue
+                    if form is None or mutable_display(form):
+                        return UNKNOWN
+                    scope = scope or self.scope_of(definition)
+                    kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
+        known = join_all([kind for kind in kinds if type(kind) is not Unknown])
+        if key and type(known) is not Unknown:
+            self._guess(key, known)  # `self.x = self.x + dx`: tried if it reads itself
+        return join_all(kinds) if kinds else UNKNOWN
+
+    def _own_attrs(self, definition: Definition) -> Iterable:
+        scope = self.scope_of(definition)
+        return () if scope is None else scope.own_attrs
