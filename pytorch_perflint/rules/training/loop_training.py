@@ -21,7 +21,7 @@ import ast
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ...analysis.ast_index import ast_children, per_tree
-from ...project.call_values import is_optimizer_name, training_reach
+from ...project.call_values import is_optimizer_name, may_run_project_code, training_reach
 from ...project.forms import dotted
 from ...project.tree_wheres import TreeWheres
 from ...project.values import ValueEngine
@@ -75,7 +75,10 @@ def _may_train(engine: ValueEngine, path: str, tree: ast.Module) -> bool:
                 if id(definition[0]) not in reached:
                     reached.add(id(definition[0]))
                     roots.append(definition)
-            if kind in _DISPATCHED:
+            if _followed_by_name(call, kind, name, ancestors, defs):
+                continue  # the walk follows it by name, never dispatches it
+            spelled = dotted(func) if kind is not ast.Subscript else ""
+            if kind in _DISPATCHED and spelled is not None and may_run_project_code(spelled, None):  # not a builtin
                 calls.append((call, ancestors))
     if not calls:
         return False
@@ -84,6 +87,27 @@ def _may_train(engine: ValueEngine, path: str, tree: ast.Module) -> bool:
         callees = wheres.callees(call, ancestors, objects=False)  # type: ignore[arg-type]
         if callees and all(training_reach(engine, d) is not None for d in callees):
             return True
+    return False
+
+
+def _followed_by_name(call: ast.Call, kind: type, name: object, ancestors: List[ast.AST], defs: Dict[str, List[Chained]]) -> bool:
+    """``callee_key`` names a function here (``training_facts`` then never dispatches the
+    call): ``f(...)`` with a function ``f`` not directly in a class, or ``self.m(...)`` in
+    a method (no class between) of a class that defines ``m``."""
+    if not isinstance(name, str):
+        return False
+    if kind is ast.Name:
+        return any(type(around[-1]) is not ast.ClassDef for _, around in defs.get(name, ()))
+    receiver = call.func.value if kind is ast.Attribute else None  # type: ignore[attr-defined]
+    if type(receiver) is not ast.Name or receiver.id not in ("self", "cls"):
+        return False
+    for at in range(len(ancestors) - 1, 0, -1):
+        node = ancestors[at]
+        if type(node) is ast.ClassDef:
+            return False
+        if isinstance(node, _DEFS):
+            owner = ancestors[at - 1]
+            return type(owner) is ast.ClassDef and any(isinstance(s, _DEFS) and s.name == name for s in owner.body)  # type: ignore[attr-defined]
     return False
 
 
