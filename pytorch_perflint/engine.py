@@ -333,8 +333,9 @@ def _lint_source(
         # from that tree) does not already rule it out.
         active = [r for r in rule_classes if r.code in passed]
         if project is not None:
-            answered = {r for r in active if passed[r.code] is not None}
-            active = [r for r in active if r not in answered or screening.could_fire_answering(r, passed[r.code], own, project)]
+            answers = {r: screening.could_fire_answering(r, passed[r.code], own, project) for r in active if passed[r.code] is not None}
+            answered = {r for r, answer in answers.items() if answer is not None}  # None: ask with the tree
+            active = [r for r in active if answers.get(r) is not False]
         tree = parsed_tree if parsed_tree is not None or not active else screening.ast_tree(source)
     if tree is None and (active or ("TPF001" in codes and passed is None)):
         # Python is the judge: a file it rejects is TPF001 at once and never reaches LibCST

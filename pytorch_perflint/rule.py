@@ -105,7 +105,7 @@ class Rule(cst.BatchableCSTVisitor):
         other modules, whether the index can hold it. Over-approximates, as the others.
         By default, the answer to the rule's ``project_question``."""
         question = cls.project_question(tree)
-        return question is None or cls.could_fire_answering(question, path, project)
+        return question is None or cls.could_fire_answering(question, path, project) is not False
 
     @classmethod
     def project_question(cls, tree: "ast.Module") -> Optional[Hashable]:
@@ -116,8 +116,10 @@ class Rule(cst.BatchableCSTVisitor):
         return None
 
     @classmethod
-    def could_fire_answering(cls, question: Hashable, path: str, project: "ProjectIndex") -> bool:
-        """``could_fire_project`` from the ``project_question`` of the file's tree."""
+    def could_fire_answering(cls, question: Hashable, path: str, project: "ProjectIndex") -> Optional[bool]:
+        """``could_fire_project`` from the ``project_question`` of the file's tree. None: the
+        question cannot decide this file, and ``could_fire_project`` is asked with the tree
+        (parsed again: a screen whose answer is mostly decided by the question alone)."""
         return True
 
     @classmethod

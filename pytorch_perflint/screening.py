@@ -58,8 +58,9 @@ def project_question(rule: Type[Rule], tree: Optional[ast.Module]) -> Optional[H
         return None
 
 
-def could_fire_answering(rule: Type[Rule], question: Hashable, path: str, project: ProjectIndex) -> bool:
-    """The rule's project screen from its question; one that fails keeps the rule."""
+def could_fire_answering(rule: Type[Rule], question: Hashable, path: str, project: ProjectIndex) -> Optional[bool]:
+    """The rule's project screen from its question (None: ask it with the tree); one that
+    fails keeps the rule."""
     try:
         return rule.could_fire_answering(question, path, project)
     except Exception:  # noqa: BLE001 - see could_fire_in_project

@@ -132,3 +132,60 @@ def test_the_project_screen_lets_through_what_the_rule_reports(tmp_path, files, 
     got_screened, codes = _screen_and_findings(tmp_path, files, "train.py")
     assert got_screened is screened
     assert len(codes) == found
+
+
+NAMES_IT = """
+    import torch
+
+    def train(model, loader, opt):
+        model.cuda()
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            opt.step()
+            torch.cuda.empty_cache()
+"""
+
+
+@pytest.mark.parametrize(
+    ("files", "found", "reparsed"),
+    [
+        ({"helpers.py": HELPERS, "train.py": TRAINS}, 1, True),
+        ({"helpers.py": HELPERS, "train.py": PLAIN_LOOP}, 0, False),
+        ({"helpers.py": DEFINES_ONLY, "train.py": TRAINS}, 0, False),
+        ({"helpers.py": SOMETIMES, "train.py": TRAINS_SOMETIMES}, 0, True),
+        ({"helpers.py": SOMETIMES, "train.py": TRAINS_WITH_AN_OBJECT}, 1, True),
+        ({"helpers.py": HELPERS, "train.py": NAMES_IT}, 1, True),
+    ],
+    ids=[
+        "the-loops-calls-decide-and-one-empties",
+        "no-loop-that-trains-or-evaluates-decided-unparsed",
+        "no-imported-module-calls-it-decided-unparsed",
+        "the-loops-calls-decide-and-none-empties-every-call",
+        "the-loops-calls-decide-a-method-empties",
+        "the-code-names-it",
+    ],
+)
+def test_the_project_question_answers_as_the_screen_and_keeps_the_findings(tmp_path, monkeypatch, files, found, reparsed):
+    """A run that summarised the project gives the lint phase TPF206's question of the tree
+    (does the code name ``empty_cache``; may a loop train or evaluate): the lint phase rules
+    a file out from it and the imported modules without parsing it again, and parses it
+    only when the calls in its loops must decide. The findings are the screen's."""
+    from pytorch_perflint import screening
+    from pytorch_perflint.engine import lint_source
+
+    root = write_project(tmp_path, files)
+    settings = load_settings([root])
+    path = root / "train.py"
+    index = index_for(path, settings)
+    text = path.read_text(encoding="utf-8")
+    question = EmptyCacheInLoop.project_question(ast.parse(text))
+    parsed: list = []
+    real = screening.ast_tree
+    monkeypatch.setattr(screening, "ast_tree", lambda source: parsed.append(source) or real(source))
+    result = lint_source(text, path, settings, project=index, passed={"TPF206": question}, keep_module=False)
+    assert len([d for d in result.diagnostics if d.code == "TPF206"]) == found
+    assert bool(parsed) is reparsed
+    answer = EmptyCacheInLoop.could_fire_answering(question, str(path.resolve()), index)
+    screened = EmptyCacheInLoop.could_fire_project(ast.parse(text), str(path.resolve()), index)
+    assert answer in (None, screened)  # decided: the screen's own answer; else the tree's

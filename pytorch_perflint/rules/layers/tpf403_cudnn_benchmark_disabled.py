@@ -17,8 +17,10 @@ from ...context import FileContext
 from ...finding import NodeFix
 from ...project.call_values import own_path, training_reach, trains
 from ...project.forms import dotted as ast_dotted
+from ...project.values import engine_for
 from ...rule import Invalid, Rule
 from ...types import Applicability
+from ..training.loop_training import loops_may_train
 from ..training.loops import training_facts
 from ..training.screens import could_have_training_loop, loop_calls_step_by_name
 from .entry_scripts import entry_scripts_decide
@@ -359,9 +361,19 @@ class CudnnBenchmarkDisabled(Rule):
         return False, tuple(sorted(_hands_to_an_object(tree)))
 
     @classmethod
-    def could_fire_answering(cls, question: Tuple[bool, Tuple[str, ...]], path: str, project: "ProjectIndex") -> bool:
+    def could_fire_answering(cls, question: Tuple[bool, Tuple[str, ...]], path: str, project: "ProjectIndex") -> Optional[bool]:
+        """A file whose loops may train is decided with the tree (``could_fire_project``)."""
         trains, handed = question
-        return trains or any(class_trains(project, project.resolve(path, spelled)) for spelled in handed)
+        return None if trains else any(class_trains(project, project.resolve(path, spelled)) for spelled in handed)
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """Without a training loop here (``training_receivers`` None) only a model handed to
+        a project trainer is reported: some loop may train, with what the project code it
+        calls does (``loop_training``), or a class an object is made of trains."""
+        if cls.project_question(tree)[0] and loops_may_train(engine_for(project), path, tree):
+            return True
+        return any(class_trains(project, project.resolve(path, spelled)) for spelled in _hands_to_an_object(tree))
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"

@@ -35,19 +35,20 @@ def could_empty_in_loops(tree: ast.Module, path: str, project: ProjectIndex) -> 
     evaluate, a project module this one imports (directly or through other project modules,
     as deep as a helper is followed) that calls ``empty_cache``, and a call in a loop here
     that runs project code emptying the cache on every call (what ``visit_Call`` reports)."""
+    question = loop_question(tree)
+    answer = answer_loop_question(question, path, project)
+    return answer if answer is not None else loops_call_emptying_code(project, path, tree, forward=not question[1])
+
+
+def loop_question(tree: ast.Module) -> Tuple[bool, bool]:
+    """The part of the screen the tree alone decides, as plain data (TPF206's
+    ``project_question``): whether the code names ``empty_cache``, and whether a loop
+    here may train or evaluate (names that mark evaluation, a function named like one)."""
     names = code_identifiers(tree)
     if "empty_cache" in names:
-        return True
+        return True, True
     loops = could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & names)
-    loops = loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
-    # Without such words here, the loop may still evaluate through the very code that
-    # empties the cache: a no-grad `__call__` of a pipeline, a generator method that runs
-    # the model (`forward_calls.target_runs_forward`). Asked, as objects' calls are, only
-    # in projects small enough to scan (`objects_asked`): in a large one nearly every
-    # module imports, a few levels down, one that empties the cache.
-    if not loops and not objects_asked(project):
-        return False
-    return imports_reach_empty_cache(project, path) and loops_call_emptying_code(project, path, tree, forward=not loops)
+    return False, loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
 
 
 def objects_asked(project: Optional[ProjectIndex]) -> bool:
@@ -55,6 +56,26 @@ def objects_asked(project: Optional[ProjectIndex]) -> bool:
     and emptying code that runs the forward itself are followed: in projects of at most
     ``MAX_SCANNED_MODULES`` modules, as callers and subclasses are scanned."""
     return project is not None and len(project.files) <= MAX_SCANNED_MODULES
+
+
+def answer_loop_question(question: Tuple[bool, bool], path: str, project: ProjectIndex) -> Optional[bool]:
+    """The screen from ``loop_question``'s answer and the project, reading what the whole
+    screen reads (the imported modules' texts) and nothing more: None when only the
+    calls in the loops (the tree) can decide (``loops_call_emptying_code``). On the torch
+    package that is 28 of 1,166 files: the others are not parsed again to be ruled out.
+    Without training or evaluation words here, a loop may still evaluate through the very
+    code that empties the cache (a no-grad ``__call__`` of a pipeline, a generator method
+    that runs the model): asked, as objects' calls are, only in projects small enough to
+    scan (``objects_asked``); in a large one nearly every module imports, a few levels
+    down, one that empties the cache."""
+    named, loops = question
+    if named:
+        return True
+    if not loops and not objects_asked(project):
+        return False
+    if not imports_reach_empty_cache(project, path):
+        return False
+    return None
 
 
 def imports_reach_empty_cache(project: ProjectIndex, path: str) -> bool:

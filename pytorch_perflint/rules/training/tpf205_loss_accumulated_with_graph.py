@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from ...project.values import engine_for
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from .graph_values import (
@@ -18,10 +19,14 @@ from .graph_values import (
     meter_keeps_values,
     rebound_in_loop,
 )
+from .loop_training import loops_may_train
 from .loops import training_facts
 from .no_grad import under_no_grad
 from .screens import could_have_training_loop, could_train_text, loop_calls_step_by_name
 from .test_code import in_test_code
+
+if TYPE_CHECKING:
+    from ...project import ProjectIndex
 
 _SETUP = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
 _LOOP = "for x, y in loader:\n    loss = F.cross_entropy(model(x), y)\n    loss.backward()\n    opt.step()\n"
@@ -113,6 +118,12 @@ class LossAccumulatedWithGraph(Rule):
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """Some loop trains (as TPF202's screen sees it)."""
         return could_have_training_loop(tree) or loop_calls_step_by_name(tree)
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """Every finding is in a training loop: some loop may train, with what the project
+        code it calls does (``loop_training``)."""
+        return loops_may_train(engine_for(project), path, tree)
 
     VALID = (
         _SETUP + "total = 0\n" + _LOOP + "    total += loss.item()\n",

@@ -18,7 +18,7 @@ from .classifiers import last_name
 from .guards import guarded_between
 from .loops import step_loop_around
 from .inference_loops import evaluation_loop_around
-from .cache_calls import could_empty_in_loops, loop_calls, objects_asked
+from .cache_calls import answer_loop_question, could_empty_in_loops, loop_calls, loop_question, objects_asked
 from .test_code import in_test_code
 
 if TYPE_CHECKING:
@@ -146,6 +146,16 @@ class EmptyCacheInLoop(Rule):
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
         return could_empty_in_loops(tree, path, project)
+
+    @classmethod
+    def project_question(cls, tree: ast.Module) -> Tuple[bool, bool]:
+        """Whether the code names ``empty_cache``, and whether a loop may train or evaluate."""
+        return loop_question(tree)
+
+    @classmethod
+    def could_fire_answering(cls, question: Tuple[bool, bool], path: str, project: "ProjectIndex") -> Optional[bool]:
+        """Decided without the tree unless a loop's calls must be dispatched (None)."""
+        return answer_loop_question(question, path, project)
 
     VALID = (
         # Outside any loop.
