@@ -11,8 +11,8 @@ from pytorch_perflint.analysis.call_edits import with_keyword
 from pytorch_perflint.analysis.calls import MISSING
 from pytorch_perflint.analysis.values import UNKNOWN
 from pytorch_perflint.context import FileContext
-from pytorch_perflint.rules.dataloader.loader_args import loader_args
-from pytorch_perflint.rules.dataloader.loader_facts import loader_facts
+from pytorch_perflint.facts.dataloader.loader_args import loader_args
+from pytorch_perflint.facts.dataloader.loader_facts import loader_facts
 from pytorch_perflint.registry import rule_by_code
 from pytorch_perflint.testing import lint_example, settings_with
 

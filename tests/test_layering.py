@@ -22,14 +22,16 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("file", ("context", "finding")),
     ("contract", ("rule",)),
     ("project", ("project",)),
+    ("facts", ("facts",)),
     ("families", ("rules",)),
 )
 # The project index reads the project's files as a run does: it may use the settings and
 # file discovery (and what they use), which sit above the layers.
 LAYER_USES = {"project": {"config", "discovery"}}
-# Families a family may use, besides itself: TPF403 (layers) asks the training family's
-# loop facts whether the file trains; TPF502 (parallel) asks them which loops train.
-FAMILY_USES = {"layers": {"training"}, "parallel": {"training"}}
+# Families a family may use, besides itself: none. What one family's rules ask of another's
+# code (does this file train? which loops train?) is a fact in ``facts/``, which every family
+# may ask.
+FAMILY_USES: Dict[str, Set[str]] = {}
 # Above the families only these may import a family: they discover rules, never name one.
 FAMILY_IMPORTERS = {"registry"}
 
@@ -150,6 +152,18 @@ def test_families_use_only_the_families_they_declare():
     }
     allowed = {(family, other) for family, others in FAMILY_USES.items() for other in others}
     assert crossing <= allowed, crossing - allowed
+
+
+def test_a_rule_family_holds_only_rules():
+    """``rules/<family>/`` holds one module per rule and nothing else: what a rule asks (loops,
+    loaders, layers, values) lives in ``facts/`` and ``project/``, so a rule's file is what it
+    flags on top of those questions."""
+    others = [
+        _module_name(p)
+        for p in (PACKAGE / "rules").rglob("*.py")
+        if p.parent != PACKAGE / "rules" and p.name != "__init__.py" and not p.name.startswith("tpf")
+    ]
+    assert others == []
 
 
 def test_no_import_cycles():

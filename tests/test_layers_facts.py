@@ -9,8 +9,8 @@ import libcst as cst
 
 from pytorch_perflint.context import FileContext
 from pytorch_perflint.file_values import FileValues
-from pytorch_perflint.rules.layers.trained_models import model_builds
-from pytorch_perflint.rules.layers.module_facts import module_facts
+from pytorch_perflint.facts.layers.trained_models import model_builds
+from pytorch_perflint.facts.layers.module_facts import module_facts
 from pytorch_perflint.testing import settings_with
 
 

@@ -18,7 +18,7 @@ from pytorch_perflint.engine import lint_source
 from pytorch_perflint.project.linted import index_for
 from pytorch_perflint.project.values import engine_for
 from pytorch_perflint.registry import rule_by_code
-from pytorch_perflint.rules.training.loop_training import loops_may_train
+from pytorch_perflint.facts.training.loop_training import loops_may_train
 
 from project_tree import write_project
 

@@ -18,7 +18,7 @@ import test_contract_cases
 from pytorch_perflint import screening
 from pytorch_perflint.registry import all_rules, rule_by_code
 from pytorch_perflint.rule import Rule
-from pytorch_perflint.rules.tensors.screens import names_a_constructor
+from pytorch_perflint.facts.tensors.screens import names_a_constructor
 from pytorch_perflint.testing import lint_example
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -14,7 +14,7 @@ import pytest
 from pytorch_perflint.context import FileContext
 from pytorch_perflint.file_values import FileValues
 from pytorch_perflint.project.kinds import Array
-from pytorch_perflint.rules.tensors.device_targets import device_target
+from pytorch_perflint.facts.tensors.device_targets import device_target
 from pytorch_perflint.testing import settings_with
 
 HEADER = "import numpy as np\nimport torch\nimport os\nimport pandas as pd\nimport cv2\n"

@@ -1,5 +1,5 @@
 """TPF203: evaluation loops that reach their model through project code the value engine
-follows (``project/forward_calls.py``, ``rules/training/eval_helpers.py``): an agent's method
+follows (``project/forward_calls.py``, ``facts/training/eval_helpers.py``): an agent's method
 called in a function named like evaluation (TD3's ``eval_policy`` running
 ``policy.select_action(state)``, whose body runs ``self.actor(state)``), and a helper handed
 a model this function put in eval mode (HRNet's demo: ``box_model.eval()``, then

@@ -8,13 +8,13 @@ import libcst as cst
 import pytest
 
 from pytorch_perflint.context import FileContext
-from pytorch_perflint.rules.training.classifiers import is_optimizer_name
-from pytorch_perflint.rules.training.forward_helpers import forward_helpers
-from pytorch_perflint.rules.training.gradients import writes_into_grads
-from pytorch_perflint.rules.training.guards import loop_invariant
-from pytorch_perflint.rules.training.loops import loop_bound_names, training_facts
-from pytorch_perflint.rules.training.no_grad import evaluation_loops
-from pytorch_perflint.rules.training.test_code import is_test_path
+from pytorch_perflint.facts.training.classifiers import is_optimizer_name
+from pytorch_perflint.facts.training.forward_helpers import forward_helpers
+from pytorch_perflint.facts.training.gradients import writes_into_grads
+from pytorch_perflint.facts.training.guards import loop_invariant
+from pytorch_perflint.facts.training.loops import loop_bound_names, training_facts
+from pytorch_perflint.facts.training.no_grad import evaluation_loops
+from pytorch_perflint.facts.training.test_code import is_test_path
 from pytorch_perflint.testing import settings_with
 
 

@@ -208,7 +208,7 @@ def test_a_module_summary_keeps_its_words_only_when_it_calls_eval_or_train():
     """The caller pre-check reads each module's words from its summary (no text is read
     again per helper): only modules whose code could put a model in eval mode keep them."""
     from pytorch_perflint.project import summarize
-    from pytorch_perflint.rules.training.eval_callers import MODE_WORDS
+    from pytorch_perflint.facts.training.eval_callers import MODE_WORDS
 
     evaluating = summarize(None, "from helpers import run_batches\nmodel.eval()\nrun_batches(model, [])\n")
     assert {"run_batches", "model", "eval"} <= set(evaluating.extra(MODE_WORDS))

@@ -1,1 +1,2 @@
-"""The dataloader rule family: its rules (``tpfNNN_*.py``) and the facts only they use."""
+"""The dataloader rule family: one module per rule (``tpfNNN_*.py``); what they ask lives in
+``facts/dataloader/`` and the value engine (``project/``)."""

@@ -13,8 +13,8 @@ from ...context import FileContext
 from ...project.kinds import Loader
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .datasets import dataset_facts
-from .loader_args import is_dataloader, known_loader_args, names_dataloader
+from ...facts.dataloader.datasets import dataset_facts
+from ...facts.dataloader.loader_args import is_dataloader, known_loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 _STREAM = (

@@ -9,7 +9,7 @@ import libcst as cst
 from ...analysis.call_edits import with_argument_value, with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_args import dataset_on_device, is_dataloader, known_loader_args, names_dataloader
+from ...facts.dataloader.loader_args import dataset_on_device, is_dataloader, known_loader_args, names_dataloader
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
 

@@ -9,9 +9,9 @@ import libcst as cst
 from ...analysis.call_edits import with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .datasets import dataset_facts
-from .loader_args import known_loader_args, names_dataloader
-from .loader_facts import loader_facts
+from ...facts.dataloader.datasets import dataset_facts
+from ...facts.dataloader.loader_args import known_loader_args, names_dataloader
+from ...facts.dataloader.loader_facts import loader_facts
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 

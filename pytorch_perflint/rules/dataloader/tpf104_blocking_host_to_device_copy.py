@@ -12,7 +12,7 @@ from ...analysis.values import literal_value
 from ...project.kinds import Batch
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_facts import could_copy_loader_batches, could_iterate_helper_loaders
+from ...facts.dataloader.loader_facts import could_copy_loader_batches, could_iterate_helper_loaders
 
 _SETUP = (
     "import torch\nfrom torch.utils.data import DataLoader\n"

@@ -12,11 +12,11 @@ from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import argument
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loader_args import _TQDM, Path
-from .loader_facts import loader_facts, walked_every_epoch_elsewhere
-from .project_iterations import packed_sampler_walked_every_epoch, sampler_walked_every_epoch
-from .loader_sites import LoaderSite, _method_class
-from .sampler_facts import (
+from ...facts.dataloader.loader_args import _TQDM, Path
+from ...facts.dataloader.loader_facts import loader_facts, walked_every_epoch_elsewhere
+from ...facts.dataloader.project_iterations import packed_sampler_walked_every_epoch, sampler_walked_every_epoch
+from ...facts.dataloader.loader_sites import LoaderSite, _method_class
+from ...facts.dataloader.sampler_facts import (
     Helper, Keyed, Packed, ancestors_of, another_sampler, binding_scope, bound_name, calls_in, epoch_variable, evaluates, helper_calls,
     is_builtin_call, local_defs, names_bound_to, packed_into, project_sets_epoch, returned_by, sampler_of, self_attr,
     shuffled_by_callers,

@@ -18,9 +18,9 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...analysis.scope import Scope
 from ...project.kinds import Flag
-from .bias_sources import HelperLayer, HelperLayers
-from .module_facts import Feed, Layer, ModuleFacts, module_facts
-from .module_parts import HELPER, variables
+from ...facts.layers.bias_sources import HelperLayer, HelperLayers
+from ...facts.layers.module_facts import Feed, Layer, ModuleFacts, module_facts
+from ...facts.layers.module_parts import HELPER, variables
 
 # Layer -> (BatchNorm dimensions it matches, position of ``bias``).
 _SOURCES: Dict[str, Tuple[int, int]] = {

@@ -20,13 +20,13 @@ from ...project.forms import dotted as ast_dotted
 from ...project.values import engine_for
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ..training.loop_training import loops_may_train
-from ..training.loops import training_facts
-from ..training.screens import could_have_training_loop, loop_calls_step_by_name
-from .entry_scripts import entry_scripts_decide
-from .module_parts import walk_scoped
-from .script_settings import insert_after_imports, is_entry_script, training_receivers
-from .trained_models import ModelBuild, class_trains, model_builds
+from ...facts.training.loop_training import loops_may_train
+from ...facts.training.loops import training_facts
+from ...facts.training.screens import could_have_training_loop, loop_calls_step_by_name
+from ...facts.layers.entry_scripts import entry_scripts_decide
+from ...facts.layers.module_parts import walk_scoped
+from ...facts.layers.script_settings import insert_after_imports, is_entry_script, training_receivers
+from ...facts.layers.trained_models import ModelBuild, class_trains, model_builds
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex

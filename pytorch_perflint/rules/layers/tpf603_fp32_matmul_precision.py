@@ -16,13 +16,13 @@ from ...context import FileContext
 from ...finding import NodeFix
 from ...rule import Invalid, Rule, Valid
 from ...types import Applicability
-from ..training.classifiers import last_name
-from ..training.precision import chooses_precision
-from ..training.screens import could_have_training_loop
-from ..training.test_code import in_test_code
-from .module_parts import Visited, walk_scoped
-from .script_settings import insert_after_imports, is_entry_script, training_receivers
-from .trained_models import model_builds
+from ...facts.training.classifiers import last_name
+from ...facts.training.precision import chooses_precision
+from ...facts.training.screens import could_have_training_loop
+from ...facts.training.test_code import in_test_code
+from ...facts.layers.module_parts import Visited, walk_scoped
+from ...facts.layers.script_settings import insert_after_imports, is_entry_script, training_receivers
+from ...facts.layers.trained_models import model_builds
 
 # Methods that return the module they are called on (`Net().cuda().train()` is still it).
 _MODEL_METHODS = frozenset(("to", "cuda", "train", "eval", "float", "requires_grad_", "to_empty"))

@@ -1,1 +1,2 @@
-"""The parallel rule family: its rules (``tpfNNN_*.py``) and the facts only they use."""
+"""The parallel rule family: one module per rule (``tpfNNN_*.py``); what they ask lives in
+``facts/parallel/`` and the value engine (``project/``)."""

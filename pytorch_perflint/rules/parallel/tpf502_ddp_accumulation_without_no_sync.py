@@ -14,10 +14,10 @@ from ...analysis.walk import child_nodes
 from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ..training.classifiers import BACKWARD_ATTRS, is_backward_call, is_optimizer_step, last_name, method_name
-from ..training.loops import loop_bound_names, training_facts, walk
-from ..training.test_code import in_test_code
-from .ddp_callers import passed_ddp_model
+from ...facts.training.classifiers import BACKWARD_ATTRS, is_backward_call, is_optimizer_step, last_name, method_name
+from ...facts.training.loops import loop_bound_names, training_facts, walk
+from ...facts.training.test_code import in_test_code
+from ...facts.parallel.ddp_callers import passed_ddp_model
 
 if TYPE_CHECKING:
     from ...project.index import ProjectIndex

@@ -1,1 +1,2 @@
-"""The tensors rule family: its rules (``tpfNNN_*.py``) and the facts only they use."""
+"""The tensors rule family: one module per rule (``tpfNNN_*.py``); what they ask lives in
+``facts/tensors/`` and the value engine (``project/``)."""

@@ -14,7 +14,7 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...project.kinds import Array, TensorType
 from ...project.values import engine_for
-from .screens import names_a_constructor, numpy_copy_candidates, numpy_copy_candidates_without
+from ...facts.tensors.screens import names_a_constructor, numpy_copy_candidates, numpy_copy_candidates_without
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex

@@ -15,9 +15,9 @@ from ...analysis.values import literal_value
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...finding import NodeFix, Replacement
-from .device_targets import device_target
-from .host_tensors import HostTensor, host_tensor
-from .move_screens import create_then_move_candidates
+from ...facts.tensors.device_targets import device_target
+from ...facts.tensors.host_tensors import HostTensor, host_tensor
+from ...facts.tensors.move_screens import create_then_move_candidates
 
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})

@@ -1,1 +1,2 @@
-"""The training rule family: its rules (``tpfNNN_*.py``) and the facts only they use."""
+"""The training rule family: one module per rule (``tpfNNN_*.py``); what they ask lives in
+``facts/training/`` and the value engine (``project/``)."""

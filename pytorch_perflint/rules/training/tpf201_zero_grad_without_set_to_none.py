@@ -14,9 +14,9 @@ from ...analysis.values import literal_value
 from ...context import FileContext
 from ...rule import Invalid, Rule, Valid
 from ...types import Applicability
-from .gradients import grad_attribute, writes_into_grads
-from .screens import could_zero_grads
-from .test_code import in_test_code
+from ...facts.training.gradients import grad_attribute, writes_into_grads
+from ...facts.training.screens import could_zero_grads
+from ...facts.training.test_code import in_test_code
 
 _OLD = {"target-torch-version": "1.13"}
 _CUDA_GRAPHS = re.compile(r"CUDAGraph|cuda\.graph\(|cudagraph|graphed_callables|reduce-overhead|capture_begin")

@@ -12,19 +12,19 @@ from ...project.resolution import Definition
 from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .classifiers import callee_key, last_name, method_name
-from .host_syncs import is_sync_call
-from .guards import guarded_between
-from .replay_loops import replay_loop_around
-from .loops import (
+from ...facts.training.classifiers import callee_key, last_name, method_name
+from ...facts.training.host_syncs import is_sync_call
+from ...facts.training.guards import guarded_between
+from ...facts.training.replay_loops import replay_loop_around
+from ...facts.training.loops import (
     loop_bound_names,
     step_loop_around,
     training_facts,
     walk,
 )
-from .screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
-from .test_code import in_test_code
-from .sync_forms import add_terms as _add_terms, formats as _formats, formatted_values as _formatted_values
+from ...facts.training.screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
+from ...facts.training.test_code import in_test_code
+from ...facts.training.sync_forms import add_terms as _add_terms, formats as _formats, formatted_values as _formatted_values
 
 _CONVERSIONS = frozenset({"float", "int", "bool"})
 # torch functions whose result is a tensor that float()/int() would sync on.

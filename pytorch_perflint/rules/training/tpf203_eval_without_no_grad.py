@@ -11,12 +11,12 @@ import libcst as cst
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...project.values import MAX_SCANNED_MODULES
-from .eval_callers import definition_evaluated_by_callers, method_evaluated_by_callers
-from .eval_helper_screens import could_evaluate_through_helpers
-from .eval_names import MODEL_PARAM, called_in_text, is_eval_function_name
-from .no_grad import SELF_LAYER, evaluation_loops
-from .screens import could_evaluate_without_no_grad
-from .test_code import in_test_code
+from ...facts.training.eval_callers import definition_evaluated_by_callers, method_evaluated_by_callers
+from ...facts.training.eval_helper_screens import could_evaluate_through_helpers
+from ...facts.training.eval_names import MODEL_PARAM, called_in_text, is_eval_function_name
+from ...facts.training.no_grad import SELF_LAYER, evaluation_loops
+from ...facts.training.screens import could_evaluate_without_no_grad
+from ...facts.training.test_code import in_test_code
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex

@@ -13,11 +13,11 @@ from ...analysis.calls import argument
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .classifiers import is_backward_call, is_optimizer_step, method_name
-from .guards import guarded_between
-from .loops import training_facts, walk
-from .screens import calls_training_step
-from .test_code import enclosing_function, in_test_code
+from ...facts.training.classifiers import is_backward_call, is_optimizer_step, method_name
+from ...facts.training.guards import guarded_between
+from ...facts.training.loops import training_facts, walk
+from ...facts.training.screens import calls_training_step
+from ...facts.training.test_code import enclosing_function, in_test_code
 
 _ANOMALY_SWITCH = "torch.autograd.set_detect_anomaly"
 _ANOMALY_CONTEXT = "torch.autograd.detect_anomaly"

@@ -10,7 +10,7 @@ import libcst as cst
 from ...project.values import engine_for
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .graph_values import (
+from ...facts.training.graph_values import (
     GraphValues,
     backpropagated,
     class_of_instance,
@@ -19,11 +19,11 @@ from .graph_values import (
     meter_keeps_values,
     rebound_in_loop,
 )
-from .loop_training import loops_may_train
-from .loops import training_facts
-from .no_grad import under_no_grad
-from .screens import could_have_training_loop, could_train_text, loop_calls_step_by_name
-from .test_code import in_test_code
+from ...facts.training.loop_training import loops_may_train
+from ...facts.training.loops import training_facts
+from ...facts.training.no_grad import under_no_grad
+from ...facts.training.screens import could_have_training_loop, could_train_text, loop_calls_step_by_name
+from ...facts.training.test_code import in_test_code
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex

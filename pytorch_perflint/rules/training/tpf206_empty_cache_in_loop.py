@@ -14,12 +14,12 @@ from ...project.allocator_calls import EMPTY_CACHE
 from ...project.call_values import empties_cache_every_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .classifiers import last_name
-from .guards import guarded_between
-from .loops import step_loop_around
-from .inference_loops import evaluation_loop_around
-from .cache_calls import answer_loop_question, could_empty_in_loops, loop_calls, loop_question, objects_asked
-from .test_code import in_test_code
+from ...facts.training.classifiers import last_name
+from ...facts.training.guards import guarded_between
+from ...facts.training.loops import step_loop_around
+from ...facts.training.inference_loops import evaluation_loop_around
+from ...facts.training.cache_calls import answer_loop_question, could_empty_in_loops, loop_calls, loop_question, objects_asked
+from ...facts.training.test_code import in_test_code
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex

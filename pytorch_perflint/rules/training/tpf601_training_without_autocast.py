@@ -9,9 +9,9 @@ import libcst as cst
 
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from .loops import training_facts
-from .precision import chooses_precision
-from .screens import could_have_training_loop
+from ...facts.training.loops import training_facts
+from ...facts.training.precision import chooses_precision
+from ...facts.training.screens import could_have_training_loop
 
 _LOOP = (
     "import torch\nmodel = Net().cuda()\nfor x, y in loader:\n    loss = crit(model(x.cuda()), y.cuda())\n"

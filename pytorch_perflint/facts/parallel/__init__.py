@@ -1,0 +1,1 @@
+"""Facts of the parallel rules' code, read on the linted file: who calls a DDP-wrapped model and how."""
