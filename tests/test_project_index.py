@@ -502,3 +502,23 @@ def test_a_linted_text_equal_to_the_file_keeps_the_import_graph(project):
     project.summary(train, source="import helpers\n")  # other imports: the graph is rebuilt
     assert project.import_graph() is not graph
     assert project.imported_modules(train) == {str(root / "helpers.py")}
+
+
+def test_uses_through_star_imports_depend_only_on_the_texts_that_spell_the_name(tmp_path):
+    """``star_uses`` reads the texts of the modules that spell the name, noted with the word,
+    not every module's text: a comment in a module every other imports (the issue-25 comment
+    edit) must leave a cached answer that asked it valid."""
+    from pytorch_perflint.project.index import TEXT_OF, TEXTS_NAMING
+
+    index = index_of(tmp_path, {
+        "helpers.py": "def evaluate(model, loader):\n    return [model(x) for x in loader]\n",
+        "knobs.py": "DEVICE = 'cuda'\n",
+        "main.py": "import knobs\nfrom helpers import *\n\nevaluate(net, data)\n",
+        "other.py": "import knobs\nfrom helpers import *\n\nprint(knobs.DEVICE)\n",
+    })
+    with index.recording() as used:
+        found = index.star_uses("evaluate", os.path.abspath(tmp_path / "helpers.py"))
+    assert [os.path.basename(path) for path, _ in found] == ["main.py"]
+    texts = {os.path.basename(u[len(TEXT_OF):]) for u in used if u.startswith(TEXT_OF)}
+    assert texts == {"main.py"}  # not knobs.py, not other.py: they do not spell the name
+    assert TEXTS_NAMING + "evaluate" in used

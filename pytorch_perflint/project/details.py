@@ -86,8 +86,12 @@ class Details:
         looks only for the names a module binds itself); ``skip``: the defining module."""
         out = []
         for path in sorted(self.import_graph()):  # type: ignore[attr-defined]
-            text = self.text(path)  # type: ignore[attr-defined]
-            if path == skip or text is None or name not in text:
+            if path == skip:
+                continue
+            # The texts that spell the name, noted with the word: an edit elsewhere (a comment
+            # in a module every other imports) leaves the answer valid.
+            text = self.text_naming(path, name)  # type: ignore[attr-defined]
+            if text is None:
                 continue
             summary = self.summary(path)  # type: ignore[attr-defined]
             if not summary.ok or not any(r.star and r.module_scope for r in summary.imports):
