@@ -509,6 +509,24 @@ SHADOWED = {
                     data = data.to(device)
             later = data.DataLoader(Frames(), batch_size=4, num_workers=2)
     """,
+    # An entry script whose own code selects nothing, importing a module that does: its
+    # `__main__` block is the program, and shares the imported module's accelerator.
+    "gpu_helpers.py": """
+        import torch
+
+        def to_gpu(x):
+            return x.cuda()
+    """,
+    "launch.py": """
+        from torch.utils.data import DataLoader
+        from gpu_helpers import to_gpu
+        from prep.frames import Frames
+
+        if __name__ == "__main__":
+            loader = DataLoader(Frames(), batch_size=4, num_workers=2)  #! TPF102
+            for batch in loader:
+                to_gpu(batch)
+    """,
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 
 import libcst as cst
 
@@ -115,11 +116,22 @@ class DataloaderNoPinMemory(Rule):
 
     def _cpu_preview(self) -> bool:
         """Under the module's `__main__` guard, with no accelerator selected by the module
-        itself: it runs as a standalone script, which RULES.md keeps CPU-only."""
+        itself or a project module it imports: it runs as a standalone script, which
+        RULES.md keeps CPU-only (the modules that import it do not run then; an entry
+        script and the modules it imports share the fact)."""
         project = self.context.project
         if project is None or not any(isinstance(a, cst.If) and _main_guard(a.test) for a in self.context.ancestors):
             return False
-        return project.summary(self.context.path).accelerator is None
+        seen = {os.path.abspath(self.context.path)}
+        frontier = list(seen)
+        while frontier:
+            module = frontier.pop()
+            if project.summary(module).accelerator is not None:
+                return False
+            fresh = project.imported_modules(module) - seen
+            seen |= fresh
+            frontier.extend(fresh)
+        return True
 
 
 def _main_guard(test: cst.BaseExpression) -> bool:
