@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar
 
@@ -19,6 +18,7 @@ from .codec import serialisable
 from .forms import Attr, BinOp, Call, Either, Form, FormBuilder, Item, Ref, Seq, Unknown
 from .forms import Dict as DictForm
 from .statements import read_scope
+from .summarizer import parse_tree
 from .summary import Attribute, Binding, ModuleSummary
 
 if TYPE_CHECKING:
@@ -151,14 +151,14 @@ def _located(text: str, line: int, end_line: int, name: str, want_class: bool) -
         # than renumbering every node of a long function afterwards).
         padding = "\n" * max(0, line - 1 - indented)
         segment = padding + ("if 1:\n" if indented else "") + "".join(lines)
-        tree = _parse(segment)
+        tree = parse_tree(segment)
         if tree is not None and tree.body:
             node = tree.body[0].body[0] if indented and isinstance(tree.body[0], ast.If) else tree.body[0]
             if isinstance(node, kinds) and node.name == name:  # type: ignore[attr-defined]
                 if node.lineno != line:
                     ast.increment_lineno(node, line - node.lineno)
                 return node
-    tree = _parse(text)
+    tree = parse_tree(text)
     if tree is None:
         return None
     for node in ast.walk(tree):
@@ -173,15 +173,6 @@ def _lines(text: str) -> Tuple[str, ...]:
     locates many functions of one large module in a row; splitting it each time cost
     more than parsing the function)."""
     return tuple(text.splitlines(keepends=True))
-
-
-def _parse(text: str) -> Optional[ast.Module]:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def memoised_body(engine: "ValueEngine", definition: "Definition", tag: str, read: Callable[[ast.AST, ModuleSummary], R]) -> Optional[R]:

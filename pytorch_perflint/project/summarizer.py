@@ -70,6 +70,12 @@ def parse(source: str, filename: str = "<unknown>") -> Tuple[Optional[ast.Module
         return None, f"cannot parse: {type(error).__name__}: {error}"
 
 
+def parse_tree(source: str) -> Optional[ast.Module]:
+    """``parse``'s tree alone (None for a text Python rejects): for a module's text or a
+    segment of it read again on demand."""
+    return parse(source)[0]
+
+
 def summarize(
     tree: Optional[ast.Module],
     source: str,

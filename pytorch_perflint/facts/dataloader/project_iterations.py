@@ -16,11 +16,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ...project import ProjectIndex
 from ...project.forms import dotted
+from ...project.summarizer import parse_tree
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -54,7 +54,7 @@ def iterated_every_epoch(
         text = index.text(caller_path)
         if unless_text is not None and (text is None or _mentions(index, caller_path, text, unless_text)):
             continue
-        tree = _parse(text) if text is not None else None
+        tree = parse_tree(text) if text is not None else None
         body = _scope_body(tree, site.caller) if tree is not None else None
         walker = _Walker(index, caller_path, unless_text, unless_name)
         if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name, walker):
@@ -124,7 +124,7 @@ class _Walker:
         text = self.index.text(found.path)
         if text is None or (self.unless_text is not None and self.unless_text in text):
             return False
-        tree = _parse(text)
+        tree = parse_tree(text)
         function = next(
             (s for s in tree.body if type(s) is ast.FunctionDef and s.name == found.function.name and s.lineno == found.function.line),
             None,
@@ -162,15 +162,6 @@ def _mentions(index: ProjectIndex, path: str, text: str, word: str) -> bool:
         if other is None or word in other:
             return True
     return False
-
-
-def _parse(text: str) -> Optional[ast.Module]:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _scope_body(tree: ast.Module, caller: str) -> Optional[List[ast.stmt]]:
@@ -346,7 +337,7 @@ def _results_bound_once(
         text = index.text(caller_path)
         if text is None or _mentions(index, caller_path, text, unless_text):
             continue
-        tree = _parse(text)
+        tree = parse_tree(text)
         body = _scope_body(tree, site.caller) if tree is not None else None
         assign = _assignment(body, site.line, site.callee) if body is not None else None
         if assign is None or type(assign.targets[0]) is not ast.Name or not _bound_once(body, assign.targets[0].id):  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from ...project.summarizer import parse_tree
 from ...project.values import engine_for
 from ...rule import Invalid, Rule
 from ...types import Applicability
@@ -30,13 +31,6 @@ if TYPE_CHECKING:
 
 _SETUP = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
 _LOOP = "for x, y in loader:\n    loss = F.cross_entropy(model(x), y)\n    loss.backward()\n    opt.step()\n"
-
-
-def _parse(text: str) -> Optional[ast.Module]:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
 
 
 class LossAccumulatedWithGraph(Rule):
@@ -319,7 +313,7 @@ class LossAccumulatedWithGraph(Rule):
             return
         if kind == "meter":
             cls = class_of_instance(self.context, initial, ancestors)
-            if cls is None or not meter_keeps_values(self.context, cls, _parse):
+            if cls is None or not meter_keeps_values(self.context, cls, parse_tree):
                 return
         elif not is_fresh_accumulator(self.context, initial, kind, ancestors):
             return
