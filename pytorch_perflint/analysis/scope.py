@@ -400,10 +400,16 @@ def build_scope(node: ScopeNode, parent: Optional[Scope]) -> Scope:
 
 def target_names(target: cst.BaseExpression) -> Iterator[str]:
     """The plain names an assignment or loop target binds (``a``, ``(a, [b, *c])``)."""
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
+    return (leaf.value for leaf, _ in target_leaves(target) if isinstance(leaf, cst.Name))
+
+
+def target_leaves(target: cst.BaseExpression) -> Iterator[Tuple[cst.BaseExpression, bool]]:
+    """The targets an assignment or loop target binds, unpacked (``a``, ``self.x``, ``d[k]``
+    in ``(a, [self.x, *d[k]])``), each with whether it is bound directly (not by unpacking)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
-            yield from target_names(element.value)
+            yield from ((leaf, False) for leaf, _ in target_leaves(element.value))
     elif isinstance(target, cst.StarredElement):
-        yield from target_names(target.value)
+        yield from ((leaf, False) for leaf, _ in target_leaves(target.value))
+    else:
+        yield target, True

@@ -7,6 +7,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from ...analysis.scope import target_leaves
 from ...analysis.walk import child_nodes
 from ...context import FileContext
 from .loader_args import _LOOPS, _SCOPES, DATALOADER, LoaderArgs, Path, loader_args
@@ -195,15 +196,11 @@ def _is_next_call(call: cst.Call) -> bool:
 
 def _self_attrs(target: cst.BaseExpression) -> Iterator[Tuple[str, bool]]:
     """``self.x`` attributes a target binds, and whether directly (not by unpacking)."""
-    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-        yield target.attr.value, True
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            for attr, _ in _self_attrs(element.value):
-                yield attr, False
-    elif isinstance(target, cst.StarredElement):
-        for attr, _ in _self_attrs(target.value):
-            yield attr, False
+    return (
+        (leaf.attr.value, direct)
+        for leaf, direct in target_leaves(target)
+        if isinstance(leaf, cst.Attribute) and isinstance(leaf.value, cst.Name) and leaf.value.value == "self"
+    )
 
 
 def _enclosing_function(path: Path) -> Optional[cst.FunctionDef]:

@@ -20,7 +20,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import dotted_name
+from ...analysis.scope import dotted_name, target_leaves
 from ...context import FileContext
 from ...project.autograd_values import KEEPS_GRAPH, LOSS_CLASS, is_loss_function
 from ...project.kinds import GraphTensor
@@ -205,15 +205,8 @@ def _bound_values(scope, name: str) -> List[Optional[cst.BaseExpression]]:
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[Tuple[str, bool]]:
-    if isinstance(target, cst.Name):
-        yield target.value, True
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            for name, _ in _target_names(element.value):
-                yield name, False
-    elif isinstance(target, cst.StarredElement):
-        for name, _ in _target_names(target.value):
-            yield name, False
+    """The plain names a target binds, and whether directly (not by unpacking)."""
+    return ((leaf.value, direct) for leaf, direct in target_leaves(target) if isinstance(leaf, cst.Name))
 
 
 # -- accumulators ------------------------------------------------------------------------
