@@ -14,6 +14,7 @@ from pytorch_perflint import runner
 from pytorch_perflint.config import load_settings
 
 from project_tree import write_project
+from test_tensors_project import _marked
 
 MARK = "#!"
 
@@ -28,14 +29,6 @@ def _findings(root: Path, files: Mapping[str, str], code: str) -> List[Tuple[str
         for d in result.diagnostics
         if d.code == code
     )
-
-
-def _marked(files: Mapping[str, str]) -> List[Tuple[str, int]]:
-    out = []
-    for name, source in files.items():
-        lines = textwrap.dedent(source).lstrip("\n").splitlines()
-        out += [(name, row) for row, line in enumerate(lines, start=1) if line.rstrip().endswith(MARK)]
-    return sorted(out)
 
 
 # -- 1. a config object: class attributes, `__init__`, a module-level instance ----------------
