@@ -405,6 +405,26 @@ class ProjectIndex(Details):
             return True
         return path in self._sharing_set(path)
 
+    def selects_through_imports(self, path: Union[str, Path]) -> bool:
+        """``path`` or a project module it imports (directly or through others) selects an
+        accelerator: what the module runs on when it runs as a script (its ``__main__``
+        block), since the modules that import it do not run then."""
+        path = os.path.abspath(path)
+        if self.summary(path).accelerator is not None:
+            return True
+        graph, selecting = self._built()
+        with self._graph_reads():
+            stack = list(graph[path] if path in graph else self.imported_modules(path))
+            seen = set(stack)
+            while stack:
+                module = stack.pop()
+                if module in selecting:
+                    return True
+                fresh = graph.get(module, frozenset()) - seen
+                seen |= fresh
+                stack.extend(fresh)
+        return False
+
     def accelerator_evidence(self, path: Union[str, Path]) -> Optional[Tuple[str, Evidence]]:
         """A module that makes ``path`` run on an accelerator and where it selects one (for
         messages); None when ``path`` does not run on one by the project's code."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 
 import libcst as cst
 
@@ -122,16 +121,7 @@ class DataloaderNoPinMemory(Rule):
         project = self.context.project
         if project is None or not any(isinstance(a, cst.If) and _main_guard(a.test) for a in self.context.ancestors):
             return False
-        seen = {os.path.abspath(self.context.path)}
-        frontier = list(seen)
-        while frontier:
-            module = frontier.pop()
-            if project.summary(module).accelerator is not None:
-                return False
-            fresh = project.imported_modules(module) - seen
-            seen |= fresh
-            frontier.extend(fresh)
-        return True
+        return not project.selects_through_imports(self.context.path)
 
 
 def _main_guard(test: cst.BaseExpression) -> bool:
