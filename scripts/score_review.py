@@ -300,10 +300,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--select", help="comma-separated rule codes: run and score only these")
     parser.add_argument("--source", type=Path, default=SOURCE,
                         help="checkout whose pytorch_perflint is run (default: this script's)")
+    parser.add_argument("--file-timeout", type=int,
+                        help="seconds a file may take (the tool's --file-timeout; on a loaded machine)")
     args = parser.parse_args(argv)
 
     repos = load_labels(args.labels)
     extra = ["--preview"] if args.preview else []
+    if args.file_timeout:
+        extra += ["--file-timeout", str(args.file_timeout)]
     if args.select:
         codes = [code.strip() for code in args.select.split(",") if code.strip()]
         repos = only_codes(repos, codes)
