@@ -15,7 +15,8 @@ stands for the kind the other bindings agree on, kept when every binding then gi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+import itertools
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .kinds import UNKNOWN, Kind, Unknown, join, join_all
 from .method_callers import public_method_sites
@@ -24,6 +25,23 @@ if TYPE_CHECKING:
     from .index import ProjectIndex
 
 IN_PROGRESS = Unknown("recursion")
+# Steps (evaluations) one outermost question may take. Answers are memoised, so a project's
+# questions take a few hundred at most; a function whose names are rebound on many ``if``
+# arms inside a loop can still make the walk over its bindings exponential: past the budget
+# the question's answer is unknown (silent), and nothing it computed after that is kept.
+MAX_STEPS = 10_000
+
+
+_TOKENS = itertools.count()
+
+
+def _token(scope: Any) -> int:
+    """A number that names ``scope`` for as long as the process lives (an ``id`` is reused
+    once a scope built for one call is freed)."""
+    token = scope.__dict__.get("_memo_token")
+    if token is None:
+        token = scope.__dict__["_memo_token"] = next(_TOKENS)
+    return token
 
 
 class Memo:
@@ -40,6 +58,29 @@ class Memo:
         self._sites: Dict[Tuple, object] = {}  # a public method's callers, per definition
         self._carried: Dict[Tuple, Kind] = {}  # loop-carried names being read -> their hypothesis
         self._proving = False
+        self._inside = False  # a question is being answered (its steps are counted)
+        self._steps = 0
+        self.max_steps = MAX_STEPS
+        self._exhausted = False
+        self._tangled: Set[int] = set()  # scopes where a question ran out of steps
+
+    def _question(self, ask: Callable[[], Kind], scope: Any = None) -> Kind:
+        """``ask()`` as one outermost question, with its own budget of ``MAX_STEPS``; a
+        question read in a ``scope`` where one ran out is unknown at once (the scope's
+        names are too tangled to follow: the next question would run out the same way)."""
+        if self._inside:
+            return ask()
+        self._fresh()
+        self._steps, self._exhausted = 0, False
+        if scope is not None and _token(scope) in self._tangled:
+            return UNKNOWN
+        self._inside = True
+        try:
+            return ask()
+        finally:
+            self._inside = False
+            if self._exhausted and scope is not None:
+                self._tangled.add(_token(scope))
 
     def _fresh(self) -> None:
         generation = getattr(self.index, "generation", 0)
@@ -47,6 +88,7 @@ class Memo:
             self._memo.clear()
             self._scopes.clear()
             self._sites.clear()
+            self._tangled.clear()
             self._generation = generation
 
     def _public_sites(self, definition) -> object:
@@ -84,7 +126,10 @@ class Memo:
             if guess is not None and type(kind) is Unknown and key in self._reentered:
                 kind = self._prove(key, guess, mark, compute)
         self._reentered.discard(key)
-        self._memo[key] = (kind, frozenset(used))
+        if self._exhausted and self._inside:  # cut short by the budget: not the answer
+            del self._memo[key]
+        else:
+            self._memo[key] = (kind, frozenset(used))
         return kind
 
     def _prove(self, key: Tuple, guess: Kind, mark: int, compute: Callable[[], Kind]) -> Kind:

@@ -121,8 +121,15 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
 
     # -- evaluation ----------------------------------------------------------------------------
     def _eval(self, form: object, where: Where, depth: int) -> Kind:
+        if depth == 0 and not self._inside:
+            return self._question(lambda: self._eval(form, where, 0), where.scope)
         if depth > MAX_DEPTH:
             return UNKNOWN
+        if self._inside:
+            self._steps += 1
+            if self._steps > self.max_steps:
+                self._exhausted = True
+                return UNKNOWN
         kind = type(form)
         if kind is Ref:
             return self._ref(form, where, depth)  # type: ignore[arg-type]
@@ -443,6 +450,8 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         method inherited from a base read with ``self`` the object ``this`` it is called on."""
         if self.index is None or definition.function is None or depth > MAX_DEPTH:
             return UNKNOWN
+        if depth == 0 and not self._inside:
+            return self._question(lambda: self.returns(definition, 0, this))
         key = ("returns", definition.path, definition.name, definition.function.line, this)
         return self._memoised(key, lambda: self._returns(definition, depth, this))
 
