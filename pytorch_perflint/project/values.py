@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Tuple
 
 from . import autograd_values as autograd, choices, library_values as library, loader_values as loaders
+from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
@@ -387,8 +388,8 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
 
     def _call_callable(self, callee: ProjectCallable, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         definition = callee.definition
-        if definition.kind == "class":
-            return Instance(definition)
+        if definition.kind == "class":  # a project subclass of DataLoader: the loader it builds
+            return subclass_loader(self, definition, form, where, depth) or Instance(definition)
         return self._passed_through(definition, form, where, depth)
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
