@@ -45,6 +45,7 @@ from .kinds import (
 )
 from .choices import choose
 from .library_values import literal
+from .loader_options import accelerator_arm
 from .scopes import PASSED, Comprehension
 
 Evaluate = Callable[[Form], Kind]
@@ -363,6 +364,10 @@ class LoaderFlow:
         entries = scope.entries.get(form.name) if type(form) is Ref and scope is not None else None  # type: ignore[union-attr]
         if entries and len(entries) == 1 and type(entries[0].form) is DictForm:
             return written(scope, form.name)  # type: ignore[union-attr]  # its writes (or a call handed it) are read too
+        arm = accelerator_arm(scope, form.name) if entries else None  # type: ignore[union-attr]
+        if arm is not None:  # `{...} if cuda else {}`: the accelerator's dict
+            found = options(arm, lambda value: self._eval(value, where, depth + 1))  # type: ignore[attr-defined]
+            return found if type(found) is Options else None
         kind = self._eval(form, where, depth + 1)  # type: ignore[attr-defined]
         return kind if type(kind) is Options else None  # type: ignore[return-value]
 
