@@ -472,7 +472,7 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             return found  # `MODELS[name]`: one of the registered definitions
         known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         if known is None and (table := dict_display(form.value, where, self.index)) is not None:  # `models[name]`
-            known = join_all([self._eval(entry, table[1], depth + 1) for entry in candidates(table[0], index)])
+            known = choices.choose([self._eval(entry, table[1], depth + 1) for entry in candidates(table[0], index)])  # one of them
         return UNKNOWN if known is None else known
 
     def _element(self, iterable: Kind, depth: int = 0) -> Kind:
