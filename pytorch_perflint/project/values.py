@@ -353,7 +353,7 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             owner = func.value.name[: -len(".__dict__")]
             return self.models.call_by_name(owner, func.index, where, depth)
         if type(func) is Item and (table := dict_display(func.value, where, self.index)) is not None:  # `models[name](...)`
-            return join_all([self._call_kind(self._eval(e, table[1], depth + 1), depth, form, where) for e in candidates(table[0], func.index)])
+            return choices.choose([self._call_kind(self._eval(e, table[1], depth + 1), depth, form, where) for e in candidates(table[0], func.index)])
         return UNKNOWN
 
     _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
