@@ -320,8 +320,8 @@ class LoaderFlow:
         None when ``func`` is none of them."""
         qualname = func.qualname
 
-        def evaluate(arg: Form) -> Kind:
-            return self._eval(arg, where, depth + 1)  # type: ignore[attr-defined]
+        def evaluate(arg: Form) -> Kind:  # a literal needs no flow: known however deep the read
+            return literal(arg.value) if type(arg) is Lit else self._eval(arg, where, depth + 1)  # type: ignore[attr-defined,union-attr]
 
         if qualname == DATALOADER:
             return loader(form, evaluate, lambda item: self._spread(item, where, depth), self._storage)
