@@ -117,3 +117,30 @@ def test_project_dataloader_subclasses_are_read_as_the_loaders_they_build(tmp_pa
     assert found.get("TPF102") == {("train.py", 14), ("train.py", 15), ("train.py", 17), ("train.py", 19)}
     # FixedDataLoader pins whatever it is given: its batches are pinned; ClipDataLoader's are not
     assert found.get("TPF104") == {("train.py", 26)}
+
+
+def test_a_subclass_over_an_unsharded_stream_says_so_and_offers_no_fix(tmp_path):
+    files = {
+        "pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF101"]\n',
+        "feed.py": '''
+            import torch
+            from torch.utils.data import DataLoader, IterableDataset
+
+
+            class LineStream(IterableDataset):
+                def __iter__(self):
+                    return iter(range(100))
+
+
+            class StreamDataLoader(DataLoader):
+                def __init__(self, *args, **kwargs):
+                    super().__init__(*args, **kwargs)
+
+
+            loader = StreamDataLoader(LineStream(), batch_size=8)
+        ''',
+    }
+    root = write_project(tmp_path / "s", files)
+    results, _ = runner.run([root / "feed.py"], load_settings([root]), jobs=1)
+    (found,) = [d for r in results for d in r.diagnostics]
+    assert found.location.row == 15 and "IterableDataset" in found.message and found.fix is None
