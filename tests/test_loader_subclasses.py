@@ -69,6 +69,15 @@ PROJECT = {
                     yield batch
 
 
+        class DefaultsDataLoader(tud.DataLoader):
+            """Changes what it forwards: not known."""
+
+            def __init__(self, *args, **kwargs):
+                kwargs.setdefault("num_workers", 4)
+                kwargs["pin_memory"] = True
+                super().__init__(*args, **kwargs)
+
+
         class FixedDataLoader(tud.DataLoader):
             """Its own worker count, whatever the caller passes."""
 
@@ -80,7 +89,7 @@ PROJECT = {
 
         import torch
 
-        from speech.loading import ClipDataLoader, FastGraphDataLoader, FixedDataLoader, GraphDataLoader, StreamDataLoader
+        from speech.loading import ClipDataLoader, DefaultsDataLoader, FastGraphDataLoader, FixedDataLoader, GraphDataLoader, StreamDataLoader
 
         parser = argparse.ArgumentParser()
         parser.add_argument("--workers", type=int, default=0)
@@ -98,6 +107,7 @@ PROJECT = {
             stream = StreamDataLoader(train_set, batch_size=4)
             fixed = FixedDataLoader(train_set, batch_size=4)
             unknown = ClipDataLoader(*parts)
+            defaults = DefaultsDataLoader(train_set)
             for x in train:
                 x = x.to(device)
             for x in fixed:
@@ -116,7 +126,7 @@ def test_project_dataloader_subclasses_are_read_as_the_loaders_they_build(tmp_pa
     # through *args, keyword through **kwargs), nor one the class sets itself
     assert found.get("TPF102") == {("train.py", 14), ("train.py", 15), ("train.py", 17), ("train.py", 19)}
     # FixedDataLoader pins whatever it is given: its batches are pinned; ClipDataLoader's are not
-    assert found.get("TPF104") == {("train.py", 26)}
+    assert found.get("TPF104") == {("train.py", 27)}
 
 
 def test_a_subclass_over_an_unsharded_stream_says_so_and_offers_no_fix(tmp_path):

@@ -15,8 +15,9 @@ constructor exactly once (``super().__init__(...)``, ``super(C, self).__init__(.
 
 A constructor that also sets ``self.x`` may change how batches are made (``self.collate_fn =
 ...``): the loader's ``collate_fn`` is then not known. Anything else (two bases, a second
-``super().__init__``, ``*args`` the constructor does not take as its own) is not followed and
-the object stays an instance of its class (rules stay silent).
+``super().__init__``, ``*args`` the constructor does not take as its own, ``*args`` or
+``**kwargs`` read or changed anywhere but in that call: ``kwargs.setdefault(...)``) is not
+followed and the object stays an instance of its class (rules stay silent).
 """
 
 from __future__ import annotations
@@ -116,6 +117,9 @@ def _forwarded(engine: Any, init: Definition, scope: Any, node: ast.AST, passed:
     if len(calls) != 1:
         return None
     call = calls[0]
+    for rest in filter(None, (_vararg(params), _kwarg(params))):  # `kwargs.pop(...)`, `kwargs["k"] = v`: changed
+        if sum(1 for n in ast.walk(node) if type(n) is ast.Name and n.id == rest) != sum(1 for n in ast.walk(call) if type(n) is ast.Name and n.id == rest):
+            return None
     bound = _bind(engine, init, params, passed)
     if bound is None:
         return None
