@@ -147,3 +147,14 @@ def test_a_registry_used_otherwise_leaves_the_callers_unknown(tmp_path):
     _coaches(tmp_path, "items", "classes = list(COACHES.values())", False)
     # an item called with another (unpinned) loader: the callers disagree
     _coaches(tmp_path, "other", "COACHES['fast'](net, DataLoader(data), 'cuda').epoch()", False)
+
+
+def test_a_registry_imported_under_another_name_leaves_the_callers_unknown(tmp_path):
+    files = {
+        "pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF104"]\n',
+        "coaches.py": COACHES.replace("{mark}", ""),
+        "run.py": RUN.replace("{extra}", ""),
+        "other.py": "from coaches import COACHES as TABLE\n\n\ndef again(net):\n    return TABLE['fast'](net, [], 'cpu')\n",
+    }
+    root = write_project(tmp_path / "alias", files)
+    assert "TPF104" not in _findings(root)

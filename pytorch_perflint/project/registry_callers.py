@@ -39,6 +39,8 @@ def registry_calls(resolution: "Resolution", path: str, site: CallSite) -> Optio
     if len(holders) != 1 or holders[0].mutated:
         return None
     registry = holders[0].name
+    if _aliased(index, registry):
+        return None  # `from m import REG as R`: its uses under that name are not read
     out: List["Site"] = []
     for use_path, use in resolution._uses_of(registry):
         if use.callee == f"{registry}.keys" and use.called:
@@ -50,6 +52,17 @@ def registry_calls(resolution: "Resolution", path: str, site: CallSite) -> Optio
             return None
         out.extend((use_path, call) for call in calls)
     return out
+
+
+def _aliased(index, registry: str) -> bool:
+    """Some module imports the registry under another name."""
+    for path in sorted(index.module_paths()):
+        if index.text_naming(path, registry) is None:
+            continue
+        for record in index.summary(path).imports:
+            if record.name == registry and record.asname not in (None, registry):
+                return True
+    return False
 
 
 def _item_calls(index, path: str, use: CallSite, registry: str) -> Optional[List[CallSite]]:
