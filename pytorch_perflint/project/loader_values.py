@@ -45,6 +45,7 @@ from .kinds import (
 )
 from .choices import choose
 from .library_values import literal
+from .loader_options import accelerator_arm
 from .scopes import PASSED, Comprehension
 
 Evaluate = Callable[[Form], Kind]
@@ -319,8 +320,8 @@ class LoaderFlow:
         None when ``func`` is none of them."""
         qualname = func.qualname
 
-        def evaluate(arg: Form) -> Kind:
-            return self._eval(arg, where, depth + 1)  # type: ignore[attr-defined]
+        def evaluate(arg: Form) -> Kind:  # a literal needs no flow: known however deep the read
+            return literal(arg.value) if type(arg) is Lit else self._eval(arg, where, depth + 1)  # type: ignore[attr-defined,union-attr]
 
         if qualname == DATALOADER:
             return loader(form, evaluate, lambda item: self._spread(item, where, depth), self._storage)
@@ -363,6 +364,10 @@ class LoaderFlow:
         entries = scope.entries.get(form.name) if type(form) is Ref and scope is not None else None  # type: ignore[union-attr]
         if entries and len(entries) == 1 and type(entries[0].form) is DictForm:
             return written(scope, form.name)  # type: ignore[union-attr]  # its writes (or a call handed it) are read too
+        arm = accelerator_arm(scope, form.name) if entries else None  # type: ignore[union-attr]
+        if arm is not None:  # `{...} if cuda else {}`: the accelerator's dict
+            found = options(arm, lambda value: self._eval(value, where, depth + 1))  # type: ignore[attr-defined]
+            return found if type(found) is Options else None
         kind = self._eval(form, where, depth + 1)  # type: ignore[attr-defined]
         return kind if type(kind) is Options else None  # type: ignore[return-value]
 

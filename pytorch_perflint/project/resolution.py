@@ -21,6 +21,7 @@ from ..analysis.names import canonical
 from .definition import Definition  # noqa: F401 - imported from here across the project
 from .forms import Form, Ref
 from .reads import ALL_FILES
+from .registry_callers import registry_calls
 from .root import STDLIB_MODULES, Target
 from .summary import CallSite, ImportRecord, ModuleSummary, Param
 
@@ -311,8 +312,12 @@ class Resolution:
                 return None
             if found is None or found.key != definition.key:
                 continue
-            if not site.called:
-                return None  # it escapes as a value
+            if not site.called:  # it escapes as a value, unless into a registry of classes
+                more = registry_calls(self, path, site) if definition.kind == "class" else None
+                if more is None:
+                    return None
+                out.extend(more)
+                continue
             out.append((path, site))
         return tuple(out)
 

@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Tuple
 
 from . import autograd_values as autograd, choices, library_values as library, loader_values as loaders
+from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
@@ -359,7 +360,7 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             owner = func.value.name[: -len(".__dict__")]
             return self.models.call_by_name(owner, func.index, where, depth)
         if type(func) is Item and (table := dict_display(func.value, where, self.index)) is not None:  # `models[name](...)`
-            return join_all([self._call_kind(self._eval(e, table[1], depth + 1), depth, form, where) for e in candidates(table[0], func.index)])
+            return choices.choose([self._call_kind(self._eval(e, table[1], depth + 1), depth, form, where) for e in candidates(table[0], func.index)])
         return UNKNOWN
 
     _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
@@ -394,8 +395,8 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
 
     def _call_callable(self, callee: ProjectCallable, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         definition = callee.definition
-        if definition.kind == "class":
-            return Instance(definition)
+        if definition.kind == "class":  # a project subclass of DataLoader: the loader it builds
+            return subclass_loader(self, definition, form, where, depth) or Instance(definition)
         return self._passed_through(definition, form, where, depth)
 
     def _method(self, receiver: Kind, name: str, form: Call, evaluate, depth: int) -> Kind:
@@ -480,7 +481,7 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             return found  # `MODELS[name]`: one of the registered definitions
         known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         if known is None and (table := dict_display(form.value, where, self.index)) is not None:  # `models[name]`
-            known = join_all([self._eval(entry, table[1], depth + 1) for entry in candidates(table[0], index)])
+            known = choices.choose([self._eval(entry, table[1], depth + 1) for entry in candidates(table[0], index)])  # one of them
         return UNKNOWN if known is None else known
 
     def _element(self, iterable: Kind, depth: int = 0) -> Kind:

@@ -39,6 +39,7 @@ from ...analysis.calls import argument
 from ...analysis.scope import Scope, binds_below_module, dotted_name
 from ...analysis.walk import child_nodes
 from ...context import FileContext
+from ...project.kinds import Instance
 from .dataset_classes import (
     ITERABLE_DATASETS,
     SHARDING_NAMES,
@@ -100,19 +101,32 @@ def dataset_facts(context: FileContext, call: cst.Call, scope: Scope) -> Dataset
     if type(value) is cst.Name:
         value = scope.lookup_value(value.value) or value
     if type(value) is not cst.Call:
-        return _UNKNOWN
+        return DatasetFacts(in_memory=True) if _engine_in_memory(context, dataset.value) else _UNKNOWN
     if context.qualname(value.func, scope) in TENSOR_DATASETS:
         return DatasetFacts(in_memory=True)
     cls = module_class(context, value.func.value, scope) if type(value.func) is cst.Name else None
     classes = [] if cls is None else list(_class_chain(context, cls))
     stream = _stream(context, call, value.func, scope, classes)
     if cls is None:
-        return DatasetFacts(in_memory=_project_in_memory(context, value.func, scope), stream=stream)
+        in_memory = _project_in_memory(context, value.func, scope) or (stream is None and _engine_in_memory(context, dataset.value))
+        return DatasetFacts(in_memory=in_memory, stream=stream)
     handle = _held_handle(context, classes)
     if handle is not None:
         return DatasetFacts(handle=handle, stream=stream)
     in_memory = _indexes_only(context, classes) or _project_in_memory(context, value.func, scope)
     return DatasetFacts(in_memory=in_memory, stream=stream)
+
+
+def _engine_in_memory(context: FileContext, expr: cst.BaseExpression) -> bool:
+    """The value engine knows the dataset is an object made by calling a project class that
+    serves its items from memory, however it got here (``self._train_set()``, a parameter
+    every caller fills so, a helper in another module)."""
+    if context.project is None:
+        return False
+    kind = context.value_of(expr)
+    if type(kind) is not Instance or not kind.exact or kind.klass.path is None:
+        return False
+    return serves_from_memory(context.project, kind.klass.path, kind.klass.name)
 
 
 def _project_name(context: FileContext, func: cst.BaseExpression, scope: Scope) -> Optional[str]:

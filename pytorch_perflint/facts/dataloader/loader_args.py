@@ -11,6 +11,7 @@ import libcst as cst
 
 from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import MISSING, Argument, argument
+from ...analysis.scope import dotted_name
 from ...analysis.values import UNKNOWN, Lookup
 from ...context import FileContext
 from ...project.kinds import Loader
@@ -98,6 +99,39 @@ def known_loader_args(context: FileContext, call: cst.Call) -> LoaderArgs:
     )
 
 
+def project_loader(context: FileContext, call: cst.Call) -> Optional[Loader]:
+    """The loader a call of a project subclass of DataLoader builds (``AudioLoader(ds,
+    **kw)``, ``project/loader_classes.py``), None for any other call (DataLoader itself
+    included). A screen first: the class's name says ``Loader``."""
+    if context.project is None or not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return None
+    dotted = dotted_name(call.func)
+    if dotted is None or "Loader" not in dotted.rpartition(".")[2] or context.qualname(call.func) == DATALOADER:
+        return None
+    found = context.value_of(call)
+    return found if type(found) is Loader else None
+
+
+def subclass_loader_args(loader: Loader) -> LoaderArgs:
+    """What a project DataLoader subclass's call passes on to DataLoader, from the engine
+    (its own positions need not be DataLoader's). No argument has a node: the call's own
+    keyword may reach DataLoader changed, so no fix edits it."""
+
+    def read(name: str) -> Argument:
+        value = loader.argument(name)
+        if value is None:
+            return Argument(MISSING)
+        return Argument(UNKNOWN if value == "?" else ast.literal_eval(value))
+
+    return LoaderArgs(
+        dataset=Argument(UNKNOWN),
+        num_workers=read("num_workers"),
+        pin_memory=read("pin_memory"),
+        persistent_workers=read("persistent_workers"),
+        collate_fn=read("collate_fn"),
+    )
+
+
 def _changed_kwargs(call: cst.Call, source: str) -> bool:
     """Whether a ``**name`` dict of the call may gain or lose keys after it is built:
     ``name.update(...)``, ``name[key] = ...``, ``name |= ...``, or ``name`` handed to a call."""
@@ -122,6 +156,13 @@ def names_dataloader(tree: ast.Module) -> bool:
     """The ast screen of the rules that read ``DataLoader(...)`` calls (``is_dataloader``):
     every spelling of its qualified name puts ``DataLoader`` among the code's identifiers."""
     return "DataLoader" in code_identifiers(tree)
+
+
+def names_dataloader_class(tree: ast.Module) -> bool:
+    """``names_dataloader``, or a name that holds the word (``AudioDataLoader``: a project
+    subclass, ``project_loader``)."""
+    identifiers = code_identifiers(tree)
+    return "DataLoader" in identifiers or any("DataLoader" in name for name in identifiers)
 
 
 def dataset_on_device(call: cst.Call, lookup: Optional[Lookup], code_for) -> bool:

@@ -30,6 +30,7 @@ from ...context import FileContext
 from .loader_args import Path
 from .loader_sites import LoaderFacts, LoaderSiteRecorder
 from .loader_sources import LoaderSourceResolver
+from .trainer_walks import walked_by_trainer
 
 
 def loader_facts(context: FileContext) -> LoaderFacts:
@@ -46,6 +47,7 @@ def loader_facts(context: FileContext) -> LoaderFacts:
     _find_reiterated(resolver, facts)
     if context.project is not None:
         _find_reiterated_elsewhere(context, resolver, facts)
+        _find_walked_by_trainers(context, facts)
     return facts
 
 
@@ -96,6 +98,14 @@ def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResol
         if id(site.call) in facts.reiterated or not (type(workers) is int and workers > 0):
             continue
         if walked_every_epoch_elsewhere(context, facts, site.call):
+            facts.reiterated.add(id(site.call))
+
+
+def _find_walked_by_trainers(context: FileContext, facts: LoaderFacts) -> None:
+    """Loaders handed to a project trainer class that walks them every epoch
+    (``trainer_walks``); TPF103 asks their workers itself, where the engine can read them."""
+    for site in facts.sites.values():
+        if id(site.call) not in facts.reiterated and walked_by_trainer(context, site.call, site.ancestors):
             facts.reiterated.add(id(site.call))
 
 

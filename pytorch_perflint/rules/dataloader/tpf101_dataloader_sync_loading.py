@@ -14,7 +14,7 @@ from ...project.kinds import Loader
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.dataloader.datasets import dataset_facts
-from ...facts.dataloader.loader_args import is_dataloader, known_loader_args, names_dataloader
+from ...facts.dataloader.loader_args import is_dataloader, known_loader_args, names_dataloader_class, project_loader, subclass_loader_args
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 _STREAM = (
@@ -96,8 +96,8 @@ class DataloaderSyncLoading(Rule):
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code (not a docstring or a comment) names ``DataLoader``."""
-        return names_dataloader(tree)
+        """The code (not a docstring or a comment) names ``DataLoader`` or a class named so."""
+        return names_dataloader_class(tree)
 
     VALID = (
         _SETUP + "loader = DataLoader(ds, batch_size=32, num_workers=4)\n",
@@ -190,9 +190,12 @@ class DataloaderSyncLoading(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        subclass = None
         if not is_dataloader(self.context, node):
-            return
-        workers = known_loader_args(self.context, node).num_workers
+            subclass = project_loader(self.context, node)  # a project subclass of DataLoader
+            if subclass is None:
+                return
+        workers = (known_loader_args(self.context, node) if subclass is None else subclass_loader_args(subclass)).num_workers
         if not (workers.missing or (type(workers.value) is int and workers.value == 0)):
             return
         if _read_once(self.context, node):
@@ -205,6 +208,9 @@ class DataloaderSyncLoading(Rule):
             self.report(node, message=_HANDLE_MESSAGE.format(h=handle))
             return
         count = cst.Integer(str(self.context.settings.dataloader_num_workers))
+        if subclass is not None:  # a project subclass: what its call passes may be changed on the way
+            self.report(node, message=None if dataset.stream is None else _STREAM_MESSAGE.format(cls=dataset.stream, n=count.value))
+            return
         if dataset.stream is not None:  # every worker would read the whole stream
             message = _STREAM_MESSAGE.format(cls=dataset.stream, n=count.value)
             if workers.missing:

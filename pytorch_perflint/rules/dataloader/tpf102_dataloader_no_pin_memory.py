@@ -9,7 +9,7 @@ import libcst as cst
 from ...analysis.call_edits import with_argument_value, with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ...facts.dataloader.loader_args import dataset_on_device, is_dataloader, known_loader_args, names_dataloader
+from ...facts.dataloader.loader_args import dataset_on_device, is_dataloader, known_loader_args, names_dataloader_class, project_loader, subclass_loader_args
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
 
@@ -57,8 +57,8 @@ class DataloaderNoPinMemory(Rule):
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
-        """The code (not a docstring or a comment) names ``DataLoader``."""
-        return names_dataloader(tree)
+        """The code (not a docstring or a comment) names ``DataLoader`` or a class named so."""
+        return names_dataloader_class(tree)
 
     VALID = (
         _SETUP + "loader = DataLoader(ds, batch_size=32, pin_memory=True)\n",
@@ -96,12 +96,18 @@ class DataloaderNoPinMemory(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        subclass = None
         if not is_dataloader(self.context, node):
-            return
-        pin = known_loader_args(self.context, node).pin_memory
+            subclass = project_loader(self.context, node)  # a project subclass of DataLoader
+            if subclass is None:
+                return
+        pin = (known_loader_args(self.context, node) if subclass is None else subclass_loader_args(subclass)).pin_memory
         if not (pin.missing or pin.value is False):
             return
         if dataset_on_device(node, self.context.lookup, self.context.code_for) or self._cpu_preview():
+            return
+        if subclass is not None:  # what its call passes may be changed on the way: no fix
+            self.report(node)
             return
         true = cst.Name("True")
         if pin.node is not None:
