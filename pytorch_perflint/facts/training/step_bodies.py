@@ -39,9 +39,8 @@ def step_bodies_may_sync(engine: ValueEngine, path: str, tree: ast.Module) -> bo
     index = engine.index
     if index is None:
         return True
-    helpers = _syncing_helpers(tree)
     for name, function, chain in _candidates(tree):
-        if not _may_sync(function, helpers):
+        if not _may_sync(function, tree):
             continue
         if not frames_may_train(engine, path, tree, [(function, chain)]):
             continue
@@ -68,25 +67,30 @@ def _candidates(tree: ast.Module) -> Iterator[Tuple[str, Function, List[ast.AST]
 
 @per_tree
 def _syncing_helpers(tree: ast.Module) -> FrozenSet[str]:
-    """Names of the functions here (any depth) whose body calls a sync method: what
-    ``training_facts.sync_helpers`` may hold, by name."""
+    """Names of the functions here (any depth) with a sync method in their body, nested
+    functions' included: what ``training_facts.sync_helpers`` may hold, by name (one walk)."""
     out: Set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, _DEFS) and any(_sync_method(call) for call in _calls(node)):
-            out.add(node.name)
+    todo: List[Tuple[ast.AST, Tuple[str, ...]]] = [(tree, ())]
+    while todo:
+        node, around = todo.pop()
+        if isinstance(node, _DEFS):
+            around = (*around, node.name)
+        elif type(node) is ast.Call and around and _sync_method(node):  # type: ignore[arg-type]
+            out.update(around)
+        todo.extend((child, around) for child in ast_children(node))
     return frozenset(out)
 
 
-def _may_sync(function: Function, helpers: FrozenSet[str]) -> bool:
+def _may_sync(function: Function, tree: ast.Module) -> bool:
     """A call that may be a sync TPF202 reports in the function itself: in its own frame
     (no loop, nested function, lambda or class around it), under no guard
     (``guards.guarded_between`` without loop names), and not after a compound statement
     that may return or raise (``_exits_early``)."""
     for node in (*function.decorator_list, function.args, *([function.returns] if function.returns else [])):
-        if any(_sync_like(call, helpers) for call in _unguarded_calls(node)):
+        if any(_sync_like(call, tree) for call in _unguarded_calls(node)):
             return True
     for statement in function.body:
-        if any(_sync_like(call, helpers) for call in _unguarded_calls(statement)):
+        if any(_sync_like(call, tree) for call in _unguarded_calls(statement)):
             return True
         if isinstance(statement, _COMPOUND) and _returns_or_raises(statement):
             return False  # what follows runs only when the function did not leave early
@@ -141,12 +145,13 @@ def _is_main_guard(node: ast.If) -> bool:
     return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
 
 
-def _sync_like(call: ast.Call, helpers: FrozenSet[str]) -> bool:
+def _sync_like(call: ast.Call, tree: ast.Module) -> bool:
     """``_sync_kind`` may name the call (wider: any receiver, any helper spelled so)."""
     func = call.func
-    if isinstance(func, ast.Attribute) and (func.attr in _SYNC_METHODS or func.attr in helpers):
-        return True
-    if isinstance(func, ast.Name) and (func.id in _SYNC_NAMES or func.id in helpers):
+    if isinstance(func, ast.Attribute):
+        if func.attr in _SYNC_METHODS or func.attr in _syncing_helpers(tree):
+            return True
+    elif isinstance(func, ast.Name) and (func.id in _SYNC_NAMES or func.id in _syncing_helpers(tree)):
         return True
     return any(_formats(value) for value in (*call.args, *(k.value for k in call.keywords)))
 
