@@ -45,14 +45,21 @@ def loops_may_train(engine: ValueEngine, path: str, tree: ast.Module) -> bool:
     return answers[key]
 
 
+def frames_may_train(engine: ValueEngine, path: str, tree: ast.Module, frames: List[Chained]) -> bool:
+    """Some of ``frames`` (functions of ``tree``, each with its ancestors) may train as
+    ``training_facts`` sees a function: the same walk as ``loops_may_train``, from them."""
+    return _may_train(engine, path, tree, frames)
+
+
 @per_tree
 def _answers(tree: ast.Module) -> Dict[Tuple[str, int], bool]:
     return {}
 
 
-def _may_train(engine: ValueEngine, path: str, tree: ast.Module) -> bool:
+def _may_train(engine: ValueEngine, path: str, tree: ast.Module, start: Optional[List[Chained]] = None) -> bool:
+    """Some of ``start`` (the loops, or given frames) may train, as ``training_facts`` sees it."""
     loops, defs, optimizers = _loops_and_defs(tree)
-    roots: List[Chained] = list(loops)
+    roots: List[Chained] = list(loops if start is None else start)
     reached: Set[int] = set()
     seen: Set[int] = set()
     calls: List[Chained] = []

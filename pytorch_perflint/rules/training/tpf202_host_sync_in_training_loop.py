@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from ...project.call_values import own_path, syncs_every_call, walk_syncs
 from ...project.resolution import Definition
+from ...project.values import engine_for
 from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.training.classifiers import callee_key, last_name, method_name
 from ...facts.training.host_syncs import is_sync_call
 from ...facts.training.guards import guarded_between
+from ...facts.training.loop_training import loops_may_train
+from ...facts.training.step_bodies import step_bodies_may_sync
 from ...facts.training.replay_loops import replay_loop_around
 from ...facts.training.loops import (
     loop_bound_names,
@@ -25,6 +28,9 @@ from ...facts.training.loops import (
 from ...facts.training.screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
 from ...facts.training.test_code import in_test_code
 from ...facts.training.sync_forms import add_terms as _add_terms, formats as _formats, formatted_values as _formatted_values
+
+if TYPE_CHECKING:
+    from ...project.index import ProjectIndex
 
 _CONVERSIONS = frozenset({"float", "int", "bool"})
 # torch functions whose result is a tensor that float()/int() would sync on.
@@ -117,6 +123,16 @@ class HostSyncInTrainingLoop(Rule):
         a function named like a step of another module; or a function here runs a training
         step and syncs (a step function that another module may call from its loop)."""
         return could_have_training_loop(tree) or loop_calls_step_by_name(tree) or step_function_syncs(tree)
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """A finding is in a loop that trains, or in a step function the project calls from
+        loops (``step_bodies``): with neither, the file never reaches LibCST. A module
+        whose tree shows no loop that may train (TPF205's screen) is not asked the first."""
+        engine = engine_for(project)
+        if (could_have_training_loop(tree) or loop_calls_step_by_name(tree)) and loops_may_train(engine, path, tree):
+            return True
+        return step_bodies_may_sync(engine, path, tree)
 
     VALID = (
         # Text formatted from host values only.
