@@ -20,6 +20,7 @@ from .kinds import (
     ArrayArchive,
     Arrays,
     DeviceTensor,
+    DType,
     Flag,
     Frame,
     H5Dataset,
@@ -32,6 +33,7 @@ from .kinds import (
     Number,
     RandomGenerator,
     Text,
+    Unknown,
 )
 from .numpy_api import (
     ALWAYS_ARRAY_DRAWS,
@@ -161,7 +163,7 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
     if kind is RandomGenerator:
         return draw(name, form, evaluate)
     if kind is HostTensor or kind is DeviceTensor:
-        return tensors.method(receiver, name, form)
+        return tensors.method(receiver, name, form, evaluate)
     if kind is Text and name in _CASES and not form.args and not form.kwargs:  # `args.model.lower()`
         value, tail = receiver.value, receiver.tail  # type: ignore[union-attr]
         return Text(value=_CASES[name](value)) if value is not None else Text(tail=_CASES[name](tail))
@@ -173,6 +175,8 @@ _CASES = {"lower": str.lower, "upper": str.upper, "casefold": str.casefold}
 
 def attribute(receiver: Kind, name: str) -> Kind:
     kind = type(receiver)
+    if name == "dtype" and kind in (HostTensor, DeviceTensor, Unknown):  # `x.dtype`: what `.to()` casts to
+        return DType()
     if kind is Array and name == "T":
         return Array()
     if kind is Frame:
