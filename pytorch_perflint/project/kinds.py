@@ -63,6 +63,12 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class SparseMatrix:
+    """A SciPy sparse matrix or array (``scipy.sparse.csr_matrix(...)``): its ``.toarray()``
+    and ``.todense()`` are arrays."""
+
+
+@dataclass(frozen=True)
 class RandomGenerator:
     """``np.random.default_rng(...)`` / ``RandomState(...)``: its sized draws are arrays."""
 
@@ -311,7 +317,7 @@ Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
     Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor,
     GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign, OneOf, ProjectModules,
-    TensorType, DType,
+    TensorType, DType, SparseMatrix,
 ]
 UNKNOWN = Unknown()
 

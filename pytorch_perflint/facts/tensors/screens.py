@@ -114,6 +114,8 @@ def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str])
     if isinstance(node, ast.Attribute) and node.attr in _ARRAY_PRESERVING:
         if _could_be_array(node.value, roots, names):
             return True
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp)):  # `[np.asarray(s) for s in xs]`: its items
+        return _could_be_array(node.elt, roots, names)
     if isinstance(node, ast.BinOp):  # `np.array(b) / 255.0`
         return _could_be_array(node.left, roots, names) or _could_be_array(node.right, roots, names)
     if (
