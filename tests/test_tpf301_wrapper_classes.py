@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytorch_perflint import runner
+from pytorch_perflint.config import load_settings
+
 from test_tensors_project import _findings, _marked
 
 PROJECT = {
@@ -95,9 +98,6 @@ def test_a_module_wrapping_one_conv_is_that_conv(tmp_path: Path) -> None:
 
 def test_the_fix_passes_the_wrappers_bias_parameter(tmp_path: Path) -> None:
     """Unsafe, as for ``nn.Conv2d``: ``bias=False`` added to the wrapper's call."""
-    from pytorch_perflint import runner
-    from pytorch_perflint.config import load_settings
-
     _findings(tmp_path, PROJECT, "TPF301")
     results, _ = runner.run(sorted(tmp_path.rglob("*.py")), load_settings([tmp_path]), jobs=1)
     found = {d.location.row: d.fix for r in results for d in r.diagnostics if d.code == "TPF301"}
