@@ -63,6 +63,12 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class SparseMatrix:
+    """A SciPy sparse matrix or array (``scipy.sparse.csr_matrix(...)``): its ``.toarray()``
+    and ``.todense()`` are arrays."""
+
+
+@dataclass(frozen=True)
 class RandomGenerator:
     """``np.random.default_rng(...)`` / ``RandomState(...)``: its sized draws are arrays."""
 
@@ -197,6 +203,12 @@ class TensorStorage:
 
 
 @dataclass(frozen=True)
+class DType:
+    """A torch dtype (``torch.float16``, ``x.dtype``): ``.to(dtype)`` keeps a tensor where it
+    is, so a factory's tensor cast by it is still the host tensor the factory made."""
+
+
+@dataclass(frozen=True)
 class DeviceTensor:
     """A ``torch.Tensor`` on an accelerator."""
 
@@ -305,7 +317,7 @@ Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
     Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor,
     GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign, OneOf, ProjectModules,
-    TensorType,
+    TensorType, DType, SparseMatrix,
 ]
 UNKNOWN = Unknown()
 

@@ -20,6 +20,7 @@ from .kinds import (
     ArrayArchive,
     Arrays,
     DeviceTensor,
+    DType,
     Flag,
     Frame,
     H5Dataset,
@@ -31,7 +32,9 @@ from .kinds import (
     NoneValue,
     Number,
     RandomGenerator,
+    SparseMatrix,
     Text,
+    Unknown,
 )
 from .numpy_api import (
     ALWAYS_ARRAY_DRAWS,
@@ -47,6 +50,9 @@ from .numpy_api import (
     SCIPY_MINIMISERS,
     SCIPY_TUPLES,
     SHAPE_AS_ARGS,
+    SPARSE_DENSE_METHODS,
+    SPARSE_MAKERS,
+    SPARSE_METHODS,
     SIZED_RANDOM,
     TO_NUMPY_METHODS,
     UNIQUE_EXTRAS,
@@ -110,6 +116,8 @@ def _scipy(qualname: str, form: Call) -> Kind:
         asked = [form.keyword(name) for name in ("full_output", "retall")]
         plain = all(flag is None or (type(flag) is Lit and not flag.value) for flag in asked)
         return Array() if plain and len(form.args) <= 3 else UNKNOWN
+    if qualname in SPARSE_MAKERS:
+        return SparseMatrix()
     if qualname in SCIPY_MAT_FILES:
         squeezed = [form.keyword(name) for name in ("squeeze_me", "simplify_cells", "mdict")]
         return ArrayArchive() if len(form.args) == 1 and all(flag is None for flag in squeezed) else UNKNOWN
@@ -160,8 +168,10 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
         return Array() if name == "to_numpy" else Frame()
     if kind is RandomGenerator:
         return draw(name, form, evaluate)
+    if kind is SparseMatrix:  # `.toarray()` of a sparse matrix is dense; its conversions stay sparse
+        return Array() if name in SPARSE_DENSE_METHODS else SparseMatrix() if name in SPARSE_METHODS else UNKNOWN
     if kind is HostTensor or kind is DeviceTensor:
-        return tensors.method(receiver, name, form)
+        return tensors.method(receiver, name, form, evaluate)
     if kind is Text and name in _CASES and not form.args and not form.kwargs:  # `args.model.lower()`
         value, tail = receiver.value, receiver.tail  # type: ignore[union-attr]
         return Text(value=_CASES[name](value)) if value is not None else Text(tail=_CASES[name](tail))
@@ -173,8 +183,12 @@ _CASES = {"lower": str.lower, "upper": str.upper, "casefold": str.casefold}
 
 def attribute(receiver: Kind, name: str) -> Kind:
     kind = type(receiver)
+    if name == "dtype" and kind in (HostTensor, DeviceTensor, Unknown):  # `x.dtype`: what `.to()` casts to
+        return DType()
     if kind is Array and name == "T":
         return Array()
+    if kind is SparseMatrix and name == "T":
+        return SparseMatrix()
     if kind is Frame:
         return Array() if name == "values" else Frame()
     return UNKNOWN

@@ -119,5 +119,19 @@ SCIPY_TUPLES: Dict[str, Tuple[str, ...]] = {
 SCIPY_MINIMISERS: FrozenSet[str] = frozenset(
     f"scipy.optimize.{name}" for name in ("fmin", "fmin_bfgs", "fmin_cg", "fmin_powell", "fmin_ncg")
 )
+# ``scipy.sparse`` constructors: a sparse matrix (or array), whose ``.toarray()`` /
+# ``.todense()`` are arrays, and the methods that give another sparse matrix.
+SPARSE_MAKERS: FrozenSet[str] = frozenset(
+    f"scipy.sparse.{name}"
+    for name in (
+        "csr_matrix csc_matrix coo_matrix lil_matrix dok_matrix bsr_matrix dia_matrix csr_array csc_array "
+        "coo_array lil_array dok_array bsr_array dia_array eye identity diags spdiags bmat kron block_diag "
+        "hstack vstack load_npz"
+    ).split()
+)
+SPARSE_DENSE_METHODS: FrozenSet[str] = frozenset({"toarray", "todense"})
+SPARSE_METHODS: FrozenSet[str] = frozenset(
+    {"tocsr", "tocsc", "tocoo", "tolil", "todok", "tobsr", "todia", "asformat", "astype", "copy", "transpose"}
+)
 # ``scipy.io.loadmat``: a dict whose variables are arrays (its ``__header__``... are not).
 SCIPY_MAT_FILES: FrozenSet[str] = frozenset({"scipy.io.loadmat", "scipy.io.matlab.loadmat"})

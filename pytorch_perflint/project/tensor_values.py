@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .forms import Call, Form
-from .kinds import UNKNOWN, DeviceTensor, HostTensor, Kind, TensorStorage, TensorType
+from .forms import Call, Form, Ref
+from .kinds import UNKNOWN, DeviceTensor, DType, HostTensor, Kind, TensorStorage, TensorType
 
 Evaluate = Callable[[Form], Kind]
 
@@ -41,6 +41,14 @@ VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Varia
 KEEP_DEVICE = frozenset(
     "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
     "squeeze expand expand_as contiguous repeat t transpose permute".split()
+)
+# The dtypes torch names (``.to(torch.float16)`` casts, it does not move).
+DTYPES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short "
+        "uint8 bool complex64 complex128 cfloat cdouble"
+    ).split()
 )
 # In-place fills that draw random numbers (random on the device too, from its generator).
 RANDOM_FILLS = frozenset({"normal_", "uniform_", "random_", "bernoulli_", "exponential_"})
@@ -70,18 +78,32 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     return UNKNOWN
 
 
-def method(receiver: Kind, name: str, form: Call) -> Kind:
-    """``tensor.name(...)`` of a known tensor: a step that keeps it where it is, ``.cuda()``,
-    ``.cpu()``."""
+def method(receiver: Kind, name: str, form: Call, evaluate: Optional[Evaluate] = None) -> Kind:
+    """``tensor.name(...)`` of a known tensor: a step that keeps it where it is (a dtype
+    cast, ``.to(x.dtype)`` included), ``.cuda()``, ``.cpu()``."""
     if form.star or form.dstar:
         return UNKNOWN
-    if type(receiver) is HostTensor and (name in KEEP_DEVICE or name in RANDOM_FILLS):
+    if type(receiver) is HostTensor and (name in KEEP_DEVICE or name in RANDOM_FILLS or (name == "to" and _casts(form, evaluate))):
         return HostTensor(receiver.factory, receiver.random or name in RANDOM_FILLS)
     if name == "cuda" and type(receiver) in (HostTensor, DeviceTensor):
         return DeviceTensor()
     if name == "cpu" and type(receiver) in (HostTensor, DeviceTensor):
         return HostTensor()
     return UNKNOWN
+
+
+def _casts(form: Call, evaluate: Optional[Evaluate]) -> bool:
+    """``.to(dtype)`` / ``.to(dtype=...)`` with a value that is certainly a dtype (a torch
+    dtype, or ``x.dtype``): a cast, not a move. Anything else may name a device."""
+    if len(form.args) == 1 and not form.kwargs:
+        value = form.args[0]
+    elif not form.args and len(form.kwargs) == 1 and form.kwargs[0][0] == "dtype":
+        value = form.kwargs[0][1]
+    else:
+        return False
+    if type(value) is Ref and value.qualname in DTYPES:
+        return True
+    return evaluate is not None and type(evaluate(value)) is DType
 
 
 def tensor_type(qualname: Optional[str]) -> Optional[Kind]:

@@ -72,6 +72,8 @@ class HelperLayers:
 
 
 def _helper(index: ProjectIndex, found: Definition, written: str, positions: Mapping[str, int]) -> Optional[HelperLayer]:
+    if found.kind == "class":
+        return _wrapper(index, found, written, positions)
     function = found.function
     if found.kind != "function" or function is None or function.decorators or function.is_async:
         return None
@@ -97,6 +99,87 @@ def _helper(index: ProjectIndex, found: Definition, written: str, positions: Map
     return HelperLayer(written, qualname, param.name, position, default)
 
 
+def _wrapper(index: ProjectIndex, found: Definition, written: str, positions: Mapping[str, int]) -> Optional[HelperLayer]:
+    """A project ``nn.Module`` class that wraps one layer: its own ``__init__`` binds
+    ``self.<attr>`` once to a ``torch.nn`` layer call and nothing else to a layer, and its
+    own ``forward`` ends in ``return self.<attr>(...)`` (or ``x = self.<attr>(...)``, then
+    ``return x``), its only ``return``: the wrapper's output is that layer's (a same-padding
+    conv that pads, then convolves). Its bias is read from ``__init__``'s parameters as a
+    helper function's is."""
+    klass = found.klass
+    if klass is None or klass.decorators or found.path is None or not index.is_nn_module(found):
+        return None
+    init, forward = klass.method("__init__"), klass.method("forward")
+    if init is None or forward is None or init.decorators or forward.decorators:
+        return None
+    body = index.class_body(found)
+    if body is None:
+        return None
+    layers = [(a, _spec_call(a.form, positions)) for a in body.attributes]
+    layers = [(a, spec) for a, spec in layers if spec is not None]
+    if len(layers) != 1 or layers[0][0].rebound:
+        return None
+    attribute, (qualname, bias) = layers[0]
+    text = index.text(found.path)
+    node = None if text is None else locate(text, forward.line, forward.end_line, forward.name, False)
+    if node is None or not _ends_in(node, attribute.name):
+        return None
+    if type(bias) is not Ref:
+        return HelperLayer(written, qualname, fixed=_literal(bias))
+    param = init.param(bias.name)
+    init_definition = Definition("method", found.path, f"{found.name}.__init__", function=init)
+    if param is None or param.kind not in ("positional", "keyword") or _rebound(index, init_definition, bias.name):
+        return HelperLayer(written, qualname, fixed=UNKNOWN)
+    position = None
+    if param.kind == "positional":
+        position = [p.name for p in init.params if p.kind == "positional"].index(param.name) - 1  # after `self`
+        if position < 0:
+            return None
+    default = MISSING if param.default is None else _literal(param.default)
+    return HelperLayer(written, qualname, param.name, position, default)
+
+
+def _ends_in(function: ast.AST, attribute: str) -> bool:
+    """``forward``'s one ``return`` is its last statement and gives ``self.<attribute>(...)``
+    directly or through the name the statement before binds to it."""
+    if any(type(n) in (ast.Yield, ast.YieldFrom) for n in ast.walk(function)):
+        return False
+    if sum(1 for n in ast.walk(function) if type(n) is ast.Return) != 1:
+        return False
+    statements = function.body  # type: ignore[attr-defined]
+    last = statements[-1] if statements else None
+    if type(last) is not ast.Return or last.value is None:
+        return False
+    value = last.value
+    if type(value) is ast.Name and len(statements) > 1:
+        before = statements[-2]
+        if type(before) is ast.Assign and len(before.targets) == 1 and type(before.targets[0]) is ast.Name and before.targets[0].id == value.id:
+            value = before.value
+    if type(value) is not ast.Call or type(value.func) is not ast.Attribute or value.func.attr != attribute:
+        return False
+    owner = value.func.value
+    positional = function.args.posonlyargs + function.args.args  # type: ignore[attr-defined]
+    return type(owner) is ast.Name and bool(positional) and owner.id == positional[0].arg
+
+
+def _spec_call(form: Form, positions: Mapping[str, int]) -> Optional[Tuple[str, Any]]:
+    """(the layer class, its bias form) when ``form`` is a plain call of a layer class."""
+    if type(form) is not Call:
+        return None
+    qualname = form.callee
+    position = positions.get(qualname or "")
+    if qualname is None or position is None:
+        return None
+    bias = form.keyword("bias")
+    if bias is None and position < len(form.args):
+        bias = form.args[position]
+    if bias is None:
+        return None if form.star or form.dstar else (qualname, MISSING)
+    if type(bias) is Ref and "." in bias.name:
+        return None
+    return (qualname, bias) if type(bias) in (Lit, Ref) else None
+
+
 def _spec(body: FunctionBody, form: Form, positions: Mapping[str, int]) -> Optional[Tuple[str, Any]]:
     """(the layer class, the form of its bias argument or ``MISSING``) a return builds."""
     for _ in range(_MAX_BINDINGS):
@@ -106,22 +189,7 @@ def _spec(body: FunctionBody, form: Form, positions: Mapping[str, int]) -> Optio
         if binding is None or binding.mutated:
             return None
         form = binding.form
-    if type(form) is not Call:
-        return None
-    qualname = form.callee  # type: ignore[union-attr]
-    position = positions.get(qualname or "")
-    if qualname is None or position is None:
-        return None
-    bias = form.keyword("bias")  # type: ignore[union-attr]
-    if bias is None and position < len(form.args):  # type: ignore[union-attr]
-        bias = form.args[position]  # type: ignore[union-attr]
-    if bias is None:
-        if form.star or form.dstar:  # type: ignore[union-attr]
-            return None
-        return qualname, MISSING
-    if type(bias) is Ref and "." in bias.name:  # type: ignore[union-attr]
-        return None
-    return qualname, bias if type(bias) in (Lit, Ref) else None
+    return _spec_call(form, positions)
 
 
 def _literal(form: Any) -> Any:

@@ -15,6 +15,7 @@ lives.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -25,6 +26,9 @@ from ...project import kinds
 from ...project.tensor_values import FACTORIES, KEEP_DEVICE, LEGACY, RANDOM, RANDOM_FILLS, VARIABLES
 
 _STEPS = KEEP_DEVICE | RANDOM_FILLS
+# A flag whose name says the program runs on a GPU (`cuda`, `use_gpu`, `on_cuda`,
+# `cuda_available`); not `no_cuda`, `cpu`, nor a flag named for anything else.
+_GPU_FLAG = re.compile(r"^_*(?:use_|using_|on_|is_|has_|with_|enable_)?(?:cuda|gpu|gpus)(?:_available|_enabled)?$", re.IGNORECASE)
 _MADE_BY = FACTORIES | RANDOM | LEGACY
 
 
@@ -45,7 +49,8 @@ class HostTensor:
     move_statement: Optional[cst.SimpleStatementLine] = None
     between: Tuple[cst.BaseStatement, ...] = ()
     # the move happens only where another tensor is on the GPU (`if x.is_cuda: z = z.cuda()`,
-    # `z.cuda() if x.is_cuda else z`): `device=x.device` says it, but no fix is offered
+    # `z.cuda() if x.is_cuda else z`) or a GPU flag is on (`if args.cuda:`): `device=`
+    # says it, but no fix is offered
     conditional: bool = False
 
     def device_readable_at_creation(self, target: cst.BaseExpression) -> bool:
@@ -88,7 +93,9 @@ def _root(expr: cst.BaseExpression, context: FileContext) -> Union[cst.Call, cst
         if not isinstance(expr, cst.Call):
             break
         func = expr.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _STEPS and context.qualname(func) is None:
+        if isinstance(func, cst.Attribute) and (func.attr.value in _STEPS or func.attr.value == "to") and context.qualname(func) is None:
+            # `.to(dtype)`: a cast the engine confirms (it names no device); `.to(device)` is
+            # a move, and the engine's answer for it is no host tensor
             expr = func.value
         elif context.qualname(func) in VARIABLES and expr.args and expr.args[0].keyword is None:
             expr = expr.args[0].value
@@ -159,13 +166,29 @@ def _moved_or_kept(value: Optional[cst.BaseExpression], move: cst.Call, name: st
 
 
 def _device_test(test: cst.BaseExpression, name: str) -> bool:
-    """``x.is_cuda`` of another tensor: the move puts the tensor where ``x`` is, so it can
-    be made there (``device=x.device``). Any other test (a flag) leaves the move a choice."""
-    return isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and not _mentions(test, name)
+    """``x.is_cuda`` of another tensor (the move puts the tensor where ``x`` is, so it can be
+    made there: ``device=x.device``), or a flag that says the program runs on a GPU
+    (``if args.cuda:``, ``if self.use_gpu:``, ``if torch.cuda.is_available():``): where the
+    move runs, the tensor could have been made on the device. Any other test (a flag whose
+    name says nothing of the device) leaves the move a choice the rule cannot see."""
+    if _mentions(test, name):
+        return False
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return True
+    if isinstance(test, cst.Call) and not test.args:  # `torch.cuda.is_available()`
+        func = test.func
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "is_available"
+            and isinstance(func.value, cst.Attribute)
+            and func.value.attr.value == "cuda"
+        )
+    flag = test.attr.value if isinstance(test, cst.Attribute) else test.value if isinstance(test, cst.Name) else None
+    return flag is not None and _GPU_FLAG.match(flag) is not None
 
 
 def _if_around(owner: Optional[int], context: FileContext, before: Sequence[cst.BaseStatement], name: str):
-    """The block and position of a plain ``if x.is_cuda:`` whose body holds the move
+    """The block and position of a plain ``if x.is_cuda:`` (or ``if use_gpu:``) whose body holds the move
     (``owner``: its position among the ancestors), when nothing else of that ``if`` names
     ``name``: not an ``else``/``elif``, nor a statement before the move."""
     if owner is None or any(_mentions(statement, name) for statement in before):

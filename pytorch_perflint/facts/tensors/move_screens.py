@@ -120,8 +120,8 @@ def _strip(node: ast.AST) -> ast.AST:
             continue
         if not isinstance(node, ast.Call):
             break
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _STEPS:
-            node = node.func.value
+        if isinstance(node.func, ast.Attribute) and (node.func.attr in _STEPS or node.func.attr == "to"):
+            node = node.func.value  # `.to(dtype)` too: the engine tells a cast from a move
         elif ast_dotted(node.func).rsplit(".", 1)[-1] == "Variable" and node.args:
             node = node.args[0]
         else:

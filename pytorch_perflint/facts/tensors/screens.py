@@ -132,6 +132,16 @@ def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str])
     return bool(root) and (root in roots or root in names)
 
 
+def _could_bind_array(value: ast.AST, roots: Container[str], names: Container[str]) -> bool:
+    """What a name assigned ``value`` could hold, read as an array: the value, or the items
+    of a list comprehension or generator of arrays (``feats = [np.asarray(s) for s in xs]``,
+    then ``feats[i]``). A comprehension is never an array itself, so a constructor called on
+    one (``torch.tensor([f(x) for x in xs])``) is no candidate."""
+    if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+        return _could_be_array(value.elt, roots, names)
+    return _could_be_array(value, roots, names)
+
+
 def _imports_h5py(index: TreeIndex) -> bool:
     for node in index.imports:
         modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -205,7 +215,7 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     candidates = [call for call in candidates if _could_be_array(call.args[0], roots, _EVERY_NAME)]
     if not candidates:
         return ()
-    sources = [node for node in index.assignments if node.value is not None and _could_be_array(node.value, roots, _EVERY_NAME)]
+    sources = [node for node in index.assignments if node.value is not None and _could_bind_array(node.value, roots, _EVERY_NAME)]
     if any(isinstance(call.args[0], ast.Name) for call in candidates):
         sources += [node for node in _comprehension_bindings(tree) if _could_be_array(node.value, roots, _EVERY_NAME)]
     sources += [node for node in _append_bindings(index) if _could_be_array(node.value, roots, _EVERY_NAME)]
@@ -353,7 +363,7 @@ def _array_names(sources: Sequence[Assignment], roots: Container[str], names: Se
     while changed:
         changed = False
         for node in sources:
-            if not _could_be_array(node.value, roots, names):  # type: ignore[arg-type]
+            if not _could_bind_array(node.value, roots, names):  # type: ignore[arg-type]
                 continue
             for name in _targets(node):
                 if name not in names:

@@ -19,7 +19,7 @@ def could_evaluate_through_helpers(
 ) -> bool:
     """Over-approximates the shapes: a loop outside no-grad in a function named like
     evaluation calling a method of a parameter, or in a frame that puts a model in eval
-    mode passing that model to a call, or in a method of a module-level class calling the
+    mode passing that model to a call or calling its method, or in a method of a module-level class calling the
     class's layers (``self.lstm``), whose callers put the object in eval mode (asked of
     ``method_evaluated("Class.method")`` when given); nothing in the loop named like a
     gradient. Only the frames holding a call in a loop that fits a shape are walked.
@@ -68,7 +68,7 @@ def _fitting_lines(index: TreeIndex, layers: Collection[str]) -> Tuple[List[int]
         if type(func) is ast.Attribute and layers and ast_dotted(func) in layers:
             layer_lines.append(call.lineno)
         if (type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id in params) or (
-            owners and any(ast_dotted(arg) in owners for arg in call.args)
+            owners and (any(ast_dotted(arg) in owners for arg in call.args) or (type(func) is ast.Attribute and ast_dotted(func.value) in owners))
         ):
             helper_lines.append(call.lineno)
     return layer_lines, helper_lines
@@ -112,6 +112,7 @@ def _loop_qualifies(loop: ast.AST, params: Collection[str], owners: Collection[s
             found = (
                 (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in params)
                 or any(ast_dotted(arg) in owners for arg in node.args)
+                or (isinstance(func, ast.Attribute) and ast_dotted(func.value) in owners)
                 or ast_dotted(func) in layers
             )
     return found

@@ -8,7 +8,10 @@ call runs a torch module forward outside no-grad, and trains nothing):
   ``self.actor(state)``;
 * anywhere, a call that hands a model this function put in eval mode to a project
   helper that runs a forward: HRNet's ``box_model.eval()``, then ``get_person_detection_boxes(
-  box_model, img)`` in the frame loop, whose body runs ``model(img)``.
+  box_model, img)`` in the frame loop, whose body runs ``model(img)``;
+* anywhere, a method of an object this function put in eval mode: ``trainer.eval()``, then
+  ``trainer.encode(x)`` in the loop, whose body runs ``self.gen.encode(x)`` (a project
+  module's own method, ``coder.encode(x)``, included).
 
 Small projects only (``values.MAX_SCANNED_MODULES``), where the engine reads a parameter
 from its callers. ``eval_helper_screens.could_evaluate_through_helpers`` is the rule's
@@ -45,4 +48,6 @@ def _shape(call: cst.Call, eval_named: bool, params: Collection[str], evaluated:
     func = call.func
     if eval_named and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in params:
         return True
+    if isinstance(func, cst.Attribute) and dotted_name(func.value) in evaluated:
+        return True  # `trainer.eval()`, then `trainer.encode(x)`: a method of the object in eval mode
     return any(dotted_name(arg.value) in evaluated for arg in call.args if not arg.star)

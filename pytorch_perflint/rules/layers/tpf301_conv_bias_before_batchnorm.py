@@ -162,7 +162,9 @@ class ConvBiasBeforeBatchnorm(Rule):
 
     The layer may be built by a helper of the project, in this module or another
     (`conv3x3(a, b)` with `def conv3x3(in_planes, out_planes, stride=1, bias=True): return
-    nn.Conv2d(..., bias=bias)`): then the helper call is reported. `bias=bias` counts as
+    nn.Conv2d(..., bias=bias)`), or by a project `nn.Module` that wraps one (its `__init__`
+    binds `self.conv = nn.Conv2d(..., bias=bias)`, its `forward` ends in `return
+    self.conv(x)`, as a same-padding conv does): then the helper call is reported. `bias=bias` counts as
     true when `bias` is a parameter of the enclosing function or constructor that defaults
     to `True` and no caller in the project passes anything else.
 

@@ -55,12 +55,15 @@ class TensorCreatedThenMoved(Rule):
     `eye`, `tensor`, the random `rand`, `randn`, `randint`, `randperm`, `normal`, and the
     legacy typed constructors called with sizes or data (`torch.FloatTensor(b, n)`,
     `torch.IntTensor(lengths)`). The move may come after steps that keep the tensor where it
-    is (`.zero_()`, `.fill_(0)`, `.uniform_()`, `.float()`, `.view(...)`, `.unsqueeze(...)`,
-    `.expand_as(x)`) or a `Variable(...)` wrapper, or in a later statement of the same block
+    is (`.zero_()`, `.fill_(0)`, `.uniform_()`, `.float()`, `.to(x.dtype)`, `.to(torch.half)`,
+    `.view(...)`, `.unsqueeze(...)`, `.expand_as(x)`) or a `Variable(...)` wrapper, or in a later statement of the same block
     that rebinds the name (`z = torch.randn(n)` ... `z = z.cuda()`) when no statement in
     between mentions it but lines that rebind it through such steps (`z = z.view(-1)`); also
     when that move only follows another tensor to the GPU (`if x.is_cuda: z = z.cuda()`,
-    `z = z.cuda() if x.is_cuda else z`), where `device=x.device` makes it in its place.
+    `z = z.cuda() if x.is_cuda else z`), where `device=x.device` makes it in its place, or
+    runs under a flag named for the GPU (`if args.cuda:`, `if self.use_gpu:`, `if
+    torch.cuda.is_available():`): where it runs, the tensor could be made there. A flag
+    named for anything else leaves the move a choice the rule does not read.
     What the moved value is comes from the project's value engine (`context.value_of`); a
     one-time buffer built in `__init__` is reported too: it costs little once, but the fix
     is free.
@@ -93,7 +96,8 @@ class TensorCreatedThenMoved(Rule):
     fix adds `device=` to the creating line and drops the move (the whole `z = z.cuda()`
     line when nothing else is left of it); when the device names something bound only after
     the creating line, the finding has no fix, nor has a move under an `x.is_cuda` test
-    (the factory would need `device=x.device`, a rewrite of the test). A legacy constructor takes no GPU `device=`,
+    or a GPU flag (the factory would need `device=x.device`, or a device the flag picks: a
+    rewrite of the test). A legacy constructor takes no GPU `device=`,
     so its findings carry no fix (rewrite it as `torch.zeros`/`torch.full`/`torch.tensor(...,
     dtype=...)` with `device=`). A move that also converts the dtype or memory format, and
     `.cuda(variable)` (where `device=None` would mean the CPU but `.cuda(None)` the current
@@ -142,6 +146,8 @@ class TensorCreatedThenMoved(Rule):
         "import torch\nx = torch.FloatTensor(2, device='cpu').cuda()\n",
         "import torch\nz = torch.randn(3)\nprint(z)\nz = z.cuda()\n",
         "import torch\nz = torch.randn(3)\nw = z.cuda()\n",
+        "import torch\nz = torch.randn(3)\nif args.normalize:\n    z = z.cuda()\n",
+        "import torch\nx = torch.tensor(0).to(unknown).cuda()\n",
         "import torch\nz = torch.randn(3)\nz = z.cuda() + z\n",
         "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\nx = torch.zeros(3).cuda()\n",
         "import torch\nx = torch.rand(3).clone().cuda()\n",
@@ -179,6 +185,12 @@ class TensorCreatedThenMoved(Rule):
             expected_fix='import torch\nx = torch.zeros(3, device="cuda").float()\n',
         ),
         Invalid("import torch\nx = torch.FloatTensor(2, 3).zero_().to(device)\n", line=2),
+        Invalid("import torch\nz = torch.zeros(2).long()\nif args.cuda:\n    z = z.cuda()\n", line=4),
+        Invalid(
+            "import torch\nx = torch.tensor(0).to(torch.float16).cuda()\n",
+            line=2,
+            expected_fix='import torch\nx = torch.tensor(0, device="cuda").to(torch.float16)\n',
+        ),
         Invalid("import torch\nx = torch.IntTensor([1, 2]).cuda()\n", line=2),
         Invalid(
             "import torch\nz = torch.randn(2, 3)\nn = 3\nz = z.cuda()\n",

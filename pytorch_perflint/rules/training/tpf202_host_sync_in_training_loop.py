@@ -47,7 +47,8 @@ class HostSyncInTrainingLoop(Rule):
     Flags device-to-host synchronisations that run on every iteration of a training loop (a
     loop whose body runs `.backward()` or an optimizer `.step()`): `.item()`, `.cpu()`,
     `.tolist()`, `.to("cpu")`, `float(loss)`/`int(t)`/`bool(t)` on a tensor, `print(loss)`,
-    `torch.cuda.synchronize()`, and calls of helpers that do one of these on every call:
+    `torch.cuda.synchronize()`, the truth value of a backpropagated loss in an `if` test
+    (`if loss == 0 or not torch.isfinite(loss):`), and calls of helpers that do one of these on every call:
     same-module functions, and project functions and methods of other modules
     (`calculate_accuracy(out, y)` from `utils.py` ending in `.item()`, `meter.add(loss)` with
     `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
@@ -196,6 +197,8 @@ class HostSyncInTrainingLoop(Rule):
                 "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n", line=8),
         Invalid(_PREAMBLE + "for x in bar:\n    loss = f(x)\n    loss.backward()\n    opt.step()\n"
                 "    bar.set_postfix_str('%.3f' % loss)\n", line=7),
+        Invalid(_PREAMBLE + "for x in loader:\n    loss = f(x)\n    if loss == 0 or not torch.isfinite(loss):\n"
+                "        continue\n    loss.backward()\n    opt.step()\n", line=5),
     )
 
     def __init__(self, context) -> None:
@@ -235,6 +238,25 @@ class HostSyncInTrainingLoop(Rule):
         if what == "tensor" and not self._on_tensor(node, loop.node):
             return
         self.report(node, message=self.message.format(what=self._label(node, what)))
+
+    def visit_If(self, node: cst.If) -> None:
+        """``if loss == 0 or not torch.isfinite(loss):``: the truth value of a tensor the
+        loop backpropagates (its first operand, always evaluated) is an implicit ``bool()``."""
+        test = node.test
+        while isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)):
+            test = test.left if isinstance(test, cst.BooleanOperation) else test.expression
+        if not isinstance(test, (cst.Name, cst.Comparison)):
+            return  # `if torch.isnan(loss):` is read as a guard of what it holds (fixtures), left so
+        ancestors = self.context.ancestors
+        ancestors = ancestors[:-1] if ancestors and ancestors[-1] is node else ancestors
+        around = step_loop_around(self.context, ancestors)
+        if around is None or in_test_code(ancestors, self.context.path):
+            return
+        index, loop = around
+        if guarded_between([*ancestors[index:], node, node.test], self._bound_names(loop.node)):
+            return
+        if self._is_tensor(test, self._loss_names(loop.node)):
+            self.report(test, message=self.message.format(what=f"if {self.context.code_for(test)}"))
 
     def _label(self, node: cst.Call, what: str) -> str:
         return self.context.code_for(node.func) + "(...)" if what in ("tensor", "helper") else what

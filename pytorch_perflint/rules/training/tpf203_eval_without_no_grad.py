@@ -49,7 +49,9 @@ class EvalWithoutNoGrad(Rule):
     evaluates when the model sits behind project code the value engine follows: in a function
     named like evaluation, a method of a parameter (`policy.select_action(state)` running
     `self.actor(state)`), or a helper handed a model put in eval mode here
-    (`get_boxes(box_model, img)` running `model(img)`), outside no-grad and training nothing;
+    (`get_boxes(box_model, img)` running `model(img)`), or a method of an object put in eval
+    mode here (`trainer.eval()`, then `trainer.encode(x)` running `self.gen.encode(x)`),
+    outside no-grad and training nothing;
     and a module's method looping over its own layers when every caller put the object in
     eval mode first (a beam search). The first two need projects of at most 400 modules (the
     value engine reads parameters from callers there); the third holds in a project of any size.
