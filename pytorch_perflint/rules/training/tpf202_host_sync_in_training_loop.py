@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set
 import libcst as cst
 
 from ...project.call_values import own_path, syncs_every_call, walk_syncs
-from ...project.resolution import Definition
 from ...project.values import engine_for
 from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
@@ -18,6 +17,7 @@ from ...facts.training.host_syncs import is_sync_call
 from ...facts.training.guards import guarded_between
 from ...facts.training.loop_training import loops_may_train
 from ...facts.training.step_bodies import step_bodies_may_sync
+from ...facts.training.step_shapes import exits_early, hands_parameters, method_owner
 from ...facts.training.replay_loops import replay_loop_around
 from ...facts.training.loops import (
     loop_bound_names,
@@ -271,7 +271,7 @@ class HostSyncInTrainingLoop(Rule):
         callees = values.callees(node, ancestors[1])
         if callees and all(syncs_every_call(values.engine, d) for d in callees):
             return "helper"
-        if callees and len(callees) == 1 and _hands_parameters(node, callees[0], walk_syncs(values.engine, callees[0])):
+        if callees and len(callees) == 1 and hands_parameters(node, callees[0], walk_syncs(values.engine, callees[0])):
             return "helper"  # `clip(model.parameters())`, whose loop syncs per parameter
         return None
 
@@ -289,7 +289,7 @@ class HostSyncInTrainingLoop(Rule):
             return
         function = ancestors[at]
         assert isinstance(function, cst.FunctionDef)
-        owner = _owner(ancestors, at)
+        owner = method_owner(ancestors, at)
         if owner is False:
             return
         key = (owner, function.name.value)
@@ -298,7 +298,7 @@ class HostSyncInTrainingLoop(Rule):
             return
         if in_test_code(ancestors, self.context.path) or guarded_between([*ancestors[at:], node]):
             return
-        if _exits_early(function, ancestors[at + 1 :]):
+        if exits_early(function, ancestors[at + 1 :]):
             return
         if what == "tensor" and not self._on_tensor(node, function):
             return
@@ -444,61 +444,3 @@ class HostSyncInTrainingLoop(Rule):
         self._tensor_names[id(loop)] = names
         return names
 
-
-def _hands_parameters(node: cst.Call, definition: Definition, walked: FrozenSet[str]) -> bool:
-    """The call passes ``m.parameters()`` / ``m.named_parameters()`` for one of the walked
-    parameters of a module-level function (by position or keyword)."""
-    function = definition.function
-    if not walked or function is None or definition.kind != "function":
-        return False
-    params = [p.name for p in function.params if p.kind == "positional"]
-    for position, arg in enumerate(node.args):
-        if arg.star:
-            return False
-        name = arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
-        if name in walked and _model_parameters(arg.value):
-            return True
-    return False
-
-
-def _model_parameters(value: cst.BaseExpression) -> bool:
-    return (
-        isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
-        and value.func.attr.value in ("parameters", "named_parameters")
-    )
-
-
-def _owner(ancestors: Sequence[cst.CSTNode], at: int):
-    """The class a function at ``ancestors[at]`` is a method of (None: a module-level
-    function; False: nested somewhere the index does not name)."""
-    if at == 1:
-        return None
-    if at == 3 and isinstance(ancestors[1], cst.ClassDef):
-        return ancestors[1].name.value
-    return False
-
-
-def _exits_early(function: cst.FunctionDef, path: Sequence[cst.CSTNode]) -> bool:
-    """A statement before the one holding the node may leave the function under a
-    condition (``if not self.enabled: return``)."""
-    body = function.body
-    if not isinstance(body, cst.IndentedBlock) or not path:
-        return False
-    holder = path[1] if len(path) > 1 and path[0] is body else None
-    for statement in body.body:
-        if statement is holder:
-            return False
-        if isinstance(statement, cst.BaseCompoundStatement):
-            found: List[bool] = []
-
-            def enter(child: cst.CSTNode, stack: Sequence[cst.CSTNode]) -> bool:
-                if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or found:
-                    return False
-                if isinstance(child, (cst.Return, cst.Raise)):
-                    found.append(True)
-                return True
-
-            walk(statement, enter)
-            if found:
-                return True
-    return False
