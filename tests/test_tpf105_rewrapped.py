@@ -4,7 +4,11 @@ BatchSampler(sampler=sampler, ...)`` (or a project subclass of it, on another br
 the loader takes ``batch_sampler=sampler``. The loader batches the distributed sampler, so
 an epoch loop that never sets its epoch is a finding, and its message names the sampler the
 loader holds (``loader.batch_sampler.sampler``), not the rebound name. Look-alikes: the
-epoch loop sets it, the sampler does not shuffle, and a wrapper that wraps another name."""
+epoch loop sets it, the sampler does not shuffle, and a wrapper that wraps another name.
+
+The same distillers walk the loader through a progress bar they advance by hand
+(``bar = tqdm(loader)``; ``bar.update()``): the bar's ``update`` moves its counter, not the
+loader it walks (it is no dict's ``update``)."""
 
 from __future__ import annotations
 
@@ -50,11 +54,12 @@ TUTOR = '''
                 for batch in bar:
                     self.pupil(batch).mean().backward()
                     self.optim.step()
+                    {advance}
 '''
 
 
-def _tutor(knob: str = "", setter: str = "pass", wrapped: str = "sampler", mark: str = "") -> dict:
-    text = TUTOR.format(knob=knob, setter=setter, wrapped=wrapped, mark=mark)
+def _tutor(knob: str = "", setter: str = "pass", wrapped: str = "sampler", mark: str = "", advance: str = "pass") -> dict:
+    text = TUTOR.format(knob=knob, setter=setter, wrapped=wrapped, mark=mark, advance=advance)
     return {"grouping.py": GROUPING, "tutor.py": text}
 
 
@@ -84,3 +89,10 @@ def test_look_alikes_of_the_rebound_sampler_stay_silent(tmp_path):
         )
     ):
         assert _findings(tmp_path / str(n), files, "TPF105") == []
+
+
+def test_a_progress_bar_advanced_by_hand_still_walks_the_loader(tmp_path):
+    files = _tutor(mark="  #!", advance='bar.update(); bar.set_postfix({"loss": 0.0})')
+    assert _findings(tmp_path / "bar", files, "TPF105") == _marked(files)
+    files = _tutor(advance="bar.update()", setter="self.batches.batch_sampler.sampler.set_epoch(_)")
+    assert _findings(tmp_path / "set", files, "TPF105") == []

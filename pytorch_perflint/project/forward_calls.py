@@ -50,6 +50,8 @@ from .values import ValueEngine, Where
 MAX_DEPTH = 2
 # The last name of a callee that is a model: model, net, self.model, netG, base_model.
 MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
+# ... and a diffusion pipeline's parts, by their conventional names: self.unet, ema_unet, vae.
+GENERATIVE_NAME = re.compile(r"^(?:unet|vae|denoiser)$|_(?:unet|vae|denoiser)$", re.IGNORECASE)
 # Methods of a model that run it (``net_g.infer(x)``): its forward under another name.
 INFERENCE_METHODS = re.compile(r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*)$")
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -75,10 +77,12 @@ class ForwardBody:
 
 
 def is_model_name(spelled: Optional[str], method: Optional[str] = None) -> bool:
-    """``model``, ``self.net_g``; with ``method``: an inference method of one."""
+    """``model``, ``self.net_g``, ``self.unet``; with ``method``: an inference method of one
+    (``self.vae.decode(z)``). TPF206's reading only: the other rules ask ``MODEL_NAME``."""
     if spelled is None or (method is not None and not INFERENCE_METHODS.match(method)):
         return False
-    return bool(MODEL_NAME.match(spelled.rsplit(".", 1)[-1]))
+    last = spelled.rsplit(".", 1)[-1]
+    return bool(MODEL_NAME.match(last) or GENERATIVE_NAME.match(last))
 
 
 def named_forward(func: ast.AST) -> bool:

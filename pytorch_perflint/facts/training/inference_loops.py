@@ -112,8 +112,14 @@ def _loads_model(context: "FileContext", loop: cst.CSTNode) -> bool:
     return False
 
 
+_MOVES = frozenset({"cuda", "to", "eval", "half", "float", "requires_grad_"})
+
+
 def _builds(call: cst.Call) -> bool:
-    """``Net(...)``, ``models.ResNet(...)``, ``eval(name)(...)``: a class or a factory's result."""
+    """``Net(...)``, ``models.ResNet(...)``, ``eval(name)(...)``: a class or a factory's result,
+    also moved or switched on the way (``Net(cfg).cuda()``, ``Net(cfg).to(device).eval()``)."""
+    while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call and call.func.attr.value in _MOVES:
+        call = call.func.value
     if type(call.func) is cst.Call:
         return True
     name = dotted_name(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
@@ -228,7 +234,7 @@ def _model_calls(
             key = callee_key(node, class_name)
             head = root.split(".")[0] if root is not None else None
             if head is not None and head not in bound and (
-                is_model_call(node) or root in evaluated or (off and _submodule_of(root, evaluated)) or _inference_method(root)
+                is_model_call(node) or is_model_name(root) or root in evaluated or (off and _submodule_of(root, evaluated)) or _inference_method(root)
             ):
                 forward = True
                 without_grad |= off
