@@ -7,6 +7,7 @@ any other iterable may run no time.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, FrozenSet, Optional
 
 
@@ -94,3 +95,49 @@ def _bindings(function: ast.AST) -> Dict[str, list]:
             out.setdefault(node.id, []).append(ast.Constant(None))
         stack.extend(ast.iter_child_nodes(node))
     return out
+
+
+_DATA = re.compile(r"loader|dataset|data$|batches", re.IGNORECASE)
+# Calls that walk what they are given: their arguments are what the loop walks.
+_WRAPPERS = frozenset({"enumerate", "list", "tuple", "zip", "reversed", "sorted", "tqdm", "trange", "iter"})
+
+
+def walks_pieces(iterable: ast.AST, function: ast.AST, params: FrozenSet[str]) -> bool:
+    """The loop walks pieces of the function's own input (TPF206's per-item inference
+    routine): ``range(...)``, or something computed from a parameter (``self.split(text)``,
+    ``text.split(".")``), through names bound once and the wrappers around them. Not a
+    parameter itself, an attribute (``self.val_loader``), a global, a loader or data set
+    made from the arguments (``make_loader(args)``) or anything else: a routine that walks
+    data it is handed, holds or loads evaluates a whole set per call."""
+    return _pieces(iterable, bound_once(function), params - {"self", "cls"}, 0)
+
+
+def _pieces(node: ast.AST, once: Dict[str, ast.AST], params: FrozenSet[str], depth: int) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(node, ast.Name):
+        value = once.get(node.id)
+        return value is not None and node.id not in params and _pieces(value, once, params, depth + 1)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if isinstance(func, ast.Name) and name == "range":
+        return True
+    if name in _WRAPPERS:
+        return bool(node.args) and all(_pieces(a, once, params, depth + 1) for a in node.args)
+    if name is None or _DATA.search(name):
+        return False  # `make_loader(args)`: a data set the arguments describe, not pieces of one item
+    return _mentions(node, params, once, depth)
+
+
+def _mentions(node: ast.AST, params: FrozenSet[str], once: Dict[str, ast.AST], depth: int) -> bool:
+    """The call reads a parameter (directly, or through a name bound once from one)."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+            if child.id in params:
+                return True
+            value = once.get(child.id)
+            if value is not None and depth < 4 and _mentions(value, params, once, depth + 1):
+                return True
+    return False

@@ -218,6 +218,7 @@ def _model_calls(
     bound = loop_bound_names(loop)  # type: ignore[arg-type]
     forward = without_grad = in_eval_mode = False
     others: List[Tuple[cst.Call, bool]] = []
+    named: List[cst.Call] = []  # forwards by name: their project code may turn autograd off
     stack: List[Tuple[cst.CSTNode, bool]] = [(loop.body, around_off)]  # type: ignore[attr-defined]
     while stack:
         node, off = stack.pop()
@@ -238,6 +239,7 @@ def _model_calls(
             ):
                 forward = True
                 without_grad |= off
+                named.append(node)
                 in_eval_mode |= root in evaluated or (off and _submodule_of(root, evaluated)) or root.rpartition(".")[0] in evaluated
             elif key is not None and key in helpers.forward:
                 forward = True
@@ -250,6 +252,10 @@ def _model_calls(
         if runs is not None:
             forward = True
             without_grad |= off or runs
+    for call in named if project is not None and not without_grad else ():
+        without_grad = project(call) is True  # `model.tts_to_file(text)`: no-grad inside it
+        if without_grad:
+            break
     return forward, without_grad, in_eval_mode
 
 

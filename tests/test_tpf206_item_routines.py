@@ -1,0 +1,78 @@
+"""TPF206 through a per-item inference routine that loops over the pieces of its own input
+(new-rules-5/6's speech and video pipelines): ``model.tts_to_file(text, speaker, path)``
+splits ``text`` into sentences, runs the model on each under ``torch.no_grad()`` and empties
+the cache at its end, so a loop calling it once per speaker empties the cache on every
+iteration of an evaluation loop. The routine's loop walks something computed from its
+parameter (``self.split(text)``, ``range(n)``); ``tts``/``synthesize`` are a speech model's
+inference methods. Look-alikes that stay silent: a routine whose loop walks the data it is
+handed (``check(model, loader)``: it evaluates a whole set per call) or holds
+(``self.sentences``), and a routine that empties only under a condition."""
+
+from __future__ import annotations
+
+from test_tensors_project import _findings, _marked
+
+VOICE = """
+    import torch
+
+
+    class Voice:
+        def __init__(self, net):
+            self.net = net.cuda()
+            self.sentences = ["a", "b"]
+
+        def split(self, text):
+            return text.split(".")
+
+        def tts_to_file(self, text, speaker, path):
+            pieces = []
+            for part in self.split(text):
+                with torch.no_grad():
+                    pieces.append(self.net.infer(part, speaker))
+            write(pieces, path)
+            torch.cuda.empty_cache()
+
+        def read_held(self, speaker):
+            pieces = []
+            for part in self.sentences:
+                with torch.no_grad():
+                    pieces.append(self.net.infer(part, speaker))
+            torch.cuda.empty_cache()
+            return pieces
+
+        def tts_tidy(self, text, speaker, tidy):
+            pieces = []
+            for part in self.split(text):
+                with torch.no_grad():
+                    pieces.append(self.net.infer(part, speaker))
+            if tidy:
+                torch.cuda.empty_cache()
+            return pieces
+
+
+    @torch.no_grad()
+    def check(model, loader):
+        for x in loader:
+            model(x)
+        torch.cuda.empty_cache()
+"""
+
+SAY = """
+    from voice import Voice, check
+
+    model = Voice(build())
+    for name, speaker in model.speakers.items():
+        model.tts_to_file("hello there.", speaker, name + ".wav")  #!
+    for speaker in model.speakers.values():
+        model.read_held(speaker)
+    for speaker in model.speakers.values():
+        model.tts_tidy("hi.", speaker, False)
+    for name, loader in loaders.items():
+        check(model.net, loader)
+"""
+
+
+def test_a_routine_over_the_pieces_of_its_input_is_one_item(tmp_path):
+    files = {"voice.py": VOICE, "say.py": SAY}
+    assert len(_marked(files)) == 1
+    assert _findings(tmp_path, files, "TPF206") == _marked(files)
