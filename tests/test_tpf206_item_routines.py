@@ -3,8 +3,9 @@
 splits ``text`` into sentences, runs the model on each under ``torch.no_grad()`` and empties
 the cache at its end, so a loop calling it once per speaker empties the cache on every
 iteration of an evaluation loop. The routine's loop walks something computed from its
-parameter (``self.split(text)``, ``range(n)``); ``tts``/``synthesize`` are a speech model's
-inference methods. Look-alikes that stay silent: a routine whose loop walks the data it is
+parameter (``self.split(text)``, ``range(n)``, whatever progress bar wraps it); ``tts``/
+``synthesize`` are a speech model's inference methods, and a tensor type moved to the device
+(``torch.LongTensor([speaker]).to("cuda")``) is no model the routine builds. Look-alikes that stay silent: a routine whose loop walks the data it is
 handed (``check(model, loader)``: it evaluates a whole set per call) or holds
 (``self.sentences``), and a routine that empties only under a condition."""
 
@@ -24,11 +25,14 @@ VOICE = """
         def split(self, text):
             return text.split(".")
 
-        def tts_to_file(self, text, speaker, path):
+        def tts_to_file(self, text, speaker, path, bar=None):
             pieces = []
-            for part in self.split(text):
+            texts = self.split(text)
+            parts = bar(texts) if bar else texts
+            for part in parts:
                 with torch.no_grad():
-                    pieces.append(self.net.infer(part, speaker))
+                    ids = torch.LongTensor([speaker]).to("cuda")
+                    pieces.append(self.net.infer(part, ids))
             write(pieces, path)
             torch.cuda.empty_cache()
 

@@ -105,19 +105,22 @@ _WRAPPERS = frozenset({"enumerate", "list", "tuple", "zip", "reversed", "sorted"
 def walks_pieces(iterable: ast.AST, function: ast.AST, params: FrozenSet[str]) -> bool:
     """The loop walks pieces of the function's own input (TPF206's per-item inference
     routine): ``range(...)``, or something computed from a parameter (``self.split(text)``,
-    ``text.split(".")``), through names bound once and the wrappers around them. Not a
-    parameter itself, an attribute (``self.val_loader``), a global, a loader or data set
-    made from the arguments (``make_loader(args)``) or anything else: a routine that walks
-    data it is handed, holds or loads evaluates a whole set per call."""
-    return _pieces(iterable, bound_once(function), params - {"self", "cls"}, 0)
+    ``text.split(".")``), through names (every value they are assigned) and the wrappers
+    around them (``tqdm(texts) if verbose else texts``). Not a parameter itself, an
+    attribute (``self.val_loader``), a global, a loader or data set made from the arguments
+    (``make_loader(args)``) or anything else: a routine that walks data it is handed, holds
+    or loads evaluates a whole set per call."""
+    return _pieces(iterable, _bindings(function), params - {"self", "cls"}, 0)
 
 
-def _pieces(node: ast.AST, once: Dict[str, ast.AST], params: FrozenSet[str], depth: int) -> bool:
+def _pieces(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str], depth: int) -> bool:
     if depth > 4:
         return False
     if isinstance(node, ast.Name):
-        value = once.get(node.id)
-        return value is not None and node.id not in params and _pieces(value, once, params, depth + 1)
+        values = bindings.get(node.id)
+        return bool(values) and node.id not in params and all(_pieces(v, bindings, params, depth + 1) for v in values)
+    if isinstance(node, ast.IfExp):
+        return _pieces(node.body, bindings, params, depth + 1) and _pieces(node.orelse, bindings, params, depth + 1)
     if not isinstance(node, ast.Call):
         return False
     func = node.func
@@ -125,19 +128,19 @@ def _pieces(node: ast.AST, once: Dict[str, ast.AST], params: FrozenSet[str], dep
     if isinstance(func, ast.Name) and name == "range":
         return True
     if name in _WRAPPERS:
-        return bool(node.args) and all(_pieces(a, once, params, depth + 1) for a in node.args)
+        return bool(node.args) and all(_pieces(a, bindings, params, depth + 1) for a in node.args)
     if name is None or _DATA.search(name):
         return False  # `make_loader(args)`: a data set the arguments describe, not pieces of one item
-    return _mentions(node, params, once, depth)
+    return _mentions(node, params, bindings, depth)
 
 
-def _mentions(node: ast.AST, params: FrozenSet[str], once: Dict[str, ast.AST], depth: int) -> bool:
-    """The call reads a parameter (directly, or through a name bound once from one)."""
+def _mentions(node: ast.AST, params: FrozenSet[str], bindings: Dict[str, list], depth: int) -> bool:
+    """The call reads a parameter (directly, or through a name assigned from one)."""
     for child in ast.walk(node):
         if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
             if child.id in params:
                 return True
-            value = once.get(child.id)
-            if value is not None and depth < 4 and _mentions(value, params, once, depth + 1):
-                return True
+            for value in bindings.get(child.id, ()) if depth < 4 else ():
+                if _mentions(value, params, bindings, depth + 1):
+                    return True
     return False
