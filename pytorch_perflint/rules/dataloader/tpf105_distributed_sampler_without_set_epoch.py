@@ -46,7 +46,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     through a `tqdm` bar, or by passing it each epoch to a project function that walks it,
     `engine.train_one_epoch(model, loader, optimizer)`), and neither that module, the
     project modules it imports, nor the function's module mention `set_epoch`. A
-    sampler wrapped in a `BatchSampler` (`batch_sampler=`) counts, and so does one chosen
+    sampler wrapped in a `BatchSampler` (`batch_sampler=`, also a name rebound to its
+    wrapper: `sampler = BatchSampler(sampler=sampler, ...)`) counts, and so does one chosen
     by a conditional expression (`RandomSampler(ds) if rank == -1 else
     DistributedSampler(ds)`), or kept in a dict comprehension whose entries the loaders
     take (`sampler=samplers[x]`). A function that rebinds its loader parameter to a
