@@ -80,3 +80,54 @@ def test_a_routine_over_the_pieces_of_its_input_is_one_item(tmp_path):
     files = {"voice.py": VOICE, "say.py": SAY}
     assert len(_marked(files)) == 1
     assert _findings(tmp_path, files, "TPF206") == _marked(files)
+
+
+RESTORER = """
+    import torch
+
+
+    class Restorer:
+        def __init__(self, net_g, opts):
+            self.net_g = net_g.cuda()
+            self.opts = opts
+
+        def feed(self, item):
+            self.lq = item["lq"].cuda()
+
+        def test(self):
+            self.net_g.eval()
+            with torch.no_grad():
+                n = self.lq.size(0)
+                outs, i = [], 0
+                while i < n:
+                    outs.append(self.net_g(self.lq[i:i + 4]))
+                    i += 4
+                self.output = torch.cat(outs)
+
+        def test_stream(self, stream):
+            with torch.no_grad():
+                step = 0
+                while step < self.opts.steps:
+                    self.net_g(next(stream))
+                    step += 1
+
+        def validate(self, loader):
+            for item in loader:
+                self.feed(item)
+                self.test()
+                del self.lq
+                torch.cuda.empty_cache()  #!
+
+        def validate_streams(self, streams):
+            for stream in streams:
+                self.test_stream(stream)
+                torch.cuda.empty_cache()
+"""
+
+
+def test_a_helper_counting_through_one_items_mini_batches_runs_it(tmp_path):
+    """basicsr's ``test()``: ``while i < n:`` over mini-batches of the one image the loop fed
+    in; a ``while`` loop that draws from an iterator (``next(stream)``) walks data."""
+    files = {"restorer.py": RESTORER}
+    assert len(_marked(files)) == 1
+    assert _findings(tmp_path, files, "TPF206") == _marked(files)

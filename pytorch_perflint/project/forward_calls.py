@@ -41,7 +41,7 @@ from .autograd_values import no_grad_expr, no_grad_form
 from .bodies import locate, memoised_body
 from .call_values import _definition_where, dispatch, trains
 from .forms import Form, FormBuilder, dotted
-from .parameter_loops import walks_pieces
+from .parameter_loops import counts_through, walks_pieces
 from .kinds import Instance, Module, OneOf, ProjectCallable, Unknown, Wrapper, present
 from .resolution import Definition
 from .scopes import DEEP
@@ -130,11 +130,11 @@ def read_forward_body(node: ast.AST, aliases: Dict[str, str], into_loops: bool =
 
 def _loop_walks_pieces(loop: ast.AST, function: ast.AST, params: frozenset) -> bool:
     """Every iterable the loop (or comprehension) walks is a piece of the input; a
-    ``while`` loop walks nothing known."""
+    ``while`` loop only when it counts through one (``while i < n:``)."""
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         return walks_pieces(loop.iter, function, params)
     if isinstance(loop, ast.While):
-        return False
+        return counts_through(loop)
     return all(walks_pieces(g.iter, function, params) for g in loop.generators)  # type: ignore[attr-defined]
 
 

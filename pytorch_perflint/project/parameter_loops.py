@@ -144,3 +144,29 @@ def _mentions(node: ast.AST, params: FrozenSet[str], bindings: Dict[str, list], 
                 if _mentions(value, params, bindings, depth + 1):
                     return True
     return False
+
+
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def counts_through(loop: ast.While) -> bool:
+    """``while i < n:`` (``n`` a name, an attribute, ``len(x)``, ``x.size(0)``): the
+    mini-batches of one item (basicsr's ``test()`` over ``self.lq[i:j]``), when nothing in
+    the loop draws from an iterator (``next(it)``)."""
+    test = loop.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], _ORDER)):
+        return False
+    for side in (test.left, *test.comparators):
+        for node in ast.walk(side):
+            if isinstance(node, ast.Call) and not _measures(node):
+                return False
+    return not any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next"
+        for statement in loop.body for node in ast.walk(statement)
+    )
+
+
+def _measures(call: ast.Call) -> bool:
+    """``len(x)``, ``x.size(0)``: a length, not a draw."""
+    func = call.func
+    return (isinstance(func, ast.Name) and func.id == "len") or (isinstance(func, ast.Attribute) and func.attr == "size")
