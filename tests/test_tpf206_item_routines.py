@@ -131,3 +131,39 @@ def test_a_helper_counting_through_one_items_mini_batches_runs_it(tmp_path):
     files = {"restorer.py": RESTORER}
     assert len(_marked(files)) == 1
     assert _findings(tmp_path, files, "TPF206") == _marked(files)
+
+
+SETS = """
+    import torch
+
+
+    @torch.no_grad()
+    def score(model, enc):
+        n = enc.numel() // 8
+        for i in range(n):
+            model(enc[i * 8:(i + 1) * 8].cuda())
+        torch.cuda.empty_cache()
+
+
+    @torch.no_grad()
+    def chunked(model, rows):
+        i = 0
+        while i < len(rows):
+            model(rows[i:i + 4].cuda())
+            i += 4
+        torch.cuda.empty_cache()
+
+
+    def sweep(model, names):
+        for name in names:
+            score(model, encode(name))
+        for name in names:
+            chunked(model, encode(name))
+"""
+
+
+def test_a_routine_that_counts_through_a_set_it_is_handed_stays_silent(tmp_path):
+    """A quantisation script's perplexity check (``for i in range(n)`` over the encoded set
+    it is given) and a ``while`` over a parameter's rows evaluate a whole set per call: a
+    loop over data sets calling them empties once per set."""
+    assert _findings(tmp_path, {"sets.py": SETS}, "TPF206") == []

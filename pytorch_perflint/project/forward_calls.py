@@ -134,7 +134,7 @@ def _loop_walks_pieces(loop: ast.AST, function: ast.AST, params: frozenset) -> b
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         return walks_pieces(loop.iter, function, params)
     if isinstance(loop, ast.While):
-        return counts_through(loop)
+        return counts_through(loop, function, params)
     return all(walks_pieces(g.iter, function, params) for g in loop.generators)  # type: ignore[attr-defined]
 
 
