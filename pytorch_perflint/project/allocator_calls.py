@@ -31,9 +31,10 @@ def is_empty_cache(call: ast.Call, aliases: Dict[str, str]) -> bool:
 
 def moves_new_module(call: ast.Call) -> bool:
     """``Net(...).cuda()`` / ``Net(...).to(device)``: a class (capitalised) constructed and
-    moved to the device in one expression."""
+    moved to the device in one expression; not a tensor type's (``torch.LongTensor([n]).to(d)``)."""
     func = call.func
     if not (isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and isinstance(func.value, ast.Call)):
         return False
     name = dotted(func.value.func)
-    return name is not None and name.rsplit(".", 1)[-1][:1].isupper()
+    last = name.rsplit(".", 1)[-1] if name is not None else ""
+    return last[:1].isupper() and not last.endswith("Tensor")

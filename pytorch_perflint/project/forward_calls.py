@@ -41,6 +41,7 @@ from .autograd_values import no_grad_expr, no_grad_form
 from .bodies import locate, memoised_body
 from .call_values import _definition_where, dispatch, trains
 from .forms import Form, FormBuilder, dotted
+from .parameter_loops import counts_through, walks_pieces
 from .kinds import Instance, Module, OneOf, ProjectCallable, Unknown, Wrapper, present
 from .resolution import Definition
 from .scopes import DEEP
@@ -50,8 +51,13 @@ from .values import ValueEngine, Where
 MAX_DEPTH = 2
 # The last name of a callee that is a model: model, net, self.model, netG, base_model.
 MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
+# ... and a diffusion pipeline's parts, by their conventional names: self.unet, ema_unet, vae.
+GENERATIVE_NAME = re.compile(r"^(?:unet|vae|denoiser)$|_(?:unet|vae|denoiser)$", re.IGNORECASE)
 # Methods of a model that run it (``net_g.infer(x)``): its forward under another name.
-INFERENCE_METHODS = re.compile(r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*)$")
+# A speech model's are ``tts``/``synthesize`` (``model.tts_to_file(text, speaker)``).
+INFERENCE_METHODS = re.compile(
+    r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*|tts\w*|synthesi[sz]e\w*)$"
+)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -75,10 +81,12 @@ class ForwardBody:
 
 
 def is_model_name(spelled: Optional[str], method: Optional[str] = None) -> bool:
-    """``model``, ``self.net_g``; with ``method``: an inference method of one."""
+    """``model``, ``self.net_g``, ``self.unet``; with ``method``: an inference method of one
+    (``self.vae.decode(z)``). TPF206's reading only: the other rules ask ``MODEL_NAME``."""
     if spelled is None or (method is not None and not INFERENCE_METHODS.match(method)):
         return False
-    return bool(MODEL_NAME.match(spelled.rsplit(".", 1)[-1]))
+    last = spelled.rsplit(".", 1)[-1]
+    return bool(MODEL_NAME.match(last) or GENERATIVE_NAME.match(last))
 
 
 def named_forward(func: ast.AST) -> bool:
@@ -88,16 +96,23 @@ def named_forward(func: ast.AST) -> bool:
     return is_model_name(dotted(func))
 
 
-def read_forward_body(node: ast.AST, aliases: Dict[str, str]) -> ForwardBody:
-    """The calls of a function's own statements outside its loops (nested defs left out)."""
+def read_forward_body(node: ast.AST, aliases: Dict[str, str], into_loops: bool = False) -> ForwardBody:
+    """The calls of a function's own statements outside its loops (nested defs left out).
+    ``into_loops``: inside its loops too, when every loop walks pieces of the function's
+    own input (``parameter_loops.walks_pieces``); else no site at all."""
     builder = FormBuilder(aliases, DEEP)
     sites: List[Site] = []
     looped = [False]
+    held = [False]  # some loop walks data the function is handed or holds
+    arguments = getattr(node, "args", None)
+    params = frozenset(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)) if arguments else frozenset()
 
     def visit(child: ast.AST, off: bool) -> None:
         if isinstance(child, _LOOPS):
             looped[0] = True
-        if isinstance(child, _SCOPES) or isinstance(child, _LOOPS):
+            if into_loops and not _loop_walks_pieces(child, node, params):
+                held[0] = True
+        if isinstance(child, _SCOPES) or (isinstance(child, _LOOPS) and (not into_loops or held[0])):
             return
         if isinstance(child, (ast.With, ast.AsyncWith)):
             off = off or any(no_grad_expr(item.context_expr, aliases) for item in child.items)
@@ -108,7 +123,19 @@ def read_forward_body(node: ast.AST, aliases: Dict[str, str]) -> ForwardBody:
 
     for statement in getattr(node, "body", ()):
         visit(statement, False)
+    if held[0]:
+        return ForwardBody((), False, True)
     return ForwardBody(tuple(sites), False, looped[0])
+
+
+def _loop_walks_pieces(loop: ast.AST, function: ast.AST, params: frozenset) -> bool:
+    """Every iterable the loop (or comprehension) walks is a piece of the input; a
+    ``while`` loop only when it counts through one (``while i < n:``)."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return walks_pieces(loop.iter, function, params)
+    if isinstance(loop, ast.While):
+        return counts_through(loop, function, params)
+    return all(walks_pieces(g.iter, function, params) for g in loop.generators)  # type: ignore[attr-defined]
 
 
 def forward_body(engine: ValueEngine, definition: Definition) -> Optional[ForwardBody]:
@@ -120,6 +147,21 @@ def forward_body(engine: ValueEngine, definition: Definition) -> Optional[Forwar
         return ForwardBody(body.sites, decorated, body.looped)
 
     return memoised_body(engine, definition, "forward-body", read)
+
+
+def looped_forward_body(engine: ValueEngine, definition: Definition) -> Optional[ForwardBody]:
+    """``forward_body`` read inside the function's loops too: a per-item inference routine
+    that walks the pieces of its input (``tts(text)`` over the sentences of ``text``, a
+    pipeline's ``__call__`` over windows of one video). No sites when a loop walks data the
+    routine is handed or holds."""
+    function = definition.function
+    decorated = function is not None and any(no_grad_form(d) for d in function.decorators)
+
+    def read(node: ast.AST, summary: ModuleSummary) -> ForwardBody:
+        body = read_forward_body(node, dict(summary.aliases), into_loops=True)
+        return ForwardBody(body.sites, decorated, body.looped)
+
+    return memoised_body(engine, definition, "forward-body-looped", read)
 
 
 def calls_module(engine: ValueEngine, func: Form, where: Where) -> bool:
@@ -158,7 +200,11 @@ def runs_forward(engine: ValueEngine, definition: Definition, depth: int = 0) ->
 
 def _forward(engine: ValueEngine, definition: Definition, depth: int) -> Optional[bool]:
     body = forward_body(engine, definition)
-    if body is None or body.looped:
+    if body is not None and body.looped:
+        body = looped_forward_body(engine, definition)
+        if body is not None and not body.sites:
+            return None
+    if body is None:
         return None
     found: Optional[bool] = None
     scope = engine.scope_of(definition)

@@ -7,6 +7,7 @@ any other iterable may run no time.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, FrozenSet, Optional
 
 
@@ -94,3 +95,96 @@ def _bindings(function: ast.AST) -> Dict[str, list]:
             out.setdefault(node.id, []).append(ast.Constant(None))
         stack.extend(ast.iter_child_nodes(node))
     return out
+
+
+_DATA = re.compile(r"loader|dataset|data$|batches", re.IGNORECASE)
+# Calls that walk what they are given: their arguments are what the loop walks.
+_WRAPPERS = frozenset({"enumerate", "list", "tuple", "zip", "reversed", "sorted", "tqdm", "trange", "iter"})
+
+
+def walks_pieces(iterable: ast.AST, function: ast.AST, params: FrozenSet[str]) -> bool:
+    """The loop walks pieces of the function's own input (TPF206's per-item inference
+    routine): something computed from a parameter (``self.split(text)``,
+    ``text.split(".")``), through names (every value they are assigned) and the wrappers
+    around them (``tqdm(texts) if verbose else texts``). Not a parameter itself, an
+    attribute (``self.val_loader``), a global, a loader or data set made from the arguments
+    (``make_loader(args)``), a count (``range(n)``: of what, is not known) or anything
+    else: a routine that walks data it is handed, holds or loads evaluates a whole set per
+    call."""
+    return _pieces(iterable, _bindings(function), params - {"self", "cls"}, 0)
+
+
+def _pieces(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str], depth: int) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(node, ast.Name):
+        values = bindings.get(node.id)
+        return bool(values) and node.id not in params and all(_pieces(v, bindings, params, depth + 1) for v in values)
+    if isinstance(node, ast.IfExp):
+        return _pieces(node.body, bindings, params, depth + 1) and _pieces(node.orelse, bindings, params, depth + 1)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if name in _WRAPPERS:
+        return bool(node.args) and all(_pieces(a, bindings, params, depth + 1) for a in node.args)
+    if name is None or name == "range" or _DATA.search(name):
+        return False  # `make_loader(args)`: a data set the arguments describe, not pieces of one item
+    return _mentions(node, params, bindings, depth)
+
+
+def _mentions(node: ast.AST, params: FrozenSet[str], bindings: Dict[str, list], depth: int) -> bool:
+    """The call reads a parameter (directly, or through a name assigned from one)."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+            if child.id in params:
+                return True
+            for value in bindings.get(child.id, ()) if depth < 4 else ():
+                if _mentions(value, params, bindings, depth + 1):
+                    return True
+    return False
+
+
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def counts_through(loop: ast.While, function: ast.AST, params: FrozenSet[str]) -> bool:
+    """``while i < n:`` (``n`` a name, an attribute, ``len(x)``, ``x.size(0)``): the
+    mini-batches of the one item the object was fed (basicsr's ``test()`` over
+    ``self.lq[i:j]``), when the count reads no parameter and nothing named like a data set
+    (``len(data)``, ``len(self.dataset)``: a whole set), and nothing in the loop draws from
+    an iterator (``next(it)``)."""
+    test = loop.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], _ORDER)):
+        return False
+    bindings = _bindings(function)
+    if _mentions(test, params - {"self", "cls"}, bindings, 0) or _names_data(test, bindings, 0):
+        return False
+    for side in (test.left, *test.comparators):
+        for node in ast.walk(side):
+            if isinstance(node, ast.Call) and not _measures(node):
+                return False
+    return not any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next"
+        for statement in loop.body for node in ast.walk(statement)
+    )
+
+
+def _measures(call: ast.Call) -> bool:
+    """``len(x)``, ``x.size(0)``: a length, not a draw."""
+    func = call.func
+    return (isinstance(func, ast.Name) and func.id == "len") or (isinstance(func, ast.Attribute) and func.attr == "size")
+
+
+def _names_data(node: ast.AST, bindings: Dict[str, list], depth: int) -> bool:
+    """Some name or attribute the expression reads (through the names it was assigned
+    from) is named like a data set."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Attribute) and _DATA.search(child.attr):
+            return True
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+            if _DATA.search(child.id):
+                return True
+            if depth < 4 and any(_names_data(v, bindings, depth + 1) for v in bindings.get(child.id, ())):
+                return True
+    return False

@@ -188,6 +188,8 @@ class LoaderSourceResolver:
     def name(self, expr: cst.Name, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
         scope = self.context.scope_for(expr, path)
         value = scope.lookup_value(expr.value, same_object=True)  # which loader, not what it holds
+        if value is None:
+            value = self.progress_bar(expr.value, scope, path)
         if value is not None:
             value_path = self.recorded.value_paths.get(id(value))
             if value_path is None:
@@ -209,6 +211,22 @@ class LoaderSourceResolver:
         if values != [None] and not _reads_before_rebinding(values, path, loops):
             return _NOTHING  # rebound somewhere in the function, or not a parameter
         return self.parameter(function, expr.value, loops, depth)
+
+    def progress_bar(self, name: str, scope: Scope, path: Path) -> Optional[cst.Call]:
+        """``bar = tqdm(loader)`` bound once in its scope, whose ``bar.update()`` /
+        ``bar.set_postfix(...)`` calls read as changes of the name: a bar's counter moves,
+        the loader it walks stays the same."""
+        for current in scope.visible():
+            if name in current.imports or name in current.declared_outer:
+                return None
+            values = current.bindings.get(name)
+            if values is None:
+                continue
+            value = values[0] if len(values) == 1 else None
+            if not isinstance(value, cst.Call) or self.context.qualname(value.func, current) not in _TQDM:
+                return None
+            return value if current.parent is not None else None
+        return None
 
     def unpacked(self, name: str, scope: Scope) -> Optional[List[Tuple[cst.Call, int, Path]]]:
         """``train_loader, val_loader = make_loaders()``: the call and the position, when

@@ -212,11 +212,44 @@ def sampler_of(context: FileContext, site: LoaderSite) -> Optional[cst.BaseExpre
     batches = argument(site.call, "batch_sampler", 4).node
     value = batches.value if batches is not None else None
     if isinstance(value, cst.Name):
-        value = context.scope_for(site.call, site.ancestors).lookup_value(value.value)
-    if not isinstance(value, cst.Call) or context.qualname(value.func) not in _BATCH_SAMPLERS:
+        name, value = value, context.scope_for(site.call, site.ancestors).lookup_value(value.value)
+        if value is None:
+            return name if rewrapped(context, site, name.value) else None
+    if not isinstance(value, cst.Call) or not _batch_sampler(context, value):
         return None
     inner = argument(value, "sampler", 0).node
     return inner.value if inner is not None else None
+
+
+def rewrapped(context: FileContext, site: LoaderSite, name: str) -> bool:
+    """The loader's ``batch_sampler=`` names a sampler rebound to a batch sampler wrapping
+    it (``sampler = DistributedSampler(ds)``; ``sampler = BatchSampler(sampler=sampler,
+    ...)`` or a project subclass of it, one per branch): the loader batches whatever
+    sampler the name held before. Every binding that wraps must wrap that name."""
+    scope = binding_scope(context.scope_for(site.call, site.ancestors), name)
+    values = scope.bindings.get(name, []) if scope is not None else []
+    wrappers = [v for v in values if isinstance(v, cst.Call) and _batch_sampler(context, v)]
+    if not wrappers or any(v is None for v in values):
+        return False
+    for wrapper in wrappers:
+        inner = argument(wrapper, "sampler", 0).node
+        if inner is None or not (isinstance(inner.value, cst.Name) and inner.value.value == name):
+            return False
+    return True
+
+
+def _batch_sampler(context: FileContext, call: cst.Call) -> bool:
+    """torch's ``BatchSampler``, or a project class deriving from it."""
+    if context.qualname(call.func) in _BATCH_SAMPLERS:
+        return True
+    project, dotted = context.project, dotted_name(call.func)
+    if project is None or dotted is None or (not dotted[:1].isupper() and "." not in dotted):
+        return False
+    try:
+        definition = project.resolve(str(context.path), dotted)
+    except Exception:  # noqa: BLE001 - an unresolvable name is unknown
+        return False
+    return definition is not None and definition.kind == "class" and bool(project.external_bases(definition) & _BATCH_SAMPLERS)
 
 
 def project_sets_epoch(context: FileContext, call: cst.Call) -> bool:

@@ -119,6 +119,8 @@ class GraphValues:
         others = [b for b in found if id(b) not in self._own]
         if (len(others) == 1 or len(found) == 1) and name in self._backpropagated():
             return True
+        if len(others) > 1 and name in self._backpropagated() and _one_per_branch(others):
+            return True  # `if a: loss = f(x) else: loss = g(x)`, then `loss.backward()`
         if len(found) == 1 and found[0][0] is None:
             if part_of_backpropagated(self.context, self.loop, name, self._backpropagated(), found[0][1]):
                 return True  # a term of the backpropagated loss, returned beside it
@@ -191,6 +193,26 @@ class GraphValues:
             walk(self.loop.body, enter)
             self._bindings = found
         return self._bindings
+
+
+def _one_per_branch(bindings: Sequence[Tuple[Optional[cst.BaseExpression], Path]]) -> bool:
+    """Each binding is ``name = value`` in its own arm of one ``if``/``elif``/``else`` chain:
+    one of them runs per iteration, and the loop backpropagates whichever it was."""
+    if any(value is None for value, _ in bindings):
+        return False
+    return all(_exclusive(a[1], b[1]) for i, a in enumerate(bindings) for b in bindings[i + 1:])
+
+
+def _exclusive(first: Path, second: Path) -> bool:
+    for index, (a, b) in enumerate(zip(first, second)):
+        if a is b:
+            continue
+        parent = first[index - 1] if index else None
+        if not isinstance(parent, cst.If) or parent.orelse is None:
+            return False
+        branches = (parent.body, parent.orelse)
+        return any(a is x for x in branches) and any(b is x for x in branches)
+    return False
 
 
 def _bound_values(scope, name: str) -> List[Optional[cst.BaseExpression]]:

@@ -112,8 +112,14 @@ def _loads_model(context: "FileContext", loop: cst.CSTNode) -> bool:
     return False
 
 
+_MOVES = frozenset({"cuda", "to", "eval", "half", "float", "requires_grad_"})
+
+
 def _builds(call: cst.Call) -> bool:
-    """``Net(...)``, ``models.ResNet(...)``, ``eval(name)(...)``: a class or a factory's result."""
+    """``Net(...)``, ``models.ResNet(...)``, ``eval(name)(...)``: a class or a factory's result,
+    also moved or switched on the way (``Net(cfg).cuda()``, ``Net(cfg).to(device).eval()``)."""
+    while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call and call.func.attr.value in _MOVES:
+        call = call.func.value
     if type(call.func) is cst.Call:
         return True
     name = dotted_name(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
@@ -212,6 +218,7 @@ def _model_calls(
     bound = loop_bound_names(loop)  # type: ignore[arg-type]
     forward = without_grad = in_eval_mode = False
     others: List[Tuple[cst.Call, bool]] = []
+    named: List[cst.Call] = []  # forwards by name: their project code may turn autograd off
     stack: List[Tuple[cst.CSTNode, bool]] = [(loop.body, around_off)]  # type: ignore[attr-defined]
     while stack:
         node, off = stack.pop()
@@ -228,10 +235,11 @@ def _model_calls(
             key = callee_key(node, class_name)
             head = root.split(".")[0] if root is not None else None
             if head is not None and head not in bound and (
-                is_model_call(node) or root in evaluated or (off and _submodule_of(root, evaluated)) or _inference_method(root)
+                is_model_call(node) or is_model_name(root) or root in evaluated or (off and _submodule_of(root, evaluated)) or _inference_method(root)
             ):
                 forward = True
                 without_grad |= off
+                named.append(node)
                 in_eval_mode |= root in evaluated or (off and _submodule_of(root, evaluated)) or root.rpartition(".")[0] in evaluated
             elif key is not None and key in helpers.forward:
                 forward = True
@@ -244,6 +252,10 @@ def _model_calls(
         if runs is not None:
             forward = True
             without_grad |= off or runs
+    for call in named if project is not None and not without_grad else ():
+        without_grad = project(call) is True  # `model.tts_to_file(text)`: no-grad inside it
+        if without_grad:
+            break
     return forward, without_grad, in_eval_mode
 
 

@@ -18,7 +18,7 @@ from ...facts.dataloader.project_iterations import packed_sampler_walked_every_e
 from ...facts.dataloader.loader_sites import LoaderSite, _method_class
 from ...facts.dataloader.sampler_facts import (
     Helper, Keyed, Packed, ancestors_of, another_sampler, binding_scope, bound_name, calls_in, epoch_variable, evaluates, helper_calls,
-    is_builtin_call, local_defs, names_bound_to, packed_into, project_sets_epoch, returned_by, sampler_of, self_attr,
+    is_builtin_call, local_defs, names_bound_to, packed_into, project_sets_epoch, returned_by, rewrapped, sampler_of, self_attr,
     shuffled_by_callers,
 )
 
@@ -46,7 +46,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     through a `tqdm` bar, or by passing it each epoch to a project function that walks it,
     `engine.train_one_epoch(model, loader, optimizer)`), and neither that module, the
     project modules it imports, nor the function's module mention `set_epoch`. A
-    sampler wrapped in a `BatchSampler` (`batch_sampler=`) counts, and so does one chosen
+    sampler wrapped in a `BatchSampler` (`batch_sampler=`, also a name rebound to its
+    wrapper: `sampler = BatchSampler(sampler=sampler, ...)`) counts, and so does one chosen
     by a conditional expression (`RandomSampler(ds) if rank == -1 else
     DistributedSampler(ds)`), or kept in a dict comprehension whose entries the loaders
     take (`sampler=samplers[x]`). A function that rebinds its loader parameter to a
@@ -362,11 +363,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         facts = self.context.fact(loader_facts)
         self._sampler = node
         uncovered: List[Tuple[Path, cst.CSTNode]] = []
-        elsewhere = batched = False
+        elsewhere = batched = rebound = False
         for site in () if only_elsewhere else facts.sites.values():
             if not self._feeds(site, node, ancestors, target):
                 continue
             batched = batched or argument(site.call, "sampler", 3).node is None
+            rebound = rebound or (batched and isinstance(target, str) and rewrapped(self.context, site, target))
             names = names_bound_to(site) | ({target} if isinstance(target, str) else set())
             if any(_EVAL_NAMES.search(name) for name in names):
                 continue
@@ -384,7 +386,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             elsewhere = sampler_walked_every_epoch(self.context.project, str(self.context.path), target.name, knob, "set_epoch", _EVAL_NAMES)
         if not uncovered and not elsewhere:
             return
-        if isinstance(target, str) and uncovered:
+        if isinstance(target, str) and uncovered and not rebound:  # not when rebound to the batch sampler
             sampler = target
         else:
             sampler = f"self.{target[0]}" if isinstance(target, tuple) and uncovered else "loader.sampler"

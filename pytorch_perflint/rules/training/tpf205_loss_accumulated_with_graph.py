@@ -48,7 +48,7 @@ class LossAccumulatedWithGraph(Rule):
     The accumulator must be bound before the loop (`total = 0`,
     `losses = []`, `meter = AverageMeter()`, or `total = count = 0`). A value the loop
     backpropagates carries a graph whatever made it (also after `loss = loss + aux` or
-    `loss += aux`), and so do the terms it was computed from that a project function or
+    `loss += aux`, or bound once per arm of an `if`/`else`), and so do the terms it was computed from that a project function or
     method of any module returns beside it (`loss, box = compute(out, y)` where `compute`
     ends `total = box + cls; return total, box`; `total, bpr, reg = model.bpr_loss(u, i, j)`
     returning `bpr + reg, bpr, reg`; a `forward` that returns such a call), and the tensor

@@ -61,7 +61,10 @@ class EmptyCacheInLoop(Rule):
     loop around it. Not an evaluation loop: one whose body builds or loads a model every
     iteration (a loop over checkpoints, a speed test over models: each model's memory is
     freed before the next), one that runs no model, one whose helper loops over the data
-    itself (it evaluates a whole set per iteration).
+    itself (it evaluates a whole set per iteration). A routine whose loops walk pieces of
+    its own input is one item's inference (`model.tts_to_file(text, speaker)` over the
+    sentences of `text`, a pipeline over windows of one video); a diffusion pipeline's
+    `self.unet(...)` and `self.vae.decode(...)` run a model.
     A `finally:` in the loop body runs on every iteration too. A call of a project function
     or method (this module or another) that empties the cache on every call, itself or
     through the project functions it calls (`free_memory()`, a `train_step()` that ends
