@@ -11,12 +11,13 @@ Both are answered before LibCST parses the file.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import weakref
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ...project import ProjectIndex
-from ...analysis.ast_index import code_identifiers, tree_index
+from ...analysis.ast_index import LOOP_TYPES, code_identifiers, tree_index
 from ...project.call_values import MAX_DEPTH, empties_cache_every_call
 from ...project.forward_calls import target_runs_forward
 from ...project.index import TEXTS_NAMING
@@ -148,9 +149,25 @@ def _mentions_empty_cache(project: ProjectIndex, path: str) -> bool:
 
 
 def loop_calls(tree: ast.Module) -> bool:
-    """Some ``for``/``while`` body calls something."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            if any(isinstance(child, ast.Call) for statement in node.body for child in ast.walk(statement)):
+    """Some ``for``/``while`` body calls something. Asked of every file with a loop: the
+    calls under loops come from the shared ``tree_index``, the loops from a walk of the
+    statements alone, and a call is in a body when its position lies in the body's span
+    (a node within a statement's span is part of it)."""
+    calls = tree_index(tree).calls_in_loops
+    if not calls:
+        return False
+    starts = sorted((call.lineno, call.col_offset) for call in calls)
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        statement = stack.pop()
+        body = getattr(statement, "body", None)
+        if type(statement) in LOOP_TYPES and body:
+            first, last = body[0], body[-1]
+            at = bisect.bisect_left(starts, (first.lineno, first.col_offset))
+            if at < len(starts) and starts[at] <= (last.end_lineno, last.end_col_offset):
                 return True
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            value = getattr(statement, field, None)
+            if type(value) is list:
+                stack.extend(value)
     return False
