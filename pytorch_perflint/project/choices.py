@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 from .forms import Attr, BinOp, Call, Form, Joined, Lit, Ref, Seq, dotted
 from .kinds import UNKNOWN, Instance, Kind, Module, OneOf, Options, ProjectCallable, ProjectModules, Text, Unknown, Wrapper, join_all
 from .resolution import Definition
+from .reads import spells
 from .scan import lines_with
 
 if TYPE_CHECKING:
@@ -189,8 +190,10 @@ def attribute(engine: "ValueEngine", receiver: Kind, name: str, depth: int) -> K
 def _lacks(index, path: str, name: str) -> bool:
     """Module ``path`` certainly has no attribute ``name``: its text never spells it, and it
     has no star import or module ``__getattr__`` that could give it."""
-    text = index.text(path)
-    if text is None or re.search(rf"\b{re.escape(name)}\b", text) or "__getattr__" in text:
+    if spells(index, path, "__getattr__") is not False:
+        return False  # (or unreadable)
+    text = index.text_naming(path, name)
+    if text is not None and re.search(rf"\b{re.escape(name)}\b", text):
         return False
     return not any(record.star for record in index.summary(path).imports)
 

@@ -232,8 +232,8 @@ def _holds_eval_model(engine: ValueEngine, definition: Definition) -> bool:
     if owner is None or owner.kind != "class":
         return False
     for klass in index.resolution.lineage(owner):  # type: ignore[union-attr]
-        text = index.text(klass.path) if klass.path else None  # type: ignore[union-attr]
-        if text is None or ".eval()" not in text or klass.klass is None:
+        text = index.text_naming(klass.path, ".eval()") if klass.path else None  # type: ignore[union-attr]
+        if text is None or klass.klass is None:
             continue
         for method in klass.klass.methods:
             node = locate(text, method.line, method.end_line, method.name, False)

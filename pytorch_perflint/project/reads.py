@@ -10,3 +10,15 @@ ALL_FILES = "<every project file>"
 # Prefix of a recorded word: the answer read the text of every module that spells it
 # (``ProjectIndex.text_naming``), and would change only when one more or one less does.
 TEXTS_NAMING = "<texts naming>"
+
+
+def spells(index, path: str, word: str):
+    """Whether the module at ``path`` spells ``word`` (True/False), None when its text
+    cannot be read. Read through ``text_naming``: a module that does not spell the word is
+    no dependency of the answer until it does (a comment edit there keeps it valid); only a
+    module whose summary failed is read whole, to tell an unreadable one."""
+    if index.text_naming(path, word) is not None:
+        return True
+    if index.summary(path).ok:
+        return False
+    return None if index.text(path) is None else False

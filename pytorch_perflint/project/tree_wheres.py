@@ -139,14 +139,21 @@ def looped_calls(tree: ast.Module) -> List[Tuple[ast.Call, List[ast.AST]]]:
 
 
 def loop_calls_running(
-    engine: ValueEngine, path: str, tree: ast.Module, holds: Callable[[Definition], bool], objects: bool = False
+    engine: ValueEngine,
+    path: str,
+    tree: ast.Module,
+    holds: Callable[[Definition], bool],
+    objects: bool = False,
+    only: Optional[Callable[[ast.Call], bool]] = None,
 ) -> bool:
     """Some call in a loop (``looped_calls``) runs project code (``dispatch`` without
     objects, as the training rules ask) every target of which ``holds``; with ``objects``,
     a call that is no such code is asked again as a call of an object (its ``__call__``,
-    a project module's ``forward``)."""
+    a project module's ``forward``). ``only``: the calls asked about (default: all)."""
     wheres = TreeWheres.of(path, tree, engine)
     for call, chain in looped_calls(tree):
+        if only is not None and not only(call):
+            continue
         callees = wheres.callees(call, chain, objects=False)
         if callees is None and objects:
             callees = wheres.callees(call, chain, objects=True)

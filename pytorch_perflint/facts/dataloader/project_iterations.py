@@ -21,6 +21,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from ...project import ProjectIndex
 from ...project.forms import dotted
 from ...project.summarizer import parse_tree
+from ...project.reads import spells
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -158,8 +159,7 @@ def _mentions(index: ProjectIndex, path: str, text: str, word: str) -> bool:
     if word in text:
         return True
     for imported in index.imported_modules(path):
-        other = index.text(imported)
-        if other is None or word in other:
+        if spells(index, imported, word) is not False:
             return True
     return False
 

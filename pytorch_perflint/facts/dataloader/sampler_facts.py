@@ -15,6 +15,7 @@ from ...context import FileContext
 from .loader_args import Path
 from .loader_facts import loader_facts
 from .loader_sites import LoaderSite, _method_class
+from ...project.reads import spells
 
 # An evaluation pass, whose order does not matter: a function that says so, or a pass
 # under no_grad.
@@ -268,8 +269,7 @@ def project_sets_epoch(context: FileContext, call: cst.Call) -> bool:
         return False
     if definition is None or definition.path is None or definition.kind not in ("function", "method", "class"):
         return False
-    text = project.text(definition.path)
-    return text is None or "set_epoch" in text
+    return spells(project, definition.path, "set_epoch") is not False
 
 
 def local_defs(context: FileContext, call: cst.Call) -> List[cst.FunctionDef]:

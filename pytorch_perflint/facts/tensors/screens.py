@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 import unicodedata
-from typing import Callable, Container, List, Sequence, Set, Tuple, Union
+from typing import Callable, Container, List, Optional, Sequence, Set, Tuple, Union
 
 from ...analysis.ast_index import TreeIndex, enclosing_functions, per_tree, tree_index, walk_ast
 from ...project.numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
@@ -255,6 +255,45 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
                 pending.extend(n.id for n in walk_ast(node.value) if isinstance(n, ast.Name))
     sources = [node for node in assignments if id(node) in relevant]
     return _visible_arrays(tree, index, list(candidates), sources, roots, parameters)
+
+
+# (fires with every project name taken for an array source: with parameters, without;
+# fires with none of them: with parameters, without; the project names asked about)
+CopyQuestion = Tuple[Tuple[bool, bool], Tuple[bool, bool], Tuple[str, ...]]
+
+
+def copy_question(tree: ast.Module) -> CopyQuestion:
+    """``numpy_copy_candidates_without``'s question as data, for the summarising worker to
+    work out from the tree (TPF401's ``project_question``): whether candidates remain when
+    every project name the screen asks about may return an array, when none may, and
+    which names it asks about (the screen only grows with the names that may)."""
+    asked: List[str] = []
+
+    def never(answer: bool) -> Callable[[str], bool]:
+        def ask(name: str) -> bool:
+            if name not in asked:
+                asked.append(name)
+            return answer
+
+        return ask
+
+    every = tuple(bool(numpy_copy_candidates_without(tree, never(False), p)) for p in (True, False))
+    none = tuple(bool(numpy_copy_candidates_without(tree, never(True), p)) for p in (True, False))
+    return every, none, tuple(asked)  # type: ignore[return-value]
+
+
+def answer_copy_question(question: CopyQuestion, never_array: Callable[[str], bool], parameters: bool) -> Optional[bool]:
+    """The screen's answer from ``copy_question`` and the project (``never_array`` as for
+    ``numpy_copy_candidates_without``); None when some names may return an array and others
+    not (the tree decides)."""
+    every, none, asked = question
+    at = 0 if parameters else 1
+    if none[at] or not every[at]:
+        return none[at] or every[at]
+    answers = {never_array(name) for name in asked}
+    if answers == {True} or not answers:
+        return False
+    return True if answers == {False} else None
 
 
 class _AskedRoots:

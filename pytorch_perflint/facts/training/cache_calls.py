@@ -11,12 +11,13 @@ Both are answered before LibCST parses the file.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import weakref
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ...project import ProjectIndex
-from ...analysis.ast_index import code_identifiers, tree_index
+from ...analysis.ast_index import LOOP_TYPES, code_identifiers, tree_index
 from ...project.call_values import MAX_DEPTH, empties_cache_every_call
 from ...project.forward_calls import target_runs_forward
 from ...project.index import TEXTS_NAMING
@@ -44,11 +45,21 @@ def loop_question(tree: ast.Module) -> Tuple[bool, bool]:
     """The part of the screen the tree alone decides, as plain data (TPF206's
     ``project_question``): whether the code names ``empty_cache``, and whether a loop
     here may train or evaluate (names that mark evaluation, a function named like one)."""
-    names = code_identifiers(tree)
-    if "empty_cache" in names:
+    if "empty_cache" in code_identifiers(tree):
         return True, True
-    loops = could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & names)
-    return False, loops or any(is_eval_function_name(f.name) for f in tree_index(tree).functions)
+    return False, _loop_words(tree) or bool(_evaluation_functions(tree))
+
+
+def _loop_words(tree: ast.Module) -> bool:
+    """The code says a loop of the module may train or evaluate, wherever it stands: it
+    trains, steps, or names what marks evaluation (``no_grad``, ``eval``...)."""
+    return could_have_training_loop(tree) or loop_calls_step_by_name(tree) or bool(_EVALUATES & code_identifiers(tree))
+
+
+def _evaluation_functions(tree: ast.Module) -> Tuple[Tuple[int, int], ...]:
+    """The lines of the functions named like evaluation: without other words, the loops
+    in them are the module's only ones that may evaluate (``_in_function``)."""
+    return tuple((f.lineno, f.end_lineno or f.lineno) for f in tree_index(tree).functions if is_eval_function_name(f.name))
 
 
 def objects_asked(project: Optional[ProjectIndex]) -> bool:
@@ -105,13 +116,27 @@ def loops_call_emptying_code(project: ProjectIndex, path: str, tree: ast.Module,
     questions, when the file passes, answers already known. With ``forward``, the code
     must also run a model forward (the loop evaluates through it)."""
     engine = engine_for(project)
+    objects = objects_asked(project)
 
-    def holds(definition: Definition) -> bool:
+    def holds(definition: Definition, forward: bool = forward) -> bool:
         if not empties_cache_every_call(engine, definition):
             return False
         return not forward or target_runs_forward(engine, definition) is not None
 
-    return loop_calls_running(engine, path, tree, holds, objects=objects_asked(project))
+    if forward or _loop_words(tree):
+        return loop_calls_running(engine, path, tree, holds, objects=objects)
+    # Only functions named like evaluation say that a loop here may evaluate: the loops
+    # in them are asked as such, the others as a module without those words asks them
+    # (in a small project: code that runs the forward itself; else not at all).
+    spans = _evaluation_functions(tree)
+
+    def inside(call: ast.Call) -> bool:
+        return any(first <= call.lineno <= last for first, last in spans)
+
+    if loop_calls_running(engine, path, tree, holds, objects=objects, only=inside):
+        return True
+    outside = lambda definition: holds(definition, forward=True)  # noqa: E731
+    return objects and loop_calls_running(engine, path, tree, outside, objects=objects, only=lambda call: not inside(call))
 
 
 _MENTIONS: "weakref.WeakKeyDictionary[ProjectIndex, Dict[str, Tuple[object, bool, bool]]]" = weakref.WeakKeyDictionary()
@@ -148,9 +173,25 @@ def _mentions_empty_cache(project: ProjectIndex, path: str) -> bool:
 
 
 def loop_calls(tree: ast.Module) -> bool:
-    """Some ``for``/``while`` body calls something."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            if any(isinstance(child, ast.Call) for statement in node.body for child in ast.walk(statement)):
+    """Some ``for``/``while`` body calls something. Asked of every file with a loop: the
+    calls under loops come from the shared ``tree_index``, the loops from a walk of the
+    statements alone, and a call is in a body when its position lies in the body's span
+    (a node within a statement's span is part of it)."""
+    calls = tree_index(tree).calls_in_loops
+    if not calls:
+        return False
+    starts = sorted((call.lineno, call.col_offset) for call in calls)
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        statement = stack.pop()
+        body = getattr(statement, "body", None)
+        if type(statement) in LOOP_TYPES and body:
+            first, last = body[0], body[-1]
+            at = bisect.bisect_left(starts, (first.lineno, first.col_offset))
+            if at < len(starts) and starts[at] <= (last.end_lineno, last.end_col_offset):
                 return True
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            value = getattr(statement, field, None)
+            if type(value) is list:
+                stack.extend(value)
     return False

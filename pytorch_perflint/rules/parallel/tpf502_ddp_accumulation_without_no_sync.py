@@ -131,7 +131,7 @@ class DdpAccumulationWithoutNoSync(Rule):
         """DDP is built here, or in a project module that imports this one."""
         if "DistributedDataParallel" in code_identifiers(tree):
             return True
-        return any("DistributedDataParallel" in (project.text(other) or "") for other in sorted(project.importers(path)))
+        return any(project.text_naming(other, "DistributedDataParallel") is not None for other in sorted(project.importers(path)))
 
     VALID = (
         # No accumulation: the step runs on every iteration.

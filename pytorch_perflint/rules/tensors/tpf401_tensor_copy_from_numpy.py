@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence
 
 import libcst as cst
 
@@ -14,7 +14,8 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...project.kinds import Array, TensorType
 from ...project.values import engine_for
-from ...facts.tensors.screens import names_a_constructor, numpy_copy_candidates, numpy_copy_candidates_without
+from ...facts.tensors.screens import CopyQuestion, answer_copy_question, copy_question, names_a_constructor
+from ...facts.tensors.screens import numpy_copy_candidates, numpy_copy_candidates_without
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex
@@ -44,6 +45,19 @@ _CONSTRUCTOR_ALIAS = re.compile(r"ensor\s+as\s")
 # Where known arrays come from: NumPy, pandas' `.values` / `.to_numpy()`, OpenCV, h5py and
 # SciPy readers, and what the project index can say (imported helpers, `self.` attributes).
 _ARRAY_SOURCE = re.compile(r"numpy|np\.|pandas|\.values|to_numpy|cv2|h5py|scipy|\bimport\b|\bself\.")
+
+
+def _never_array(path: str, project: "ProjectIndex") -> Callable[[str], bool]:
+    """Whether a name of the module at ``path`` is a project function that never returns
+    an array (the project screen stops taking it for an array source)."""
+
+    def never_array(name: str) -> bool:
+        definition = project.resolve(path, name)
+        if definition is None or definition.kind != "function":
+            return False
+        return type(engine_for(project, optimistic=True).returns(definition)) is not Array
+
+    return never_array
 
 
 class TensorCopyFromNumpy(Rule):
@@ -119,15 +133,19 @@ class TensorCopyFromNumpy(Rule):
         """As ``could_fire_tree``, once the project's functions that never return an array
         (``to_dtype(x)`` in torch's lowering) are no longer taken for array sources, and
         parameters only where the engine reads them from their callers."""
-
-        def never_array(name: str) -> bool:
-            definition = project.resolve(path, name)
-            if definition is None or definition.kind != "function":
-                return False
-            return type(engine_for(project, optimistic=True).returns(definition)) is not Array
-
         # Parameters count only where the engine reads them from their callers.
-        return bool(numpy_copy_candidates_without(tree, never_array, engine_for(project).reads_parameters()))
+        return bool(numpy_copy_candidates_without(tree, _never_array(path, project), engine_for(project).reads_parameters()))
+
+    @classmethod
+    def project_question(cls, tree: ast.Module) -> CopyQuestion:
+        """``could_fire_project``'s question as data (worked out where the tree is)."""
+        return copy_question(tree)
+
+    @classmethod
+    def could_fire_answering(cls, question: CopyQuestion, path: str, project: "ProjectIndex") -> Optional[bool]:
+        """``could_fire_project`` from the question, without the tree unless the project's
+        names disagree."""
+        return answer_copy_question(question, _never_array(path, project), engine_for(project).reads_parameters())
 
     @classmethod
     def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, FrozenSet, Union
+from typing import TYPE_CHECKING, FrozenSet, Optional, Union
 
 import libcst as cst
 
@@ -13,6 +13,7 @@ from ...types import Applicability
 from ...project.values import MAX_SCANNED_MODULES
 from ...facts.training.eval_callers import definition_evaluated_by_callers, method_evaluated_by_callers
 from ...facts.training.eval_helper_screens import could_evaluate_through_helpers
+from ...facts.training.eval_questions import EvalQuestion, answer_eval_question, eval_question
 from ...facts.training.eval_names import MODEL_PARAM, called_in_text, is_eval_function_name
 from ...facts.training.no_grad import SELF_LAYER, evaluation_loops
 from ...facts.training.screens import could_evaluate_without_no_grad
@@ -114,9 +115,19 @@ class EvalWithoutNoGrad(Rule):
         return could_evaluate_without_no_grad(tree) or could_evaluate_through_helpers(tree)
 
     @classmethod
-    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
-        """As ``could_fire_tree``, and a helper that evaluates only through a model
-        parameter has project callers that put that model in eval mode."""
+    def project_question(cls, tree: ast.Module) -> EvalQuestion:
+        """The project screen's question, as data (``could_fire_project`` answers it): as
+        ``could_fire_tree``, and a helper that evaluates only through a model parameter has
+        project callers that put that model in eval mode. The summarising worker works it
+        out, and the lint phase answers it without parsing the file again."""
+        return eval_question(tree)
+
+    @classmethod
+    def could_fire_answering(cls, question: EvalQuestion, path: str, project: "ProjectIndex") -> Optional[bool]:
+        """The question's answer. A model behind an agent's method or a helper: the engine
+        reads the parameters it needs from callers in small projects only (`eval_helpers`);
+        a method looping over its own layers asks its callers in a project of any size
+        (`eval_callers`)."""
 
         def evaluated_by_callers(name: str, models: FrozenSet[str]) -> bool:
             definition = project.resolve(path, name)
@@ -128,14 +139,8 @@ class EvalWithoutNoGrad(Rule):
             definition = project.resolve(path, name)
             return definition is not None and definition.kind == "method" and method_evaluated_by_callers(project, definition)
 
-        if could_evaluate_without_no_grad(tree, evaluated_by_callers):
-            return True
-        # A model behind an agent's method or a helper: the engine reads the parameters it
-        # needs from callers in small projects only (`eval_helpers`); a method looping over
-        # its own layers asks its callers in a project of any size (`eval_callers`).
-        helpers = len(project.files) <= MAX_SCANNED_MODULES
-        return could_evaluate_through_helpers(tree, method_evaluated, helpers=helpers)
-
+        small = len(project.files) <= MAX_SCANNED_MODULES
+        return answer_eval_question(question, small, evaluated_by_callers, method_evaluated)
 
     VALID = (
         "import torch\nmodel.eval()\nwith torch.no_grad():\n    for x in loader:\n        out = model(x)\n",
