@@ -348,13 +348,13 @@ MOVES = {
         def flag_test(out, use_gpu):
             rows = torch.arange(out.size(0))
             if use_gpu:
-                rows = rows.cuda()
+                rows = rows.cuda()  #!
             return rows
 
 
         def flag_expr(scores, use_gpu):
             hot = torch.zeros(scores.size())
-            hot = hot.cuda() if use_gpu else hot
+            hot = hot.cuda() if use_gpu else hot  #!
             return hot
 
 
@@ -383,8 +383,9 @@ MOVES = {
 def test_moves_that_follow_another_tensor(tmp_path):
     """``if y.is_cuda: z = z.cuda()`` right after ``z``'s factory, and ``z.cuda() if
     x.is_cuda else z``, are reported (without a fix), also through basic indexing (``[None,
-    :, :]``, a view); a use in between, an ``else`` or an ``elif`` that may read it, a flag
-    rather than a tensor's place, or an index by another tensor, stay silent."""
+    :, :]``, a view), and so are the same moves under a flag named for the GPU (``use_gpu``:
+    ``test_tpf402_flags_casts``); a use in between, an ``else`` or an ``elif`` that may read
+    it, or an index by another tensor, stay silent."""
     assert _findings(tmp_path, MOVES, "TPF402") == _marked(MOVES)
 
 
@@ -393,7 +394,7 @@ def test_conditional_moves_carry_no_fix(tmp_path):
     settings = load_settings([tmp_path])
     results, _ = runner.run(sorted(tmp_path.rglob("*.py")), settings, jobs=1)
     found = [d for result in results for d in result.diagnostics if d.code == "TPF402"]
-    assert len(found) == 3 and all(d.fix is None for d in found)
+    assert len(found) == 5 and all(d.fix is None for d in found)
 
 
 def _scope_of(source: str):
