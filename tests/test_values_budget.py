@@ -70,3 +70,14 @@ def test_answers_cut_short_are_not_memoised(tmp_path):
     kind = engine.kind_of(expression_form(ast.parse("x", mode="eval").body, scope), Where(path, scope, 3))
     assert type(kind) is Unknown
     assert not any(key[0] == "returns" for key in engine._memo)  # `mix`'s returns were cut short
+
+
+def test_a_function_whose_returns_ran_out_is_not_walked_again(tmp_path):
+    index = index_of(tmp_path, {"main.py": _chain(14)})
+    path = os.path.abspath(tmp_path / "main.py")
+    engine = engine_for(index)
+    mix = index.resolve(path, "mix")
+    assert type(engine.returns(mix)) is Unknown
+    assert engine._steps > engine.max_steps
+    assert type(engine.returns(mix)) is Unknown and engine._steps == 0  # its scope is tangled
+

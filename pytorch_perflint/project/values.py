@@ -452,7 +452,7 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         if self.index is None or definition.function is None or depth > MAX_DEPTH:
             return UNKNOWN
         if depth == 0 and not self._inside:
-            return self._question(lambda: self.returns(definition, 0, this))
+            return self._question(lambda: self.returns(definition, 0, this), self.scope_of(definition))
         key = ("returns", definition.path, definition.name, definition.function.line, this)
         return self._memoised(key, lambda: self._returns(definition, depth, this))
 
