@@ -13,7 +13,7 @@ compared this way has no subclasses).
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import libcst as cst
 
@@ -102,3 +102,18 @@ def name_uses(root: cst.CSTNode, name: str) -> Iterator[Tuple[cst.Name, Tuple[cs
         below = path + (node,)
         skip = node.attr if type(node) is cst.Attribute else node.keyword if type(node) is cst.Arg else None  # type: ignore[attr-defined]
         stack.extend((child, below) for child in child_nodes(node) if child is not skip)
+
+
+def exclusive_branches(first: Sequence[cst.CSTNode], second: Sequence[cst.CSTNode]) -> bool:
+    """Whether two nodes (given by their ancestors, outermost first) stand in different
+    branches of one ``if``/``elif``/``else``, so that at most one of them runs."""
+    for index, (a, b) in enumerate(zip(first, second)):
+        if a is b:
+            continue
+        parent = first[index - 1] if index else None
+        if not isinstance(parent, cst.If) or parent.orelse is None:
+            return False
+        branches = (parent.body, parent.orelse)
+        return any(a is x for x in branches) and any(b is x for x in branches)
+    return False
+

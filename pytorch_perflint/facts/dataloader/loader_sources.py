@@ -7,7 +7,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from ...analysis.scope import Scope, dotted_name, target_names
-from ...analysis.walk import child_nodes
+from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
 from .loader_args import _TQDM, Path
 from .loader_sites import (
@@ -89,7 +89,7 @@ class LoaderSourceResolver:
         if all(self._is_iter_call(value, path) for value, path in found):
             return found
         for index, (_, first) in enumerate(found):
-            if not all(_exclusive(first, other) for _, other in found[index + 1:]):
+            if not all(exclusive_branches(first, other) for _, other in found[index + 1:]):
                 return None
         return found
 
@@ -244,7 +244,7 @@ class LoaderSourceResolver:
                 if len(found) != len(values):
                     return None  # bound some other way too (a loop target, a with)
                 for index, (_, _, first_path) in enumerate(found):
-                    if not all(_exclusive(first_path, other) for _, _, other in found[index + 1:]):
+                    if not all(exclusive_branches(first_path, other) for _, _, other in found[index + 1:]):
                         return None
                 return found
         return None
@@ -393,20 +393,6 @@ def _reads_before_rebinding(values: Optional[List[Optional[cst.BaseExpression]]]
         return False
     value = next(v for v in values if v is not None)
     return any(node is value for node in path)
-
-
-def _exclusive(first: Path, second: Path) -> bool:
-    """Whether two nodes (given by their ancestors) stand in different branches of one
-    ``if``/``elif``/``else``, so that at most one of them runs."""
-    for index, (a, b) in enumerate(zip(first, second)):
-        if a is b:
-            continue
-        parent = first[index - 1] if index else None
-        if not isinstance(parent, cst.If) or parent.orelse is None:
-            return False
-        branches = (parent.body, parent.orelse)
-        return any(a is x for x in branches) and any(b is x for x in branches)
-    return False
 
 
 def _element(value: cst.BaseExpression, index: int, path: Path) -> Tuple[Optional[cst.BaseExpression], Path]:

@@ -21,6 +21,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from ...analysis.scope import dotted_name, target_leaves
+from ...analysis.walk import exclusive_branches
 from ...context import FileContext
 from ...project.autograd_values import KEEPS_GRAPH, LOSS_CLASS, is_loss_function
 from ...project.kinds import GraphTensor
@@ -200,19 +201,7 @@ def _one_per_branch(bindings: Sequence[Tuple[Optional[cst.BaseExpression], Path]
     one of them runs per iteration, and the loop backpropagates whichever it was."""
     if any(value is None for value, _ in bindings):
         return False
-    return all(_exclusive(a[1], b[1]) for i, a in enumerate(bindings) for b in bindings[i + 1:])
-
-
-def _exclusive(first: Path, second: Path) -> bool:
-    for index, (a, b) in enumerate(zip(first, second)):
-        if a is b:
-            continue
-        parent = first[index - 1] if index else None
-        if not isinstance(parent, cst.If) or parent.orelse is None:
-            return False
-        branches = (parent.body, parent.orelse)
-        return any(a is x for x in branches) and any(b is x for x in branches)
-    return False
+    return all(exclusive_branches(a[1], b[1]) for i, a in enumerate(bindings) for b in bindings[i + 1:])
 
 
 def _bound_values(scope, name: str) -> List[Optional[cst.BaseExpression]]:
