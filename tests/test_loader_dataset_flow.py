@@ -7,20 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Set, Tuple
 
-from pytorch_perflint import runner
-from pytorch_perflint.config import load_settings
-
 from project_tree import write_project
+from test_loader_options_flow import _findings as _by_code
 
 
 def _findings(root: Path, code: str) -> Set[Tuple[str, int]]:
-    settings = load_settings([root])
-    results, _ = runner.run(sorted(root.rglob("*.py")), settings, jobs=1)
-    found = set()
-    for result in results:
-        assert not result.errors, result.errors
-        found |= {(Path(d.path).resolve().relative_to(root.resolve()).as_posix(), d.location.row) for d in result.diagnostics if d.code == code}
-    return found
+    return _by_code(root).get(code, set())
 
 
 PROJECT = {

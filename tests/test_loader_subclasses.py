@@ -4,24 +4,11 @@ it, so TPF101/TPF102 read it as they read ``DataLoader(...)``; look-alikes stay 
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Dict, Set, Tuple
-
 from pytorch_perflint import runner
 from pytorch_perflint.config import load_settings
 
 from project_tree import write_project
-
-
-def _findings(root: Path) -> Dict[str, Set[Tuple[str, int]]]:
-    settings = load_settings([root])
-    results, _ = runner.run(sorted(root.rglob("*.py")), settings, jobs=1)
-    found: Dict[str, Set[Tuple[str, int]]] = {}
-    for result in results:
-        assert not result.errors, result.errors
-        for d in result.diagnostics:
-            found.setdefault(d.code, set()).add((Path(d.path).resolve().relative_to(root.resolve()).as_posix(), d.location.row))
-    return found
+from test_loader_options_flow import _findings
 
 
 PROJECT = {
