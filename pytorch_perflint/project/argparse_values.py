@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from .kinds import UNKNOWN, Kind, Namespace, Text
@@ -82,16 +83,23 @@ def _dest(call: ast.Call) -> Optional[str]:
 register_summarizer(KEY, argparse_defaults)
 
 
+@lru_cache(maxsize=512)
 def changed(source: Optional[str], name: Optional[str], dest: str) -> bool:
     """The namespace bound to ``name`` (None: any name) is changed in ``source`` where the
-    defaults do not show it (an unreadable module counts as changing it)."""
+    defaults do not show it (an unreadable module counts as changing it).
+
+    Cached: a long script's loop asks the same question of the same text thousands of times,
+    and each search scans the whole module."""
     if source is None:
         return True
-    name, dest = (re.escape(name) if name is not None else r"\w+"), re.escape(dest)
-    return bool(
-        re.search(rf"\b{name}\.{dest}\s*(?:[-+*/|&]?=(?!=)|:)", source)
-        or re.search(rf"\bsetattr\(\s*{name}\b|\bvars\(\s*{name}\s*\)|\b{name}\.__dict__", source)
-    )
+    dest = re.escape(dest)
+    # ``\w\.`` rather than ``\b\w+\.`` for any name: the same matches, without the scan
+    # restarting at every word of the module.
+    owner = rf"\b{re.escape(name)}" if name is not None else r"\w"
+    if re.search(rf"{owner}\.{dest}\s*(?:[-+*/|&]?=(?!=)|:)", source):
+        return True
+    name = re.escape(name) if name is not None else r"\w+"
+    return bool(re.search(rf"\bsetattr\(\s*{name}\b|\bvars\(\s*{name}\s*\)|{owner}\.__dict__", source))
 
 
 def default_of(namespace: Namespace, dest: str, defaults: Optional[Defaults]) -> Kind:
