@@ -248,3 +248,39 @@ def test_a_trainer_method_named_train_called_every_batch_reports_its_call(tmp_pa
 
 def test_module_train_modes_sampled_and_final_trainer_calls_stay_silent(tmp_path: Path):
     assert _findings(tmp_path, TRAINER_LOOKALIKES, "TPF202") == []
+
+
+SQUASHED = {
+    "duo.py": """
+        import torch
+
+        class Duo:
+            def __init__(self, critic, opt):
+                self.critic, self.opt = critic, opt
+
+            def critic_trainstep(self, real):
+                self.opt.zero_grad()
+                loss = self.critic(real).mean()
+                loss.backward()
+                self.opt.step()
+                return loss.item()
+
+            def get_timestep(self, real):
+                return self.critic(real).mean().item()
+    """,
+    "loop.py": """
+        import torch
+        from duo import Duo
+
+        duo = Duo(make_critic().cuda(), opt)
+        for real in loader:
+            real = real.cuda()
+            seen = duo.critic_trainstep(real)  #!
+        for real in loader:
+            seen = duo.get_timestep(real.cuda())
+    """,
+}
+
+
+def test_a_step_named_trainstep_in_one_word_trains_the_loop_that_calls_it(tmp_path: Path):
+    assert _findings(tmp_path, SQUASHED, "TPF202") == _expected(SQUASHED)

@@ -83,7 +83,7 @@ def could_train_text(source: str) -> bool:
     ``x.update(`` where ``x = SomeClass(...)`` (not ``dict.update``), ``x.train(data)``."""
     if ".backward(" in source or ".step(" in source or ".learn(" in source:
         return True
-    if _after_word(source, "_step(") or _after_word(source, "_batch("):
+    if _after_word(source, "_step(") or _after_word(source, "_batch(") or "trainstep(" in source or "trainStep(" in source:
         return True
     if (".optimi" in source and _OPTIMIZE_CALL.search(source)) or (".train(" in source and TRAIN_WITH_DATA.search(source)):
         return True
@@ -354,7 +354,7 @@ def calls_training_step(tree: ast.Module) -> bool:
     return any(_is_training_call(call, tree) for call in tree_index(tree).calls)
 
 
-_STEP_WORDS = re.compile(r"(?:^|_)step(?:$|_)|^update$|^learn$|^optimi[sz]e(?:$|_)|_batch$", re.IGNORECASE)
+_STEP_WORDS = re.compile(r"(?:^|_|train)step(?:$|_)|^update$|^learn$|^optimi[sz]e(?:$|_)|_batch$", re.IGNORECASE)
 # Classes whose ``.update()`` fills a container, not a model (``OrderedSet()``, ``Counter()``).
 _CONTAINERS = re.compile(r"(?:Set|Dict|Counter|Map|List|Cache|Queue|Stack|Tuple)$")
 
