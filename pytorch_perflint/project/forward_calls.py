@@ -348,3 +348,21 @@ def _rebinds(engine: ValueEngine, definition: Definition, name: str) -> bool:
             if dotted(child.func.value) == name:
                 return True
     return False
+
+
+def evaluates_own_model(engine: ValueEngine, definition: Definition) -> bool:
+    """A method that puts a model its object holds in eval mode on every call, in its own
+    lines (``self.model.eval()`` before any branch or loop): its forward is evaluation."""
+    function = definition.function
+    if engine.index is None or function is None or definition.path is None or definition.kind != "method":
+        return False
+    text = engine.index.text(definition.path)
+    node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
+    for statement in getattr(node, "body", ()):
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if isinstance(call, ast.Call) and not call.args and isinstance(call.func, ast.Attribute) and call.func.attr == "eval":
+            if (dotted(call.func.value) or "").startswith("self."):
+                return True
+        if isinstance(statement, (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.Return, ast.Raise)):
+            return False
+    return False
