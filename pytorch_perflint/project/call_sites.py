@@ -11,7 +11,7 @@ module's ``ast``: a structural fact of the caller's text, not a value.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from .call_values import methods
 from .forms import Ref
@@ -56,6 +56,47 @@ def loop_call_sites(engine: ValueEngine, definition: Definition) -> Optional[Lis
         where = engine._caller_where(path, site.caller, site.line) if site.caller else Where(path)
         if where is not None and _may_be(engine, receiver, where, definition):
             out.append((path, site.line, short))
+    return out
+
+
+def step_call_sites(
+    engine: ValueEngine, definition: Definition, wanted: Callable[[str, int, str], bool]
+) -> Optional[List[Tuple[str, int, str]]]:
+    """(path, line, calling function's dotted name) of the project's calls of a function
+    or method made outside loops inside another function that ``wanted`` accepts (the
+    callers that may pass a step on: ``facts/training/loop_bodies``; asked before a
+    receiver is evaluated); None when its callers cannot be known. A method's calls are
+    chosen as ``loop_call_sites`` chooses them."""
+    index = engine.index
+    if index is None:
+        return None
+    if definition.kind == "function":
+        sites = index.callers(definition)
+        if sites is None:
+            return None
+        return [
+            (path, site.line, site.caller)
+            for path, site in sites
+            if site.called and not site.in_loop and site.caller and wanted(path, site.line, site.caller)
+        ]
+    if definition.kind != "method" or definition.klass is None:
+        return None
+    short = definition.name.rsplit(".", 1)[-1]
+    class_name = definition.klass.name
+    out = []
+    for path, site in index.method_calls(short):
+        if site.in_loop or not site.caller:
+            continue
+        receiver = site.callee.rsplit(".", 1)[0]
+        if receiver in ("self", "cls"):
+            if path == definition.path and site.caller.split(".")[0] == class_name and wanted(path, site.line, site.caller):
+                out.append((path, site.line, site.caller))
+            continue
+        if not wanted(path, site.line, site.caller):
+            continue
+        where = engine._caller_where(path, site.caller, site.line)
+        if where is not None and _may_be(engine, receiver, where, definition):
+            out.append((path, site.line, site.caller))
     return out
 
 

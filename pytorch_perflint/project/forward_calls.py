@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, Tuple
 from .autograd_values import no_grad_expr, no_grad_form
 from .bodies import locate, memoised_body
 from .call_values import _definition_where, dispatch, trains
-from .forms import Form, FormBuilder, dotted
+from .forms import Form, FormBuilder, Ref, dotted
 from .parameter_loops import counts_through, walks_pieces
 from .kinds import Instance, Module, OneOf, ProjectCallable, Unknown, Wrapper, present
 from .resolution import Definition
@@ -305,3 +305,64 @@ def _grad_calls(engine: ValueEngine, definition: Definition):
                 found.append((child.lineno, builder.form(child.func)))
         stack.extend(ast.iter_child_nodes(child))
     return sorted(found, key=lambda item: item[0])
+
+
+def runs_handed_model(engine: ValueEngine, definition: Definition, position: Optional[int], keyword: Optional[str]) -> bool:
+    """TPF203's question for a helper handed a model its caller put in eval mode (at
+    ``position`` among the call's positional arguments, or as ``keyword``): whether the
+    helper calls the parameter that receives it (``model(inputs)``, ``model.forward(x)``)
+    outside no-grad, never rebinding that name, training or switching autograd. What the
+    model is needs no callers here: the caller's ``.eval()`` says it is one."""
+    function = definition.function
+    if engine.index is None or function is None or definition.path is None:
+        return False
+    if trains(function) or any(_NO_GRAD.search(str(d)) for d in function.decorators):
+        return False
+    params = [p for p in function.params if p.kind == "positional"]
+    if definition.kind == "method" and not any("staticmethod" in str(d) for d in function.decorators):
+        params = params[1:]  # `self` / `cls`
+    if keyword is not None:
+        names = [p.name for p in function.params if p.name == keyword and p.kind in ("positional", "keyword")]
+    else:
+        names = [params[position].name] if position is not None and position < len(params) else []
+    if not names:
+        return False
+    name = names[0]
+    calls = _grad_calls(engine, definition)
+    if not calls or _rebinds(engine, definition, name):
+        return False
+    return any(type(func) is Ref and func.name in (name, f"{name}.forward") for _, func in calls)  # type: ignore[attr-defined]
+
+
+def _rebinds(engine: ValueEngine, definition: Definition, name: str) -> bool:
+    """The function binds ``name`` itself, or switches it to training mode (``name.train()``)."""
+    function = definition.function
+    text = engine.index.text(definition.path)  # type: ignore[union-attr,arg-type]
+    node = None if text is None else locate(text, function.line, function.end_line, function.name, False)  # type: ignore[union-attr]
+    if node is None:
+        return True
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id == name and not isinstance(child.ctx, ast.Load):
+            return True
+        if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) and child.func.attr == "train":
+            if dotted(child.func.value) == name:
+                return True
+    return False
+
+
+def evaluates_own_model(engine: ValueEngine, definition: Definition) -> bool:
+    """A method that puts a model its object holds in eval mode on every call, in its own
+    lines (``self.model.eval()`` before any branch or loop): its forward is evaluation."""
+    function = definition.function
+    if engine.index is None or function is None or definition.path is None or definition.kind != "method":
+        return False
+    text = engine.index.text(definition.path)
+    node = None if text is None else locate(text, function.line, function.end_line, function.name, False)
+    for statement in getattr(node, "body", ()):
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if isinstance(call, ast.Call) and not call.args and isinstance(call.func, ast.Attribute) and call.func.attr == "eval":
+            if (dotted(call.func.value) or "").startswith("self."):
+                return True
+        if isinstance(statement, (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.Return, ast.Raise)):
+            return False
+    return False

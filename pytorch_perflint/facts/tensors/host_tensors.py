@@ -147,8 +147,8 @@ def _earlier(name: cst.Name, context: FileContext, move: cst.Call) -> Optional[T
         root = None if value is None else _root(value, context)
         if mentions == 2 and isinstance(root, cst.Name) and root.value == name.value:
             continue  # `z = z.view(-1)`: a step on the way, the engine follows it
-        if not isinstance(root, cst.Call) or mentions != 1:
-            return None
+        if not isinstance(root, cst.Call) or mentions != 1 + _mentions(root, name.value):
+            return None  # the name may be read only by the factory: `x = torch.tensor(x).view(1, -1)`
         assert isinstance(earlier, cst.SimpleStatementLine) and isinstance(statement, cst.SimpleStatementLine)
         return root, (earlier, statement, tuple(block[position + 1 : index]), conditional)
     return None

@@ -22,7 +22,8 @@ def could_evaluate_through_helpers(
     mode passing that model to a call or calling its method, or in a method of a module-level class calling the
     class's layers (``self.lstm``), whose callers put the object in eval mode (asked of
     ``method_evaluated("Class.method")`` when given); nothing in the loop named like a
-    gradient. Only the frames holding a call in a loop that fits a shape are walked.
+    gradient; or a method named for evaluation handed data (``engine.eval(x, y)``). Only
+    the frames holding a call in a loop that fits a shape are walked.
     Without ``helpers``, only the method shape (the others need a small project)."""
     index = tree_index(tree)
     layers = _layer_attributes(tree)
@@ -48,7 +49,7 @@ def could_evaluate_through_helpers(
             continue
         params = frozenset(a.arg for a in frame.args.args) if named else frozenset()  # type: ignore[union-attr]
         owners = frozenset(filter(None, map(_eval_owner, _own(frame))))
-        if (params or owners) and any(_loop_qualifies(loop, params, owners) for loop in _loops(frame)):
+        if any(_loop_qualifies(loop, params, owners) for loop in _loops(frame)):
             return True
     return False
 
@@ -69,9 +70,16 @@ def _fitting_lines(index: TreeIndex, layers: Collection[str]) -> Tuple[List[int]
             layer_lines.append(call.lineno)
         if (type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id in params) or (
             owners and (any(ast_dotted(arg) in owners for arg in call.args) or (type(func) is ast.Attribute and ast_dotted(func.value) in owners))
-        ):
+        ) or evaluating_method(call):
             helper_lines.append(call.lineno)
     return layer_lines, helper_lines
+
+
+def evaluating_method(call: ast.Call) -> bool:
+    """``engine.eval(x, y)``: a method named for evaluation handed data, which may put its
+    own object's model in eval mode (``eval_helpers``); not ``model.eval()``."""
+    func = call.func
+    return type(func) is ast.Attribute and bool(call.args) and is_eval_function_name(func.attr)
 
 
 def _holds(node: ast.AST, lines: List[int]) -> bool:
@@ -114,6 +122,7 @@ def _loop_qualifies(loop: ast.AST, params: Collection[str], owners: Collection[s
                 or any(ast_dotted(arg) in owners for arg in node.args)
                 or (isinstance(func, ast.Attribute) and ast_dotted(func.value) in owners)
                 or ast_dotted(func) in layers
+                or evaluating_method(node)
             )
     return found
 

@@ -198,7 +198,8 @@ def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bo
 
 
 # Names of step functions that may live in another module (``trainer.train_step(x)``).
-_STEP_WORDS = re.compile(r"step\(|\.update\(|\.learn\(|optimi[sz]e\w*\(|_batch\(")
+# ``trainer.train(x, y)``: a ``train`` method handed data (``screens._TRAIN_WITH_DATA``, wider).
+_STEP_WORDS = re.compile(r"step\(|\.update\(|\.learn\(|optimi[sz]e\w*\(|_batch\(|\.train\((?!\s*(?:\)|True\b|False\b))")
 _SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist)\(|synchronize")
 
 

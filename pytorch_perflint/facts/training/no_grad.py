@@ -260,7 +260,7 @@ class _EvalWalk:
         name = method_name(call)
         receiver = call_receiver(call)
         owner = dotted_name(receiver) if receiver is not None else None
-        if name in ("eval", "train") and owner:
+        if name in ("eval", "train") and owner and not (name == "eval" and call.args):  # `engine.eval(x, y)`: a method
             if name == "eval":
                 mode = "eval" if not call.args else "unknown"
             else:
@@ -368,10 +368,12 @@ class _EvalWalk:
     def results(self) -> Tuple[EvalLoop, ...]:
         self.by_callers: Dict[int, bool] = {}
         self.all_no_grad: Dict[int, bool] = {}
+        training = self.context.fact(training_facts)  # training through project code too
         candidates = {
             id(loop)
             for loop in self.loops
             if not loop.needs_grad and (loop.forward or self._evaluated_by_callers(loop))
+            and not getattr(training.loop(loop.node), "is_training", False)
         }
         result = []
         for loop in self.loops:

@@ -26,6 +26,7 @@ from ...analysis.ast_index import (
 from .classifiers import BACKWARD_ATTRS, is_optimizer_name, options_like
 from .eval_names import FRAMEWORK_HOOKS, GRAD_ATTRS, called_names, is_eval_function_name, needs_grad_name
 from .no_grad import MODEL_NAME
+from .trainer_calls import TRAIN_WITH_DATA, handed_data
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
@@ -79,12 +80,12 @@ def could_train_text(source: str) -> bool:
     """The text screen of the rules that need a training loop (TPF202, TPF205): a loop
     that trains, or a call of what may be a step function of another module:
     ``train_step(``, ``.learn(``, ``.optimize_parameters(``, ``.train_batch(``, or
-    ``x.update(`` where ``x = SomeClass(...)`` (not ``dict.update``)."""
+    ``x.update(`` where ``x = SomeClass(...)`` (not ``dict.update``), ``x.train(data)``."""
     if ".backward(" in source or ".step(" in source or ".learn(" in source:
         return True
-    if _after_word(source, "_step(") or _after_word(source, "_batch("):
+    if _after_word(source, "_step(") or _after_word(source, "_batch(") or "trainstep(" in source or "trainStep(" in source:
         return True
-    if ".optimi" in source and _OPTIMIZE_CALL.search(source):
+    if (".optimi" in source and _OPTIMIZE_CALL.search(source)) or (".train(" in source and TRAIN_WITH_DATA.search(source)):
         return True
     if ".update(" not in source:
         return False
@@ -353,7 +354,7 @@ def calls_training_step(tree: ast.Module) -> bool:
     return any(_is_training_call(call, tree) for call in tree_index(tree).calls)
 
 
-_STEP_WORDS = re.compile(r"(?:^|_)step(?:$|_)|^update$|^learn$|^optimi[sz]e(?:$|_)|_batch$", re.IGNORECASE)
+_STEP_WORDS = re.compile(r"(?:^|_|train)step(?:$|_)|^update$|^learn$|^optimi[sz]e(?:$|_)|_batch$", re.IGNORECASE)
 # Classes whose ``.update()`` fills a container, not a model (``OrderedSet()``, ``Counter()``).
 _CONTAINERS = re.compile(r"(?:Set|Dict|Counter|Map|List|Cache|Queue|Stack|Tuple)$")
 
@@ -367,7 +368,7 @@ def _calls_step_by_name(tree: ast.Module) -> bool:
 def loop_calls_step_by_name(tree: ast.Module) -> bool:
     """Some loop calls a function named like a training step (``train_step(...)``), or such
     a method of an object built here from a class (``agent.update(...)`` with ``agent =
-    Agent(...)``; not ``self``'s, those are this module's): it may be a step function of
+    Agent(...)``, ``engine.train(x, y)``; not ``self``'s): it may be a step function of
     another module, which only the project index can tell."""
     built = None
     for call in tree_index(tree).calls_in_loops:
@@ -375,7 +376,7 @@ def loop_calls_step_by_name(tree: ast.Module) -> bool:
         if isinstance(func, ast.Name):
             if func.id not in ("update", "step") and _STEP_WORDS.search(func.id):
                 return True
-        elif isinstance(func, ast.Attribute) and func.attr != "step" and _STEP_WORDS.search(func.attr):
+        elif isinstance(func, ast.Attribute) and func.attr != "step" and (_STEP_WORDS.search(func.attr) or handed_data(call)):
             if built is None:
                 built = _built_objects(tree)
             receiver = ast_dotted(func.value)

@@ -4,8 +4,9 @@ screen's second half, on the ``ast`` tree before LibCST parses the file.
 TPF202 reports a sync in a loop of the module only when some loop of it trains
 (``loop_training.loops_may_train``), and a sync in a function only when that function is a
 step function of ``training_facts`` (a module-level function or a method of a module-level
-class), holds the sync in its own lines, and the project calls it from loops, none of
-those calls plainly once per iteration (``call_sites``). Here each such function is
+class), holds the sync in its own lines, and is a loop body (``loop_bodies``: the project calls
+it from loops, none of those calls plainly once per iteration, or a step function that is
+one calls it on every call). Here each such function is
 over-approximated: some call in its body looks like a sync (a method of
 ``host_syncs.is_sync_call``'s names, ``float``/``int``/``bool``/``print``/
 ``synchronize``, text formatted with ``%`` or an f-string, a function of this module
@@ -21,8 +22,8 @@ import ast
 from typing import FrozenSet, Iterator, List, Set, Tuple, Union
 
 from ...analysis.ast_index import ast_children, per_tree
-from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...project.values import ValueEngine
+from .loop_bodies import is_loop_body
 from .loop_training import frames_may_train
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -47,8 +48,7 @@ def step_bodies_may_sync(engine: ValueEngine, path: str, tree: ast.Module) -> bo
         definition = index.resolve(path, name)
         if definition is None or definition.kind not in ("function", "method"):
             continue
-        sites = loop_call_sites(engine, definition)
-        if sites and not any(plain_loop_call(index, *site) for site in sites):
+        if is_loop_body(engine, definition):
             return True
     return False
 

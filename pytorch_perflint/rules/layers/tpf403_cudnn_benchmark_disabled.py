@@ -23,6 +23,7 @@ from ...types import Applicability
 from ...facts.training.loop_training import loops_may_train
 from ...facts.training.loops import training_facts
 from ...facts.training.screens import could_have_training_loop, loop_calls_step_by_name
+from ...facts.training.trainer_calls import handed_data
 from ...facts.layers.entry_scripts import entry_scripts_decide
 from ...facts.layers.module_parts import walk_scoped
 from ...facts.layers.script_settings import insert_after_imports, is_entry_script, training_receivers
@@ -50,8 +51,9 @@ def _could_build_conv_model(source: str) -> bool:
 
 def _loop_steps_a_built_object(tree: ast.Module) -> bool:
     """Some loop calls a method named like a training step on a name this module binds to
-    a call of a capitalised name (``agent = Agent(...)``): the step may be the project
-    class's, which only the project index can tell (``_trains_through``)."""
+    a call of a capitalised name (``agent = Agent(...)``), or ``train`` handed data on a name
+    bound to any call (``engine = trainer(...)``; ``trainer_calls``): the step may be the
+    project class's, which only the project index can tell (``_trains_through``)."""
     index = tree_index(tree)
     receivers = {
         call.func.value.id
@@ -60,14 +62,17 @@ def _loop_steps_a_built_object(tree: ast.Module) -> bool:
         and isinstance(call.func.value, ast.Name)
         and _STEP_METHOD.search(call.func.attr)
     }
-    if not receivers:
+    # `engine.train(x, y)` with `engine = trainer(...)`: a trainer's step, whatever its class's case
+    trainers = {call.func.value.id for call in index.calls_in_loops if handed_data(call) and isinstance(call.func.value, ast.Name)}  # type: ignore[attr-defined]
+    if not receivers and not trainers:
         return False
     for node in index.assignments:
         value = node.value
         if isinstance(value, ast.Call) and isinstance(node, ast.Assign):
             func = value.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name[:1].isupper() and any(isinstance(t, ast.Name) and t.id in receivers for t in node.targets):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+            if (name[:1].isupper() and names & receivers) or (name and names & trainers):
                 return True
     return False
 

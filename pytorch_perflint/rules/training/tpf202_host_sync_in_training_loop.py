@@ -9,12 +9,12 @@ import libcst as cst
 
 from ...project.call_values import own_path, syncs_every_call, walk_syncs
 from ...project.values import engine_for
-from ...project.call_sites import loop_call_sites, plain_loop_call
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.training.classifiers import callee_key, last_name, method_name
 from ...facts.training.host_syncs import is_sync_call
 from ...facts.training.guards import guarded_between
+from ...facts.training.loop_bodies import is_loop_body, reached_per_step
 from ...facts.training.loop_training import loops_may_train
 from ...facts.training.step_bodies import step_bodies_may_sync
 from ...facts.training.step_shapes import exits_early, hands_parameters, method_owner
@@ -63,7 +63,11 @@ class HostSyncInTrainingLoop(Rule):
     function (it runs backward or an optimizer step, with no loop of its own) that the
     project calls from a loop is a loop body: when no call of it is itself reported (it is
     called under a condition, `if T % 4 == 0: agent.learn(mem)`, or after a rollout), its
-    own unconditional syncs are reported inside it (`return loss.item()`).
+    own unconditional syncs are reported inside it (`return loss.item()`), and so are those
+    of a step function that such a loop body runs on every call (`update_g()` calling
+    `self.backward_g()`, which runs backward and then `.item()`s: reported there, not at
+    the call). A loop also trains through a trainer's `train` method handed data
+    (`engine.train(x, y)`, not `model.train(mode)`).
     Silent for syncs under a guard (`if step % log_every == 0:`; a device-availability test,
     `if torch.cuda.is_available():`, `if len(opt.gpu_ids) > 0:`, is no guard), helpers that sync only
     under a condition or after an early `return`, after the loop, and in code that does not
@@ -304,7 +308,19 @@ class HostSyncInTrainingLoop(Rule):
             return
         if not self._loop_body(function, owner):
             return
+        if what == "helper" and self._step_reached(node):
+            return  # a step function run on every call of this one: its syncs are reported in it
         self.report(node, message=self.message.format(what=self._label(node, what)))
+
+    def _step_reached(self, node: cst.Call) -> bool:
+        """The helper called is itself a step function that is a loop body through this
+        one (``self.backward_g()`` running backward, then ``.item()``s)."""
+        values = self.context.values()
+        ancestors = self.context.ancestors
+        if values is None or len(ancestors) < 2:
+            return False
+        callees = values.callees(node, ancestors[1])
+        return bool(callees) and all(reached_per_step(values.engine, d) for d in callees)
 
     def _loop_body(self, function: cst.FunctionDef, owner: Optional[str]) -> bool:
         cached = self._loop_bodies.get(id(function))
@@ -315,8 +331,7 @@ class HostSyncInTrainingLoop(Rule):
             name = function.name.value if owner is None else f"{owner}.{function.name.value}"
             definition = None if index is None else index.resolve(own_path(self.context), name)
             if values is not None and definition is not None and definition.kind in ("function", "method"):
-                sites = loop_call_sites(values.engine, definition)
-                cached = bool(sites) and not any(plain_loop_call(index, *site) for site in sites)  # type: ignore[union-attr]
+                cached = is_loop_body(values.engine, definition)
             self._loop_bodies[id(function)] = cached
         return cached
 

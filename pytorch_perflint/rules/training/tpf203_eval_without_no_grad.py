@@ -29,6 +29,8 @@ _EVAL_MODE = re.compile(r"\.eval\(\s*\)|\.train\(\s*(?:mode\s*=\s*)?False")
 # No leading \b: a pattern that starts with a literal is searched for many times faster,
 # and a stray "undef x" only adds a name to check.
 _DEF_NAME = re.compile(r"def\s+(\w+)")
+# A method named for evaluation handed data (``eval_helpers``): ``engine.eval(x, y)``.
+_EVAL_METHOD = re.compile(r"\.(?:eval|evaluate|validate|predict|infer)\w*\(\s*[^)\s]")
 
 
 class EvalWithoutNoGrad(Rule):
@@ -51,8 +53,11 @@ class EvalWithoutNoGrad(Rule):
     named like evaluation, a method of a parameter (`policy.select_action(state)` running
     `self.actor(state)`), or a helper handed a model put in eval mode here
     (`get_boxes(box_model, img)` running `model(img)`), or a method of an object put in eval
-    mode here (`trainer.eval()`, then `trainer.encode(x)` running `self.gen.encode(x)`),
-    outside no-grad and training nothing;
+    mode here (`trainer.eval()`, then `trainer.encode(x)` running `self.gen.encode(x)`), or
+    a method named for evaluation handed data that puts its own model in eval mode
+    (`engine.eval(x, y)` running `self.model.eval()` then `self.model(x)`), in a loop that
+    does not train, outside no-grad and training nothing (a loop that trains through project
+    code, `engine.train(x, y)`, is never an evaluation loop);
     and a module's method looping over its own layers when every caller put the object in
     eval mode first (a beam search). The first two need projects of at most 400 modules (the
     value engine reads parameters from callers there); the third holds in a project of any size.
@@ -106,6 +111,8 @@ class EvalWithoutNoGrad(Rule):
             return False
         if _EVAL_MODE.search(source) or SELF_LAYER.search(source) or MODEL_PARAM.search(source):
             return True  # a model parameter: its callers may have put it in eval mode
+        if _EVAL_METHOD.search(source):
+            return True  # `engine.eval(x, y)`: a method that may put its own model in eval mode
         return any(is_eval_function_name(name, called_in_text(name, source)) for name in _DEF_NAME.findall(source))
 
     @classmethod
