@@ -36,6 +36,24 @@ SCHEDULES = """
         def step(self):
             for group, rate in zip(self.opt.param_groups, self.rates):
                 group["lr"] = decay(rate, group.setdefault("when", 0))
+
+"""
+# A script whose only step runs at module level (no function of the project steps), with a
+# loop that calls a helper of its own: the loop screen dispatches ``group.setdefault``.
+SWEEP = """
+    import torch
+
+    optimizer = torch.optim.SGD([], lr=0.1)
+    optimizer.step()
+
+
+    def halve(rate):
+        return rate / 2
+
+
+    def sweep(groups):
+        for group in groups:
+            group["lr"] = halve(group.setdefault("lr", 0.1))
 """
 # A helper whose optimizer step is written apart from its dot: the summary does not see it,
 # the body read again does (a loop of steps: whoever calls it in a loop trains).
@@ -112,3 +130,27 @@ def test_a_large_project_is_not_scanned(tmp_path, monkeypatch):
     with index.recording() as used:
         assert project_trains(engine_for(index)) is True
     assert not used
+
+
+def test_a_warm_run_of_a_project_with_a_stub_lints_nothing(tmp_path):
+    """The screen reads a stub's text, never its summary: a summary read in the lint
+    worker reaches the run's parent as a module the graph does not hold, which dropped
+    the graph and the project's state, and every result that read the project missed the
+    cache on the next run."""
+    from pytorch_perflint import runner
+    from pytorch_perflint.config import load_settings
+
+    stub = "class Schedule:\n    def step(self) -> None: ...\n"
+    more = {f"part{n}.py": f"PART = {n}\n" for n in range(6)}  # a run of many files keeps the project's state
+    write_project(tmp_path, {"schedules.py": SCHEDULES, "schedules.pyi": stub, "sweep.py": SWEEP, **more})
+    settings = load_settings([tmp_path])
+    files = sorted(tmp_path.rglob("*.py"))
+    _, cold = runner.run(files, settings, jobs=1, use_cache=True)
+    _, warm = runner.run(files, settings, jobs=1, use_cache=True)
+    assert cold.linted == 8 and warm.linted == 0
+
+
+def test_a_stub_that_may_step_keeps_the_loops(tmp_path):
+    stub = "def fit(opts, batches):\n    for b in batches:\n        opts[0].step()\n"
+    index = index_of(tmp_path, {"schedules.py": SCHEDULES, "fit.pyi": stub})
+    assert project_trains(engine_for(index)) is True

@@ -43,7 +43,7 @@ def project_trains(engine: ValueEngine) -> bool:
 def _project_trains(engine: ValueEngine) -> bool:
     index = engine.index
     assert index is not None
-    paths = sorted(set(index.files) | index.module_paths())
+    paths = sorted(index.module_paths())  # the import graph's nodes, summarised by the run
     with index.unnoted():  # a "yes" depends on the one module that holds the step
         trainer = next((path for path in paths if _summary_trains(index.summary(path))), None)
     if trainer is not None:
@@ -51,16 +51,30 @@ def _project_trains(engine: ValueEngine) -> bool:
         return True
     for path in paths:  # a "no": the texts that spell the words (each read through them)
         texts = [index.text_naming(path, word) for word in _WORDS]
-        if texts[1] is not None and _SPACED_STEP.search(texts[1]) and _calls_train(texts[1]):
+        if texts[1] is not None and _SPACED_STEP.search(texts[1]) and _calls_train(texts[1], _trains_call):
+            return True
+    # Stubs (``.pyi``) are read as text, not summarised: a summary read here would reach the
+    # run's parent as a new module and drop its import graph (and the cache's project state).
+    for path in sorted(p for p in index.files if not p.endswith(".py")):
+        texts = [index.text_naming(path, word) for word in _WORDS]
+        if any(text is not None and _calls_train(text, _may_train_call) for text in texts):
             return True
     return False
 
 
-def _calls_train(text: str) -> bool:
-    """Some call of the module trains as ``read_body`` sees one (a text Python rejects has
-    no functions to call)."""
+def _calls_train(text: str, trains_call) -> bool:
+    """Some call of the module trains as ``trains_call`` sees one (a text Python rejects
+    has no functions to call)."""
     tree = parse_tree(text)
-    return tree is not None and any(type(node) is ast.Call and _trains_call(node) for node in ast.walk(tree))  # type: ignore[arg-type]
+    return tree is not None and any(type(node) is ast.Call and trains_call(node) for node in ast.walk(tree))
+
+
+def _may_train_call(call: ast.Call) -> bool:
+    """A call that may be backward or a step, whatever its receiver: more than a summary's
+    ``trains`` counts (``opts[0].step()``, ``torch.autograd.backward(loss)``)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("backward", "manual_backward", "step")
 
 
 def _summary_trains(summary) -> bool:
