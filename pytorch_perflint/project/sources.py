@@ -52,8 +52,8 @@ def read_source(path: str, max_bytes: int = MAX_BYTES) -> Tuple[Optional[str], O
 
 class WordReads:
     """Texts read for a word (``ProjectIndex.text_naming``), remembering which words each
-    file, unchanged since (its ``stat`` key), did not spell: a scan of every module for a
-    word reads a file once, not once per word asked about."""
+    file, unchanged since (its ``stat`` key), did not spell: a word asked again of such a
+    file (every scan of the project for it: callers, subclasses) is answered unread."""
 
     def __init__(self) -> None:
         self._unspelled: Dict[str, Tuple[StatKey, Set[str]]] = {}
