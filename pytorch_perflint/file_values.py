@@ -23,7 +23,7 @@ from .analysis.ast_index import ast_children
 from .analysis.scope import dotted_name
 from .analysis.walk import descendants
 from .context import FileContext
-from .positions import StatementPositions, statement_lines
+from .positions import StatementPositions, line_starts, member_positions, paired_statements, statement_lines
 from .project.forms import dotted
 from .project.index import ProjectIndex
 from .project.kinds import UNKNOWN, Kind
@@ -48,6 +48,9 @@ class FileValues:
         self._body_lines: Optional[List[int]] = None  # the line of each statement of ``tree``
         self._statement_index: Dict[int, int] = {}
         self._positions: Dict[int, StatementPositions] = {}  # by statement index
+        self._members: Dict[int, Optional[StatementPositions]] = {}  # by id of a class's statement
+        self._line_starts: Optional[List[int]] = None
+        self._top: Optional[List[Tuple[int, ast.stmt]]] = None  # each top-level statement's first line and ast twin
         self._wheres: Optional[TreeWheres] = None
         self._calls: Dict[int, Dict[int, Optional[Tuple[ast.AST, List[ast.AST]]]]] = {}
         self._callees: Dict[Tuple[int, bool], Optional[Tuple[Definition, ...]]] = {}
@@ -138,6 +141,11 @@ class FileValues:
             if tree is None or len(ancestors) < 2 and node not in self.context.module.body:
                 return None
             statement = ancestors[1] if len(ancestors) > 1 else node
+            if len(ancestors) > 3 and type(statement) is cst.ClassDef and ancestors[2] is statement.body:
+                positions = self._member_positions_of(statement, ancestors[3])  # a method, not the class
+                span = None if positions is None else positions.get(node)
+                if span is not None:
+                    return self._find(tree, (span.start.line, span.start.column), (span.end.line, span.end.column))
         elif tree is None:
             return None
         positions = self._positions_of(statement)
@@ -212,6 +220,22 @@ class FileValues:
         if positions is None:
             positions = self._positions[index] = StatementPositions(self.context.module, index, self._starts[index])  # type: ignore[index]
         return positions
+
+    def _member_positions_of(self, klass: cst.ClassDef, member: cst.CSTNode) -> Optional[StatementPositions]:
+        """The node ranges of one statement of a top-level class's body, generated alone
+        (``positions.member_positions``); None when it cannot be placed with certainty."""
+        if id(member) not in self._members:
+            index = self._statement_index_of(klass)
+            found = None
+            tree = self.tree
+            if index is not None and tree is not None:
+                if self._line_starts is None:
+                    self._top = paired_statements(self.context.module.body, tree.body)
+                    self._line_starts = line_starts(self.text)
+                if self._top is not None:
+                    found = member_positions(self.context.module, self.text, self._line_starts, klass, self._top[index][1], member)
+            self._members[id(member)] = found
+        return self._members[id(member)]
 
     def _index_of(self, statement: cst.CSTNode) -> Optional[int]:
         if not self._statement_index:

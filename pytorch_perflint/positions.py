@@ -164,19 +164,32 @@ def statement_lines(module: cst.Module, tree: ast.Module) -> Optional[Sequence[i
     """For each top-level LibCST statement, the 0-based line its code starts on (its
     leading blank and comment lines included), from ``ast``'s line numbers; None when the
     two trees do not pair up statement for statement."""
-    statements = iter(tree.body)
-    starts: List[int] = []
-    for statement in module.body:
+    paired = paired_statements(module.body, tree.body)
+    return None if paired is None else [line for line, _ in paired]
+
+
+def line_starts(text: str) -> List[int]:
+    """The offset at which each line of ``text`` starts, as LibCST breaks lines."""
+    return [0, *(match.end() for match in _NEWLINE.finditer(text))]
+
+
+def paired_statements(statements: Sequence[cst.BaseStatement], nodes: Sequence[ast.stmt]) -> Optional[List[Tuple[int, ast.stmt]]]:
+    """For each LibCST statement of a block, the 0-based line its code starts on (leading
+    blank and comment lines included) and the first ``ast`` statement it stands for; None
+    when the two blocks do not pair up statement for statement."""
+    remaining = iter(nodes)
+    out: List[Tuple[int, ast.stmt]] = []
+    for statement in statements:
         count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-        group = [node for _, node in zip(range(count), statements)]
+        group = [node for _, node in zip(range(count), remaining)]
         if len(group) != count:
             return None
         first = group[0]
         line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
-        starts.append(line - 1 - len(statement.leading_lines))
-    if next(statements, None) is not None:
+        out.append((line - 1 - len(statement.leading_lines), first))
+    if next(remaining, None) is not None:
         return None
-    return starts
+    return out
 
 
 class _Everything(Dict[int, cst.CSTNode]):
@@ -192,12 +205,17 @@ class StatementPositions:
     once, noting every node's tokens, and a node's range is worked out when asked (the
     value engine asks about many nodes of the same statement, a class's methods)."""
 
-    def __init__(self, module: cst.Module, index: int, first_line: int) -> None:
+    def __init__(self, module: cst.Module, index: int, first_line: int, member: Optional[Tuple[cst.CSTNode, str]] = None) -> None:
         state = _TargetedCodegenState(default_indent=module.default_indent, default_newline=module.default_newline, wanted=_Everything())
-        module.body[index]._codegen(state)
+        if member is None:
+            module.body[index]._codegen(state)
+        else:  # one statement of a top-level class's body, at that body's indentation
+            state.increase_indent(member[1])
+            member[0]._codegen(state)
+        self.text = "".join(state.tokens)
         self._spans = state.spans
         self._offsets = [0, *itertools.accumulate(len(token) for token in state.tokens)]
-        self._breaks = [match.end() for match in _NEWLINE.finditer("".join(state.tokens))]
+        self._breaks = [match.end() for match in _NEWLINE.finditer(self.text)]
         self._first_line = first_line
 
     def get(self, node: cst.CSTNode) -> Optional[CodeRange]:
@@ -209,3 +227,29 @@ class StatementPositions:
         offset = self._offsets[min(token_index, len(self._offsets) - 1)]
         line = bisect.bisect_right(self._breaks, offset)
         return CodePosition(self._first_line + line + 1, offset - (self._breaks[line - 1] if line else 0))
+
+
+def member_positions(
+    module: cst.Module, source: str, line_starts: Sequence[int], klass: cst.ClassDef, node: ast.AST, member: cst.CSTNode
+) -> Optional[StatementPositions]:
+    """The node ranges of one statement of a top-level class's body (``klass``, whose ``ast``
+    twin is ``node``), generated alone: a class of a thousand lines is not generated whole
+    for a question about one of its methods. None when the statement cannot be placed with
+    certainty: the blocks do not pair up, or its code is not in ``source`` (whose lines
+    start at the offsets ``line_starts``) where ``ast`` puts it."""
+    block = klass.body
+    if not isinstance(block, cst.IndentedBlock) or not isinstance(node, ast.ClassDef):
+        return None
+    index = next((i for i, statement in enumerate(block.body) if statement is member), None)
+    paired = None if index is None else paired_statements(block.body, node.body)
+    if index is None or paired is None:
+        return None
+    first_line = paired[index][0]
+    indent = module.default_indent if block.indent is None else block.indent
+    positions = StatementPositions(module, -1, first_line, member=(member, indent))
+    if not 0 <= first_line < len(line_starts):
+        return None
+    at = line_starts[first_line]
+    if source[at : at + len(positions.text)] != positions.text:
+        return None
+    return positions

@@ -10,7 +10,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from pytorch_perflint.analysis.walk import child_nodes
-from pytorch_perflint.positions import NodePositions, StatementPositions, _statement_ranges, statement_lines
+from pytorch_perflint.positions import NodePositions, StatementPositions, _statement_ranges, line_starts, member_positions, paired_statements, statement_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
@@ -105,3 +105,37 @@ def test_only_the_chosen_nodes_are_positioned():
     assert (positions[call].start.line, positions[call].end.line) == (3, 5)
     with pytest.raises(KeyError):
         positions[module.body[0]]
+
+
+CLASSES = [
+    "class A:\n\tx = 1; y = 2\n\n\t# about f\n\t@dec  # why\n\n\t@other\n\tdef f(self):\n\t\treturn self.x.cuda()\n\t# after f\n\n\n\tdef g(self): return 2\n# end\n",
+    "import torch\r\n\r\nclass B(torch.nn.Module):\r\n    '''doc'''\r\n\r\n    def forward(self, x):\r\n        return (x +\r\n                1)\r\n",
+    "class C: pass\nclass D:\n  def h(self):\n      if self:\n          pass\n  class E:\n      z = [\n  1]\n",
+    "x = 1\n\n\nclass F(\n    Base,\n):\n    a = (1,\n         2)\n\n    async def i(self):\n        async for q in self:\n            yield q\n",
+]
+
+
+@pytest.mark.parametrize("source", ALL_SOURCES + CLASSES, ids=IDS + [f"class-{i}" for i in range(len(CLASSES))])
+def test_a_statement_of_a_class_generated_alone_positions_every_node_in_it(source):
+    """``member_positions`` (a method generated without its class) gives
+    ``PositionProvider``'s range for each node of the statement, or None (the caller then
+    generates the whole class): never another range."""
+    module = cst.parse_module(source)
+    tree = ast.parse(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    paired = paired_statements(module.body, tree.body)
+    assert paired is not None
+    starts = line_starts(source)
+    placed = 0
+    for index, statement in enumerate(module.body):
+        if not isinstance(statement, cst.ClassDef) or not isinstance(statement.body, cst.IndentedBlock):
+            continue
+        for member in statement.body.body:
+            positions = member_positions(module, source, starts, statement, paired[index][1], member)
+            if positions is None:
+                continue
+            placed += 1
+            for node in _all_nodes(member):
+                assert positions.get(node) == expected[node], module.code_for_node(node)
+    if source in CLASSES:
+        assert placed

@@ -27,7 +27,7 @@ from .details import ALL_TEXTS, TEXTS_NAMING, Details  # noqa: F401 - the record
 from .reads import ALL_FILES
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
-from .sources import MAX_BYTES, collector_paused, read_source
+from .sources import MAX_BYTES, WordReads, collector_paused, read_source
 from .summarizer import Summarizer, registered_summarizers, summarize
 from .summary import Evidence, ImportRecord, ModuleSummary, failed
 
@@ -79,6 +79,7 @@ class ProjectIndex(Details):
         # linted file whose text is that one reuses it (hashes stay within one process
         # and the workers forked from it).
         self._texts: Dict[str, Tuple[int, int]] = {}
+        self._word_reads = WordReads()  # text_naming's reads
         # Every path whose on-disk entry was set, in order (``entries_since``).
         self._order: List[str] = []
         # Summaries kept by a cache, asked for a module only when it is needed:
@@ -279,7 +280,7 @@ class ProjectIndex(Details):
         self.note_read(TEXTS_NAMING + word)
         path = os.path.abspath(path)
         kept = self._in_memory.get(path)
-        text = kept[0] if kept is not None else read_source(path, self.max_bytes)[0]
+        text = kept[0] if kept is not None else self._word_reads.text(path, word, self.max_bytes)
         if text is None or word not in text:
             return None
         self.note_text(path)

@@ -61,6 +61,7 @@ class Resolution:
         # (path, name) -> the answer and the modules it read (replayed to recorders on a hit)
         self._resolved: Dict[Tuple[str, str], Tuple[Optional[Definition], FrozenSet[str]]] = {}
         self._star_modules: Dict[str, bool] = {}  # path -> whether it has a module-level star import
+        self._subs: Dict[Tuple, Tuple[Tuple[Definition, ...], FrozenSet[str]]] = {}  # class key -> (subclasses, what was read)
 
     def forget(self) -> None:
         """Drop what was worked out: a summary changed."""
@@ -68,6 +69,7 @@ class Resolution:
         self._stars = None
         self._resolved = {}
         self._star_modules = {}
+        self._subs = {}
 
     # -- resolve --------------------------------------------------------------------------
     def resolve(self, path: str, name: str) -> Optional[Definition]:
@@ -394,15 +396,22 @@ class Resolution:
 
     def _subclasses(self, definition: Definition) -> List[Definition]:
         """Project classes that name ``definition`` among their bases (their modules spell
-        its name)."""
+        its name), memoised as ``_uses_of`` is."""
+        kept = self._subs.get(definition.key)
+        if kept is not None:  # what it read, told again to the recordings
+            for read in kept[1]:
+                self.index.note_read(read)
+            return list(kept[0])
         out = []
-        for path in sorted(self.index.import_graph()):
-            if self.index.text_naming(path, definition.name) is None:
-                continue
-            for klass in self.index.summary(path).classes:
-                candidate = Definition("class", path, klass.name, klass=klass)
-                if any(base.key == definition.key for base in self.project_bases(candidate)):
-                    out.append(candidate)
+        with self.index.recording() as used:
+            for path in sorted(self.index.import_graph()):
+                if self.index.text_naming(path, definition.name) is None:
+                    continue
+                for klass in self.index.summary(path).classes:
+                    candidate = Definition("class", path, klass.name, klass=klass)
+                    if any(base.key == definition.key for base in self.project_bases(candidate)):
+                        out.append(candidate)
+        self._subs[definition.key] = (tuple(out), frozenset(used))
         return out
 
     def _parameter(self, definition: Definition, parameter: str) -> Optional[Tuple[Param, Optional[int]]]:

@@ -8,7 +8,9 @@ import io
 import os
 import tokenize
 from contextlib import contextmanager
-from typing import Iterator, Optional, Tuple
+from typing import Dict, Iterator, Optional, Set, Tuple
+
+from ..tree_files import StatKey, stat_key
 
 # A module reached through an import larger than this is not read (a generated data file
 # must not stall a run); its facts are unknown. Linted files hand their own tree in.
@@ -46,3 +48,27 @@ def read_source(path: str, max_bytes: int = MAX_BYTES) -> Tuple[Optional[str], O
         return data.decode(encoding), None
     except (SyntaxError, LookupError, UnicodeDecodeError) as error:
         return None, f"cannot decode: {error}"
+
+
+class WordReads:
+    """Texts read for a word (``ProjectIndex.text_naming``), remembering which words each
+    file, unchanged since (its ``stat`` key), did not spell: a word asked again of such a
+    file (every scan of the project for it: callers, subclasses) is answered unread."""
+
+    def __init__(self) -> None:
+        self._unspelled: Dict[str, Tuple[StatKey, Set[str]]] = {}
+
+    def text(self, path: str, word: str, max_bytes: int = MAX_BYTES) -> Optional[str]:
+        """The file's text when it spells ``word`` (else None), as ``read_source`` reads it."""
+        key = stat_key(path)
+        known = self._unspelled.get(path)
+        if key is not None and known is not None and known[0] == key and word in known[1]:
+            return None
+        text = read_source(path, max_bytes)[0]
+        if text is None or word in text:
+            return text
+        if key is not None:
+            if known is None or known[0] != key:
+                known = self._unspelled[path] = (key, set())
+            known[1].add(word)
+        return None

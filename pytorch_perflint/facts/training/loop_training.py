@@ -23,6 +23,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 from ...analysis.ast_index import ast_children, per_tree
 from ...project.call_values import is_optimizer_name, may_run_project_code, training_reach
 from ...project.forms import dotted
+from ...project.trainers import project_trains
 from ...project.tree_wheres import TreeWheres
 from ...project.values import ValueEngine
 from .classifiers import BACKWARD_ATTRS
@@ -87,8 +88,8 @@ def _may_train(engine: ValueEngine, path: str, tree: ast.Module, start: Optional
             spelled = dotted(func) if kind is not ast.Subscript else ""
             if kind in _DISPATCHED and spelled is not None and may_run_project_code(spelled, None):  # not a builtin
                 calls.append((call, ancestors))
-    if not calls:
-        return False
+    if not calls or not project_trains(engine):
+        return False  # no project function runs a step: none of these calls trains
     wheres = TreeWheres.of(path, tree, engine)
     for call, ancestors in calls:
         callees = wheres.callees(call, ancestors, objects=False)  # type: ignore[arg-type]

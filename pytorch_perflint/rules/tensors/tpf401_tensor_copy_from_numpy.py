@@ -203,9 +203,7 @@ class TensorCopyFromNumpy(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualname(node.func)
         bound = name is None and isinstance(node.func, (cst.Attribute, cst.Name))
-        if bound and type(self.context.value_of(node.func)) is TensorType:
-            name = "<bound>"  # `self.Tensor(x)`, `self.Tensor = torch.FloatTensor`: no fix (which one is not known)
-        elif name != "torch.tensor" and name not in _LEGACY:
+        if not bound and name != "torch.tensor" and name not in _LEGACY:
             return
         if not node.args or any(arg.star for arg in node.args):
             return
@@ -215,10 +213,15 @@ class TensorCopyFromNumpy(Rule):
         keywords = {arg.keyword.value: arg for arg in node.args[1:] if arg.keyword is not None}
         if len(keywords) != len(node.args) - 1:
             return  # more than one positional argument: not a plain conversion
-        if (name in _LEGACY or name == "<bound>") and keywords:
+        if (bound or name in _LEGACY) and keywords:
             return
         if "pin_memory" in keywords or not set(keywords) <= {*_KEPT, "requires_grad"}:
             return
+        # Asked last, of a call shaped like a conversion: what a bound name holds is dear.
+        if bound and type(self.context.value_of(node.func)) is not TensorType:
+            return
+        if bound:
+            name = "<bound>"  # `self.Tensor(x)`, `self.Tensor = torch.FloatTensor`: no fix (which one is not known)
         if type(self.context.value_of(data.value)) is not Array:
             return
         callee = self.context.code_for(node.func)

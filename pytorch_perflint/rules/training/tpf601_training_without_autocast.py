@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 import libcst as cst
 
@@ -11,7 +11,12 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.training.loops import training_facts
 from ...facts.training.precision import chooses_precision
+from ...facts.training.loop_training import loops_may_train
 from ...facts.training.screens import could_have_training_loop
+from ...project.values import engine_for
+
+if TYPE_CHECKING:
+    from ...project.index import ProjectIndex
 
 _LOOP = (
     "import torch\nmodel = Net().cuda()\nfor x, y in loader:\n    loss = crit(model(x.cuda()), y.cuda())\n"
@@ -74,6 +79,13 @@ class TrainingWithoutAutocast(Rule):
     def could_fire_tree(cls, tree: ast.Module) -> bool:
         """Some loop trains: it runs backward or a step, or calls a helper defined here."""
         return could_have_training_loop(tree)
+
+    @classmethod
+    def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
+        """Every finding is a training loop (backward and a step): some loop may train, with
+        what the project code it calls does (``loop_training``, TPF205's screen)."""
+        return loops_may_train(engine_for(project), path, tree)
+
     preview = True
 
     VALID = (
