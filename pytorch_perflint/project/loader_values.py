@@ -312,6 +312,12 @@ def wrapped(form: Call, evaluate: Evaluate, element_of: Callable[[Kind], Kind]) 
     return UNKNOWN if type(found) is Unknown else Iterator(found)
 
 
+def entered_bar(form: Form, kind: Kind) -> bool:
+    """``with tqdm(loader) as bar``: a tqdm bar's ``__enter__`` gives the bar itself, so
+    ``bar`` yields what the loader yields (no other iterator the engine knows is a context)."""
+    return type(kind) is Iterator and type(form) is Call and type(form.func) is Ref and form.func.qualname in TQDM
+
+
 class LoaderFlow:
     """The engine's methods for this family (mixed into ``values.ValueEngine``)."""
 

@@ -325,9 +325,9 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         if (found := self.models.library_call(form, evaluate, where.path)) is not None:
             return found  # models, argparse, other frameworks
         if type(func) is Ref:
-            if func.name == "<enter>":  # `with h5py.File(p) as f`: the file itself
+            if func.name == "<enter>":  # `with h5py.File(p) as f`, `with tqdm(loader) as bar`: the object itself
                 entered = evaluate(form.args[0]) if form.args else UNKNOWN
-                return entered if type(entered) is H5File else UNKNOWN
+                return entered if type(entered) is H5File or loaders.entered_bar(form.args[0], entered) else UNKNOWN
             found = self._loader_call(func, form, where, depth)
             if found is not None:
                 return found
