@@ -145,11 +145,10 @@ class Scope:
         built = appended(self, name, entries, line)
         if built is not None:
             return ("value", built, line) if type(built) is Appended else ("unknown", None, 0)
-        if name in self.mutated and any(mutable_display(e.form) for e in entries):
-            return ("unknown", None, 0)  # a list or dict display changed in place since
+        changed = name in self.mutated  # a list or dict display changed in place since: not known
         if len(entries) == 1 and name not in self.params:
             entry = entries[0]
-            usable = entry.form is not None and entry.form is not DEFINED
+            usable = entry.form is not None and entry.form is not DEFINED and not (changed and mutable_display(entry.form))
             return ("value", entry.form, entry.line) if usable else ("unknown", None, 0)
         here = self.blocks_at(line)
         before = [e for e in entries if e.line < line]
@@ -176,6 +175,8 @@ class Scope:
                 carried += reaching_back(self, block, found, entries)  # not those a later line overwrites
         if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
+        if changed and any(mutable_display(e.form) for e in (*reaching, *carried)):
+            return ("unknown", None, 0)  # only a display that may reach the read (not `A = []` in a later arm)
         if carried and not passed and self._covers(reaching, here):
             carried = []  # every path to the read rebinds it first (`try: x = next(it) except ...: x = ...`)
         if carried:  # rebound later in a loop around the read: any of them may reach it

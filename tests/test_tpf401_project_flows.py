@@ -1,0 +1,65 @@
+"""TPF401 through project objects and calls: an attribute a method sets on every arm of an
+``if``/``elif`` to an array (one arm building it from a list, ``table = []`` ... ``table =
+np.stack(table)``, which says nothing of the other arms' arrays changed in place). Look-alikes:
+a list display that does reach the read (changed in place), a list of arrays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_tensors_project import _findings, _marked
+
+ARMS = {
+    "grids.py": """
+        import numpy as np
+
+
+        class Grid:
+            def __init__(self, size, mode):
+                self.size = size
+                self.build(mode)
+
+            def build(self, mode):
+                base = np.eye(self.size)
+                if mode == "flat":
+                    table = np.zeros((1, self.size, self.size))
+                    table[0] = base
+                    self.table = table
+                elif mode == "hops":
+                    table = []
+                    for k in range(3):
+                        table.append(base * k)
+                    table = np.stack(table)
+                    self.table = table
+                else:
+                    raise ValueError(mode)
+                self.rows = []
+                for r in range(self.size):
+                    self.rows.append(base[r])
+    """,
+    "net.py": """
+        import numpy as np
+        import torch
+        from grids import Grid
+
+
+        class Net(torch.nn.Module):
+            def __init__(self, size):
+                super().__init__()
+                self.grid = Grid(size, "flat")
+                self.register_buffer("table", torch.tensor(self.grid.table, dtype=torch.float32))  #!
+                self.rows = torch.tensor(self.grid.rows)
+
+
+        def stacked(size):
+            parts = []
+            for k in range(size):
+                parts.append(np.ones(k))
+            parts[0] = np.zeros(1)
+            return torch.tensor(parts)
+    """,
+}
+
+
+def test_an_array_attribute_set_in_every_arm_of_a_builder(tmp_path: Path) -> None:
+    assert _findings(tmp_path, ARMS, "TPF401") == _marked(ARMS)
