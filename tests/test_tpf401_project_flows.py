@@ -1,7 +1,10 @@
 """TPF401 through project objects and calls: an attribute a method sets on every arm of an
 ``if``/``elif`` to an array (one arm building it from a list, ``table = []`` ... ``table =
-np.stack(table)``, which says nothing of the other arms' arrays changed in place). Look-alikes:
-a list display that does reach the read (changed in place), a list of arrays."""
+np.stack(table)``, which says nothing of the other arms' arrays changed in place); a
+parameter whose callers pass it through ``*[np.array(v) for v in [a, b, c]]`` (each position
+the comprehension's element). Look-alikes: a list display that does reach the read (changed
+in place), a list of arrays, comprehensions whose element depends on its target, that filter,
+or that walk something other than a display.""" 
 
 from __future__ import annotations
 
@@ -63,3 +66,44 @@ ARMS = {
 
 def test_an_array_attribute_set_in_every_arm_of_a_builder(tmp_path: Path) -> None:
     assert _findings(tmp_path, ARMS, "TPF401") == _marked(ARMS)
+
+
+SPREAD = {
+    "ranker.py": """
+        import torch
+
+
+        class Ranker(torch.nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.emb = torch.nn.Embedding(n, 8)
+
+            def score(self, user, history, candidates):
+                seen = self.emb(torch.LongTensor(history))  #!
+                return self.emb(torch.LongTensor(candidates)) @ seen.mean(0)  #!
+
+            def raw(self, first, second):
+                return torch.LongTensor(first), torch.LongTensor(second)
+
+            def picky(self, first, second):
+                return torch.LongTensor(first)
+
+            def filtered(self, first, second):
+                return torch.LongTensor(first)
+    """,
+    "evaluate.py": """
+        import numpy as np
+
+
+        def evaluate(ranker, users, pool):
+            for u, hist, cands in users:
+                ranker.score(*[np.array(v) for v in [[u], hist, cands]])
+                ranker.raw(*[v for v in [np.zeros(2), [1, 2]]])
+                ranker.picky(*[np.array(v) for v in pool])
+                ranker.filtered(*[np.array(v) for v in [hist, cands] if len(v)])
+    """,
+}
+
+
+def test_a_parameter_passed_by_spreading_a_comprehension_of_arrays(tmp_path: Path) -> None:
+    assert _findings(tmp_path, SPREAD, "TPF401") == _marked(SPREAD)
