@@ -135,3 +135,40 @@ def test_handoffs_that_cannot_be_known_stay_silent(tmp_path: Path) -> None:
     # rebound before the hand-off: no TPF103; the probe's callers disagree on pinning
     assert found.get("TPF103") is None
     assert found.get("TPF104") == {("run.py", 20)}  # fit_rounds' own callers still agree
+
+
+CYCLE = {
+    "pyproject.toml": SELECT.replace('"TPF103", ', ""),
+    "streams.py": """
+        import torch
+
+
+        def endless(feed):
+            while True:
+                for batch in feed:
+                    yield batch
+
+
+        def merged(feed):
+            for x, y in feed:
+                yield torch.cat([x, y])
+    """,
+    "train.py": """
+        import torch
+        from torch.utils.data import DataLoader
+        from streams import endless, merged
+
+
+        def train(data, device, steps):
+            feed = DataLoader(data, batch_size=8, pin_memory=True)
+            for step, (x, y) in zip(range(steps), endless(feed)):
+                x = x.to(device)
+            for both in merged(feed):
+                both = both.to(device)
+    """,
+}
+
+
+def test_a_project_generator_yields_the_pinned_batches_it_walks(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", CYCLE)
+    assert _findings(root) == {"TPF104": {("train.py", 9)}}

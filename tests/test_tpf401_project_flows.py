@@ -4,7 +4,9 @@ np.stack(table)``, which says nothing of the other arms' arrays changed in place
 parameter whose callers pass it through ``*[np.array(v) for v in [a, b, c]]`` (each position
 the comprehension's element). Look-alikes: a list display that does reach the read (changed
 in place), a list of arrays, comprehensions whose element depends on its target, that filter,
-or that walk something other than a display.""" 
+or that walk something other than a display; a project generator's items are what every
+``yield`` gives (a method's, a nested one's, a function's), not when the yields disagree, one
+takes a sent value (``got = yield x``), or the generator is asynchronous."""
 
 from __future__ import annotations
 
@@ -107,3 +109,73 @@ SPREAD = {
 
 def test_a_parameter_passed_by_spreading_a_comprehension_of_arrays(tmp_path: Path) -> None:
     assert _findings(tmp_path, SPREAD, "TPF401") == _marked(SPREAD)
+
+
+GENERATORS = {
+    "slicer.py": """
+        import numpy as np
+
+
+        class Slicer:
+            def __init__(self, path, size):
+                self.rows = np.load(path + ".npy")
+                self.size = size
+
+            def windows(self):
+                for start in range(0, len(self.rows), self.size):
+                    yield self.rows[start:start + self.size], start
+
+            def nested(self):
+                def walk():
+                    for start in range(0, len(self.rows), self.size):
+                        yield self.rows[start:start + self.size]
+                return walk()
+
+            def mixed(self):
+                yield self.rows[:1]
+                yield [1, 2]
+
+            def chatty(self):
+                got = yield self.rows[:1]
+                yield self.rows[1:]
+
+
+        def pairs(xs, ys, size):
+            for i in range(0, len(xs), size):
+                yield xs[i:i + size], ys[i:i + size]
+
+
+        async def later(xs):
+            yield xs[:1]
+    """,
+    "use.py": """
+        import numpy as np
+        import torch
+        from slicer import Slicer, later, pairs
+
+
+        def run(path):
+            s = Slicer(path, 8)
+            for block, start in s.windows():
+                torch.tensor(block)  #!
+                torch.tensor(start)
+            for piece in s.nested():
+                torch.Tensor(piece)  #!
+            for a, b in pairs(np.zeros((9, 2)), [1, 2, 3], 2):
+                torch.tensor(a)  #!
+                torch.tensor(b)
+            for m in s.mixed():
+                torch.tensor(m)
+            for c in s.chatty():
+                torch.tensor(c)
+
+
+        async def run_later():
+            async for x in later(np.ones(3)):
+                torch.tensor(x)
+    """,
+}
+
+
+def test_what_a_project_generator_yields(tmp_path: Path) -> None:
+    assert _findings(tmp_path, GENERATORS, "TPF401") == _marked(GENERATORS)
