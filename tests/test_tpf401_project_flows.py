@@ -6,7 +6,10 @@ the comprehension's element). Look-alikes: a list display that does reach the re
 in place), a list of arrays, comprehensions whose element depends on its target, that filter,
 or that walk something other than a display; a project generator's items are what every
 ``yield`` gives (a method's, a nested one's, a function's), not when the yields disagree, one
-takes a sent value (``got = yield x``), or the generator is asynchronous."""
+takes a sent value (``got = yield x``), or the generator is asynchronous; an entry of a dict a
+project function fills by item writes (``out["x_" + split] = archive["x"]``, read as
+``data["x_test"]``), not when another entry's key may be the one read and holds something else
+(``out["x_" + str(n)]``, ``out[key]``) or the dict is changed otherwise (``out.update(...)``)."""
 
 from __future__ import annotations
 
@@ -179,3 +182,84 @@ GENERATORS = {
 
 def test_what_a_project_generator_yields(tmp_path: Path) -> None:
     assert _findings(tmp_path, GENERATORS, "TPF401") == _marked(GENERATORS)
+
+
+RECORDS = {
+    "store.py": """
+        import os
+        import numpy as np
+
+
+        class Batches:
+            def __init__(self, xs, ys, size):
+                self.size = size
+                if len(xs) % size:
+                    pad = size - len(xs) % size
+                    xs = np.concatenate([xs, np.repeat(xs[-1:], pad, axis=0)])
+                    ys = np.concatenate([ys, np.repeat(ys[-1:], pad, axis=0)])
+                self.xs = xs
+                self.ys = ys
+
+            def shuffle(self):
+                order = np.random.permutation(len(self.xs))
+                self.xs, self.ys = self.xs[order], self.ys[order]
+
+            def walk(self):
+                def inner():
+                    for i in range(0, len(self.xs), self.size):
+                        yield self.xs[i:i + self.size], self.ys[i:i + self.size]
+                return inner()
+
+
+        def load_splits(folder, size):
+            out = {}
+            for split in ["train", "test"]:
+                archive = np.load(os.path.join(folder, split + ".npz"))
+                out["x_" + split] = archive["x"]
+                out["y_" + split] = archive["y"]
+            out["train_batches"] = Batches(out["x_train"], out["y_train"], size)
+            out["names"] = ["a", "b"]
+            out["x_meta"] = {"rows": 3}
+            return out
+
+
+        def mixed(size):
+            out = {}
+            out["x_" + "first"] = np.zeros(size)
+            out["x_" + str(size)] = [size]
+            return out
+
+
+        def updated(folder):
+            out = {"w": np.load(folder + "/w.npy")}
+            out.update(extra=[1, 2])
+            return out
+
+
+        def keyed(folder, key):
+            out = {"w": np.load(folder + "/w.npy")}
+            out[key] = [1, 2]
+            return out
+    """,
+    "run.py": """
+        import torch
+        from store import keyed, load_splits, mixed, updated
+
+
+        def main(folder):
+            data = load_splits(folder, 16)
+            labels = torch.Tensor(data["y_test"])  #!
+            names = torch.tensor(data["names"])
+            test = torch.tensor(data["x_test"])  #!
+            first = torch.tensor(mixed(3)["x_first"])
+            for step, (x, y) in enumerate(data["train_batches"].walk()):
+                torch.Tensor(x)  #!
+                torch.Tensor(y)  #!
+            torch.tensor(updated(folder)["w"])
+            torch.tensor(keyed(folder, "w")["w"])
+    """,
+}
+
+
+def test_entries_of_a_dict_a_loader_function_fills_by_key(tmp_path: Path) -> None:
+    assert _findings(tmp_path, RECORDS, "TPF401") == _marked(RECORDS)

@@ -46,6 +46,7 @@ from .kinds import (
 from .choices import choose
 from .library_values import literal
 from .loader_options import accelerator_arm
+from .records import Written, record
 from .scopes import PASSED, Comprehension
 
 Evaluate = Callable[[Form], Kind]
@@ -344,6 +345,8 @@ class LoaderFlow:
         comprehension bound to a name: a dict's values, a list's items are its element."""
         if type(form) is DictForm:
             return options(form, lambda item: self._eval(item, where, depth + 1))  # type: ignore[attr-defined]
+        if type(form) is Written:  # a dict filled by item writes, each value read where written
+            return record(form, lambda value, line: self._eval(value, where.at(line), depth + 1), where.line)  # type: ignore[attr-defined]
         if type(form) is not Comprehension:
             return UNKNOWN
         element = self._eval(form.element, type(where)(where.path, form.scope, where.line, where), depth + 1)  # type: ignore[attr-defined]

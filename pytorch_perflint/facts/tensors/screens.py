@@ -140,12 +140,15 @@ class _Each(ast.expr):
     _fields = ("value",)
 
 
+_WALKERS = frozenset({"enumerate", "zip", "iter", "reversed", "tqdm"})
 EACH = "[*]"  # a project name asked with this suffix: could walking what it returns give arrays?
 
 
 def _could_be_item(node: ast.AST, roots: Container[str], names: Container[str]) -> bool:
     """An item of what ``node`` gives could be an array: a project function's call asks the
     project about its items (a generator's yields) rather than its value."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WALKERS and node.args and "enumerate" not in names:
+        return any(_could_be_item(arg, roots, names) for arg in node.args)  # `enumerate(gen())`: its items' parts
     root = _root_name(node)
     each = getattr(roots, "each", None)
     if each is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and root not in names:

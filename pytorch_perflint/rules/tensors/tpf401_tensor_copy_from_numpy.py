@@ -13,6 +13,7 @@ from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...project.kinds import Array, TensorType, may_hold_array
+from ...project.records import Record
 from ...project.values import engine_for
 from ...facts.tensors.screens import EACH, CopyQuestion, answer_copy_question, copy_question, names_a_constructor
 from ...facts.tensors.screens import numpy_copy_candidates, numpy_copy_candidates_without
@@ -57,6 +58,8 @@ def _never_array(path: str, project: "ProjectIndex") -> Callable[[str], bool]:
         if definition is None or definition.kind != "function":
             return False
         returned = engine_for(project, optimistic=True).returns(definition)
+        if type(returned) is Record:  # a dict filled by item writes: its entries are read by key
+            return False
         return not may_hold_array(returned) if walked else type(returned) is not Array
 
     return never_array

@@ -1,0 +1,65 @@
+"""Dicts filled by item writes (split from ``scopes``/``values``): ``data = {}`` then
+``data["x_" + split] = arrays[split]`` and ``data["loader"] = Loader(...)`` in the same scope,
+read as ``data["x_test"]``. The read is the join of every entry whose key may be the one read:
+a literal key equal to it, a ``"prefix" + name`` key it starts with, and any other key (not
+known: it may be any). A dict changed any other way (``data.update(...)``, ``data[k] +=
+v``, a ``**`` entry) is not read this way (``Scope.item_writes`` marks it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Tuple
+
+from .forms import BinOp, Dict as DictForm, Form, Lit
+from .kinds import UNKNOWN, Kind, join_all
+
+MAX_WRITES = 32
+
+
+@dataclass(frozen=True)
+class Written:
+    """A form: a dict display and the item writes of its name in the scope (key, value, line)."""
+
+    display: DictForm
+    writes: Tuple[Tuple[Form, Form, int], ...]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A kind: a dict whose entries are known by key pattern (``=``: that literal key, ``^``:
+    keys starting with it, ``*``: any key) and kind."""
+
+    entries: Tuple[Tuple[str, str, Kind], ...]
+
+
+def written(display: object, writes) -> Optional[Written]:
+    """The form of a dict display its scope fills by item writes only (None: not one)."""
+    if type(display) is not DictForm or display.truncated or not writes or len(writes) > MAX_WRITES:  # type: ignore[union-attr]
+        return None
+    if any(key is None for _, key, _ in writes) or any(key is None for key, _ in display.items):  # type: ignore[union-attr]
+        return None  # changed otherwise, or a `**` entry
+    return Written(display, tuple((key, value, line) for line, key, value in writes))  # type: ignore[arg-type]
+
+
+def record(form: Written, evaluate: Callable[[Form, int], Kind], line: int) -> Kind:
+    """The ``Record`` a ``Written`` form holds; ``evaluate`` reads a value at a line."""
+    entries = [(*_pattern(key), evaluate(value, line)) for key, value in form.display.items]  # type: ignore[misc]
+    entries += [(*_pattern(key), evaluate(value, at)) for key, value, at in form.writes]
+    return Record(tuple(entries))  # type: ignore[arg-type]
+
+
+def _pattern(key: Form) -> Tuple[str, str]:
+    if type(key) is Lit and isinstance(key.value, str):
+        return "=", key.value
+    if type(key) is BinOp and key.op == "Add" and type(key.left) is Lit and isinstance(key.left.value, str):
+        return "^", key.left.value
+    return "*", ""
+
+
+def record_item(receiver: Record, index: Form) -> Kind:
+    """``receiver[index]`` for a literal string key: what every entry that may hold it agrees on."""
+    if type(index) is not Lit or not isinstance(index.value, str):
+        return UNKNOWN
+    key = index.value
+    found = [kind for op, text, kind in receiver.entries if op == "*" or (op == "=" and text == key) or (op == "^" and key.startswith(text))]
+    return join_all(found) if found else UNKNOWN
