@@ -85,8 +85,8 @@ class LocalFlow:
             for name, kind in _passed(node, form, lambda f: self._eval(f, where, depth + 1), home, self, depth):  # type: ignore[attr-defined]
                 scope.entries.setdefault(name, []).insert(0, Entry(node.lineno, (), Known(kind)))
             outer = type(home)(home.path, home.scope, 0, home.parent)
-            if scope.generator:  # an iterator of what it yields
-                return generated(scope, lambda f, line: self._eval(f, type(home)(home.path, scope, line, outer), depth + 1))  # type: ignore[attr-defined]
+            if scope.generator:  # an iterator of what it yields (as ``values.returns`` reads it)
+                return generated(scope, lambda f, line: self._eval(f, type(home)(home.path, scope, line, outer), depth + 1)) if self._scannable() else UNKNOWN  # type: ignore[attr-defined]
             kinds = [self._eval(f, type(home)(home.path, scope, line, outer), depth + 1) for line, _, f in scope.returns]  # type: ignore[attr-defined]
         finally:
             inlining.discard(id(node))

@@ -8,9 +8,9 @@ v``, a ``**`` entry) is not read this way (``Scope.item_writes`` marks it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
+from typing import Callable, Mapping, Optional, Tuple
 
-from .forms import BinOp, Dict as DictForm, Form, Lit
+from .forms import BinOp, Dict as DictForm, Form, FormBuilder, Lit
 from .kinds import UNKNOWN, Kind, join_all
 
 MAX_WRITES = 32
@@ -32,13 +32,15 @@ class Record:
     entries: Tuple[Tuple[str, str, Kind], ...]
 
 
-def written(display: object, writes) -> Optional[Written]:
-    """The form of a dict display its scope fills by item writes only (None: not one)."""
+def written(display: object, writes, aliases: Mapping[str, str]) -> Optional[Written]:
+    """The form of a dict display its scope fills by item writes only (None: not one);
+    ``writes``: (line, key node, value node), None nodes for a change of another kind."""
     if type(display) is not DictForm or display.truncated or not writes or len(writes) > MAX_WRITES:  # type: ignore[union-attr]
         return None
     if any(key is None for _, key, _ in writes) or any(key is None for key, _ in display.items):  # type: ignore[union-attr]
         return None  # changed otherwise, or a `**` entry
-    return Written(display, tuple((key, value, line) for line, key, value in writes))  # type: ignore[arg-type]
+    builder = FormBuilder(aliases)
+    return Written(display, tuple((builder.form(key), builder.form(value), line) for line, key, value in writes))  # type: ignore[arg-type]
 
 
 def record(form: Written, evaluate: Callable[[Form, int], Kind], line: int) -> Kind:

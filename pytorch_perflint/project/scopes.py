@@ -121,7 +121,7 @@ class Scope:
     appends: Dict[str, List[Tuple[int, Tuple[Tuple[int, str], ...], Form]]] = field(default_factory=dict)  # `xs.append(a)`
     tests: Dict[int, Tuple[int, ast.expr]] = field(default_factory=dict)  # id of an `if` -> (line, its test), read on demand
     uses: Optional[Dict[str, List[Tuple[int, bool]]]] = None  # ``list_uses``, read on demand
-    item_writes: Dict[str, List[Tuple[int, Optional[Form], Optional[Form]]]] = field(default_factory=dict)  # `d[k] = v` (None: changed otherwise)
+    item_writes: Dict[str, List[Tuple[int, Optional[ast.expr], Optional[ast.expr]]]] = field(default_factory=dict)  # `d[k] = v` (None: changed otherwise)
 
     def binds(self, name: str) -> bool:
         return name in self.entries or name in self.params
@@ -150,7 +150,7 @@ class Scope:
         changed = name in self.mutated  # a list or dict display changed in place since: not known
         if len(entries) == 1 and name not in self.params:
             entry = entries[0]
-            if changed and (filled := written(entry.form, self.item_writes.get(name))) is not None:
+            if changed and (filled := written(entry.form, self.item_writes.get(name), self.aliases)) is not None:
                 return ("value", filled, entry.line)  # a dict filled by item writes (``records``)
             usable = entry.form is not None and entry.form is not DEFINED and not (changed and mutable_display(entry.form))
             return ("value", entry.form, entry.line) if usable else ("unknown", None, 0)
@@ -180,7 +180,7 @@ class Scope:
         if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
         if changed and any(mutable_display(e.form) for e in (*reaching, *carried)):  # only a display that may reach the read
-            filled = written(reaching[0].form, self.item_writes.get(name)) if len(reaching) == 1 and not carried else None
+            filled = written(reaching[0].form, self.item_writes.get(name), self.aliases) if len(reaching) == 1 and not carried else None
             return ("value", filled, reaching[0].line) if filled is not None else ("unknown", None, 0)
         if carried and not passed and self._covers(reaching, here):
             carried = []  # every path to the read rebinds it first (`try: x = next(it) except ...: x = ...`)
@@ -432,7 +432,7 @@ def _bind(target: ast.AST, value: ast.AST, line: int, blocks, scope: Scope, own:
         _add(scope, target.id, Entry(line, blocks, _value_form(value, scope, builder)))  # type: ignore[attr-defined]
     elif kind is ast.Subscript and type(target.value) is ast.Name:  # type: ignore[attr-defined]
         scope.mutated.add(target.value.id)  # type: ignore[attr-defined]
-        scope.item_writes.setdefault(target.value.id, []).append((line, builder.form(target.slice), builder.form(value)))  # type: ignore[attr-defined]
+        scope.item_writes.setdefault(target.value.id, []).append((line, target.slice, value))  # type: ignore[attr-defined]  # forms built when read
     elif kind is ast.Attribute:
         if own is not None and type(target.value) is ast.Name and target.value.id == own:  # type: ignore[attr-defined]
             scope.own_attrs.append((line, blocks, target.attr, builder.form(value)))  # type: ignore[attr-defined]

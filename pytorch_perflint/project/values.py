@@ -458,8 +458,8 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
 
     def _returns(self, definition: Definition, depth: int, this: Optional[Instance] = None) -> Kind:
         scope = self.scope_of(definition)
-        if scope is not None and scope.generator:  # an iterator of what it yields
-            return generators.generated(scope, lambda form, line: self._eval(form, Where(definition.path, scope, line, Where(definition.path), this), depth + 1))
+        if scope is not None and scope.generator:  # an iterator of what it yields (not read in a large project: cold runs stay cheap)
+            return generators.generated(scope, lambda form, line: self._eval(form, Where(definition.path, scope, line, Where(definition.path), this), depth + 1)) if self._scannable() else UNKNOWN
         if scope is None or not scope.returns:
             return UNKNOWN
         outer = Where(definition.path)

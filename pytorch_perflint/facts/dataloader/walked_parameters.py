@@ -10,8 +10,9 @@ a pinned loader (or a project object that may wrap one)."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator, List, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Sequence, Tuple
 
+from ...analysis.ast_index import enclosing_functions, tree_index
 from ...project.forms import Ref, dotted
 from ...project.kinds import Instance, Loader, OneOf, present
 from ...project.values import Where, engine_for
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 # (the function's dotted name in its module, the parameter, the line where it is walked)
 WalkedParameter = Tuple[str, str, int]
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "trange"})
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def could_walk_parameters(source: str) -> bool:
@@ -31,36 +31,29 @@ def could_walk_parameters(source: str) -> bool:
 
 
 def walked_parameters(tree: ast.Module) -> Tuple[WalkedParameter, ...]:
-    """The parameters that module-level functions and methods of top-level classes walk,
-    in functions that also call ``.to(...)``/``.cuda(...)``."""
-    found: List[WalkedParameter] = []
+    """The parameters that module-level functions and methods of top-level classes walk, in
+    a file that calls ``.to(...)``/``.cuda(...)`` (read from the screens' ``tree_index``)."""
+    index = tree_index(tree)
+    if not any(type(call.func) is ast.Attribute and call.func.attr in ("to", "cuda") for call in index.calls):  # type: ignore[attr-defined]
+        return ()
+    loops = [(node.iter, name) for node in (*index.fors, *index.comprehensions) if (name := _walked_name(node.iter))]
+    if not loops:
+        return ()
+    owners = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.extend(_walks(node, node.name))
+            owners[id(node)] = node.name
         elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    found.extend(_walks(item, f"{node.name}.{item.name}"))
+            owners.update((id(item), f"{node.name}.{item.name}") for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    found: List[WalkedParameter] = []
+    for (iterable, name), around in zip(loops, enclosing_functions(index.functions, [iterable for iterable, _ in loops])):
+        owner = owners.get(id(around[-1])) if around else None
+        if owner is None:
+            continue
+        args = around[-1].args
+        if name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}:
+            found.append((owner, name, iterable.lineno))
     return tuple(found)
-
-
-def _walks(function: ast.AST, name: str) -> Iterator[WalkedParameter]:
-    args = function.args  # type: ignore[attr-defined]
-    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self", "cls"}
-    if not params:
-        return
-    copies = False
-    walks: List[Tuple[str, int]] = []
-    for node in _own_nodes(function.body):  # type: ignore[attr-defined]
-        kind = type(node)
-        if kind is ast.Call and type(node.func) is ast.Attribute and node.func.attr in ("to", "cuda"):  # type: ignore[attr-defined]
-            copies = True
-        elif kind in (ast.For, ast.AsyncFor, ast.comprehension):
-            walked = _walked_name(node.iter)  # type: ignore[attr-defined]
-            if walked in params:
-                walks.append((walked, node.iter.lineno))  # type: ignore[attr-defined]
-    if copies:
-        yield from ((name, param, line) for param, line in walks)
 
 
 def _walked_name(expr: ast.AST) -> str:
@@ -70,14 +63,6 @@ def _walked_name(expr: ast.AST) -> str:
             return ""
         expr = expr.args[0]  # type: ignore[attr-defined]
     return expr.id if type(expr) is ast.Name else ""  # type: ignore[attr-defined]
-
-
-def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
-    stack: List[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
 
 
 def may_walk_pinned_parameter(question: Sequence[WalkedParameter], path: str, project: "ProjectIndex") -> bool:
