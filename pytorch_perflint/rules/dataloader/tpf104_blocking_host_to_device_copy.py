@@ -29,12 +29,14 @@ class BlockingHostToDeviceCopy(Rule):
     """## What it does
     Flags `.to(device)` and `.cuda()` without `non_blocking=True` on a batch taken straight
     from a `DataLoader` known to use `pin_memory=True`: the loop variables of
-    `for x, y in loader` (also through `enumerate`, `tqdm` and `zip`), `next(iter(loader))`, and
+    `for x, y in loader` (also through `enumerate`, `tqdm`, `with tqdm(loader) as bar:`, `zip`
+    and a project generator that yields its batches), `next(iter(loader))`, and
     what is unpacked or indexed out of them (the tensors of a list or dict batch too:
     `[t.cuda() for t in targets]`), until the name is rebound. What the copied value is
     comes from the project's value engine, so the loader may be built by a helper in any
     module of the project (`from data import make_train_loader`), passed as a parameter
-    (every caller passes one), kept in an attribute (`self.loader = loader`), or walked by
+    (every caller passes one, also to a train-loop function in a module that never names a
+    loader), kept in an attribute (`self.loader = loader`), or walked by
     a project iterable's `__iter__` (a wrapper that yields from the loader it holds); it
     may be pinned by `pin_memory=True` or by a `**kwargs` dict (a helper's, or one that a
     literal `kwargs.update({"pin_memory": True})` pins on the accelerator path, under `if
