@@ -398,12 +398,12 @@ def _append_bindings(index: TreeIndex) -> List[ast.Assign]:
 
 
 def _comprehension_bindings(tree: ast.Module) -> List[ast.Assign]:
-    """``x = item`` for each item a comprehension's or a ``for`` statement's ``for x in ...``
-    walks (each item of a display, else the iterable: a project generator's call, whose
-    yields may be arrays), as assignments the screen can read."""
+    """``x = item`` for each item a comprehension's ``for x in ...`` walks (each item of a
+    display, else an item of the iterable), and a ``for`` statement's over a call (a
+    project generator's, whose yields may be arrays), as assignments the screen can read."""
     out = []
     index = tree_index(tree)
-    for node in (*index.comprehensions, *index.fors):
+    for node in (*index.comprehensions, *(f for f in index.fors if type(f.iter) is ast.Call)):  # a `for` over a call only
         items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [ast.copy_location(_Each(value=node.iter), node.iter)]
         for item in items:
             assign = ast.Assign(targets=[node.target], value=item)

@@ -55,6 +55,8 @@ def _never_array(path: str, project: "ProjectIndex") -> Callable[[str], bool]:
     def never_array(name: str) -> bool:
         walked = name.endswith(EACH)  # an item of what it returns (a generator's yields)
         definition = project.resolve(path, name[: -len(EACH)] if walked else name)
+        if walked and (definition is None or definition.kind not in ("function", "class")):
+            return True  # the items of a library call's result (`itertools.product(...)`) are not known
         if definition is None or definition.kind != "function":
             return False
         returned = engine_for(project, optimistic=True).returns(definition)
