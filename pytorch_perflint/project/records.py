@@ -7,6 +7,7 @@ v``, a ``**`` entry) is not read this way (``Scope.item_writes`` marks it)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Tuple
 
@@ -24,12 +25,13 @@ class Written:
     writes: Tuple[Tuple[Form, Form, int], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Record:
     """A kind: a dict whose entries are known by key pattern (``=``: that literal key, ``^``:
-    keys starting with it, ``*``: any key) and kind."""
+    keys starting with it, ``*``: any key) and the kind each holds, read only when a key that
+    may be it is read (``kind``: a memoised reader; two records are equal only if the same)."""
 
-    entries: Tuple[Tuple[str, str, Kind], ...]
+    entries: Tuple[Tuple[str, str, Callable[[], Kind]], ...]
 
 
 def written(display: object, writes, aliases: Mapping[str, str]) -> Optional[Written]:
@@ -45,9 +47,13 @@ def written(display: object, writes, aliases: Mapping[str, str]) -> Optional[Wri
 
 def record(form: Written, evaluate: Callable[[Form, int], Kind], line: int) -> Kind:
     """The ``Record`` a ``Written`` form holds; ``evaluate`` reads a value at a line."""
-    entries = [(*_pattern(key), evaluate(value, line)) for key, value in form.display.items]  # type: ignore[misc]
-    entries += [(*_pattern(key), evaluate(value, at)) for key, value, at in form.writes]
+    entries = [(*_pattern(key), _reader(evaluate, value, line)) for key, value in form.display.items]  # type: ignore[misc]
+    entries += [(*_pattern(key), _reader(evaluate, value, at)) for key, value, at in form.writes]
     return Record(tuple(entries))  # type: ignore[arg-type]
+
+
+def _reader(evaluate: Callable[[Form, int], Kind], value: Form, line: int) -> Callable[[], Kind]:
+    return functools.lru_cache(maxsize=1)(lambda: evaluate(value, line))
 
 
 def _pattern(key: Form) -> Tuple[str, str]:
@@ -63,5 +69,5 @@ def record_item(receiver: Record, index: Form) -> Kind:
     if type(index) is not Lit or not isinstance(index.value, str):
         return UNKNOWN
     key = index.value
-    found = [kind for op, text, kind in receiver.entries if op == "*" or (op == "=" and text == key) or (op == "^" and key.startswith(text))]
+    found = [read() for op, text, read in receiver.entries if op == "*" or (op == "=" and text == key) or (op == "^" and key.startswith(text))]
     return join_all(found) if found else UNKNOWN

@@ -122,6 +122,7 @@ class Scope:
     tests: Dict[int, Tuple[int, ast.expr]] = field(default_factory=dict)  # id of an `if` -> (line, its test), read on demand
     uses: Optional[Dict[str, List[Tuple[int, bool]]]] = None  # ``list_uses``, read on demand
     item_writes: Dict[str, List[Tuple[int, Optional[ast.expr], Optional[ast.expr]]]] = field(default_factory=dict)  # `d[k] = v` (None: changed otherwise)
+    filled: Dict[Tuple[str, int], object] = field(default_factory=dict)  # ``_filled``'s memo
 
     def binds(self, name: str) -> bool:
         return name in self.entries or name in self.params
@@ -150,7 +151,7 @@ class Scope:
         changed = name in self.mutated  # a list or dict display changed in place since: not known
         if len(entries) == 1 and name not in self.params:
             entry = entries[0]
-            if changed and (filled := written(entry.form, self.item_writes.get(name), self.aliases)) is not None:
+            if changed and (filled := self._filled(name, entry)) is not None:
                 return ("value", filled, entry.line)  # a dict filled by item writes (``records``)
             usable = entry.form is not None and entry.form is not DEFINED and not (changed and mutable_display(entry.form))
             return ("value", entry.form, entry.line) if usable else ("unknown", None, 0)
@@ -180,7 +181,7 @@ class Scope:
         if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
         if changed and any(mutable_display(e.form) for e in (*reaching, *carried)):  # only a display that may reach the read
-            filled = written(reaching[0].form, self.item_writes.get(name), self.aliases) if len(reaching) == 1 and not carried else None
+            filled = self._filled(name, reaching[0]) if len(reaching) == 1 and not carried else None
             return ("value", filled, reaching[0].line) if filled is not None else ("unknown", None, 0)
         if carried and not passed and self._covers(reaching, here):
             carried = []  # every path to the read rebinds it first (`try: x = next(it) except ...: x = ...`)
@@ -193,6 +194,13 @@ class Scope:
             return ("param", None, 0)
         return ("value", latest.form, latest.line)
 
+
+    def _filled(self, name: str, entry: Entry) -> object:
+        """The ``records.Written`` form of a dict display filled by item writes (None: not one)."""
+        key = (name, entry.line)
+        if key not in self.filled:
+            self.filled[key] = written(entry.form, self.item_writes.get(name), self.aliases)
+        return self.filled[key]
 
     def imported_at(self, name: str, line: int) -> bool:
         """Whether the name's only binding before ``line`` is an import around the read,
