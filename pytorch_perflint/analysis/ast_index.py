@@ -29,6 +29,7 @@ class TreeIndex:
     identifiers: FrozenSet[str]  # names, attributes and imported names (not strings)
     declared: FrozenSet[str] = frozenset()  # names in ``global`` and ``nonlocal`` statements
     comprehensions: Tuple[ast.comprehension, ...] = ()  # each ``for ... in ...`` of one
+    fors: Tuple[Union[ast.For, ast.AsyncFor], ...] = ()  # ``for`` statements
 
 
 # Fields that never hold a name or a call (``ctx`` is Load/Store, ``op`` an operator).
@@ -103,6 +104,7 @@ def tree_index(tree: ast.Module) -> TreeIndex:
     names: Set[str] = set()
     declared: Set[str] = set()
     comprehensions: List[ast.comprehension] = []
+    fors: List[Union[ast.For, ast.AsyncFor]] = []
     stack: List[ast.AST] = [tree]
     pop, push, add_name = stack.pop, stack.append, names.add
     fields_of = _CHILD_FIELDS.get
@@ -127,6 +129,8 @@ def tree_index(tree: ast.Module) -> TreeIndex:
         elif kind in LOOP_TYPES:
             loops += 1
             push(_LEAVE_LOOP)
+            if kind is not ast.While:
+                fors.append(node)  # type: ignore[arg-type]
         elif kind is ast.Import or kind is ast.ImportFrom:
             imports.append(node)  # type: ignore[arg-type]
             for alias in node.names:  # type: ignore[attr-defined]
@@ -156,6 +160,7 @@ def tree_index(tree: ast.Module) -> TreeIndex:
         frozenset(names),
         frozenset(declared),
         tuple(comprehensions),
+        tuple(fors),
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional, Set, Tuple
 
-from .forms import Call, FormBuilder, dotted, qualify
+from .forms import Call, FormBuilder, dotted, qualify, spread_comprehension
 from .scan import lines_with, nodes_on_lines
 from .summary import CallSite
 
@@ -155,8 +155,9 @@ def _site(callee: str, node: ast.AST, parent: Optional[ast.AST], ancestors: Tupl
     inside = _in_function((*ancestors, node))
     common = dict(caller=_caller((*ancestors, node)), contexts=_contexts(inside, aliases), in_loop=_in_loop(inside))
     if isinstance(parent, ast.Call) and parent.func is node:
-        star = any(isinstance(a, ast.Starred) for a in parent.args)
-        positional = sum(1 for a in parent.args if not isinstance(a, ast.Starred))
+        spread = spread_comprehension(parent.args)  # `f(*[g(v) for v in (a, b)])`: two positions
+        star = spread is None and any(isinstance(a, ast.Starred) for a in parent.args)
+        positional = sum(1 for a in parent.args if not isinstance(a, ast.Starred)) + (spread[1] if spread else 0)
         keywords = tuple(k.arg for k in parent.keywords if k.arg is not None)
         dstar = any(k.arg is None for k in parent.keywords)
         arguments = FormBuilder(aliases).form(parent)

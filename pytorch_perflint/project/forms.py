@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from typing import Mapping, Optional, Tuple, Union
+from typing import FrozenSet, Mapping, Optional, Sequence, Tuple, Union
 
 from ..analysis.names import canonical
 from .codec import serialisable
@@ -237,12 +237,18 @@ class FormBuilder:
 
     def _call(self, node: ast.Call, depth: int) -> Call:
         args = []
+        spread = spread_comprehension(node.args)
+        given = node.args[:-1] if spread is not None else node.args
         star = len(node.args) > MAX_ITEMS  # later positions are not known
-        for arg in node.args[:MAX_ITEMS]:
+        for arg in given[:MAX_ITEMS]:
             if type(arg) is ast.Starred:
                 star = True
                 break  # later positions are not known
             args.append(self.form(arg, depth + 1))
+        if spread is not None and not star:  # `f(*[np.array(v) for v in (a, b)])`: each position the element
+            element, count, targets = spread
+            star = len(args) + count > MAX_ITEMS
+            args.extend([] if star else [_Masked(self.aliases, targets, self.max_depth).form(element, depth + 1)] * count)
         kwargs = []
         dstar = []
         for keyword in node.keywords[:MAX_ITEMS]:
@@ -253,3 +259,34 @@ class FormBuilder:
         if len(node.keywords) > MAX_ITEMS:
             dstar.append(Unknown("more keywords"))  # so no keyword reads as absent
         return Call(self.form(node.func, depth + 1), tuple(args), tuple(kwargs), star, tuple(dstar))
+
+
+def spread_comprehension(args: Sequence[ast.expr]) -> Optional[Tuple[ast.expr, int, FrozenSet[str]]]:
+    """``f(a, *[np.array(v) for v in [x, y, z]])``: the last positional argument, the only
+    ``*`` one, unpacks a comprehension (one ``for``, no ``if``) over a list or tuple display:
+    it passes as many positions as the display has items, each the comprehension's element
+    (its element, count, and the names its ``for`` binds, which the element reads unknown)."""
+    if not args or type(args[-1]) is not ast.Starred or any(type(a) is ast.Starred for a in args[:-1]):
+        return None
+    value = args[-1].value  # type: ignore[attr-defined]
+    if type(value) not in (ast.ListComp, ast.GeneratorExp) or len(value.generators) != 1:
+        return None
+    loop = value.generators[0]
+    if loop.ifs or loop.is_async or type(loop.iter) not in (ast.List, ast.Tuple) or any(type(e) is ast.Starred for e in loop.iter.elts):  # type: ignore[attr-defined]
+        return None
+    return value.elt, len(loop.iter.elts), frozenset(n.id for n in ast.walk(loop.target) if type(n) is ast.Name)  # type: ignore[attr-defined]
+
+
+class _Masked(FormBuilder):
+    """Forms of a comprehension's element: the names its ``for`` binds are unknown (what they
+    hold differs item by item), so only what does not depend on them is known
+    (``np.array(v)`` is an array whatever ``v`` is)."""
+
+    def __init__(self, aliases: Mapping[str, str], masked: FrozenSet[str], max_depth: int) -> None:
+        super().__init__(aliases, max_depth)
+        self.masked = masked
+
+    def ref(self, name: str) -> Ref:
+        if name.partition(".")[0] in self.masked:
+            return Unknown("comprehension target")  # type: ignore[return-value]
+        return super().ref(name)

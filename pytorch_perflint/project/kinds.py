@@ -370,3 +370,13 @@ def join_all(kinds) -> Kind:
     for kind in kinds[1:]:
         out = join(out, kind)
     return out
+
+
+def may_hold_array(kind: Kind) -> bool:
+    """An array, or a tuple, list or iterator some of whose items are arrays: what a
+    project call gives that code may unpack, index or walk into an array (screens ask)."""
+    if type(kind) in (Array, Arrays):
+        return True
+    if type(kind) is Iterator:
+        return may_hold_array(kind.element)  # type: ignore[union-attr]
+    return type(kind) is Items and any(may_hold_array(k) for k in kind.items)  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ from typing import Callable, Optional
 from .forms import Call, Form, Lit, Seq, Unknown as UnknownForm
 from . import autograd_values as autograd
 from . import tensor_values as tensors
+from .records import Record, record_item
 from .kinds import (
     UNKNOWN,
     Array,
@@ -214,6 +215,8 @@ def item(receiver: Kind, index: Form, evaluate: Evaluate) -> Optional[Kind]:
         return Array() if parts and all(_reads_whole(p) for p in parts) else UNKNOWN
     if kind is Frame:
         return Frame()
+    if kind is Record:  # a dict filled by item writes
+        return record_item(receiver, index)  # type: ignore[arg-type]
     return None
 
 

@@ -46,6 +46,7 @@ from .kinds import (
 from .choices import choose
 from .library_values import literal
 from .loader_options import accelerator_arm
+from .records import Written, record
 from .scopes import PASSED, Comprehension
 
 Evaluate = Callable[[Form], Kind]
@@ -312,6 +313,12 @@ def wrapped(form: Call, evaluate: Evaluate, element_of: Callable[[Kind], Kind]) 
     return UNKNOWN if type(found) is Unknown else Iterator(found)
 
 
+def entered_bar(form: Form, kind: Kind) -> bool:
+    """``with tqdm(loader) as bar``: a tqdm bar's ``__enter__`` gives the bar itself, so
+    ``bar`` yields what the loader yields (no other iterator the engine knows is a context)."""
+    return type(kind) is Iterator and type(form) is Call and type(form.func) is Ref and form.func.qualname in TQDM
+
+
 class LoaderFlow:
     """The engine's methods for this family (mixed into ``values.ValueEngine``)."""
 
@@ -338,6 +345,8 @@ class LoaderFlow:
         comprehension bound to a name: a dict's values, a list's items are its element."""
         if type(form) is DictForm:
             return options(form, lambda item: self._eval(item, where, depth + 1))  # type: ignore[attr-defined]
+        if type(form) is Written:  # a dict filled by item writes, each value read where written
+            return record(form, lambda value, line: self._eval(value, where.at(line), depth + 1), where.line)  # type: ignore[attr-defined]
         if type(form) is not Comprehension:
             return UNKNOWN
         element = self._eval(form.element, type(where)(where.path, form.scope, where.line, where), depth + 1)  # type: ignore[attr-defined]

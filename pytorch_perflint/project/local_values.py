@@ -19,6 +19,7 @@ import ast
 from typing import Any, List, Optional, Set, Tuple
 
 from .choices import choose
+from .generators import generated
 from .forms import Call, FormBuilder
 from .kinds import UNKNOWN, Kind, Text
 from .scopes import DEEP, DEFINED, Entry, Known, Scope, build_scope
@@ -77,13 +78,15 @@ class LocalFlow:
         if id(node) in inlining or len(inlining) >= _MAX_INLINE:
             return UNKNOWN
         scope = build_scope(node, home.scope.aliases, home.path, None)
-        if scope.generator or not scope.returns:
+        if not scope.generator and not scope.returns:
             return UNKNOWN
         inlining.add(id(node))
         try:
             for name, kind in _passed(node, form, lambda f: self._eval(f, where, depth + 1), home, self, depth):  # type: ignore[attr-defined]
                 scope.entries.setdefault(name, []).insert(0, Entry(node.lineno, (), Known(kind)))
             outer = type(home)(home.path, home.scope, 0, home.parent)
+            if scope.generator:  # an iterator of what it yields (as ``values.returns`` reads it)
+                return generated(scope, lambda f, line: self._eval(f, type(home)(home.path, scope, line, outer), depth + 1)) if self._scannable() else UNKNOWN  # type: ignore[attr-defined]
             kinds = [self._eval(f, type(home)(home.path, scope, line, outer), depth + 1) for line, _, f in scope.returns]  # type: ignore[attr-defined]
         finally:
             inlining.discard(id(node))

@@ -20,6 +20,7 @@ from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
 from .forms import Dict as DictForm
 from .appended_lists import Appended, appended  # ``Appended`` re-exported
 from .loop_flow import other_arm, overwritten, reaching_back
+from .records import written
 from .statements import alias_target, import_records, scope_statements, target_names
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -120,6 +121,8 @@ class Scope:
     appends: Dict[str, List[Tuple[int, Tuple[Tuple[int, str], ...], Form]]] = field(default_factory=dict)  # `xs.append(a)`
     tests: Dict[int, Tuple[int, ast.expr]] = field(default_factory=dict)  # id of an `if` -> (line, its test), read on demand
     uses: Optional[Dict[str, List[Tuple[int, bool]]]] = None  # ``list_uses``, read on demand
+    item_writes: Dict[str, List[Tuple[int, Optional[ast.expr], Optional[ast.expr]]]] = field(default_factory=dict)  # `d[k] = v` (None: changed otherwise)
+    filled: Dict[Tuple[str, int], object] = field(default_factory=dict)  # ``_filled``'s memo
 
     def binds(self, name: str) -> bool:
         return name in self.entries or name in self.params
@@ -145,11 +148,12 @@ class Scope:
         built = appended(self, name, entries, line)
         if built is not None:
             return ("value", built, line) if type(built) is Appended else ("unknown", None, 0)
-        if name in self.mutated and any(mutable_display(e.form) for e in entries):
-            return ("unknown", None, 0)  # a list or dict display changed in place since
+        changed = name in self.mutated  # a list or dict display changed in place since: not known
         if len(entries) == 1 and name not in self.params:
             entry = entries[0]
-            usable = entry.form is not None and entry.form is not DEFINED
+            if changed and (filled := self._filled(name, entry)) is not None:
+                return ("value", filled, entry.line)  # a dict filled by item writes (``records``)
+            usable = entry.form is not None and entry.form is not DEFINED and not (changed and mutable_display(entry.form))
             return ("value", entry.form, entry.line) if usable else ("unknown", None, 0)
         here = self.blocks_at(line)
         before = [e for e in entries if e.line < line]
@@ -176,6 +180,9 @@ class Scope:
                 carried += reaching_back(self, block, found, entries)  # not those a later line overwrites
         if any(e.form is None or e.form is DEFINED or e.form is IMPORTED for e in carried):
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
+        if changed and any(mutable_display(e.form) for e in (*reaching, *carried)):  # only a display that may reach the read
+            filled = self._filled(name, reaching[0]) if len(reaching) == 1 and not carried else None
+            return ("value", filled, reaching[0].line) if filled is not None else ("unknown", None, 0)
         if carried and not passed and self._covers(reaching, here):
             carried = []  # every path to the read rebinds it first (`try: x = next(it) except ...: x = ...`)
         if carried:  # rebound later in a loop around the read: any of them may reach it
@@ -187,6 +194,13 @@ class Scope:
             return ("param", None, 0)
         return ("value", latest.form, latest.line)
 
+
+    def _filled(self, name: str, entry: Entry) -> object:
+        """The ``records.Written`` form of a dict display filled by item writes (None: not one)."""
+        key = (name, entry.line)
+        if key not in self.filled:
+            self.filled[key] = written(entry.form, self.item_writes.get(name), self.aliases)
+        return self.filled[key]
 
     def imported_at(self, name: str, line: int) -> bool:
         """Whether the name's only binding before ``line`` is an import around the read,
@@ -308,6 +322,8 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             if type(target) is ast.Name:
                 form = BinOp(type(stmt.op).__name__, Ref(target.id), builder.form(stmt.value))  # type: ignore[attr-defined]
                 _add(scope, target.id, Entry(line, blocks, form))
+            elif type(target) is ast.Subscript and type(target.value) is ast.Name:  # `d[k] += v`
+                scope.item_writes.setdefault(target.value.id, []).append((line, None, None))  # type: ignore[attr-defined]
         elif kind is ast.Return:
             scope.returns.append((line, blocks, builder.form(stmt.value)))  # type: ignore[attr-defined]
         elif kind is ast.Expr and type(stmt.value) in (ast.Yield, ast.YieldFrom):  # type: ignore[attr-defined]
@@ -320,6 +336,7 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
             receiver = stmt.value.func.value  # type: ignore[attr-defined]
             if type(receiver) is ast.Name:
                 scope.mutated.add(receiver.id)  # `xs.append(...)`
+                scope.item_writes.setdefault(receiver.id, []).append((line, None, None))
                 call = stmt.value  # type: ignore[attr-defined]
                 if call.func.attr == "append" and len(call.args) == 1 and not call.keywords and type(call.args[0]) is not ast.Starred:
                     scope.appends.setdefault(receiver.id, []).append((line, blocks, builder.form(call.args[0])))
@@ -423,6 +440,7 @@ def _bind(target: ast.AST, value: ast.AST, line: int, blocks, scope: Scope, own:
         _add(scope, target.id, Entry(line, blocks, _value_form(value, scope, builder)))  # type: ignore[attr-defined]
     elif kind is ast.Subscript and type(target.value) is ast.Name:  # type: ignore[attr-defined]
         scope.mutated.add(target.value.id)  # type: ignore[attr-defined]
+        scope.item_writes.setdefault(target.value.id, []).append((line, target.slice, value))  # type: ignore[attr-defined]  # forms built when read
     elif kind is ast.Attribute:
         if own is not None and type(target.value) is ast.Name and target.value.id == own:  # type: ignore[attr-defined]
             scope.own_attrs.append((line, blocks, target.attr, builder.form(value)))  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Tuple
 
-from . import autograd_values as autograd, choices, library_values as library, loader_values as loaders
+from . import autograd_values as autograd, choices, generators, library_values as library, loader_values as loaders
 from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
@@ -325,9 +325,9 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         if (found := self.models.library_call(form, evaluate, where.path)) is not None:
             return found  # models, argparse, other frameworks
         if type(func) is Ref:
-            if func.name == "<enter>":  # `with h5py.File(p) as f`: the file itself
+            if func.name == "<enter>":  # `with h5py.File(p) as f`, `with tqdm(loader) as bar`: the object itself
                 entered = evaluate(form.args[0]) if form.args else UNKNOWN
-                return entered if type(entered) is H5File else UNKNOWN
+                return entered if type(entered) is H5File or loaders.entered_bar(form.args[0], entered) else UNKNOWN
             found = self._loader_call(func, form, where, depth)
             if found is not None:
                 return found
@@ -458,7 +458,9 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
 
     def _returns(self, definition: Definition, depth: int, this: Optional[Instance] = None) -> Kind:
         scope = self.scope_of(definition)
-        if scope is None or scope.generator or not scope.returns:
+        if scope is not None and scope.generator:  # an iterator of what it yields (not read in a large project: cold runs stay cheap)
+            return generators.generated(scope, lambda form, line: self._eval(form, Where(definition.path, scope, line, Where(definition.path), this), depth + 1)) if self._scannable() else UNKNOWN
+        if scope is None or not scope.returns:
             return UNKNOWN
         outer = Where(definition.path)
         kinds = [self._eval(form, Where(definition.path, scope, line, outer, this), depth + 1) for line, _, form in scope.returns]

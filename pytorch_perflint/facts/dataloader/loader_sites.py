@@ -78,7 +78,7 @@ class LoaderFacts:
 
 
 _RECORDED = frozenset(
-    {cst.Call, cst.For, cst.CompFor, cst.FunctionDef, cst.Return, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.From}
+    {cst.Call, cst.For, cst.CompFor, cst.FunctionDef, cst.Return, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.From, cst.WithItem}
 )
 
 
@@ -104,6 +104,8 @@ class LoaderSiteRecorder:
         # (id(scope node), name) -> each call a tuple assignment unpacks into the name, the
         # name's position and the assignment's ancestors
         self.unpacked: Dict[Tuple[int, str], List[Tuple[cst.Call, int, Path]]] = {}
+        # (id(scope node), name) -> each call a `with CALL as name` enters
+        self.entered: Dict[Tuple[int, str], List[cst.Call]] = {}
 
     def walk(self, node: cst.CSTNode) -> None:
         """Depth-first over the nodes that can matter, keeping the ancestor stack; faster
@@ -128,6 +130,8 @@ class LoaderSiteRecorder:
                     self.yield_froms.append((node, path))  # type: ignore[arg-type]
             elif kind is cst.FunctionDef:
                 self.functions.setdefault(node.name.value, []).append((node, path))  # type: ignore[attr-defined]
+            elif kind is cst.WithItem:
+                self._entered(node, path)  # type: ignore[arg-type]
             elif kind is cst.Return:
                 function = _enclosing_function(path)
                 if function is not None:
@@ -173,6 +177,14 @@ class LoaderSiteRecorder:
             for attr, direct in _self_attrs(target):
                 entry = value if plain and direct else None
                 self.self_assigns.setdefault((id(cls), attr), []).append((entry, own))
+
+    def _entered(self, node: cst.WithItem, path: Path) -> None:
+        """``with tqdm(loader) as bar``: the call entered and the name it binds."""
+        target = node.asname.name if node.asname is not None else None
+        if isinstance(target, cst.Name) and isinstance(node.item, cst.Call):
+            self.value_paths[id(node.item)] = path + (node,)
+            scope_node = next((n for n in reversed(path) if isinstance(n, _SCOPES)), path[0])
+            self.entered.setdefault((id(scope_node), target.value), []).append(node.item)
 
     def _unpacking(self, target: cst.BaseExpression, value: cst.Call, path: Path) -> None:
         elements = target.elements  # type: ignore[attr-defined]

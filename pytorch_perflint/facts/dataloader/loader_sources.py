@@ -213,7 +213,7 @@ class LoaderSourceResolver:
         return self.parameter(function, expr.value, loops, depth)
 
     def progress_bar(self, name: str, scope: Scope, path: Path) -> Optional[cst.Call]:
-        """``bar = tqdm(loader)`` bound once in its scope, whose ``bar.update()`` /
+        """``bar = tqdm(loader)`` (or ``with tqdm(loader) as bar``) bound once in its scope, whose ``bar.update()`` /
         ``bar.set_postfix(...)`` calls read as changes of the name: a bar's counter moves,
         the loader it walks stays the same."""
         for current in scope.visible():
@@ -223,6 +223,9 @@ class LoaderSourceResolver:
             if values is None:
                 continue
             value = values[0] if len(values) == 1 else None
+            entered = self.recorded.entered.get((id(current.node), name), [])
+            if values == [None] and len(entered) == 1:  # `with tqdm(loader) as bar`: the bar itself
+                value = entered[0]
             if not isinstance(value, cst.Call) or self.context.qualname(value.func, current) not in _TQDM:
                 return None
             return value if current.parent is not None else None

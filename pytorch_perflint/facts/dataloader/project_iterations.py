@@ -50,7 +50,7 @@ def iterated_every_epoch(
     if not callers:
         return False
     for caller_path, site in callers:
-        if caller_path == path or site.in_loop or site.star or site.dstar:
+        if caller_path == path or site.star or site.dstar or (site.in_loop and unless_name is not None):
             continue
         text = index.text(caller_path)
         if unless_text is not None and (text is None or _mentions(index, caller_path, text, unless_text)):
@@ -58,8 +58,10 @@ def iterated_every_epoch(
         tree = parse_tree(text) if text is not None else None
         body = _scope_body(tree, site.caller) if tree is not None else None
         walker = _Walker(index, caller_path, unless_text, unless_name)
-        if body is not None and _walked_in_a_loop(body, site.line, site.callee, element, unless_name, walker):
+        if body is not None and not site.in_loop and _walked_in_a_loop(body, site.line, site.callee, element, unless_name, walker):
             return True
+        if body is not None and unless_name is None and _handed_next(body, site.line, site.callee, element, walker):
+            return True  # TPF103: `train(model, loader, epochs)` restarts its workers every epoch of its own
         if body is not None and unless_name is not None and _handed_to_epoch_loop(body, site.line, site.callee, element, unless_name, walker):
             return True  # TPF105: `train(model, loader, epochs)` walks it in its own epoch loop
     return False
@@ -75,6 +77,36 @@ def _handed_to_epoch_loop(
     if assign is None or name is None or unless_name.search(name) or _holds_in_loop(body, assign) or not _bound_once(body, name):
         return False
     return any(walker.walks_every_epoch(n, (name,)) for n in _own_nodes(body) if not _holds_in_loop(body, n))
+
+
+def _handed_next(body: Sequence[ast.stmt], line: int, callee: str, element: Optional[int], walker: "_Walker") -> bool:
+    """The loader, bound by the assignment at ``line`` (in a loop or not), is handed by a
+    later statement of the same block, before any rebinding of its name, to a project
+    function that walks it inside an epoch loop of its own: each call restarts its workers
+    every epoch of the callee (``for s in stages: loader = make(s); fit(net, loader)``)."""
+    assign = _assignment(body, line, callee)
+    name = _bound_name(assign.targets[0], element) if assign is not None else None
+    block = next((b for b in _blocks(body) if any(s is assign for s in b)), None) if name is not None else None
+    if block is None:
+        return False
+    for statement in block[[id(s) for s in block].index(id(assign)) + 1:]:
+        if type(statement) in (ast.Expr, ast.Assign) and any(walker.walks_every_epoch(n, (name,)) for n in ast.walk(statement.value)):  # type: ignore[attr-defined]
+            return True
+        if any(type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load for n in ast.walk(statement)):
+            return False
+    return False
+
+
+def _blocks(body: Sequence[ast.stmt]) -> Iterator[Sequence[ast.stmt]]:
+    """The statement lists of a scope (its body and the blocks nested in it)."""
+    yield body
+    for node in _own_nodes(body):
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(node, field, None)
+            if type(inner) is list and inner and isinstance(inner[0], ast.stmt) and not isinstance(node, _SCOPES):
+                yield inner
+        for handler in getattr(node, "handlers", ()):
+            yield handler.body
 
 
 class _Walker:

@@ -104,6 +104,8 @@ def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str])
     in an array module or in a name assigned one, array-preserving methods of those."""
     if isinstance(node, ast.Starred):
         node = node.value
+    if type(node) is _Each:
+        return _could_be_item(node.value, roots, names)  # type: ignore[attr-defined]
     if isinstance(node, ast.Name):
         return node.id in names
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -130,6 +132,28 @@ def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str])
         return attr in TO_NUMPY_METHODS or attr == "to_numpy" or (attr in ARRAY_METHODS and _could_be_array(node.func.value, roots, names))
     root = _root_name(node)
     return bool(root) and (root in roots or root in names)
+
+
+class _Each(ast.expr):
+    """An item of what ``value`` walks (a ``for`` target's value in ``_comprehension_bindings``)."""
+
+    _fields = ("value",)
+
+
+_WALKERS = frozenset({"enumerate", "zip", "iter", "reversed", "tqdm"})
+EACH = "[*]"  # a project name asked with this suffix: could walking what it returns give arrays?
+
+
+def _could_be_item(node: ast.AST, roots: Container[str], names: Container[str]) -> bool:
+    """An item of what ``node`` gives could be an array: a project function's call asks the
+    project about its items (a generator's yields) rather than its value."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WALKERS and node.args and "enumerate" not in names:
+        return any(_could_be_item(arg, roots, names) for arg in node.args)  # `enumerate(gen())`: its items' parts
+    root = _root_name(node)
+    each = getattr(roots, "each", None)
+    if each is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and root not in names:
+        return each(root)
+    return _could_be_array(node, roots, names)
 
 
 def _could_bind_array(value: ast.AST, roots: Container[str], names: Container[str]) -> bool:
@@ -313,6 +337,18 @@ class _AskedRoots:
             self.answers[name] = not self.never_array(name)  # type: ignore[arg-type]
         return self.answers[name]
 
+    def each(self, name: str) -> bool:
+        """Walking what project name ``name`` gives could give arrays (asked as ``name +
+        EACH``: a generator's yields, a returned list's items)."""
+        if name in self.arrays:
+            return True
+        if name not in self.project:
+            return False
+        key = name + EACH
+        if key not in self.answers:
+            self.answers[key] = not self.never_array(key)
+        return self.answers[key]
+
 
 def _visible_arrays(
     tree: ast.Module,
@@ -363,10 +399,12 @@ def _append_bindings(index: TreeIndex) -> List[ast.Assign]:
 
 def _comprehension_bindings(tree: ast.Module) -> List[ast.Assign]:
     """``x = item`` for each item a comprehension's ``for x in ...`` walks (each item of a
-    display, else the iterable), as assignments the screen can read."""
+    display, else an item of the iterable), and a ``for`` statement's over a call (a
+    project generator's, whose yields may be arrays), as assignments the screen can read."""
     out = []
-    for node in tree_index(tree).comprehensions:
-        items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [node.iter]
+    index = tree_index(tree)
+    for node in (*index.comprehensions, *(f for f in index.fors if type(f.iter) is ast.Call)):  # a `for` over a call only
+        items = node.iter.elts if isinstance(node.iter, (ast.Tuple, ast.List)) else [ast.copy_location(_Each(value=node.iter), node.iter)]
         for item in items:
             assign = ast.Assign(targets=[node.target], value=item)
             out.append(ast.copy_location(assign, item))

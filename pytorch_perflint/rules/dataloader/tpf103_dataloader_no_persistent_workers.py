@@ -28,7 +28,9 @@ class DataloaderNoPersistentWorkers(Rule):
     walks each loader zipped. A loader that a helper returns is also
     flagged when a caller in another module of the project binds it once and walks it in
     an epoch loop (`train_loader, val_loader = get_loaders()` in `train.py`), itself, through
-    a `tqdm` bar, or by passing it each epoch to a project function that walks it.
+    a `tqdm` bar (also `with tqdm(loader) as bar:`), or by passing it each epoch to a project
+    function that walks it, or by handing it (right after binding it, in a loop or not) to a
+    project function that walks it inside an epoch loop of its own (`fit(model, loader, epochs)`).
 
     ## Why is this bad?
     Every `iter(loader)` (every `for batch in loader`) starts `num_workers` fresh processes,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import TYPE_CHECKING, Hashable, Optional
 
 import libcst as cst
 
@@ -13,6 +13,10 @@ from ...project.kinds import Batch
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.dataloader.loader_facts import could_copy_loader_batches, could_iterate_helper_loaders
+from ...facts.dataloader.walked_parameters import could_walk_parameters, may_walk_pinned_parameter, walked_parameters
+
+if TYPE_CHECKING:
+    from ...project import ProjectIndex
 
 _SETUP = (
     "import torch\nfrom torch.utils.data import DataLoader\n"
@@ -25,12 +29,14 @@ class BlockingHostToDeviceCopy(Rule):
     """## What it does
     Flags `.to(device)` and `.cuda()` without `non_blocking=True` on a batch taken straight
     from a `DataLoader` known to use `pin_memory=True`: the loop variables of
-    `for x, y in loader` (also through `enumerate`, `tqdm` and `zip`), `next(iter(loader))`, and
+    `for x, y in loader` (also through `enumerate`, `tqdm`, `with tqdm(loader) as bar:`, `zip`
+    and a project generator that yields its batches), `next(iter(loader))`, and
     what is unpacked or indexed out of them (the tensors of a list or dict batch too:
     `[t.cuda() for t in targets]`), until the name is rebound. What the copied value is
     comes from the project's value engine, so the loader may be built by a helper in any
     module of the project (`from data import make_train_loader`), passed as a parameter
-    (every caller passes one), kept in an attribute (`self.loader = loader`), or walked by
+    (every caller passes one, also to a train-loop function in a module that never names a
+    loader), kept in an attribute (`self.loader = loader`), or walked by
     a project iterable's `__iter__` (a wrapper that yields from the loader it holds); it
     may be pinned by `pin_memory=True` or by a `**kwargs` dict (a helper's, or one that a
     literal `kwargs.update({"pin_memory": True})` pins on the accelerator path, under `if
@@ -75,11 +81,22 @@ class BlockingHostToDeviceCopy(Rule):
         """A pinned DataLoader built here and a copy to the device, or a copy of what a
         loader built by a project helper elsewhere yields."""
         here = "pin_memory" in source and "DataLoader" in source and (".to(" in source or ".cuda(" in source)
-        return here or could_iterate_helper_loaders(source)
+        return here or could_iterate_helper_loaders(source) or could_walk_parameters(source)
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> Optional[bool]:
-        return could_copy_loader_batches(tree)
+        return could_copy_loader_batches(tree) or bool(walked_parameters(tree))
+
+    @classmethod
+    def project_question(cls, tree: ast.Module) -> Optional[Hashable]:
+        """None when the code names a loader (the tree screen decides); else the parameters
+        its functions walk, which only the engine can tell apart from loaders."""
+        return None if could_copy_loader_batches(tree) else walked_parameters(tree)
+
+    @classmethod
+    def could_fire_answering(cls, question: Hashable, path: str, project: "ProjectIndex") -> Optional[bool]:
+        """A walked parameter whose callers may pass a pinned loader (``walked_parameters``)."""
+        return True if question is None else may_walk_pinned_parameter(question, path, project)  # type: ignore[arg-type]
 
     VALID = (
         _SETUP + "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",

@@ -12,9 +12,10 @@ from ...analysis.call_edits import keyword_arg, with_keywords
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ...project.kinds import Array, TensorType
+from ...project.kinds import Array, TensorType, may_hold_array
+from ...project.records import Record
 from ...project.values import engine_for
-from ...facts.tensors.screens import CopyQuestion, answer_copy_question, copy_question, names_a_constructor
+from ...facts.tensors.screens import EACH, CopyQuestion, answer_copy_question, copy_question, names_a_constructor
 from ...facts.tensors.screens import numpy_copy_candidates, numpy_copy_candidates_without
 
 if TYPE_CHECKING:
@@ -52,10 +53,16 @@ def _never_array(path: str, project: "ProjectIndex") -> Callable[[str], bool]:
     an array (the project screen stops taking it for an array source)."""
 
     def never_array(name: str) -> bool:
-        definition = project.resolve(path, name)
+        walked = name.endswith(EACH)  # an item of what it returns (a generator's yields)
+        definition = project.resolve(path, name[: -len(EACH)] if walked else name)
+        if walked and (definition is None or definition.kind not in ("function", "class")):
+            return True  # the items of a library call's result (`itertools.product(...)`) are not known
         if definition is None or definition.kind != "function":
             return False
-        return type(engine_for(project, optimistic=True).returns(definition)) is not Array
+        returned = engine_for(project, optimistic=True).returns(definition)
+        if type(returned) is Record:  # a dict filled by item writes: its entries are read by key
+            return False
+        return not may_hold_array(returned) if walked else type(returned) is not Array
 
     return never_array
 
