@@ -42,18 +42,17 @@ from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
 from .scopes import Appended, Branches, Each, Scope, build_scope, free
 from .attribute_values import AttributeFlow
+from .parameter_values import MAX_CALLERS, ParameterFlow  # noqa: F401  (MAX_CALLERS re-exported)
 from .where import Answer, Where  # re-exported: the engine's question and answer
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
 
 MAX_DEPTH = 24
-MAX_CALLERS = 16  # more callers than this: the parameter is not known
 # Callers and subclasses are found by scanning every module's text: in a larger project
 # (the torch package) parameters stay unknown and a method's ``self`` is taken for an
 # object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
 MAX_SCANNED_MODULES = 400
-_PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
 _ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -71,7 +70,7 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
+class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
@@ -224,92 +223,6 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             kind = self._eval(definition.binding.form, Where(definition.path), depth + 1)
             return kind if type(present(kind)) in (Instance, Parser) or not definition.binding.mutated else UNKNOWN
         return (definition.kind == "external" and tensor_type(definition.qualname)) or UNKNOWN  # `torch.FloatTensor` as a value
-
-    # -- parameters ----------------------------------------------------------------------------
-    def _parameter(self, scope: Scope, name: str, where: Where, depth: int) -> Kind:
-        if self.index is None or scope.owner is None or scope.path is None:
-            return UNKNOWN
-        definition = self.index.resolve(scope.path, scope.owner)
-        if definition is None or definition.kind not in ("function", "method") or definition.function is None:
-            return UNKNOWN
-        decorators = {getattr(d, "qualname", None) or getattr(d, "name", None) for d in definition.function.decorators}
-        if definition.kind == "method" and scope.params and name == scope.params[0]:
-            if decorators & {"staticmethod", "classmethod"}:
-                return UNKNOWN
-            if where.this is not None:  # an inherited method, read for an object of a subclass
-                return where.this
-            owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
-            return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
-        if not decorators <= _PLAIN or (definition.kind == "method" and "staticmethod" in decorators):
-            return UNKNOWN  # a static method's arguments do not line up with its callers'
-        method = definition.name.rpartition(".")[2]
-        if definition.kind == "method" and method == "__init__":  # its callers are the class's
-            definition = self.index.resolve(scope.path, scope.owner.rpartition(".")[0]) or definition
-        public = definition.kind == "method" and not (method.startswith("_") and not method.endswith("__"))
-        if public and method.startswith("__") and method != "__init__":
-            return UNKNOWN  # a method Python calls (a constructor's callers are its class's)
-        public = public and method != "__init__"
-        if self.optimistic:
-            return Array()  # a screen's question: could it be an array?
-        if not self._scannable():
-            return UNKNOWN
-        key = ("param", scope.path, scope.owner, name)
-        return self._memoised(key, lambda: self._arguments(definition, name, depth, public))
-
-    def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
-        """All callers' arguments, else unknown. A public method's callers: every call of its
-        name in the project (``method_callers``), or, when that cannot be known, its calls
-        on ``self`` when those are its only uses (``Resolution.callers(public=True)``)."""
-        sites = None
-        if public:  # the same callers for every parameter: read once (``Memo._public_sites``)
-            sites = self._public_sites(definition)
-            sites = sites and self._on_its_class(definition, sites, depth)  # type: ignore[arg-type]
-        found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
-        if not found or len(found) > MAX_CALLERS or (self.index.lone and all(s is None for _, s, _ in found)):
-            return UNKNOWN
-        kinds = []
-        for path, site, form in found:
-            where = Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
-            if where is None:
-                return UNKNOWN
-            kind = self._eval(form, where, depth + 1)
-            if type(kind) is Unknown:
-                return kind
-            kinds.append(kind)
-        return join_all(kinds)
-
-    def _on_its_class(self, definition: Definition, sites: Tuple, depth: int) -> Tuple:
-        """The calls of a public method's name left when those on an object known to be of
-        an unrelated project class are dropped (``memory.push(...)`` of another script's
-        buffer class): such a call runs that class's method, never this one. An object of
-        the class, a subclass or a base (which may be one of ours) keeps its call."""
-        key = ("receivers", definition.path, definition.name)
-        if key not in self._sites:
-            self._sites[key] = (sites, frozenset())  # while they are read: every call kept
-            owner = definition.name.rpartition(".")[0]
-            klass = Definition("class", definition.path, owner, klass=definition.klass)
-            related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
-            method = definition.name.rpartition(".")[2]
-            kept = []
-            with self.index.recording() as used:  # type: ignore[union-attr]
-                for path, site in sites:
-                    receiver = site.callee[: -len(method) - 1]
-                    where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
-                    dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
-                    kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
-                    if type(kind) is not Instance or kind.klass.key in related or any(s.key in related for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
-                        kept.append((path, site))
-            self._sites[key] = (tuple(kept) if kept else sites, frozenset(used))  # none left: not read as "no caller"
-        found, reads = self._sites[key]  # type: ignore[misc]
-        for read in reads:  # what reading the receivers read, told again on a hit (``Memo._public_sites``)
-            self.index.note_read(read)  # type: ignore[union-attr]
-        return found
-
-    def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
-        definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
-        if definition is None or definition.kind not in ("function", "method"):
-            return None
-        return self._where_in(definition, line)
 
     # -- calls ---------------------------------------------------------------------------------
     def _call(self, form: Call, where: Where, depth: int) -> Kind:
