@@ -5,10 +5,12 @@ the subclass an inherited method is read for)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Tuple
+from functools import reduce
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 
 from .forms import Ref
-from .kinds import UNKNOWN, Array, Instance, Kind, Unknown, join_all, present
+from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join_all, present
+from .loader_values import describe
 from .resolution import Definition
 from .where import Where
 
@@ -29,6 +31,7 @@ class ParameterFlow:
         if definition is None or definition.kind not in ("function", "method") or definition.function is None:
             return UNKNOWN
         decorators = {getattr(d, "qualname", None) or getattr(d, "name", None) for d in definition.function.decorators}
+        params = definition.function.params
         if definition.kind == "method" and scope.params and name == scope.params[0]:
             if decorators & {"staticmethod", "classmethod"}:
                 return UNKNOWN
@@ -50,7 +53,43 @@ class ParameterFlow:
         if not self._scannable():
             return UNKNOWN
         key = ("param", scope.path, scope.owner, name)
+        if any(p.name == name and p.kind == "kwarg" for p in params):  # `**kwargs`: the keywords callers pass
+            named = frozenset(p.name for p in params if p.kind not in ("vararg", "kwarg"))
+            return self._memoised(key, lambda: self._keywords(definition, named, depth, public))
         return self._memoised(key, lambda: self._arguments(definition, name, depth, public))
+
+    def _keywords(self, definition: Definition, named: FrozenSet[str], depth: int, public: bool) -> Kind:
+        """A ``**kwargs`` parameter: the dict of the keywords every caller passes that no
+        named parameter takes, literal ones and those of its ``**`` dicts with literal keys
+        (``build(ds, **opts)``, ``opts = {"pin_memory": True}``); callers that disagree on a
+        key leave its value unknown (``Options`` join), a ``**`` of an unknown dict leaves
+        it unknown. A caller passing ``*args`` fills no keyword."""
+        sites = None
+        if public:  # as ``_arguments`` reads them
+            sites = self._public_sites(definition)
+            sites = sites and self._on_its_class(definition, sites, depth)
+        if sites is None:
+            sites = self.index.resolution.callers(definition, public=True)  # type: ignore[union-attr]
+        if not sites or len(sites) > MAX_CALLERS:
+            return UNKNOWN
+        found: List[Options] = []
+        for path, site in sites:
+            where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
+            if where is None or site.arguments is None:
+                return UNKNOWN
+            items: Dict[str, str] = {}
+            open_ = False
+            for key, value in site.arguments.kwargs:
+                if key not in named:
+                    items[key] = describe(self._eval(value, where, depth + 1))
+            for spread in site.arguments.dstar:
+                known = self._spread(spread, where, depth)
+                if known is None:
+                    return UNKNOWN
+                items.update((k, v) for k, v in known.items if k not in named)
+                open_ = open_ or known.open
+            found.append(Options(tuple(items.items()), open_))
+        return reduce(_join_options, found)
 
     def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
         """All callers' arguments, else unknown. A public method's callers: every call of its
@@ -106,3 +145,11 @@ class ParameterFlow:
         if definition is None or definition.kind not in ("function", "method"):
             return None
         return self._where_in(definition, line)
+
+
+def _join_options(first: Options, second: Options) -> Options:
+    """Two callers' keyword dicts: every key either passes, its value known where both pass
+    the same one (a key one caller leaves out is unknown: its default there)."""
+    one, other = dict(first.items), dict(second.items)
+    keys = dict.fromkeys((*one, *other))
+    return Options(tuple((k, one[k] if one.get(k) == other.get(k) else "?") for k in keys), first.open or second.open)

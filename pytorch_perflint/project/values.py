@@ -32,7 +32,7 @@ from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, ArrayArchive, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .module_values import ModuleValues
 from .statements import alias_target
 from ..analysis.names import canonical
@@ -239,7 +239,11 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             return found  # models, argparse, other frameworks
         if type(func) is Ref:
             if func.name == "<enter>":  # `with h5py.File(p) as f`: the file itself
-                entered = evaluate(form.args[0]) if form.args else UNKNOWN
+                entered = present(evaluate(form.args[0])) if form.args else UNKNOWN
+                if type(entered) is ArrayArchive:  # `with np.load(p) as d`: only an .npz archive enters
+                    return ArrayArchive()
+                if type(entered) is Instance:  # a project object: its `__enter__`'s return
+                    return self._dispatch(entered, "__enter__", depth)
                 return entered if type(entered) is H5File else UNKNOWN
             found = self._loader_call(func, form, where, depth)
             if found is not None:

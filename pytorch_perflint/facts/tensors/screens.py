@@ -139,6 +139,9 @@ def _could_bind_array(value: ast.AST, roots: Container[str], names: Container[st
     one (``torch.tensor([f(x) for x in xs])``) is no candidate."""
     if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
         return _could_be_array(value.elt, roots, names)
+    if isinstance(value, (ast.Dict, ast.List, ast.Tuple)):  # `store = {"x": np.zeros(n)}`, then `store["x"]`
+        items = value.values if isinstance(value, ast.Dict) else value.elts
+        return any(item is not None and _could_bind_array(item, roots, names) for item in items)
     return _could_be_array(value, roots, names)
 
 
@@ -150,15 +153,15 @@ def _imports_h5py(index: TreeIndex) -> bool:
     return False
 
 
-def _opened_files(tree: ast.Module) -> Set[str]:
+def _opened_files(tree: ast.Module, entered: Optional[Callable[[ast.Call], bool]] = None) -> Set[str]:
     """Names bound by ``with <call> as f`` (``h5py.File(...)`` under any alias: their
-    datasets read as arrays)."""
+    datasets read as arrays), or only those whose call ``entered`` accepts."""
     return {
         item.optional_vars.id
         for node in walk_ast(tree)
         if isinstance(node, (ast.With, ast.AsyncWith))
         for item in node.items
-        if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
+        if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call) and (entered is None or entered(item.context_expr))
     }
 
 
@@ -324,7 +327,8 @@ def _visible_arrays(
 ) -> Tuple[ast.Call, ...]:
     """The candidates whose argument could be an array, given the assignments in scopes
     they can see."""
-    opened: Set[str] = _opened_files(tree) if _imports_h5py(index) else set()
+    # `with h5py.File(p) as f` (any call, h5py may be aliased), `with np.load(p) as d`
+    opened: Set[str] = _opened_files(tree, None if _imports_h5py(index) else (lambda call: _could_be_array(call, roots, ())))
     # A name the analysis reads at a call is bound in the call's scope chain (a function
     # sees its enclosing functions' names and the module's). An assignment in a function
     # around which the call is not cannot bind it, unless the name is declared ``global``

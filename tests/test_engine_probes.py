@@ -1,0 +1,686 @@
+"""Spec-driven probes of the value-flow engine (issue 22's "What to build" list): each
+mechanism x kind a rule needs, end to end through ``check`` on a scratch project. The lines
+marked ``#!`` are reported; every probe holds a look-alike beside its positive that must stay
+silent (an unknown value, callers that disagree, an unpinned loader, a model without
+convolutions...)."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_tensors_project import _findings, _marked  # the same scratch-project scorer
+
+PROBES = {}
+
+# ---------------------------------------------------------------- TPF401: NumPy arrays
+PROBES["401-param-all-callers"] = ("TPF401", {
+    "conv.py": """
+        import torch
+
+        def to_tensor(values):
+            return torch.tensor(values)  #!
+
+        def mixed(values):
+            return torch.tensor(values)
+    """,
+    "main.py": """
+        import numpy as np
+        from conv import to_tensor, mixed
+
+        state = np.zeros(4)
+        to_tensor(np.array([1.0, 2.0]))
+        to_tensor(state * 2)
+        mixed(np.ones(3))
+        mixed([1.0, 2.0])
+    """,
+})
+
+PROBES["401-param-default"] = ("TPF401", {
+    "main.py": """
+        import numpy as np
+        import torch
+
+        def build(weights=np.ones(3)):
+            return torch.tensor(weights)  #!
+
+        def other(weights=np.ones(3)):
+            return torch.tensor(weights)
+
+        build()
+        other([1.0])
+    """,
+})
+
+PROBES["401-attr-any-method"] = ("TPF401", {
+    "buf.py": """
+        import numpy as np
+        import torch
+
+        class Buffer:
+            def __init__(self, n):
+                self.n = n
+                self.data = np.zeros(n)
+                self.mixed = np.zeros(n)
+
+            def reset(self):
+                self.data = np.zeros(self.n)
+                self.mixed = []
+
+            def tensor(self):
+                return torch.tensor(self.data)  #!
+
+            def mixed_tensor(self):
+                return torch.tensor(self.mixed)
+    """,
+})
+
+PROBES["401-module-global"] = ("TPF401", {
+    "consts.py": """
+        import numpy as np
+        import json
+
+        MEAN = np.array([0.5, 0.5, 0.5])
+        TABLE = json.load(open("t.json"))
+    """,
+    "main.py": """
+        import torch
+        from consts import MEAN, TABLE
+        import consts
+
+        def norm():
+            a = torch.tensor(MEAN)  #!
+            b = torch.tensor(consts.MEAN)  #!
+            c = torch.tensor(TABLE)
+            return a, b, c
+    """,
+})
+
+PROBES["401-class-attr"] = ("TPF401", {
+    "main.py": """
+        import numpy as np
+        import torch
+
+        class Norm:
+            MEAN = np.array([0.5, 0.5])
+            NAMES = ["a", "b"]
+
+            def apply(self):
+                a = torch.tensor(self.MEAN)  #!
+                b = torch.tensor(Norm.MEAN)  #!
+                c = torch.tensor(self.NAMES)
+                return a, b, c
+    """,
+})
+
+PROBES["401-method-inherited"] = ("TPF401", {
+    "base.py": """
+        import numpy as np
+
+        class Reader:
+            def read(self, path):
+                return np.load(path + ".npy")
+
+        class ListReader(Reader):
+            def read(self, path):
+                return [1, 2]
+
+        class NpyReader(Reader):
+            pass
+    """,
+    "main.py": """
+        import torch
+        from base import NpyReader, ListReader
+
+        r = NpyReader()
+        q = ListReader()
+        a = torch.tensor(r.read("x"))  #!
+        b = torch.tensor(q.read("x"))
+    """,
+})
+
+PROBES["401-return-depth"] = ("TPF401", {
+    "deep.py": """
+        import numpy as np
+
+        def leaf(n):
+            return np.arange(n)
+
+        def middle(n):
+            return leaf(n) + 1
+
+        def top(n):
+            out = middle(n)
+            return out
+
+        def loop(n):
+            if n:
+                return loop(n - 1)
+            return loop(n + 1)
+    """,
+    "main.py": """
+        import torch
+        from deep import top, loop
+
+        a = torch.tensor(top(3))  #!
+        b = torch.tensor(loop(3))
+    """,
+})
+
+PROBES["401-containers"] = ("TPF401", {
+    "main.py": """
+        import numpy as np
+        import torch
+
+        def run(mask, path, labels):
+            idx = np.where(mask > 0)[0]
+            a = torch.tensor(idx)  #!
+            feats = np.load(path + ".npz")["feats"][:]
+            b = torch.tensor(feats)  #!
+            arr = np.zeros((4, 4))
+            c = torch.tensor(arr[1:, :2])  #!
+            d = torch.tensor(arr[0, 0])
+            first, second = np.zeros(3), [1, 2]
+            e = torch.tensor(first)  #!
+            f = torch.tensor(second)
+            g = torch.tensor(labels[1:])
+            return a, b, c, d, e, f, g
+    """,
+})
+
+PROBES["401-augassign-comprehension-with"] = ("TPF401", {
+    "main.py": """
+        import numpy as np
+        import torch
+
+        def run(path):
+            x = np.zeros(3)
+            x += 1
+            a = torch.tensor(x)  #!
+            y = []
+            y += [1]
+            b = torch.tensor(y)
+            arrays = [np.zeros(2), np.ones(2)]
+            c = [torch.tensor(v) for v in arrays]  #!
+            mixed = [np.zeros(2), [1, 2]]
+            d = [torch.tensor(v) for v in mixed]
+            with np.load(path + ".npz") as data:
+                e = torch.tensor(data["x"])  #!
+            with open(path) as fh:
+                f = torch.tensor(fh.read())
+            return a, b, c, d, e, f
+    """,
+})
+
+PROBES["401-dict-of-arrays"] = ("TPF401", {
+    "main.py": """
+        import numpy as np
+        import torch
+
+        def run(n):
+            store = {"x": np.zeros(n), "y": [1, 2]}
+            a = torch.tensor(store["x"])  #!
+            b = torch.tensor(store["y"])
+            return a, b
+    """,
+})
+
+# ---------------------------------------------------------------- TPF104: pinned batches
+PROBES["104-iter-wrapper"] = ("TPF104", {
+    "wrap.py": """
+        class Prefetcher:
+            def __init__(self, loader):
+                self.loader = loader
+
+            def __iter__(self):
+                for batch in self.loader:
+                    yield batch
+
+        class Plain:
+            def __init__(self, loader):
+                self.loader = loader
+
+            def __iter__(self):
+                for batch in self.loader:
+                    yield batch
+
+        class Shared:
+            def __init__(self, loader):
+                self.loader = loader
+
+            def __iter__(self):
+                return iter(self.loader)
+    """,
+    "train.py": """
+        import torch
+        from torch.utils.data import DataLoader
+        from wrap import Prefetcher, Plain, Shared
+
+        def main(ds):
+            pinned = DataLoader(ds, batch_size=8, pin_memory=True, num_workers=4)
+            plain = DataLoader(ds, batch_size=8, num_workers=4)
+            for x, y in Prefetcher(pinned):
+                x = x.cuda()  #!
+            it = iter(Prefetcher(pinned))
+            z, w = next(it)
+            z = z.cuda()  #!
+            for x, y in Plain(plain):
+                x = x.cuda()
+            for x, y in Shared(pinned):
+                x = x.cuda()
+            for x, y in Shared(plain):
+                x = x.cuda()
+    """,
+})
+
+PROBES["104-dict-batch-unpack"] = ("TPF104", {
+    "train.py": """
+        import torch
+        from torch.utils.data import DataLoader
+
+        def main(ds, device):
+            pinned = DataLoader(ds, batch_size=8, pin_memory=True, num_workers=4)
+            plain = DataLoader(ds, batch_size=8, num_workers=4)
+            for batch in pinned:
+                img = batch["image"].to(device)  #!
+                imgs, targets = batch["pair"]
+                targets = targets.to(device)  #!
+            for batch in plain:
+                img = batch["image"].to(device)
+                imgs, targets = batch["pair"]
+                targets = targets.to(device)
+    """,
+})
+
+PROBES["104-trainer-attr"] = ("TPF104", {
+    "trainer.py": """
+        class Trainer:
+            def __init__(self, loader, device):
+                self.loader = loader
+                self.device = device
+
+            def epoch(self):
+                for x, y in self.loader:
+                    x = x.to(self.device)  #!
+
+        class Mixed:
+            def __init__(self, loader, device):
+                self.loader = loader
+                self.device = device
+
+            def epoch(self):
+                for x, y in self.loader:
+                    x = x.to(self.device)
+    """,
+    "main.py": """
+        from torch.utils.data import DataLoader
+        from trainer import Trainer, Mixed
+
+        def main(ds):
+            pinned = DataLoader(ds, batch_size=8, pin_memory=True, num_workers=4)
+            plain = DataLoader(ds, batch_size=8, num_workers=4)
+            Trainer(pinned, "cuda").epoch()
+            Mixed(pinned, "cuda").epoch()
+            Mixed(plain, "cuda").epoch()
+    """,
+})
+
+PROBES["104-factory-return"] = ("TPF104", {
+    "data.py": """
+        from torch.utils.data import DataLoader
+
+        def make_loaders(ds, pin=True):
+            train = DataLoader(ds, batch_size=8, pin_memory=pin, num_workers=4)
+            val = DataLoader(ds, batch_size=8, num_workers=4)
+            return train, val
+    """,
+    "main.py": """
+        from data import make_loaders
+
+        def main(ds):
+            train, val = make_loaders(ds)
+            for x, y in train:
+                x = x.cuda()  #!
+            for x, y in val:
+                x = x.cuda()
+    """,
+})
+
+PROBES["104-kwargs-pkg-init"] = ("TPF104", {
+    "loaders/__init__.py": """
+        from torch.utils.data import DataLoader
+
+        def build(ds, batch_size=8, **kwargs):
+            return DataLoader(ds, batch_size=batch_size, **kwargs)
+
+        def mixed(ds, **kwargs):
+            return DataLoader(ds, batch_size=8, **kwargs)
+
+        def unread(ds, **kwargs):
+            return DataLoader(ds, batch_size=8, **kwargs)
+    """,
+    "main.py": """
+        from loaders import build, mixed, unread
+
+        def main(ds, extra):
+            opts = {"num_workers": 4, "pin_memory": True}
+            train_loader = build(ds, **opts)
+            for x, y in train_loader:
+                x = x.cuda()  #!
+            for x, y in build(ds, 16, num_workers=2, pin_memory=True):
+                x = x.cuda()  #!
+            for x, y in mixed(ds, pin_memory=True):
+                x = x.cuda()
+            for x, y in mixed(ds, num_workers=2):
+                x = x.cuda()
+            for x, y in unread(ds, **extra):
+                x = x.cuda()
+    """,
+})
+
+PROBES["101-kwargs-helper"] = ("TPF101", {
+    "data.py": """
+        from torch.utils.data import DataLoader
+
+        def make(ds, **kwargs):
+            return DataLoader(ds, batch_size=8, **kwargs)  #!
+
+        def make_mixed(ds, **kwargs):
+            return DataLoader(ds, batch_size=8, **kwargs)
+    """,
+    "main.py": """
+        from data import make, make_mixed
+
+        def main(ds):
+            for x in make(ds, num_workers=0, pin_memory=True):
+                pass
+            for x in make_mixed(ds, num_workers=0):
+                pass
+            for x in make_mixed(ds, num_workers=4):
+                pass
+    """,
+})
+
+PROBES["401-with-project-enter"] = ("TPF401", {
+    "store.py": """
+        import numpy as np
+
+        class Archive:
+            def __init__(self, path):
+                self.path = path
+                self.handle = open(path)
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.handle.close()
+
+            def read(self):
+                return np.load(self.path + ".npy")
+
+        class Handle(Archive):
+            def __enter__(self):
+                return self.handle
+    """,
+    "main.py": """
+        import torch
+        from store import Archive, Handle
+
+        with Archive("x") as a:
+            t = torch.tensor(a.read())  #!
+        with Handle("x") as h:
+            u = torch.tensor(h.read())
+    """,
+})
+
+PROBES["104-list-batch-comprehension"] = ("TPF104", {
+    "train.py": """
+        from torch.utils.data import DataLoader
+
+        def main(ds):
+            pinned = DataLoader(ds, batch_size=8, pin_memory=True, num_workers=4)
+            plain = DataLoader(ds, batch_size=8, num_workers=4)
+            for inputs, targets in pinned:
+                targets = [t.cuda() for t in targets]  #!
+            for inputs, targets in plain:
+                targets = [t.cuda() for t in targets]
+    """,
+})
+
+# ---------------------------------------------------------------- TPF101: workers
+PROBES["101-helper-default"] = ("TPF101", {
+    "data.py": """
+        from torch.utils.data import DataLoader
+
+        def make(ds, workers=0):
+            return DataLoader(ds, batch_size=8, num_workers=workers)  #!
+
+        def make_passed(ds, workers=0):
+            return DataLoader(ds, batch_size=8, num_workers=workers)
+    """,
+    "main.py": """
+        from data import make, make_passed
+
+        def main(ds):
+            for x in make(ds):
+                pass
+            for x in make_passed(ds, workers=4):
+                pass
+    """,
+})
+
+# ---------------------------------------------------------------- TPF202: syncs dispatched
+PROBES["202-forward-sync"] = ("TPF202", {
+    "net.py": """
+        import torch.nn as nn
+
+        class Base(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                out = self.fc(x)
+                self.last = out.mean().item()
+                return out
+
+        class Net(Base):
+            pass
+
+        class Clean(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.fc(x)
+    """,
+    "train.py": """
+        import torch
+        from net import Net, Clean
+
+        def train(loader):
+            model = Net().cuda()
+            clean = Clean().cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                out = model(x.cuda())  #!
+                out2 = clean(x.cuda())
+                loss = (out - out2).pow(2).mean()
+                loss.backward()
+                opt.step()
+    """,
+})
+
+PROBES["202-method-dispatch-meter"] = ("TPF202", {
+    "meters.py": """
+        class Meter:
+            def __init__(self):
+                self.total = 0.0
+
+            def add(self, value):
+                self.total += value.item()
+
+        class Quiet:
+            def __init__(self):
+                self.values = []
+
+            def add(self, value):
+                self.values.append(value.detach())
+    """,
+    "train.py": """
+        import torch
+        from meters import Meter, Quiet
+
+        def train(model, loader):
+            meter = Meter()
+            quiet = Quiet()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = model(x.cuda()).mean()
+                loss.backward()
+                opt.step()
+                meter.add(loss)  #!
+                quiet.add(loss)
+    """,
+})
+
+PROBES["202-submodule-attr-forward"] = ("TPF202", {
+    "net.py": """
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                y = self.fc(x)
+                print(y.sum().item())
+                return y
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Head()
+
+            def forward(self, x):
+                return self.head(x)
+    """,
+    "train.py": """
+        import torch
+        from net import Net
+
+        class Runner:
+            def __init__(self):
+                self.net = Net().cuda()
+                self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+            def fit(self, loader):
+                for x, y in loader:
+                    out = self.net(x.cuda())  #!
+                    out.mean().backward()
+                    self.opt.step()
+    """,
+})
+
+# ---------------------------------------------------------------- TPF403 / TPF301: conv models
+PROBES["403-getattr-factory"] = ("TPF403", {
+    "nets.py": """
+        import torch.nn as nn
+
+        def small():
+            return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+
+        def large():
+            return nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU())
+    """,
+    "train.py": """
+        import argparse
+        import torch
+        import nets
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--arch", default="small")
+        args = parser.parse_args()
+        model = getattr(nets, args.arch)().cuda()  #!
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in [(torch.zeros(1, 3, 8, 8), 0)]:
+            loss = model(x.cuda()).mean()
+            loss.backward()
+            opt.step()
+    """,
+})
+
+PROBES["403-get-model-if-elif"] = ("TPF403", {
+    "zoo.py": """
+        import torch.nn as nn
+
+        def get_model(name):
+            if name == "a":
+                return nn.Sequential(nn.Conv2d(3, 8, 3))
+            elif name == "b":
+                return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+            raise ValueError(name)
+    """,
+    "train.py": """
+        import argparse
+        import torch
+        from zoo import get_model
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model", default="a")
+        args = parser.parse_args()
+        model = get_model(args.model).cuda()  #!
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in [(torch.zeros(1, 3, 8, 8), 0)]:
+            loss = model(x.cuda()).mean()
+            loss.backward()
+            opt.step()
+    """,
+})
+
+PROBES["403-get-model-mixed-silent"] = ("TPF403", {
+    "zoo.py": """
+        import torch.nn as nn
+
+        def get_model(name):
+            if name == "a":
+                return nn.Sequential(nn.Conv2d(3, 8, 3))
+            elif name == "b":
+                return nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+            raise ValueError(name)
+    """,
+    "train.py": """
+        import torch
+        import sys
+        from zoo import get_model
+
+        model = get_model(sys.argv[1]).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in [(torch.zeros(1, 3, 8, 8), 0)]:
+            loss = model(x.cuda()).mean()
+            loss.backward()
+            opt.step()
+    """,
+})
+
+PROBES["301-conv-variable-bias-param"] = ("TPF301", {
+    "blocks.py": """
+        import torch.nn as nn
+
+        def block(cin, cout, bias=True):
+            conv = nn.Conv2d(cin, cout, 3, bias=bias)  #!
+            return nn.Sequential(conv, nn.BatchNorm2d(cout))
+
+        def block_off(cin, cout, bias=False):
+            conv = nn.Conv2d(cin, cout, 3, bias=bias)
+            return nn.Sequential(conv, nn.BatchNorm2d(cout))
+    """,
+})
+
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_probe(tmp_path, name):
+    code, files = PROBES[name]
+    assert _findings(tmp_path, files, code) == _marked(files)
