@@ -23,6 +23,8 @@ from .forms import Form, Ref
 from .reads import ALL_FILES
 from .registry_callers import registry_calls
 from .root import STDLIB_MODULES, Target
+
+_BUILDS_ITSELF = re.compile(r"\bcls\s*\(|__class__\s*\(|\btype\(\s*self\s*\)\s*\(")
 from .summary import CallSite, ImportRecord, ModuleSummary, Param
 
 
@@ -363,11 +365,13 @@ class Resolution:
         direct = self._direct(definition)
         init = Definition("method", definition.path, f"{definition.name}.__init__")
         explicit = self._direct(init)  # ``Base.__init__(self, ...)``
-        if direct is None or explicit is None:
+        if direct is None or explicit is None or self._builds_itself(definition):
             return None
         out: List[Site] = [*direct, *explicit]
         for sub in self._subclasses(definition):
             assert sub.klass is not None
+            if self._builds_itself(sub):
+                return None
             if sub.klass.method("__init__") is None:
                 more = self._class_callers(sub, seen)  # Sub(...) runs this __init__
                 if more is None:
@@ -380,6 +384,16 @@ class Resolution:
                     if site.callee == "super().__init__" and site.caller == f"{sub.name}.__init__"
                 )
         return tuple(out)
+
+    def _builds_itself(self, definition: Definition) -> bool:
+        """The class's body makes objects of its own class under another name (``cls(...)``
+        in a class method, ``type(self)(...)``, ``self.__class__(...)``): calls no use
+        records, so its constructor's callers are not all known."""
+        text = self.index.text(definition.path) if definition.klass is not None and definition.path else None
+        if text is None:
+            return True
+        body = "\n".join(text.splitlines()[definition.klass.line - 1 : definition.klass.end_line])  # type: ignore[union-attr]
+        return _BUILDS_ITSELF.search(body) is not None
 
     def subclasses(self, definition: Definition) -> List[Definition]:
         """The project classes derived from a project class, at any depth."""

@@ -267,6 +267,8 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             local = self._local_def(func.name, where)  # a function defined in the caller's
             return self._call_local(*local, form, where, depth) if local else self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
         if type(func) is Attr:
+            if (base := self._super_method(func, where, depth)) is not None:  # `super().load(n)`: the base's, for this object
+                return self.returns(base[0], depth, base[1])
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
         if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
             inner = func.func
@@ -281,6 +283,22 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
         return UNKNOWN
 
     _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
+
+    def _super_method(self, func: Attr, where: Where, depth: int) -> Optional[Tuple[Definition, Instance]]:
+        """The method ``super().name`` runs, read in a method of a class with one base, a
+        project class, and the object it runs for (None: another call, or not known)."""
+        value, scope = func.value, where.scope
+        if type(value) is not Call or type(value.func) is not Ref or value.func.name != "super" or value.args or value.kwargs:
+            return None
+        if self.index is None or scope is None or scope.inline or not scope.owner or "." not in scope.owner or not scope.params or not self._free(where, "super"):
+            return None
+        klass = self.index.resolve(where.path, scope.owner.rpartition(".")[0])  # type: ignore[arg-type]
+        if klass is None or klass.klass is None or len(klass.klass.bases) != 1:
+            return None
+        bases = self.index.resolution.project_bases(klass)
+        found = self._method_of(bases[0], func.attr) if len(bases) == 1 else None
+        this = present(self._ref(Ref(scope.params[0]), where, depth + 1)) if found is not None else None
+        return (found, this) if type(this) is Instance else None  # type: ignore[return-value]
 
     def _import_before(self, name: str, where: Where) -> Optional[str]:
         """The library name a module-level import gives ``name`` where it is read before a

@@ -74,7 +74,7 @@ def _project_roots(index: TreeIndex) -> Set[str]:
     """Names whose calls or attributes may be read from the project index (TPF401 asks it):
     the module's functions and classes, ``self``, and names imported from modules that may
     be the project's own."""
-    roots = {"self"} | {node.name for node in index.functions}
+    roots = {"self", "super"} | {node.name for node in index.functions}  # `super().load(p)`: a base's method
     for node in index.imports:
         if isinstance(node, ast.Import):
             roots.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] not in _LIBRARIES)

@@ -12,7 +12,7 @@ from ...analysis.call_edits import keyword_arg, with_keywords
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ...project.kinds import Array, TensorType
+from ...project.kinds import Array, Arrays, Items, TensorType
 from ...project.values import engine_for
 from ...facts.tensors.screens import CopyQuestion, answer_copy_question, copy_question, names_a_constructor
 from ...facts.tensors.screens import numpy_copy_candidates, numpy_copy_candidates_without
@@ -55,9 +55,14 @@ def _never_array(path: str, project: "ProjectIndex") -> Callable[[str], bool]:
         definition = project.resolve(path, name)
         if definition is None or definition.kind != "function":
             return False
-        return type(engine_for(project, optimistic=True).returns(definition)) is not Array
+        return not _holds_array(engine_for(project, optimistic=True).returns(definition))
 
     return never_array
+
+
+def _holds_array(kind: object) -> bool:
+    """An array, or a tuple that holds one (``feats, names = load(path)``)."""
+    return type(kind) in (Array, Arrays) or (type(kind) is Items and any(_holds_array(item) for item in kind.items))  # type: ignore[attr-defined]
 
 
 class TensorCopyFromNumpy(Rule):
