@@ -1217,6 +1217,63 @@ PROBES["104-comprehension-over-loader"] = ("TPF104", {
 })
 
 
+PROBES["401-in-place-arithmetic"] = ("TPF401", {
+    "main.py": """
+        import numpy as np
+        import torch
+
+        def positions(seqs):
+            poss = np.tile(np.arange(seqs.shape[1]), [seqs.shape[0], 1])
+            poss *= (seqs != 0)
+            a = torch.LongTensor(poss)  #!
+            other = np.tile(np.arange(4), [2, 1])
+            other = other * (seqs != 0)
+            b = torch.LongTensor(other)
+            t = torch.zeros(3)
+            t *= (seqs != 0)
+            c = torch.tensor(t)
+            return a, b, c
+    """,
+})
+
+
+PROBES["401-array-written-beside-list-arm"] = ("TPF401", {
+    "graph.py": """
+        import numpy as np
+
+        class Graph:
+            def __init__(self, n, mode):
+                self.n = n
+                self.build(mode)
+
+            def build(self, mode):
+                if mode == "one":
+                    A = np.zeros((1, self.n))
+                    A[0] = 1.0
+                    self.A = A
+                else:
+                    A = []
+                    for i in range(self.n):
+                        A.append(np.eye(self.n)[i])
+                    A = np.stack(A)
+                    self.A = A
+                    B = []
+                    B.append(np.zeros(2))
+                    self.B = B
+    """,
+    "net.py": """
+        import torch
+        from graph import Graph
+
+        class Net:
+            def __init__(self):
+                self.graph = Graph(3, "one")
+                self.a = torch.tensor(self.graph.A)  #!
+                self.b = torch.tensor(self.graph.B)
+    """,
+})
+
+
 XFAIL = {}
 XFAIL["401-classmethod-factory"] = ("TPF401", {
     "main.py": """

@@ -145,7 +145,8 @@ class Scope:
         built = appended(self, name, entries, line)
         if built is not None:
             return ("value", built, line) if type(built) is Appended else ("unknown", None, 0)
-        if name in self.mutated and any(mutable_display(e.form) for e in entries):
+        changed = name in self.mutated and any(mutable_display(e.form) for e in entries)
+        if changed and len(entries) == 1:
             return ("unknown", None, 0)  # a list or dict display changed in place since
         if len(entries) == 1 and name not in self.params:
             entry = entries[0]
@@ -178,6 +179,9 @@ class Scope:
             return ("unknown", None, 0)  # rebound later in a loop around the read, unknowably
         if carried and not passed and self._covers(reaching, here):
             carried = []  # every path to the read rebinds it first (`try: x = next(it) except ...: x = ...`)
+        if changed and any(mutable_display(e.form) for e in (*reaching, *carried)):
+            return ("unknown", None, 0)  # a display that reaches the read was changed in place (`A = []` in
+            # another arm changes nothing of `A = np.zeros(n)`: an object changed in place keeps its type)
         if carried:  # rebound later in a loop around the read: any of them may reach it
             return ("value", Branches(tuple((e.form, e.line) for e in (*reaching, *carried)), carried=True), line)
         if len(reaching) > 1:
@@ -306,7 +310,7 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
         elif kind is ast.AugAssign:
             target = stmt.target  # type: ignore[attr-defined]
             if type(target) is ast.Name:
-                form = BinOp(type(stmt.op).__name__, Ref(target.id), builder.form(stmt.value))  # type: ignore[attr-defined]
+                form = BinOp(type(stmt.op).__name__ + "=", Ref(target.id), builder.form(stmt.value))  # type: ignore[attr-defined]  # "Mult=": in place
                 _add(scope, target.id, Entry(line, blocks, form))
         elif kind is ast.Return:
             scope.returns.append((line, blocks, builder.form(stmt.value)))  # type: ignore[attr-defined]
