@@ -400,39 +400,6 @@ PROBES["101-kwargs-helper"] = ("TPF101", {
     """,
 })
 
-PROBES["401-with-project-enter"] = ("TPF401", {
-    "store.py": """
-        import numpy as np
-
-        class Archive:
-            def __init__(self, path):
-                self.path = path
-                self.handle = open(path)
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                self.handle.close()
-
-            def read(self):
-                return np.load(self.path + ".npy")
-
-        class Handle(Archive):
-            def __enter__(self):
-                return self.handle
-    """,
-    "main.py": """
-        import torch
-        from store import Archive, Handle
-
-        with Archive("x") as a:
-            t = torch.tensor(a.read())  #!
-        with Handle("x") as h:
-            u = torch.tensor(h.read())
-    """,
-})
-
 PROBES["104-list-batch-comprehension"] = ("TPF104", {
     "train.py": """
         from torch.utils.data import DataLoader
@@ -1312,15 +1279,52 @@ PROBES["104-next-iter-val"] = ("TPF104", {
 })
 
 
+XFAIL["401-with-project-enter"] = ("TPF401", {
+    "store.py": """
+        import numpy as np
+
+        class Archive:
+            def __init__(self, path):
+                self.path = path
+                self.handle = open(path)
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.handle.close()
+
+            def read(self):
+                return np.load(self.path + ".npy")
+
+        class Handle(Archive):
+            def __enter__(self):
+                return self.handle
+    """,
+    "main.py": """
+        import torch
+        from store import Archive, Handle
+
+        with Archive("x") as a:
+            t = torch.tensor(a.read())  #!
+        with Handle("x") as h:
+            u = torch.tensor(h.read())
+    """,
+})
+
+
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_probe(tmp_path, name):
     code, files = PROBES[name]
     assert _findings(tmp_path, files, code) == _marked(files)
 
 
-# `cls(...)` in a class method is a constructor call no use records: the class's callers
-# are unknown (no false positive), but its arguments are not read as callers either.
-@pytest.mark.xfail(strict=True, reason="cls(...) / type(self)(...) calls are not read as the class's callers")
+# Gaps left: `cls(...)` in a class method is a constructor call no use records (the class's
+# callers are unknown: no false positive, but its arguments are not read as callers either);
+# the engine reads `with Obj() as o` through the project class's `__enter__`, but TPF401's
+# screen takes only `with` calls rooted in an array module for array sources (any other
+# `with` in a module made the screen pass: +4 CPU-s on the torch tree).
+@pytest.mark.xfail(strict=True, reason="cls(...) calls are not callers; TPF401's screen skips `with` of project objects")
 @pytest.mark.parametrize("name", sorted(XFAIL))
 def test_probe_gap(tmp_path, name):
     code, files = XFAIL[name]

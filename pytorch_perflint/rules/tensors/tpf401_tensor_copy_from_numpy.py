@@ -14,7 +14,7 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...project.kinds import Array, Arrays, Items, TensorType
 from ...project.values import engine_for
-from ...facts.tensors.screens import CopyQuestion, answer_copy_question, copy_question, names_a_constructor
+from ...facts.tensors.screens import UNPACKED, CopyQuestion, answer_copy_question, copy_question, names_a_constructor
 from ...facts.tensors.screens import numpy_copy_candidates, numpy_copy_candidates_without
 
 if TYPE_CHECKING:
@@ -52,10 +52,13 @@ def _never_array(path: str, project: "ProjectIndex") -> Callable[[str], bool]:
     an array (the project screen stops taking it for an array source)."""
 
     def never_array(name: str) -> bool:
+        unpacked = name.endswith(UNPACKED)  # `feats, names = load(p)`: a tuple holding one counts
+        name = name[: -len(UNPACKED)] if unpacked else name
         definition = project.resolve(path, name)
         if definition is None or definition.kind != "function":
             return False
-        return not _holds_array(engine_for(project, optimistic=True).returns(definition))
+        kind = engine_for(project, optimistic=True).returns(definition)
+        return not _holds_array(kind) if unpacked else type(kind) is not Array
 
     return never_array
 
