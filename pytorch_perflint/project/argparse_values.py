@@ -3,7 +3,8 @@ the ``default=`` of ``add_argument('--arch', ...)`` when the script is run witho
 
 A summariser (``layers.argparse``, kept under the key the layers family gave it so cached
 summaries stay valid) records, for a module that calls ``add_argument``, each option's
-destination whose default is a name-like string (``("arch", "resnet18")``); a destination
+destination whose default is a name-like string (``("arch", "resnet18")``) or True (``default=True``,
+``action="store_false"``: ``("pin_mem", True)``); a destination
 defined twice, or also given by ``set_defaults``, has no value. A destination that cannot
 be read (an option string or ``dest`` that is not a literal, ``**kwargs``) makes every
 destination of the module unknown (``("*", None)``). Modules that do not spell
@@ -21,9 +22,9 @@ from __future__ import annotations
 import ast
 import re
 from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
-from .kinds import UNKNOWN, Kind, Namespace, Text
+from .kinds import UNKNOWN, Flag, Kind, Namespace, Text
 from .scan import line_text, lines_with, nodes_on_lines
 from .summarizer import register_summarizer
 
@@ -32,7 +33,8 @@ UNKNOWN_DESTS = "*"
 # A default worth keeping: a model-like name (not a path, a URL or a sentence).
 _NAME = re.compile(r"^[A-Za-z_][\w.\-]{0,99}$")
 
-Defaults = Tuple[Tuple[str, Optional[str]], ...]
+Value = Union[str, bool]  # a name-like string default, or True (a switch on by default)
+Defaults = Tuple[Tuple[str, Optional[Value]], ...]
 
 
 def argparse_defaults(tree: ast.Module, source: str) -> Optional[Defaults]:
@@ -42,7 +44,7 @@ def argparse_defaults(tree: ast.Module, source: str) -> Optional[Defaults]:
     if "add_argument" not in source:
         return None
     text = line_text(source)
-    found: Dict[str, List[Optional[str]]] = {}
+    found: Dict[str, List[Optional[Value]]] = {}
     for node, _ in nodes_on_lines(tree, lines_with(text, ("add_argument", "set_defaults"))):
         if type(node) is not ast.Call or type(node.func) is not ast.Attribute:  # type: ignore[attr-defined]
             continue
@@ -56,12 +58,27 @@ def argparse_defaults(tree: ast.Module, source: str) -> Optional[Defaults]:
             dest = _dest(node)  # type: ignore[arg-type]
             if dest is None:
                 return ((UNKNOWN_DESTS, None),)
-            default = next((k.value for k in node.keywords if k.arg == "default"), None)  # type: ignore[attr-defined]
-            value = default.value if isinstance(default, ast.Constant) and isinstance(default.value, str) else None
-            found.setdefault(dest, []).append(value if value is not None and _NAME.match(value) else None)
+            found.setdefault(dest, []).append(_default(node))  # type: ignore[arg-type]
     return tuple(
         sorted((dest, values[0] if len(values) == 1 else None) for dest, values in found.items() if any(values))
     )
+
+
+def _default(call: ast.Call) -> Optional[Value]:
+    """A name-like string default, or True (``default=True``, ``action="store_false"``):
+    a switch that is on unless the command line turns it off (``pin_memory=args.pin_mem``).
+    A False default is not kept: an option its author made to turn a feature on is no
+    finding of the feature being off."""
+    keywords = {k.arg: k.value for k in call.keywords}
+    default = keywords.get("default")
+    if default is None:
+        action = keywords.get("action")
+        return True if isinstance(action, ast.Constant) and action.value == "store_false" else None
+    if isinstance(default, ast.Constant) and default.value is True:
+        return True
+    if isinstance(default, ast.Constant) and isinstance(default.value, str) and _NAME.match(default.value):
+        return default.value
+    return None
 
 
 def _dest(call: ast.Call) -> Optional[str]:
@@ -103,9 +120,12 @@ def changed(source: Optional[str], name: Optional[str], dest: str) -> bool:
 
 
 def default_of(namespace: Namespace, dest: str, defaults: Optional[Defaults]) -> Kind:
-    """The recorded string default of ``dest`` (``defaults``: the parser module's summary)."""
+    """The recorded default of ``dest`` (``defaults``: the parser module's summary): a
+    string, or a switch that is on."""
     if not defaults:
         return UNKNOWN
     table = dict(defaults)
     value = None if UNKNOWN_DESTS in table else table.get(dest)
-    return UNKNOWN if value is None else Text(value=value)
+    if value is True:
+        return Flag(True)
+    return UNKNOWN if not isinstance(value, str) else Text(value=value)

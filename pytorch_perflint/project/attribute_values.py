@@ -38,6 +38,7 @@ class AttributeFlow:
         name: the kind all of them agree on. A list or dict display is not followed (code
         appends to it)."""
         kinds = []
+        getter = False  # a read-only `@property` of that name: its return
         owners = list(self.index.resolution.lineage(klass))  # type: ignore[union-attr]
         if not exact:
             owners += [sub for sub in self.index.resolution.subclasses(klass) if sub.klass is not None]  # type: ignore[union-attr]
@@ -49,7 +50,10 @@ class AttributeFlow:
             for method in owner.klass.methods:
                 definition = Definition("method", owner.path, f"{owner.name}.{method.name}", function=method, klass=owner.klass)
                 if method.name == name:
-                    return UNKNOWN  # a method or property: not followed here
+                    if not _property(method) or getter:
+                        return UNKNOWN  # a method (or a property with a setter): not followed here
+                    getter = True
+                    continue
                 scope = None
                 for line, _, attr, form in self._own_attrs(definition):
                     if attr != name and attr != "*":  # "*": `setattr(self, k, v)` may set it
@@ -58,6 +62,8 @@ class AttributeFlow:
                         return UNKNOWN
                     scope = scope or self.scope_of(definition)
                     kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
+        if getter:  # the class's getter (an override in a subclass, when it may be one)
+            return UNKNOWN if kinds else self._dispatch(Instance(klass, exact), name, depth)
         known = join_all([kind for kind in kinds if type(kind) is not Unknown])
         if key and type(known) is not Unknown:
             self._guess(key, known)  # `self.x = self.x + dx`: tried if it reads itself
@@ -66,3 +72,9 @@ class AttributeFlow:
     def _own_attrs(self, definition: Definition) -> Iterable:
         scope = self.scope_of(definition)
         return () if scope is None else scope.own_attrs
+
+
+def _property(method) -> bool:
+    """``@property`` alone (a read-only attribute computed by the method)."""
+    decorators = method.decorators
+    return len(decorators) == 1 and (getattr(decorators[0], "qualname", None) or getattr(decorators[0], "name", None)) in ("property", "builtins.property")

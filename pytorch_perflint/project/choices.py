@@ -77,7 +77,7 @@ def _pattern(form: Form, engine: "ValueEngine", where: "Where", depth: int = 0) 
         return ".*"
     if type(form) is Lit:
         return re.escape(form.value) if isinstance(form.value, str) else None
-    if type(form) is BinOp and form.op == "Add":
+    if type(form) is BinOp and form.op in ("Add", "Add="):
         left, right = _pattern(form.left, engine, where, depth + 1), _pattern(form.right, engine, where, depth + 1)
         return None if left is None or right is None else left + right
     template = _template(form)

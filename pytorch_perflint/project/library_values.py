@@ -255,7 +255,13 @@ def _keeps_array(index: Form, evaluate: Evaluate) -> bool:
 
 def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
     """``arr / 255.0``: an array with a number or another array; numbers stay numbers; a
-    path joined to a text ending keeps that ending; a loss with a number or a tensor keeps its graph."""
+    path joined to a text ending keeps that ending; a loss with a number or a tensor keeps its graph.
+    ``op`` ending in ``=`` is in place (``poss *= mask``): an ndarray stays itself whatever the
+    other operand (NumPy raises rather than give another type)."""
+    if op.endswith("="):
+        if type(left) is Array:
+            return left
+        op = op[:-1]
     graph = autograd.arithmetic(op, left, right)
     if graph is not None:
         return graph

@@ -23,17 +23,16 @@ from .forms import Form, Ref
 from .reads import ALL_FILES
 from .registry_callers import registry_calls
 from .root import STDLIB_MODULES, Target
-from .summary import CallSite, ImportRecord, ModuleSummary, Param
+from .summary import CallSite, ImportRecord, ModuleSummary
+from .caller_arguments import CallerArguments, Site
+
+_BUILDS_ITSELF = re.compile(r"\bcls\s*\(|__class__\s*\(|\btype\(\s*self\s*\)\s*\(")
 
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
 
 MAX_DEPTH = 24
-# Decorators that leave a function's parameters as written.
-_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
-
-Site = Tuple[str, CallSite]  # (the calling module's path, the call)
 
 
 def _bound_module(record: ImportRecord) -> Tuple[str, int, Optional[str]]:
@@ -51,7 +50,7 @@ def _module_definition(target: Target, dotted: str) -> Definition:
     return Definition("external", qualname=target.external or dotted)
 
 
-class Resolution:
+class Resolution(CallerArguments):
     """Name resolution and call sites for one ``ProjectIndex`` (memoised until it changes)."""
 
     def __init__(self, index: "ProjectIndex") -> None:
@@ -365,11 +364,13 @@ class Resolution:
         direct = self._direct(definition)
         init = Definition("method", definition.path, f"{definition.name}.__init__")
         explicit = self._direct(init)  # ``Base.__init__(self, ...)``
-        if direct is None or explicit is None:
+        if direct is None or explicit is None or self._builds_itself(definition):
             return None
         out: List[Site] = [*direct, *explicit]
         for sub in self._subclasses(definition):
             assert sub.klass is not None
+            if self._builds_itself(sub):
+                return None
             if sub.klass.method("__init__") is None:
                 more = self._class_callers(sub, seen)  # Sub(...) runs this __init__
                 if more is None:
@@ -382,6 +383,16 @@ class Resolution:
                     if site.callee == "super().__init__" and site.caller == f"{sub.name}.__init__"
                 )
         return tuple(out)
+
+    def _builds_itself(self, definition: Definition) -> bool:
+        """The class's body makes objects of its own class under another name (``cls(...)``
+        in a class method, ``type(self)(...)``, ``self.__class__(...)``): calls no use
+        records, so its constructor's callers are not all known."""
+        text = self.index.text(definition.path) if definition.klass is not None and definition.path else None
+        if text is None:
+            return True
+        body = "\n".join(text.splitlines()[definition.klass.line - 1 : definition.klass.end_line])  # type: ignore[union-attr]
+        return _BUILDS_ITSELF.search(body) is not None
 
     def subclasses(self, definition: Definition) -> List[Definition]:
         """The project classes derived from a project class, at any depth."""
@@ -413,81 +424,3 @@ class Resolution:
                         out.append(candidate)
         self._subs[definition.key] = (tuple(out), frozenset(used))
         return out
-
-    def _parameter(self, definition: Definition, parameter: str) -> Optional[Tuple[Param, Optional[int]]]:
-        """The parameter of a function, method or class (its ``__init__``) that callers fill,
-        with its position among those they pass positionally; None when its value cannot be
-        read off the calls (a decorator may change the signature, ``*args``/``**kwargs``)."""
-        function = definition.function
-        skip_first = definition.kind == "method"
-        if definition.kind == "class":
-            if definition.klass is None or definition.klass.decorators:
-                return None  # @dataclass and friends write their own __init__
-            function = definition.klass.method("__init__")
-            skip_first = True
-        if function is None or any(not self._plain(d) for d in function.decorators):
-            return None
-        params = function.params[1:] if skip_first else function.params
-        param = next((p for p in params if p.name == parameter), None)
-        if param is None or param.kind in ("vararg", "kwarg"):
-            return None
-        position = None
-        if param.kind == "positional":
-            position = [p for p in params if p.kind == "positional"].index(param)
-        return param, position
-
-    def never_passed(self, definition: Definition, parameter: str) -> bool:
-        """True only when every caller is known and none passes ``parameter`` (by name,
-        by position, or possibly through ``*args``/``**kwargs``)."""
-        found = self._parameter(definition, parameter)
-        sites = None if found is None else self.callers(definition)
-        if found is None or sites is None:
-            return False
-        _, position = found
-        for _, site in sites:
-            if site.star or site.dstar or parameter in site.keywords:
-                return False
-            if position is not None and site.positional > position:
-                return False
-        return True
-
-    def argument_values(self, definition: Definition, parameter: str) -> Optional[Tuple[Form, ...]]:
-        """The forms ``parameter`` gets across the project: what each caller passes, and the
-        default where a caller passes nothing. None when a caller is not known or passes
-        ``*args``/``**kwargs`` (then any value is possible)."""
-        found = self.arguments(definition, parameter)
-        return None if found is None else tuple(form for _, _, form in found)
-
-    def arguments(
-        self, definition: Definition, parameter: str, sites: Optional[Tuple[Site, ...]] = None
-    ) -> Optional[Tuple[Tuple[str, Optional[CallSite], Form], ...]]:
-        """As ``argument_values``, with where each form is read: ``(calling module, call,
-        form)``, the call None for the default (a form of the definition's module).
-        ``sites``: the calls to read instead of ``callers`` (a public method's)."""
-        found = self._parameter(definition, parameter)
-        if found is not None and sites is None:
-            sites = self.callers(definition, public=True)
-        if found is None or sites is None or definition.path is None:
-            return None
-        param, position = found
-        values: List[Tuple[str, Optional[CallSite], Form]] = []
-        for path, site in sites:
-            arguments = site.arguments
-            if site.star or site.dstar or arguments is None:
-                return None
-            if parameter in site.keywords:
-                value, where = arguments.keyword(parameter), site
-            elif position is not None and site.positional > position:
-                value, where = (arguments.args[position] if position < len(arguments.args) else None), site
-            else:
-                value, where, path = param.default, None, definition.path
-            if value is None:
-                return None
-            values.append((path, where, value))
-        if not sites and param.default is not None:
-            values.append((definition.path, None, param.default))
-        return tuple(values)
-
-    @staticmethod
-    def _plain(decorator) -> bool:
-        return isinstance(decorator, Ref) and (decorator.qualname or decorator.name) in _PLAIN_DECORATORS

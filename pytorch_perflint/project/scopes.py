@@ -320,7 +320,7 @@ def _walk(body: Sequence[ast.stmt], blocks: Tuple[Tuple[int, str], ...], scope: 
         elif kind is ast.AugAssign:
             target = stmt.target  # type: ignore[attr-defined]
             if type(target) is ast.Name:
-                form = BinOp(type(stmt.op).__name__, Ref(target.id), builder.form(stmt.value))  # type: ignore[attr-defined]
+                form = BinOp(type(stmt.op).__name__ + "=", Ref(target.id), builder.form(stmt.value))  # type: ignore[attr-defined]  # "Mult=": in place
                 _add(scope, target.id, Entry(line, blocks, form))
             elif type(target) is ast.Subscript and type(target.value) is ast.Name:  # `d[k] += v`
                 scope.item_writes.setdefault(target.value.id, []).append((line, None, None))  # type: ignore[attr-defined]

@@ -142,7 +142,7 @@ class ScopeNames:
             if len(entries) != 1 or (names is not None and name not in names):
                 continue
             kind, line, value = entries[0]
-            if kind == "assign":
+            if kind == "assign" or (kind == "unpack" and value is not None):  # `a, b = f()`: `f()[0]`, `f()[1]`
                 form: Form = builder.form(value)
             elif kind == "with" and isinstance(value, ast.Call):
                 entered = builder.form(value)  # the value bound is the manager's __enter__()
@@ -265,12 +265,28 @@ def _assign(stmt: ast.Assign, names: ScopeNames, own: Optional[str]) -> None:
         elif target_kind is Attribute or target_kind is ast.Subscript:
             _stored(target, value, stmt.lineno, names, own)
         else:
-            for name in target_names(target):
-                names.add(name, "unpack", stmt.lineno)
+            for name, item in _unpacked(target, value):
+                names.add(name, "unpack", stmt.lineno, item)
             for elt in getattr(target, "elts", ()):
                 _stored(elt, None, stmt.lineno, names, own)
     if type(value) is ast.Yield or type(value) is ast.YieldFrom:
         names.generator = True
+
+
+def _unpacked(target: ast.AST, value: ast.AST) -> List[Tuple[str, Optional[ast.AST]]]:
+    """The names a tuple target binds, each with ``value[i]...`` (an ``ast.Subscript`` made
+    here: ``feats, names = load()`` binds ``feats`` to ``load()[0]``), None under a starred
+    target or another kind of target."""
+    if type(target) is Name:
+        return [(target.id, value)]  # type: ignore[attr-defined]
+    elts = getattr(target, "elts", None)
+    if type(target) not in (ast.Tuple, ast.List) or any(type(e) is ast.Starred for e in elts):  # type: ignore[union-attr]
+        return [(name, None) for name in target_names(target)]
+    out: List[Tuple[str, Optional[ast.AST]]] = []
+    for position, elt in enumerate(elts):  # type: ignore[arg-type]
+        item = ast.Subscript(value, ast.Constant(position), ast.Load(), lineno=value.lineno, col_offset=value.col_offset)
+        out += _unpacked(elt, item)
+    return out
 
 
 def _assign_other(stmt: ast.stmt, kind: type, names: ScopeNames, own: Optional[str]) -> None:

@@ -32,7 +32,7 @@ from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, ArrayArchive, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .module_values import ModuleValues
 from .statements import alias_target
 from ..analysis.names import canonical
@@ -42,18 +42,17 @@ from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
 from .scopes import Appended, Branches, Each, Scope, build_scope, free
 from .attribute_values import AttributeFlow
+from .parameter_values import MAX_CALLERS, ParameterFlow  # noqa: F401  (MAX_CALLERS re-exported)
 from .where import Answer, Where  # re-exported: the engine's question and answer
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
 
 MAX_DEPTH = 24
-MAX_CALLERS = 16  # more callers than this: the parameter is not known
 # Callers and subclasses are found by scanning every module's text: in a larger project
 # (the torch package) parameters stay unknown and a method's ``self`` is taken for an
 # object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
 MAX_SCANNED_MODULES = 400
-_PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
 _ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -71,7 +70,7 @@ def engine_for(index: Optional["ProjectIndex"], optimistic: bool = False) -> "Va
     return engines[optimistic]
 
 
-class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
+class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, Memo):
     """Answers ``kind_of(form, where)`` over one project (``index`` None: one lone file)."""
 
     def __init__(self, index: Optional["ProjectIndex"], optimistic: bool = False) -> None:
@@ -225,92 +224,6 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             return kind if type(present(kind)) in (Instance, Parser) or not definition.binding.mutated else UNKNOWN
         return (definition.kind == "external" and tensor_type(definition.qualname)) or UNKNOWN  # `torch.FloatTensor` as a value
 
-    # -- parameters ----------------------------------------------------------------------------
-    def _parameter(self, scope: Scope, name: str, where: Where, depth: int) -> Kind:
-        if self.index is None or scope.owner is None or scope.path is None:
-            return UNKNOWN
-        definition = self.index.resolve(scope.path, scope.owner)
-        if definition is None or definition.kind not in ("function", "method") or definition.function is None:
-            return UNKNOWN
-        decorators = {getattr(d, "qualname", None) or getattr(d, "name", None) for d in definition.function.decorators}
-        if definition.kind == "method" and scope.params and name == scope.params[0]:
-            if decorators & {"staticmethod", "classmethod"}:
-                return UNKNOWN
-            if where.this is not None:  # an inherited method, read for an object of a subclass
-                return where.this
-            owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
-            return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
-        if not decorators <= _PLAIN or (definition.kind == "method" and "staticmethod" in decorators):
-            return UNKNOWN  # a static method's arguments do not line up with its callers'
-        method = definition.name.rpartition(".")[2]
-        if definition.kind == "method" and method == "__init__":  # its callers are the class's
-            definition = self.index.resolve(scope.path, scope.owner.rpartition(".")[0]) or definition
-        public = definition.kind == "method" and not (method.startswith("_") and not method.endswith("__"))
-        if public and method.startswith("__") and method != "__init__":
-            return UNKNOWN  # a method Python calls (a constructor's callers are its class's)
-        public = public and method != "__init__"
-        if self.optimistic:
-            return Array()  # a screen's question: could it be an array?
-        if not self._scannable():
-            return UNKNOWN
-        key = ("param", scope.path, scope.owner, name)
-        return self._memoised(key, lambda: self._arguments(definition, name, depth, public))
-
-    def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
-        """All callers' arguments, else unknown. A public method's callers: every call of its
-        name in the project (``method_callers``), or, when that cannot be known, its calls
-        on ``self`` when those are its only uses (``Resolution.callers(public=True)``)."""
-        sites = None
-        if public:  # the same callers for every parameter: read once (``Memo._public_sites``)
-            sites = self._public_sites(definition)
-            sites = sites and self._on_its_class(definition, sites, depth)  # type: ignore[arg-type]
-        found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
-        if not found or len(found) > MAX_CALLERS or (self.index.lone and all(s is None for _, s, _ in found)):
-            return UNKNOWN
-        kinds = []
-        for path, site, form in found:
-            where = Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
-            if where is None:
-                return UNKNOWN
-            kind = self._eval(form, where, depth + 1)
-            if type(kind) is Unknown:
-                return kind
-            kinds.append(kind)
-        return join_all(kinds)
-
-    def _on_its_class(self, definition: Definition, sites: Tuple, depth: int) -> Tuple:
-        """The calls of a public method's name left when those on an object known to be of
-        an unrelated project class are dropped (``memory.push(...)`` of another script's
-        buffer class): such a call runs that class's method, never this one. An object of
-        the class, a subclass or a base (which may be one of ours) keeps its call."""
-        key = ("receivers", definition.path, definition.name)
-        if key not in self._sites:
-            self._sites[key] = (sites, frozenset())  # while they are read: every call kept
-            owner = definition.name.rpartition(".")[0]
-            klass = Definition("class", definition.path, owner, klass=definition.klass)
-            related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
-            method = definition.name.rpartition(".")[2]
-            kept = []
-            with self.index.recording() as used:  # type: ignore[union-attr]
-                for path, site in sites:
-                    receiver = site.callee[: -len(method) - 1]
-                    where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
-                    dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
-                    kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
-                    if type(kind) is not Instance or kind.klass.key in related or any(s.key in related for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
-                        kept.append((path, site))
-            self._sites[key] = (tuple(kept) if kept else sites, frozenset(used))  # none left: not read as "no caller"
-        found, reads = self._sites[key]  # type: ignore[misc]
-        for read in reads:  # what reading the receivers read, told again on a hit (``Memo._public_sites``)
-            self.index.note_read(read)  # type: ignore[union-attr]
-        return found
-
-    def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
-        definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
-        if definition is None or definition.kind not in ("function", "method"):
-            return None
-        return self._where_in(definition, line)
-
     # -- calls ---------------------------------------------------------------------------------
     def _call(self, form: Call, where: Where, depth: int) -> Kind:
         func = form.func
@@ -326,7 +239,11 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             return found  # models, argparse, other frameworks
         if type(func) is Ref:
             if func.name == "<enter>":  # `with h5py.File(p) as f`, `with tqdm(loader) as bar`: the object itself
-                entered = evaluate(form.args[0]) if form.args else UNKNOWN
+                entered = present(evaluate(form.args[0])) if form.args else UNKNOWN
+                if type(entered) is ArrayArchive:  # `with np.load(p) as d`: only an .npz archive enters
+                    return ArrayArchive()
+                if type(entered) is Instance:  # a project object: its `__enter__`'s return
+                    return self._dispatch(entered, "__enter__", depth)
                 return entered if type(entered) is H5File or loaders.entered_bar(form.args[0], entered) else UNKNOWN
             found = self._loader_call(func, form, where, depth)
             if found is not None:
@@ -350,6 +267,8 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
             local = self._local_def(func.name, where)  # a function defined in the caller's
             return self._call_local(*local, form, where, depth) if local else self._call_kind(self._ref(func, where, depth + 1), depth, form, where)
         if type(func) is Attr:
+            if (base := self._super_method(func, where, depth)) is not None:  # `super().load(n)`: the base's, for this object
+                return self.returns(base[0], depth, base[1])
             return self._method(self._eval(func.value, where, depth + 1), func.attr, form, evaluate, depth)
         if type(func) is Call:  # `getattr(models, name)(...)`, `make()(...)`
             inner = func.func
@@ -364,6 +283,22 @@ class ValueEngine(LocalFlow, AttributeFlow, loaders.LoaderFlow, Memo):
         return UNKNOWN
 
     _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
+
+    def _super_method(self, func: Attr, where: Where, depth: int) -> Optional[Tuple[Definition, Instance]]:
+        """The method ``super().name`` runs, read in a method of a class with one base, a
+        project class, and the object it runs for (None: another call, or not known)."""
+        value, scope = func.value, where.scope
+        if type(value) is not Call or type(value.func) is not Ref or value.func.name != "super" or value.args or value.kwargs:
+            return None
+        if self.index is None or scope is None or scope.inline or not scope.owner or "." not in scope.owner or not scope.params or not self._free(where, "super"):
+            return None
+        klass = self.index.resolve(where.path, scope.owner.rpartition(".")[0])  # type: ignore[arg-type]
+        if klass is None or klass.klass is None or len(klass.klass.bases) != 1:
+            return None
+        bases = self.index.resolution.project_bases(klass)
+        found = self._method_of(bases[0], func.attr) if len(bases) == 1 else None
+        this = present(self._ref(Ref(scope.params[0]), where, depth + 1)) if found is not None else None
+        return (found, this) if type(this) is Instance else None  # type: ignore[return-value]
 
     def _import_before(self, name: str, where: Where) -> Optional[str]:
         """The library name a module-level import gives ``name`` where it is read before a

@@ -74,7 +74,7 @@ def _project_roots(index: TreeIndex) -> Set[str]:
     """Names whose calls or attributes may be read from the project index (TPF401 asks it):
     the module's functions and classes, ``self``, and names imported from modules that may
     be the project's own."""
-    roots = {"self"} | {node.name for node in index.functions}
+    roots = {"self", "super"} | {node.name for node in index.functions}  # `super().load(p)`: a base's method
     for node in index.imports:
         if isinstance(node, ast.Import):
             roots.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] not in _LIBRARIES)
@@ -108,6 +108,8 @@ def _could_be_array(node: ast.AST, roots: Container[str], names: Container[str])
         return _could_be_item(node.value, roots, names)  # type: ignore[attr-defined]
     if isinstance(node, ast.Name):
         return node.id in names
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and f"{node.value.id}[]" in names:
+        return True  # an item of a display that holds an array
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr == "numpy":
             return True
@@ -166,6 +168,16 @@ def _could_bind_array(value: ast.AST, roots: Container[str], names: Container[st
     return _could_be_array(value, roots, names)
 
 
+def _could_hold_arrays(value: ast.AST, roots: Container[str], names: Container[str]) -> bool:
+    """A dict, list or tuple display with an item that could be an array (``store =
+    {"x": np.zeros(n)}``): the name it binds counts only when indexed (``store["x"]``,
+    ``_array_names`` adds it as ``store[]``)."""
+    if not isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
+        return False
+    items = value.values if isinstance(value, ast.Dict) else value.elts
+    return any(item is not None and _could_bind_array(item, roots, names) for item in items)
+
+
 def _imports_h5py(index: TreeIndex) -> bool:
     for node in index.imports:
         modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -174,16 +186,24 @@ def _imports_h5py(index: TreeIndex) -> bool:
     return False
 
 
-def _opened_files(tree: ast.Module) -> Set[str]:
+def _opened_files(tree: ast.Module, entered: Optional[Callable[[ast.Call], bool]] = None) -> Set[str]:
     """Names bound by ``with <call> as f`` (``h5py.File(...)`` under any alias: their
-    datasets read as arrays)."""
-    return {
-        item.optional_vars.id
-        for node in walk_ast(tree)
-        if isinstance(node, (ast.With, ast.AsyncWith))
-        for item in node.items
-        if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
-    }
+    datasets read as arrays), or only those whose call ``entered`` accepts."""
+    return {name for name, call in _with_calls(tree) if entered is None or entered(call)}
+
+
+@per_tree  # asked once per scope chain of each question: the tree is walked once
+def _with_calls(tree: ast.Module) -> Tuple[Tuple[str, ast.Call], ...]:
+    """``(f, call)`` for each ``with <call> as f`` (statements only are walked: cheap)."""
+    out: List[Tuple[str, ast.Call]] = []
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            out.extend((i.optional_vars.id, i.context_expr) for i in node.items if type(i.optional_vars) is ast.Name and type(i.context_expr) is ast.Call)  # type: ignore[union-attr]
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            stack.extend(getattr(node, field, ()) or ())
+    return tuple(out)
 
 
 def _constructor_names(index: TreeIndex) -> Set[str]:
@@ -239,7 +259,10 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     candidates = [call for call in candidates if _could_be_array(call.args[0], roots, _EVERY_NAME)]
     if not candidates:
         return ()
-    sources = [node for node in index.assignments if node.value is not None and _could_bind_array(node.value, roots, _EVERY_NAME)]
+    sources = [
+        node for node in index.assignments
+        if node.value is not None and (_could_bind_array(node.value, roots, _EVERY_NAME) or _could_hold_arrays(node.value, roots, _EVERY_NAME))
+    ]
     if any(isinstance(call.args[0], ast.Name) for call in candidates):
         sources += [node for node in _comprehension_bindings(tree) if _could_be_array(node.value, roots, _EVERY_NAME)]
     sources += [node for node in _append_bindings(index) if _could_be_array(node.value, roots, _EVERY_NAME)]
@@ -349,6 +372,20 @@ class _AskedRoots:
             self.answers[key] = not self.never_array(key)
         return self.answers[key]
 
+    def unpacked(self) -> "_UnpackedRoots":
+        return _UnpackedRoots(self)
+
+
+class _UnpackedRoots:
+    """``_AskedRoots`` for a value unpacked into names (``feats, names = load(p)``): a project
+    name counts when what it gives may hold an array anywhere (asked as walking it is)."""
+
+    def __init__(self, roots: _AskedRoots) -> None:
+        self.roots = roots
+
+    def __contains__(self, name: object) -> bool:
+        return self.roots.each(name)  # type: ignore[arg-type]
+
 
 def _visible_arrays(
     tree: ast.Module,
@@ -360,7 +397,10 @@ def _visible_arrays(
 ) -> Tuple[ast.Call, ...]:
     """The candidates whose argument could be an array, given the assignments in scopes
     they can see."""
-    opened: Set[str] = _opened_files(tree) if _imports_h5py(index) else set()
+    # `with h5py.File(p) as f` (any call, h5py may be aliased), `with np.load(p) as d` (a call
+    # rooted in an array module: a project object's `__enter__` is not read here)
+    arrays = _array_roots(index)
+    opened: Set[str] = _opened_files(tree, None if _imports_h5py(index) else (lambda call: _could_be_array(call, arrays, ())))
     # A name the analysis reads at a call is bound in the call's scope chain (a function
     # sees its enclosing functions' names and the module's). An assignment in a function
     # around which the call is not cannot bind it, unless the name is declared ``global``
@@ -440,10 +480,16 @@ def _array_names(sources: Sequence[Assignment], roots: Container[str], names: Se
     while changed:
         changed = False
         for node in sources:
-            if not _could_bind_array(node.value, roots, names):  # type: ignore[arg-type]
-                continue
+            unpacking = isinstance(node, ast.Assign) and any(type(t) in (ast.Tuple, ast.List) for t in node.targets)
+            asked = roots.unpacked() if unpacking and type(roots) is _AskedRoots else roots
+            suffix = ""
+            if not _could_bind_array(node.value, asked, names):  # type: ignore[arg-type]
+                arrays = roots.arrays if type(roots) is _AskedRoots else roots  # items rooted in an array module
+                if unpacking or not _could_hold_arrays(node.value, arrays, names):  # type: ignore[arg-type]
+                    continue
+                suffix = "[]"  # `store = {"x": np.zeros(n)}`: `store["x"]` may be an array
             for name in _targets(node):
-                if name not in names:
-                    names.add(name)
+                if name + suffix not in names:
+                    names.add(name + suffix)
                     changed = True
     return names

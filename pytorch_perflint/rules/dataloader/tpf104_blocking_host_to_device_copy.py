@@ -40,7 +40,9 @@ class BlockingHostToDeviceCopy(Rule):
     a project iterable's `__iter__` (a wrapper that yields from the loader it holds); it
     may be pinned by `pin_memory=True` or by a `**kwargs` dict (a helper's, or one that a
     literal `kwargs.update({"pin_memory": True})` pins on the accelerator path, under `if
-    device.type == "cuda":`). Validation loaders count as any other.
+    device.type == "cuda":`, or a helper's `**kwargs` parameter whose every caller passes
+    `pin_memory=True`), or by a command-line switch that defaults to on
+    (`pin_memory=args.pin_mem` with `default=True`). Validation loaders count as any other.
 
     ## Why is this bad?
     A copy from pinned memory can run asynchronously: with `non_blocking=True` the host

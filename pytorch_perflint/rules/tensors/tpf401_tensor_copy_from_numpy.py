@@ -53,7 +53,7 @@ def _never_array(path: str, project: "ProjectIndex") -> Callable[[str], bool]:
     an array (the project screen stops taking it for an array source)."""
 
     def never_array(name: str) -> bool:
-        walked = name.endswith(EACH)  # an item of what it returns (a generator's yields)
+        walked = name.endswith(EACH)  # an item of what it returns (a generator's yields, `a, b = f()`)
         definition = project.resolve(path, name[: -len(EACH)] if walked else name)
         if walked and (definition is None or definition.kind not in ("function", "class")):
             return True  # the items of a library call's result (`itertools.product(...)`) are not known
@@ -82,7 +82,10 @@ class TensorCopyFromNumpy(Rule):
     module), a method of the object's class, an attribute every assignment of its class
     sets to an array (also when it reads itself: `self.state = self.state + dx`), and a
     parameter that every project caller passes an array (the default when none passes it;
-    for a public method, every `.name(...)` call in the project, when no caller can hide). A value the engine does not know (a helper that may
+    for a public method, every `.name(...)` call in the project, when no caller can hide),
+    a base's method through `super()`, a read-only `@property`, an item unpacked from a
+    helper's tuple (`feats, names = load(p)`), an entry of a dict of arrays (`store["x"]`),
+    `with np.load(p) as d`, and an array changed in place (`a *= mask`, `a[0] = x`). A value the engine does not know (a helper that may
     return a list, `np.load` of a path that may hold a pickle, `arr[i]`, which may be a
     scalar) is not reported, and nothing is known of other definitions in a file linted
     outside any project.

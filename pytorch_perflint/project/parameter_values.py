@@ -1,0 +1,155 @@
+"""Parameters, for the engine (mixed into ``values.ValueEngine`` as ``ParameterFlow``): a
+parameter holds what every project caller passes, read in the caller's scope (all agree, else
+unknown), or its default where a caller passes nothing; ``self`` is an object of its class (of
+the subclass an inherited method is read for)."""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
+
+from .forms import Ref
+from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join_all, present
+from .loader_values import describe
+from .resolution import Definition
+from .where import Where
+
+if TYPE_CHECKING:
+    from .scopes import Scope
+
+MAX_CALLERS = 16  # more callers than this: the parameter is not known
+_PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
+
+
+class ParameterFlow:
+    """Parameters from their callers (every project caller's argument, or the default)."""
+
+    def _parameter(self, scope: Scope, name: str, where: Where, depth: int) -> Kind:
+        if self.index is None or scope.owner is None or scope.path is None:
+            return UNKNOWN
+        definition = self.index.resolve(scope.path, scope.owner)
+        if definition is None or definition.kind not in ("function", "method") or definition.function is None:
+            return UNKNOWN
+        decorators = {getattr(d, "qualname", None) or getattr(d, "name", None) for d in definition.function.decorators}
+        params = definition.function.params
+        if definition.kind == "method" and scope.params and name == scope.params[0]:
+            if decorators & {"staticmethod", "classmethod"}:
+                return UNKNOWN
+            if where.this is not None:  # an inherited method, read for an object of a subclass
+                return where.this
+            owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
+            return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
+        if not decorators <= _PLAIN or (definition.kind == "method" and "staticmethod" in decorators):
+            return UNKNOWN  # a static method's arguments do not line up with its callers'
+        method = definition.name.rpartition(".")[2]
+        if definition.kind == "method" and method == "__init__":  # its callers are the class's
+            definition = self.index.resolve(scope.path, scope.owner.rpartition(".")[0]) or definition
+        public = definition.kind == "method" and not (method.startswith("_") and not method.endswith("__"))
+        if public and method.startswith("__") and method != "__init__":
+            return UNKNOWN  # a method Python calls (a constructor's callers are its class's)
+        public = public and method != "__init__"
+        if self.optimistic:
+            return Array()  # a screen's question: could it be an array?
+        if not self._scannable():
+            return UNKNOWN
+        key = ("param", scope.path, scope.owner, name)
+        if any(p.name == name and p.kind == "kwarg" for p in params):  # `**kwargs`: the keywords callers pass
+            named = frozenset(p.name for p in params if p.kind not in ("vararg", "kwarg"))
+            return self._memoised(key, lambda: self._keywords(definition, named, depth, public))
+        return self._memoised(key, lambda: self._arguments(definition, name, depth, public))
+
+    def _keywords(self, definition: Definition, named: FrozenSet[str], depth: int, public: bool) -> Kind:
+        """A ``**kwargs`` parameter: the dict of the keywords every caller passes that no
+        named parameter takes, literal ones and those of its ``**`` dicts with literal keys
+        (``build(ds, **opts)``, ``opts = {"pin_memory": True}``); callers that disagree on a
+        key leave its value unknown (``Options`` join), a ``**`` of an unknown dict leaves
+        it unknown. A caller passing ``*args`` fills no keyword."""
+        sites = None
+        if public:  # as ``_arguments`` reads them
+            sites = self._public_sites(definition)
+            sites = sites and self._on_its_class(definition, sites, depth)
+        if sites is None:
+            sites = self.index.resolution.callers(definition, public=True)  # type: ignore[union-attr]
+        if not sites or len(sites) > MAX_CALLERS:
+            return UNKNOWN
+        found: List[Options] = []
+        for path, site in sites:
+            where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
+            if where is None or site.arguments is None:
+                return UNKNOWN
+            items: Dict[str, str] = {}
+            open_ = False
+            for key, value in site.arguments.kwargs:
+                if key not in named:
+                    items[key] = describe(self._eval(value, where, depth + 1))
+            for spread in site.arguments.dstar:
+                known = self._spread(spread, where, depth)
+                if known is None:
+                    return UNKNOWN
+                items.update((k, v) for k, v in known.items if k not in named)
+                open_ = open_ or known.open
+            found.append(Options(tuple(items.items()), open_))
+        return reduce(_join_options, found)
+
+    def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
+        """All callers' arguments, else unknown. A public method's callers: every call of its
+        name in the project (``method_callers``), or, when that cannot be known, its calls
+        on ``self`` when those are its only uses (``Resolution.callers(public=True)``)."""
+        sites = None
+        if public:  # the same callers for every parameter: read once (``Memo._public_sites``)
+            sites = self._public_sites(definition)
+            sites = sites and self._on_its_class(definition, sites, depth)  # type: ignore[arg-type]
+        found = self.index.resolution.arguments(definition, name, sites)  # type: ignore[union-attr]
+        if not found or len(found) > MAX_CALLERS or (self.index.lone and all(s is None for _, s, _ in found)):
+            return UNKNOWN
+        kinds = []
+        for path, site, form in found:
+            where = Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
+            if where is None:
+                return UNKNOWN
+            kind = self._eval(form, where, depth + 1)
+            if type(kind) is Unknown:
+                return kind
+            kinds.append(kind)
+        return join_all(kinds)
+
+    def _on_its_class(self, definition: Definition, sites: Tuple, depth: int) -> Tuple:
+        """The calls of a public method's name left when those on an object known to be of
+        an unrelated project class are dropped (``memory.push(...)`` of another script's
+        buffer class): such a call runs that class's method, never this one. An object of
+        the class, a subclass or a base (which may be one of ours) keeps its call."""
+        key = ("receivers", definition.path, definition.name)
+        if key not in self._sites:
+            self._sites[key] = (sites, frozenset())  # while they are read: every call kept
+            owner = definition.name.rpartition(".")[0]
+            klass = Definition("class", definition.path, owner, klass=definition.klass)
+            related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
+            method = definition.name.rpartition(".")[2]
+            kept = []
+            with self.index.recording() as used:  # type: ignore[union-attr]
+                for path, site in sites:
+                    receiver = site.callee[: -len(method) - 1]
+                    where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
+                    dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
+                    kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
+                    if type(kind) is not Instance or kind.klass.key in related or any(s.key in related for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
+                        kept.append((path, site))
+            self._sites[key] = (tuple(kept) if kept else sites, frozenset(used))  # none left: not read as "no caller"
+        found, reads = self._sites[key]  # type: ignore[misc]
+        for read in reads:  # what reading the receivers read, told again on a hit (``Memo._public_sites``)
+            self.index.note_read(read)  # type: ignore[union-attr]
+        return found
+
+    def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
+        definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
+        if definition is None or definition.kind not in ("function", "method"):
+            return None
+        return self._where_in(definition, line)
+
+
+def _join_options(first: Options, second: Options) -> Options:
+    """Two callers' keyword dicts: every key either passes, its value known where both pass
+    the same one (a key one caller leaves out is unknown: its default there)."""
+    one, other = dict(first.items), dict(second.items)
+    keys = dict.fromkeys((*one, *other))
+    return Options(tuple((k, one[k] if one.get(k) == other.get(k) else "?") for k in keys), first.open or second.open)
