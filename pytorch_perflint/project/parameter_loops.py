@@ -91,6 +91,9 @@ def _bindings(function: ast.AST) -> Dict[str, list]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             out.setdefault(node.targets[0].id, []).append(node.value)
             plain.add(id(node.targets[0]))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+            out.setdefault(node.target.id, []).append(node.value)  # `x: Tensor = ...` assigns too
+            plain.add(id(node.target))
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
             out.setdefault(node.id, []).append(ast.Constant(None))
         stack.extend(ast.iter_child_nodes(node))
@@ -122,15 +125,61 @@ def _pieces(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str], de
         return bool(values) and node.id not in params and all(_pieces(v, bindings, params, depth + 1) for v in values)
     if isinstance(node, ast.IfExp):
         return _pieces(node.body, bindings, params, depth + 1) and _pieces(node.orelse, bindings, params, depth + 1)
+    if isinstance(node, ast.Attribute) and node.attr == "timesteps":
+        return _scheduler(node.value)  # a diffusion sampler's denoising steps of one item
     if not isinstance(node, ast.Call):
         return False
     func = node.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
     if name in _WRAPPERS:
         return bool(node.args) and all(_pieces(a, bindings, params, depth + 1) for a in node.args)
+    if name in _LOADERS:  # a loader over copies of the input: an ensemble of one item
+        return bool(node.args) and all(_copies(a, bindings, params, depth + 1) for a in node.args)
     if name is None or name == "range" or _DATA.search(name):
         return False  # `make_loader(args)`: a data set the arguments describe, not pieces of one item
     return _mentions(node, params, bindings, depth)
+
+
+def _scheduler(node: ast.AST) -> bool:
+    """``self.scheduler``, ``noise_scheduler``: a diffusion scheduler, by its name."""
+    while isinstance(node, ast.Attribute):
+        if node.attr.lower().endswith("scheduler"):
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and node.id.lower().endswith("scheduler")
+
+
+_LOADERS = frozenset({"DataLoader", "TensorDataset"})
+_REPEATS = frozenset({"expand", "repeat"})
+
+
+def _copies(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str], depth: int) -> bool:
+    """Copies of the function's input, the data of a loader it builds (a diffusion
+    pipeline's test-time ensemble of one image): ``x.expand(n, ...)``, ``x.repeat(n, ...)``,
+    ``torch.stack([x] * n)`` of something computed from a parameter, through names and a
+    ``TensorDataset``. Not a parameter itself nor anything else made from one (a data set
+    handed in, converted: a whole set)."""
+    if depth > 8:
+        return False
+    if isinstance(node, ast.Name):
+        values = bindings.get(node.id)
+        return bool(values) and node.id not in params and all(_copies(v, bindings, params, depth + 1) for v in values)
+    if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr
+    if name in _LOADERS:
+        return bool(node.args) and all(_copies(a, bindings, params, depth + 1) for a in node.args)
+    if name in _REPEATS and isinstance(func, ast.Attribute):
+        return node.args != [] and _mentions(func.value, params, bindings, 0)
+    if name in ("stack", "cat") and len(node.args) == 1:
+        repeated = node.args[0]
+        return (
+            isinstance(repeated, ast.BinOp) and isinstance(repeated.op, ast.Mult)
+            and isinstance(repeated.left, ast.List) and len(repeated.left.elts) == 1
+            and _mentions(repeated.left.elts[0], params, bindings, 0)
+        )
+    return False
 
 
 def _mentions(node: ast.AST, params: FrozenSet[str], bindings: Dict[str, list], depth: int) -> bool:
