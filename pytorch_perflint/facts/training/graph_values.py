@@ -25,7 +25,7 @@ from ...analysis.walk import exclusive_branches
 from ...context import FileContext
 from ...project.autograd_values import KEEPS_GRAPH, LOSS_CLASS, is_loss_function
 from ...project.kinds import GraphTensor
-from .classifiers import is_backward_call
+from .classifiers import is_backward_call, last_name
 from .loops import walk
 from .loss_parts import ARITHMETIC_ASSIGN, on_itself, part_of_backpropagated, summand_of_backpropagated
 from .no_grad import under_no_grad
@@ -138,16 +138,19 @@ class GraphValues:
         return True
 
     def _backpropagated(self) -> frozenset:
-        """Names the loop body calls ``.backward()`` on (``loss.backward()``)."""
+        """Names the loop body backpropagates: ``loss.backward()``, and the loss handed to a
+        helper that does (``accelerator.backward(loss)``, ``self.manual_backward(loss)``,
+        ``scaler.scale(loss).backward()``)."""
         if self._backward_names is None:
             names = set()
 
             def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
                 if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
                     return False
-                if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
-                    if isinstance(node.func.value, cst.Name):
-                        names.add(node.func.value.value)
+                if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and node.func.attr.value in _BACKWARDS:
+                    name = backpropagated_name(node)
+                    if name is not None:
+                        names.add(name)
                 return True
 
             walk(self.loop.body, enter)
@@ -194,6 +197,31 @@ class GraphValues:
             walk(self.loop.body, enter)
             self._bindings = found
         return self._bindings
+
+
+_BACKWARDS = frozenset({"backward", "manual_backward"})
+# Objects whose ``backward(loss)`` backpropagates the loss they are handed (Accelerate's
+# accelerator, a DeepSpeed engine); a tensor's own ``backward(grad)`` takes a gradient.
+_BACKPROPAGATES = re.compile(r"accelerat|engine", re.IGNORECASE)
+
+
+def backpropagated_name(call: cst.Call) -> Optional[str]:
+    """The name a backward call backpropagates: ``loss.backward()``,
+    ``accelerator.backward(loss)``, ``self.manual_backward(loss)``,
+    ``scaler.scale(loss).backward()``; None for anything else."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    receiver = func.value
+    if func.attr.value == "backward" and isinstance(receiver, cst.Name) and not _BACKPROPAGATES.search(receiver.value):
+        return receiver.value
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    if func.attr.value == "manual_backward" or (_BACKPROPAGATES.search(last_name(receiver) or "") and func.attr.value == "backward"):
+        return first.value if isinstance(first, cst.Name) else None
+    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale":
+        scaled = receiver.args[0].value if len(receiver.args) == 1 else None
+        if "scaler" in (last_name(receiver.func.value) or "").lower() and isinstance(scaled, cst.Name):
+            return scaled.value
+    return None
 
 
 def _one_per_branch(bindings: Sequence[Tuple[Optional[cst.BaseExpression], Path]]) -> bool:
