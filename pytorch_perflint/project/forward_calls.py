@@ -54,9 +54,10 @@ MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.
 # ... and a diffusion pipeline's parts, by their conventional names: self.unet, ema_unet, vae.
 GENERATIVE_NAME = re.compile(r"^(?:unet|vae|denoiser)$|_(?:unet|vae|denoiser)$", re.IGNORECASE)
 # Methods of a model that run it (``net_g.infer(x)``): its forward under another name.
-# A speech model's are ``tts``/``synthesize`` (``model.tts_to_file(text, speaker)``).
+# A speech model's are ``tts``/``synthesize`` (``model.tts_to_file(text, speaker)``); a
+# chat model's (the remote code of vision-language models) ``model.chat(tokenizer, ...)``.
 INFERENCE_METHODS = re.compile(
-    r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*|tts\w*|synthesi[sz]e\w*)$"
+    r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*|tts\w*|synthesi[sz]e\w*|chat)$"
 )
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
