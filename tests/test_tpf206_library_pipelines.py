@@ -13,7 +13,13 @@ in a ``TensorDataset`` and a ``DataLoader``) and walks them, each batch denoised
 helper that loops over the scheduler's timesteps: one item's inference, so the per-image
 loop that calls the pipeline evaluates, and the helper that empties the cache per ensemble
 batch is reported in ``__call__``. A pipeline that walks a data set it is handed, or a
-tensor converted from one (not copies), evaluates a whole set per call: silent."""
+tensor converted from one (not copies), evaluates a whole set per call: silent.
+
+The chunked case: an upscaling pipeline whose ``__call__`` decodes what it computed in
+chunks (``for start in range(0, latents.shape[0], 8)``) is one clip's inference, so a
+script's loop over the chunks of a video that calls it under ``torch.no_grad()`` and empties
+the cache first is an evaluation loop. A count a parameter gives as it is (``range(count)``,
+``len(frames)``) or a count loop that draws ``self.dataset[i]`` walks a whole set: silent."""
 
 from __future__ import annotations
 
@@ -118,7 +124,63 @@ ENSEMBLE = """
             return outs
 """
 
+CHUNKED = """
+    import torch
+    from diffusers import DiffusionPipeline
+
+    class UpscalePipeline(DiffusionPipeline):
+        @torch.no_grad()
+        def __call__(self, prompt, image, steps=20):
+            latents = self.prepare(image)
+            for t in self.scheduler.timesteps:
+                latents = self.scheduler.step(self.unet(latents, t), t, latents)
+            frames = []
+            for start in range(0, latents.shape[0], 8):
+                frames.append(self.vae.decode(latents[start:start + 8]))
+            return torch.cat(frames)
+
+    class WholeSetPipeline(DiffusionPipeline):
+        @torch.no_grad()
+        def __call__(self, frames, count):
+            outs = []
+            for i in range(count):
+                outs.append(self.unet(frames[i]))
+            return outs
+
+    class DrawingPipeline(DiffusionPipeline):
+        @torch.no_grad()
+        def __call__(self, prompt):
+            outs = []
+            for i in range(0, 64, 8):
+                outs.append(self.unet(self.dataset[i]))
+            return outs
+"""
+
 CASES = {
+    "chunks-of-one-clip": {
+        "upscale.py": CHUNKED,
+        "upscale_video.py": """
+            import torch
+            from upscale import UpscalePipeline, WholeSetPipeline, DrawingPipeline
+
+            def main(weights, video, prompt):
+                pipe = UpscalePipeline.from_pretrained(weights, torch_dtype=torch.float16).to("cuda")
+                whole = WholeSetPipeline.from_pretrained(weights).to("cuda")
+                drawing = DrawingPipeline.from_pretrained(weights).to("cuda")
+                outs = []
+                with torch.no_grad():
+                    for start in range(0, video.shape[2], 8):
+                        torch.cuda.empty_cache()  #!
+                        outs.append(pipe(prompt, image=video[:, :, start:start + 8]))
+                    for start in range(0, video.shape[2], 8):
+                        torch.cuda.empty_cache()
+                        outs.append(whole(video[:, :, start:start + 8], 8))
+                    for start in range(0, video.shape[2], 8):
+                        torch.cuda.empty_cache()
+                        outs.append(drawing(prompt))
+                return outs
+        """,
+    },
     "ensemble-of-one-image": {
         "ensemble.py": ENSEMBLE,
         "estimate.py": """

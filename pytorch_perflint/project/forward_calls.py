@@ -41,7 +41,7 @@ from .autograd_values import no_grad_expr, no_grad_form
 from .bodies import locate, memoised_body
 from .call_values import _definition_where, dispatch, trains
 from .forms import Form, FormBuilder, dotted
-from .parameter_loops import counts_through, walks_pieces
+from .parameter_loops import counts_through, draws_items, walks_pieces
 from .kinds import Instance, Module, OneOf, ProjectCallable, Unknown, Wrapper, present
 from .resolution import Definition
 from .scopes import DEEP
@@ -133,7 +133,7 @@ def _loop_walks_pieces(loop: ast.AST, function: ast.AST, params: frozenset) -> b
     """Every iterable the loop (or comprehension) walks is a piece of the input; a
     ``while`` loop only when it counts through one (``while i < n:``)."""
     if isinstance(loop, (ast.For, ast.AsyncFor)):
-        return walks_pieces(loop.iter, function, params)
+        return walks_pieces(loop.iter, function, params) and not draws_items(loop)
     if isinstance(loop, ast.While):
         return counts_through(loop, function, params)
     return all(walks_pieces(g.iter, function, params) for g in loop.generators)  # type: ignore[attr-defined]

@@ -76,7 +76,8 @@ class EmptyCacheInLoop(Rule):
     in projects of at most 400 modules (as callers are scanned). A project pipeline loaded
     the library's way (`Pipe.from_pretrained(path).to(device)` of a diffusers pipeline
     subclass) is an object of its class, and a `__call__` that denoises copies of its one
-    input (a test-time ensemble) is one item's inference.
+    input (a test-time ensemble), steps through the scheduler's timesteps or decodes what
+    it computed in chunks (`range(0, latents.shape[0], 8)`) is one item's inference.
     A step method of a trainer subclass (`_train_step(self, batch)`, which backpropagates)
     that empties the cache on every call is reported at its `empty_cache()` when a project
     base class calls `self._train_step(batch)` on every iteration of its own loop: the
