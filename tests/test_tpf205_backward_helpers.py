@@ -7,13 +7,62 @@ adds it to a sum that outlives the iteration. Only a tensor with a graph can be
 backpropagated, so the sum keeps every step's graph. Look-alikes stay silent: ``.item()``
 and ``.detach()`` of it, a gradient handed to a tensor's own ``backward(grad)`` (the
 argument is no graph), and a helper's argument whose receiver is not known to backpropagate
-(``logger.backward(loss)`` of something named otherwise)."""
+(``logger.backward(loss)`` of something named otherwise).
+
+A project helper that backpropagates its parameter (``def backward(self, loss):
+loss.backward()``, ``def optimize(self, loss): ... self.scaler.scale(loss).backward()``)
+proves the same of the name a loop hands it. A helper that only logs its parameter, or
+backpropagates another one, proves nothing."""
 
 from __future__ import annotations
 
 import pytest
 
 from test_tensors_project import _findings, _marked
+
+CASES_HELPERS = {
+    "project-backward-helper": {
+        "agent.py": """
+            import torch
+
+            class Agent:
+                def backward(self, loss):
+                    loss.backward()
+
+                def optimize(self, loss, scale=1.0):
+                    self.opt.zero_grad()
+                    self.scaler.scale(loss).backward()
+                    self.scaler.step(self.opt)
+
+                def note(self, value):
+                    self.log.append(float(value))
+
+                def learn_from(self, loss, extra):
+                    extra.backward()
+
+                def train(self, loader):
+                    total = 0.0
+                    seen = 0.0
+                    noted = 0.0
+                    other = 0.0
+                    for batch in loader:
+                        loss, extra = self.compute(batch)
+                        self.backward(loss)
+                        self.opt.step()
+                        total += loss  #!
+                        step_loss = self.compute_other(batch)
+                        self.optimize(step_loss)
+                        seen += step_loss  #!
+                        value = self.compute_value(batch)
+                        self.note(value)
+                        noted += value
+                        first, second = self.compute(batch)
+                        self.learn_from(first, second)
+                        other += first
+                    return total, seen, noted, other
+        """,
+    },
+}
 
 CASES = {
     "accelerator-backward": {
@@ -97,6 +146,12 @@ CASES = {
         """,
     },
 }
+
+
+@pytest.mark.parametrize("name", sorted(CASES_HELPERS))
+def test_a_loss_handed_to_a_project_backward_helper_carries_its_graph(tmp_path, name):
+    files = CASES_HELPERS[name]
+    assert _findings(tmp_path, files, "TPF205") == _marked(files)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

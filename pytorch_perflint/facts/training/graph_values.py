@@ -25,6 +25,7 @@ from ...analysis.walk import exclusive_branches
 from ...context import FileContext
 from ...project.autograd_values import KEEPS_GRAPH, LOSS_CLASS, is_loss_function
 from ...project.kinds import GraphTensor
+from .backward_helpers import handed_to_backward
 from .classifiers import is_backward_call, last_name
 from .loops import walk
 from .loss_parts import ARITHMETIC_ASSIGN, on_itself, part_of_backpropagated, summand_of_backpropagated
@@ -147,10 +148,12 @@ class GraphValues:
             def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
                 if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
                     return False
-                if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and node.func.attr.value in _BACKWARDS:
-                    name = backpropagated_name(node)
-                    if name is not None:
-                        names.add(name)
+                name = backpropagated_name(node) if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and node.func.attr.value in _BACKWARDS else None
+                if name is not None:
+                    names.add(name)
+                elif type(node) is cst.Call and _may_be_helper(node):  # `self.backward(loss)` of a project helper
+                    statement = self.loop_ancestors[1] if len(self.loop_ancestors) > 1 else self.loop
+                    names.update(handed_to_backward(self.context, node, statement))
                 return True
 
             walk(self.loop.body, enter)
@@ -200,6 +203,14 @@ class GraphValues:
 
 
 _BACKWARDS = frozenset({"backward", "manual_backward"})
+_BUILTINS = frozenset({"print", "len", "float", "int", "str", "isinstance", "range", "enumerate", "zip", "list", "dict", "tuple", "min", "max", "sum", "abs"})
+
+
+def _may_be_helper(call: cst.Call) -> bool:
+    """A call that hands a name on to code that may be the project's (not a builtin)."""
+    if not any(isinstance(a.value, cst.Name) and a.keyword is None for a in call.args):
+        return False
+    return not (isinstance(call.func, cst.Name) and call.func.value in _BUILTINS)
 # Objects whose ``backward(loss)`` backpropagates the loss they are handed (Accelerate's
 # accelerator, a DeepSpeed engine); a tensor's own ``backward(grad)`` takes a gradient.
 _BACKPROPAGATES = re.compile(r"accelerat|engine", re.IGNORECASE)
@@ -213,7 +224,7 @@ def backpropagated_name(call: cst.Call) -> Optional[str]:
     assert isinstance(func, cst.Attribute)
     receiver = func.value
     if func.attr.value == "backward" and isinstance(receiver, cst.Name) and not _BACKPROPAGATES.search(receiver.value):
-        return receiver.value
+        return receiver.value if receiver.value != "self" else None  # `self.backward(loss)`: a method
     first = call.args[0].value if call.args and call.args[0].keyword is None else None
     if func.attr.value == "manual_backward" or (_BACKPROPAGATES.search(last_name(receiver) or "") and func.attr.value == "backward"):
         return first.value if isinstance(first, cst.Name) else None
