@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from ...context import FileContext
     from ...project.resolution import Definition
 
-# Objects whose ``backward(loss)`` backpropagates the loss they are handed.
-_BACKPROPAGATES = re.compile(r"accelerat|engine", re.IGNORECASE)
+# Objects whose ``backward(loss)`` backpropagates the loss they are handed (Accelerate's
+# accelerator, a DeepSpeed engine); a tensor's own ``backward(grad)`` takes a gradient.
+BACKPROPAGATES = re.compile(r"accelerat|engine", re.IGNORECASE)
 
 
 def handed_to_backward(context: "FileContext", call: cst.Call, statement: cst.CSTNode) -> Set[str]:
@@ -84,11 +85,11 @@ def _backpropagated(call: ast.Call) -> Optional[str]:
     func = call.func
     assert isinstance(func, ast.Attribute)
     receiver = func.value
-    if func.attr == "backward" and isinstance(receiver, ast.Name) and not _BACKPROPAGATES.search(receiver.id):
+    if func.attr == "backward" and isinstance(receiver, ast.Name) and not BACKPROPAGATES.search(receiver.id):
         return receiver.id if receiver.id != "self" else None
     first = call.args[0] if call.args else None
     last = receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id if isinstance(receiver, ast.Name) else ""
-    if func.attr == "manual_backward" or (func.attr == "backward" and _BACKPROPAGATES.search(last)):
+    if func.attr == "manual_backward" or (func.attr == "backward" and BACKPROPAGATES.search(last)):
         return first.id if isinstance(first, ast.Name) else None
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale" and len(receiver.args) == 1:
         scaled = receiver.args[0]

@@ -25,7 +25,7 @@ from ...analysis.walk import exclusive_branches
 from ...context import FileContext
 from ...project.autograd_values import KEEPS_GRAPH, LOSS_CLASS, is_loss_function
 from ...project.kinds import GraphTensor
-from .backward_helpers import handed_to_backward
+from .backward_helpers import BACKPROPAGATES, handed_to_backward
 from .classifiers import is_backward_call, last_name
 from .loops import walk
 from .loss_parts import ARITHMETIC_ASSIGN, on_itself, part_of_backpropagated, summand_of_backpropagated
@@ -211,9 +211,6 @@ def _may_be_helper(call: cst.Call) -> bool:
     if not any(isinstance(a.value, cst.Name) and a.keyword is None for a in call.args):
         return False
     return not (isinstance(call.func, cst.Name) and call.func.value in _BUILTINS)
-# Objects whose ``backward(loss)`` backpropagates the loss they are handed (Accelerate's
-# accelerator, a DeepSpeed engine); a tensor's own ``backward(grad)`` takes a gradient.
-_BACKPROPAGATES = re.compile(r"accelerat|engine", re.IGNORECASE)
 
 
 def backpropagated_name(call: cst.Call) -> Optional[str]:
@@ -223,10 +220,10 @@ def backpropagated_name(call: cst.Call) -> Optional[str]:
     func = call.func
     assert isinstance(func, cst.Attribute)
     receiver = func.value
-    if func.attr.value == "backward" and isinstance(receiver, cst.Name) and not _BACKPROPAGATES.search(receiver.value):
+    if func.attr.value == "backward" and isinstance(receiver, cst.Name) and not BACKPROPAGATES.search(receiver.value):
         return receiver.value if receiver.value != "self" else None  # `self.backward(loss)`: a method
     first = call.args[0].value if call.args and call.args[0].keyword is None else None
-    if func.attr.value == "manual_backward" or (_BACKPROPAGATES.search(last_name(receiver) or "") and func.attr.value == "backward"):
+    if func.attr.value == "manual_backward" or (BACKPROPAGATES.search(last_name(receiver) or "") and func.attr.value == "backward"):
         return first.value if isinstance(first, cst.Name) else None
     if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale":
         scaled = receiver.args[0].value if len(receiver.args) == 1 else None
