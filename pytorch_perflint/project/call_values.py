@@ -439,12 +439,15 @@ def _trains_call(call: ast.Call) -> bool:
 
 
 def _may_exit(statement: ast.stmt) -> bool:
+    """The statement may leave the function, or its loop, normally: a ``return``, ``break``
+    or ``continue`` inside it. A ``raise`` (``else: raise TypeError(...)`` checking the
+    input) stops the caller's loop too: what follows still runs on every call that returns."""
     if isinstance(statement, _EXITS):
         return False  # the statement itself: nothing after it runs anyway
     stack = list(ast.iter_child_nodes(statement))
     while stack:
         node = stack.pop()
-        if isinstance(node, _EXITS):
+        if isinstance(node, _EXITS) and not isinstance(node, ast.Raise):
             return True
         if not isinstance(node, _SCOPES):
             stack.extend(ast.iter_child_nodes(node))

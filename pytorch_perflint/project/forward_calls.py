@@ -41,7 +41,7 @@ from .autograd_values import no_grad_expr, no_grad_form
 from .bodies import locate, memoised_body
 from .call_values import _definition_where, dispatch, trains
 from .forms import Form, FormBuilder, Ref, dotted
-from .parameter_loops import counts_through, walks_pieces
+from .parameter_loops import counts_through, draws_items, walks_pieces
 from .kinds import Instance, Module, OneOf, ProjectCallable, Unknown, Wrapper, present
 from .resolution import Definition
 from .scopes import DEEP
@@ -54,9 +54,10 @@ MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.
 # ... and a diffusion pipeline's parts, by their conventional names: self.unet, ema_unet, vae.
 GENERATIVE_NAME = re.compile(r"^(?:unet|vae|denoiser)$|_(?:unet|vae|denoiser)$", re.IGNORECASE)
 # Methods of a model that run it (``net_g.infer(x)``): its forward under another name.
-# A speech model's are ``tts``/``synthesize`` (``model.tts_to_file(text, speaker)``).
+# A speech model's are ``tts``/``synthesize`` (``model.tts_to_file(text, speaker)``); a
+# chat model's (the remote code of vision-language models) ``model.chat(tokenizer, ...)``.
 INFERENCE_METHODS = re.compile(
-    r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*|tts\w*|synthesi[sz]e\w*)$"
+    r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*|tts\w*|synthesi[sz]e\w*|chat)$"
 )
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -132,7 +133,7 @@ def _loop_walks_pieces(loop: ast.AST, function: ast.AST, params: frozenset) -> b
     """Every iterable the loop (or comprehension) walks is a piece of the input; a
     ``while`` loop only when it counts through one (``while i < n:``)."""
     if isinstance(loop, (ast.For, ast.AsyncFor)):
-        return walks_pieces(loop.iter, function, params)
+        return walks_pieces(loop.iter, function, params) and not draws_items(loop)
     if isinstance(loop, ast.While):
         return counts_through(loop, function, params)
     return all(walks_pieces(g.iter, function, params) for g in loop.generators)  # type: ignore[attr-defined]

@@ -26,6 +26,7 @@ class are memoised by the engine (its reads replayed for the cache).
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING, Callable, List, Optional
 
 from .argparse_values import KEY as ARGPARSE
@@ -34,7 +35,7 @@ from .argparse_values import changed, default_of
 from .bodies import locate
 from .choices import members
 from .forms import Call, Form, Item, Ref
-from .kinds import UNKNOWN, Foreign, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectModules, Text, Unknown, Wrapper
+from .kinds import UNKNOWN, Foreign, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, Wrapper
 from .resolution import Definition
 from .scopes import build_scope, expression_form
 
@@ -66,6 +67,11 @@ SMP_MODELS = frozenset(("Unet", "UnetPlusPlus", "FPN", "PSPNet", "DeepLabV3", "D
 MODEL_METHODS = frozenset(
     ("to", "cuda", "cpu", "train", "eval", "requires_grad_", "float", "half", "double", "bfloat16", "to_empty", "share_memory")
 )
+# Hugging Face bases whose inherited ``from_pretrained`` classmethod gives an object of the
+# class it is called on: diffusers pipelines (whose ``.to(device)`` gives the pipeline back)
+# and the libraries' ``nn.Module`` bases (``ModelMixin``, ``*PreTrainedModel``).
+_HF_PIPELINE = re.compile(r"^diffusers\.(?:\w+\.)*\w*Pipeline$")
+_HF_MODULE = re.compile(r"^(?:diffusers\.(?:\w+\.)*ModelMixin|transformers\.(?:\w+\.)*\w*PreTrainedModel)$")
 WRAPPERS = {"torch.nn.DataParallel": "DataParallel", "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel"}
 # Calls that give back the module they are given (compiled, converted).
 _PASS_THROUGH = frozenset(("torch.compile", "torch.jit.script", "torch.nn.SyncBatchNorm.convert_sync_batchnorm"))
@@ -215,17 +221,40 @@ class ModuleValues:
         return UNKNOWN if found is None else found
 
     def keeps(self, receiver: Instance, name: str) -> bool:
-        """``Net().cuda()``: a project module's method that returns the module itself."""
+        """``Net().cuda()``: a project module's method that returns the module itself (a
+        project diffusers pipeline's inherited ``.to(device)`` too)."""
         engine = self.engine
         if name not in MODEL_METHODS or engine.index is None or engine._method_of(receiver.klass, name) is not None:
             return False
-        return engine.index.is_nn_module(receiver.klass)
+        if engine.index.is_nn_module(receiver.klass):
+            return True
+        found = self._hugging_face(receiver.klass)
+        return found == "module" or (found == "pipeline" and name == "to")
+
+    def _hugging_face(self, klass: Definition) -> Optional[str]:
+        """Whether a project class derives from a diffusers pipeline (``"pipeline"``) or a
+        Hugging Face ``nn.Module`` base (``"module"``), through its bases; else None."""
+        bases = self.engine.index.external_bases(klass)  # type: ignore[union-attr]
+        if any(_HF_MODULE.match(base) for base in bases):
+            return "module"
+        return "pipeline" if any(_HF_PIPELINE.match(base) for base in bases) else None
+
+    def pretrained(self, receiver: ProjectCallable) -> Optional[Kind]:
+        """``Pipe.from_pretrained(path)`` of a project class that inherits it from a Hugging
+        Face base: an object of that class (None: not that convention)."""
+        klass = receiver.definition
+        engine = self.engine
+        if klass.kind != "class" or engine.index is None or engine._method_of(klass, "from_pretrained") is not None:
+            return None
+        return Instance(klass) if self._hugging_face(klass) is not None else None
 
     def method(self, receiver: Kind, name: str, form: Call) -> Optional[Kind]:
         """``receiver.name(...)`` for a module, a wrapper or a parser (None: not known here)."""
         kind = type(receiver)
         if (kind in (Module, Wrapper) or kind is Instance) and name in MODEL_METHODS:
             return receiver
+        if kind is ProjectCallable and name == "from_pretrained":
+            return self.pretrained(receiver)  # type: ignore[arg-type]
         if kind is Parser and not form.args and not form.kwargs and not form.star and not form.dstar:
             if name == "parse_args":
                 return Namespace(receiver.path)  # type: ignore[union-attr]

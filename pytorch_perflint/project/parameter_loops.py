@@ -91,6 +91,9 @@ def _bindings(function: ast.AST) -> Dict[str, list]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             out.setdefault(node.targets[0].id, []).append(node.value)
             plain.add(id(node.targets[0]))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+            out.setdefault(node.target.id, []).append(node.value)  # `x: Tensor = ...` assigns too
+            plain.add(id(node.target))
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
             out.setdefault(node.id, []).append(ast.Constant(None))
         stack.extend(ast.iter_child_nodes(node))
@@ -122,15 +125,115 @@ def _pieces(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str], de
         return bool(values) and node.id not in params and all(_pieces(v, bindings, params, depth + 1) for v in values)
     if isinstance(node, ast.IfExp):
         return _pieces(node.body, bindings, params, depth + 1) and _pieces(node.orelse, bindings, params, depth + 1)
+    if isinstance(node, ast.Attribute) and node.attr == "timesteps":
+        return _scheduler(node.value)  # a diffusion sampler's denoising steps of one item
     if not isinstance(node, ast.Call):
         return False
     func = node.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
     if name in _WRAPPERS:
         return bool(node.args) and all(_pieces(a, bindings, params, depth + 1) for a in node.args)
+    if name == "range" and isinstance(func, ast.Name):  # chunks or steps of one item
+        return _counted(node, bindings, params)
+    if name in _LOADERS:  # a loader over copies of the input: an ensemble of one item
+        return bool(node.args) and all(_copies(a, bindings, params, depth + 1) for a in node.args)
     if name is None or name == "range" or _DATA.search(name):
         return False  # `make_loader(args)`: a data set the arguments describe, not pieces of one item
     return _mentions(node, params, bindings, depth)
+
+
+def _counted(call: ast.Call, bindings: Dict[str, list], params: FrozenSet[str]) -> bool:
+    """``range(0, x.shape[0], step)``, ``range(n_steps)``: a count of the function's own
+    values (chunks of what it computed, a fixed number of sampling steps), measured with
+    ``len``/``.size()``/``.numel()``/``.shape`` only. Not a count a parameter gives
+    (``range(n)``, ``len(images)``, ``enc.numel() // 8`` of a parameter it never rebinds: a
+    whole set handed in), nor one that reads something named like a data set."""
+    return bool(call.args) and all(_count(a, bindings, params, 0) for a in call.args) and not _names_data(call, bindings, 0)
+
+
+def _count(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str], depth: int) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        values = bindings.get(node.id)
+        if not values:
+            return False  # a parameter as it is, a global, a loop variable: not known
+        return all(v is not None and _count(v, bindings, params, depth + 1) for v in values)
+    if isinstance(node, ast.BinOp):
+        return _count(node.left, bindings, params, depth + 1) and _count(node.right, bindings, params, depth + 1)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        return _own_value(node.value.value, bindings, params)  # `latents.shape[0]`
+    if isinstance(node, ast.Call) and (_measures(node) or (isinstance(node.func, ast.Attribute) and node.func.attr == "numel")):
+        measured = node.args[0] if isinstance(node.func, ast.Name) and node.args else getattr(node.func, "value", None)
+        return measured is not None and _own_value(measured, bindings, params)
+    return False
+
+
+def _own_value(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str]) -> bool:
+    """A name the function computes itself (bound in its code, a parameter only when
+    rebound there), not a parameter as it was handed in, an attribute or a global."""
+    return isinstance(node, ast.Name) and bool(bindings.get(node.id))
+
+
+def draws_items(loop: ast.AST) -> bool:
+    """A loop over a count (``range(...)``) whose body draws from a data set or an iterator
+    (``self.dataset[i]``, ``next(it)``): it walks a whole set, not one item's pieces."""
+    if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range" for n in ast.walk(loop.iter)):  # type: ignore[attr-defined]
+        return False
+    for statement in loop.body:  # type: ignore[attr-defined]
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "next":
+                return True
+            if isinstance(node, ast.Subscript):
+                owner = node.value
+                name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+                if _DATA.search(name):
+                    return True
+    return False
+
+
+def _scheduler(node: ast.AST) -> bool:
+    """``self.scheduler``, ``noise_scheduler``: a diffusion scheduler, by its name."""
+    while isinstance(node, ast.Attribute):
+        if node.attr.lower().endswith("scheduler"):
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and node.id.lower().endswith("scheduler")
+
+
+_LOADERS = frozenset({"DataLoader", "TensorDataset"})
+_REPEATS = frozenset({"expand", "repeat"})
+
+
+def _copies(node: ast.AST, bindings: Dict[str, list], params: FrozenSet[str], depth: int) -> bool:
+    """Copies of the function's input, the data of a loader it builds (a diffusion
+    pipeline's test-time ensemble of one image): ``x.expand(n, ...)``, ``x.repeat(n, ...)``,
+    ``torch.stack([x] * n)`` of something computed from a parameter, through names and a
+    ``TensorDataset``. Not a parameter itself nor anything else made from one (a data set
+    handed in, converted: a whole set)."""
+    if depth > 8:
+        return False
+    if isinstance(node, ast.Name):
+        values = bindings.get(node.id)
+        return bool(values) and node.id not in params and all(_copies(v, bindings, params, depth + 1) for v in values)
+    if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr
+    if name in _LOADERS:
+        return bool(node.args) and all(_copies(a, bindings, params, depth + 1) for a in node.args)
+    if name in _REPEATS and isinstance(func, ast.Attribute):
+        return node.args != [] and _mentions(func.value, params, bindings, 0)
+    if name in ("stack", "cat") and len(node.args) == 1:
+        repeated = node.args[0]
+        return (
+            isinstance(repeated, ast.BinOp) and isinstance(repeated.op, ast.Mult)
+            and isinstance(repeated.left, ast.List) and len(repeated.left.elts) == 1
+            and _mentions(repeated.left.elts[0], params, bindings, 0)
+        )
+    return False
 
 
 def _mentions(node: ast.AST, params: FrozenSet[str], bindings: Dict[str, list], depth: int) -> bool:

@@ -26,7 +26,7 @@ from .loader_sites import (
 class LoaderSourceResolver:
     """Follows an expression back to the DataLoader calls it may hold."""
 
-    MAX_DEPTH = 4
+    MAX_DEPTH = 8  # a name, its `tqdm(x) if ... else x`, a helper or method that returns it, its own name: each a step
 
     def __init__(self, context: FileContext, collector: LoaderSiteRecorder) -> None:
         self.context = context
@@ -313,12 +313,17 @@ class LoaderSourceResolver:
         self, call: cst.Call, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int, index: Optional[int] = None
     ) -> Resolution:
         """``make_loader(...)``: the loaders a same-module helper returns (element ``index``
-        of the tuple it returns, when the caller unpacks it). A helper of another module
+        of the tuple it returns, when the caller unpacks it); ``self.make_loader(...)``: those
+        the method of the caller's class returns. A helper of another module
         builds no site of this one: TPF103/TPF105 report only this module's calls."""
         func = call.func
-        if not isinstance(func, cst.Name) or not self._calls_module_def(call, path):
+        if _on_self(func):  # `self.make_loader(...)`: the method of the caller's own class
+            cls = _method_class(path)
+            defs = [d for d, p in self.recorded.functions.get(func.attr.value, []) if cls is not None and _class_of_def(p) is cls]  # type: ignore[attr-defined]
+        elif not isinstance(func, cst.Name) or not self._calls_module_def(call, path):
             return _NOTHING  # another module's helper: its loaders are no sites of this module
-        defs = [d for d, p in self.recorded.functions.get(func.value, []) if len(p) == 1]
+        else:
+            defs = [d for d, p in self.recorded.functions.get(func.value, []) if len(p) == 1]
         if len(defs) != 1:
             return _NOTHING
         returns = self.recorded.returns.get(id(defs[0]), [])
@@ -386,6 +391,10 @@ class LoaderSourceResolver:
 
     def _unique_module_def(self, name: str) -> bool:
         return sum(1 for _, path in self.recorded.functions.get(name, []) if len(path) == 1) == 1
+
+
+def _on_self(func: cst.BaseExpression) -> bool:
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
 
 
 def _reads_before_rebinding(values: Optional[List[Optional[cst.BaseExpression]]], path: Path, loops: Tuple[cst.CSTNode, ...]) -> bool:

@@ -50,7 +50,8 @@ def iterated_every_epoch(
     if not callers:
         return False
     for caller_path, site in callers:
-        if caller_path == path or site.star or site.dstar or (site.in_loop and unless_name is not None):
+        # `**config` in the call does not change which loader the helper returns
+        if caller_path == path or site.star or (site.in_loop and unless_name is not None):
             continue
         text = index.text(caller_path)
         if unless_text is not None and (text is None or _mentions(index, caller_path, text, unless_text)):

@@ -25,7 +25,8 @@ from ...analysis.walk import exclusive_branches
 from ...context import FileContext
 from ...project.autograd_values import KEEPS_GRAPH, LOSS_CLASS, is_loss_function
 from ...project.kinds import GraphTensor
-from .classifiers import is_backward_call
+from .backward_helpers import BACKPROPAGATES, handed_to_backward
+from .classifiers import is_backward_call, last_name
 from .loops import walk
 from .loss_parts import ARITHMETIC_ASSIGN, on_itself, part_of_backpropagated, summand_of_backpropagated
 from .no_grad import under_no_grad
@@ -138,16 +139,21 @@ class GraphValues:
         return True
 
     def _backpropagated(self) -> frozenset:
-        """Names the loop body calls ``.backward()`` on (``loss.backward()``)."""
+        """Names the loop body backpropagates: ``loss.backward()``, and the loss handed to a
+        helper that does (``accelerator.backward(loss)``, ``self.manual_backward(loss)``,
+        ``scaler.scale(loss).backward()``)."""
         if self._backward_names is None:
             names = set()
 
             def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
                 if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
                     return False
-                if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
-                    if isinstance(node.func.value, cst.Name):
-                        names.add(node.func.value.value)
+                name = backpropagated_name(node) if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and node.func.attr.value in _BACKWARDS else None
+                if name is not None:
+                    names.add(name)
+                elif type(node) is cst.Call and _may_be_helper(node):  # `self.backward(loss)` of a project helper
+                    statement = self.loop_ancestors[1] if len(self.loop_ancestors) > 1 else self.loop
+                    names.update(handed_to_backward(self.context, node, statement))
                 return True
 
             walk(self.loop.body, enter)
@@ -194,6 +200,36 @@ class GraphValues:
             walk(self.loop.body, enter)
             self._bindings = found
         return self._bindings
+
+
+_BACKWARDS = frozenset({"backward", "manual_backward"})
+_BUILTINS = frozenset({"print", "len", "float", "int", "str", "isinstance", "range", "enumerate", "zip", "list", "dict", "tuple", "min", "max", "sum", "abs"})
+
+
+def _may_be_helper(call: cst.Call) -> bool:
+    """A call that hands a name on to code that may be the project's (not a builtin)."""
+    if not any(isinstance(a.value, cst.Name) and a.keyword is None for a in call.args):
+        return False
+    return not (isinstance(call.func, cst.Name) and call.func.value in _BUILTINS)
+
+
+def backpropagated_name(call: cst.Call) -> Optional[str]:
+    """The name a backward call backpropagates: ``loss.backward()``,
+    ``accelerator.backward(loss)``, ``self.manual_backward(loss)``,
+    ``scaler.scale(loss).backward()``; None for anything else."""
+    func = call.func
+    assert isinstance(func, cst.Attribute)
+    receiver = func.value
+    if func.attr.value == "backward" and isinstance(receiver, cst.Name) and not BACKPROPAGATES.search(receiver.value):
+        return receiver.value if receiver.value != "self" else None  # `self.backward(loss)`: a method
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    if func.attr.value == "manual_backward" or (BACKPROPAGATES.search(last_name(receiver) or "") and func.attr.value == "backward"):
+        return first.value if isinstance(first, cst.Name) else None
+    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale":
+        scaled = receiver.args[0].value if len(receiver.args) == 1 else None
+        if "scaler" in (last_name(receiver.func.value) or "").lower() and isinstance(scaled, cst.Name):
+            return scaled.value
+    return None
 
 
 def _one_per_branch(bindings: Sequence[Tuple[Optional[cst.BaseExpression], Path]]) -> bool:

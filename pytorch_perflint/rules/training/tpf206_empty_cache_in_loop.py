@@ -18,6 +18,7 @@ from ...facts.training.classifiers import last_name
 from ...facts.training.guards import guarded_between
 from ...facts.training.loops import step_loop_around
 from ...facts.training.inference_loops import evaluation_loop_around
+from ...facts.training.inherited_steps import inherited_step
 from ...facts.training.cache_calls import answer_loop_question, could_empty_in_loops, loop_calls, loop_question, objects_asked
 from ...facts.training.test_code import in_test_code
 
@@ -72,7 +73,15 @@ class EmptyCacheInLoop(Rule):
     module's `forward` reached through `self.model(x)`), is reported at that call; so is a
     generator method walked by an inner loop (`for wave in self.voice.speak(seg):`), which
     runs to its end once per iteration of the loop around it. Calls of objects are followed
-    in projects of at most 400 modules (as callers are scanned).
+    in projects of at most 400 modules (as callers are scanned). A project pipeline loaded
+    the library's way (`Pipe.from_pretrained(path).to(device)` of a diffusers pipeline
+    subclass) is an object of its class, and a `__call__` that denoises copies of its one
+    input (a test-time ensemble), steps through the scheduler's timesteps or decodes what
+    it computed in chunks (`range(0, latents.shape[0], 8)`) is one item's inference.
+    A step method of a trainer subclass (`_train_step(self, batch)`, which backpropagates)
+    that empties the cache on every call is reported at its `empty_cache()` when a project
+    base class calls `self._train_step(batch)` on every iteration of its own loop: the
+    base's call runs every override, most of which do not empty the cache.
 
     Where the finding is: RULES.md anchors TPF206 at the `empty_cache()` call, and that is
     the finding's line whenever the call stands in the loop (or in its `finally:`). When
@@ -333,6 +342,9 @@ class EmptyCacheInLoop(Rule):
             return
         found = self._loop(ancestors, node)
         if found is None:
+            # A step method whose loop is in a project base class (`_train_step` of a trainer).
+            if template is self.message and inherited_step(self.context, ancestors):
+                self.report(node, message=template.format(what=what, kind="an inherited training"))
             return
         index, kind = found
         loop = ancestors[index]
