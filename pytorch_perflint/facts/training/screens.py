@@ -34,7 +34,6 @@ Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 
 _NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
 
-
 # The text screen's words: one ``in`` each, and a regex only where one is there (a pattern
 # that starts with ``\w`` or ``\b`` is tried at every position of every file).
 _OPTIMIZE_CALL = re.compile(r"\.optimi[sz]e(?:_\w*)?\(")
