@@ -16,7 +16,6 @@ from ...project.kinds import Array, TensorType
 from ...project.values import engine_for
 from ...facts.tensors.screens import CopyQuestion, answer_copy_question, copy_question, names_a_constructor
 from ...facts.tensors.screens import numpy_copy_candidates, numpy_copy_candidates_without
-from ...facts.tensors.array_screen import some_argument_is_array
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex
@@ -135,10 +134,7 @@ class TensorCopyFromNumpy(Rule):
         (``to_dtype(x)`` in torch's lowering) are no longer taken for array sources, and
         parameters only where the engine reads them from their callers."""
         # Parameters count only where the engine reads them from their callers.
-        engine = engine_for(project)
-        calls = numpy_copy_candidates_without(tree, _never_array(path, project), engine.reads_parameters())
-        # Then the rule's own question of each call left: is its argument an array?
-        return bool(calls) and some_argument_is_array(engine, path, tree, calls)
+        return bool(numpy_copy_candidates_without(tree, _never_array(path, project), engine_for(project).reads_parameters()))
 
     @classmethod
     def project_question(cls, tree: ast.Module) -> CopyQuestion:
@@ -148,9 +144,8 @@ class TensorCopyFromNumpy(Rule):
     @classmethod
     def could_fire_answering(cls, question: CopyQuestion, path: str, project: "ProjectIndex") -> Optional[bool]:
         """``could_fire_project`` from the question, without the tree unless the project's
-        names disagree; a file that passes is asked with the tree (``some_argument_is_array``)."""
-        answer = answer_copy_question(question, _never_array(path, project), engine_for(project).reads_parameters())
-        return None if answer else answer
+        names disagree."""
+        return answer_copy_question(question, _never_array(path, project), engine_for(project).reads_parameters())
 
     @classmethod
     def candidates_tree(cls, tree: ast.Module) -> Sequence[ast.AST]:
