@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import inspect
 import os
 import re
 import traceback
@@ -198,7 +199,8 @@ def _traverse(context: FileContext, rules: Sequence[Rule]) -> None:
     visits: Dict[str, List[Callable[[cst.CSTNode], object]]] = {}
     leaves: Dict[str, List[Callable[[cst.CSTNode], object]]] = {}
     for rule in rules:
-        for name, method in rule.get_visitors().items():
+        for name in _visitor_names(type(rule)):
+            method = getattr(rule, name)
             kind, _, node_type = name.partition("_")
             if "_" in node_type:
                 raise TypeError(f"{type(rule).__name__}.{name}: attribute hooks are not supported")
@@ -224,6 +226,18 @@ def _traverse(context: FileContext, rules: Sequence[Rule]) -> None:
         children = child_nodes(node)
         children.reverse()
         extend(children)
+
+
+@functools.lru_cache(maxsize=None)
+def _visitor_names(rule: Type[Rule]) -> Tuple[str, ...]:
+    """The ``visit_*``/``leave_*`` methods a rule class defines, less LibCST's empty stubs:
+    the names ``get_visitors`` gives, worked out once per class (it evaluates every
+    attribute of the instance, once per rule and file)."""
+    return tuple(
+        name
+        for name, function in inspect.getmembers(rule, inspect.isfunction)
+        if name.startswith(("visit_", "leave_")) and not getattr(function, "_is_no_op", False)
+    )
 
 
 def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors: List[str]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Callable, Dict, Iterator, Optional, Tuple, Union
 
 from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
 from .callsites import call_sites, method_call_sites
@@ -91,13 +91,15 @@ class Details:
 
         return self._detail(path, "uses", compute)
 
-    def star_uses(self, name: str, skip: str) -> Tuple[Tuple[str, CallSite], ...]:
+    def star_uses(self, name: str, skip: str, only: Optional[Callable[[str], bool]] = None) -> Tuple[Tuple[str, CallSite], ...]:
         """Uses of ``name`` (bare, or the head of a chain) in the modules with a star import,
         which may bind it unseen (``from test import *`` then ``lfw_test(model)``: ``uses``
-        looks only for the names a module binds itself); ``skip``: the defining module."""
+        looks only for the names a module binds itself); ``skip``: the defining module.
+        ``only``: the modules the caller keeps, asked before a module's text is read."""
         out = []
+        self.note_read(TEXTS_NAMING + name)  # type: ignore[attr-defined]  # (as text_naming notes it)
         for path in sorted(self.import_graph()):  # type: ignore[attr-defined]
-            if path == skip:
+            if path == skip or (only is not None and not only(path)):
                 continue
             # The texts that spell the name, noted with the word: an edit elsewhere (a comment
             # in a module every other imports) leaves the answer valid.

@@ -306,7 +306,9 @@ class ProjectIndex(Details):
         """The project module files ``path`` imports, at any scope (``from pkg import mod``
         counts ``pkg/mod.py`` as well as ``pkg/__init__.py``)."""
         path = os.path.abspath(path)
-        return self._edges(path, self.summary(path))
+        summary = self.summary(path)  # (first: a summary that changes the edges drops the graph)
+        graph = self._graph
+        return graph[path] if graph is not None and path in graph else self._edges(path, summary)
 
     def _edges(self, path: str, summary: ModuleSummary) -> FrozenSet[str]:
         """``imported_modules`` of ``path`` when its summary is ``summary``."""

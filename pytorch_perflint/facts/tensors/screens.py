@@ -6,10 +6,12 @@ from __future__ import annotations
 import ast
 import re
 import unicodedata
-from typing import Callable, Container, List, Optional, Sequence, Set, Tuple, Union
+from dataclasses import dataclass
+from typing import Callable, Container, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 from ...analysis.ast_index import TreeIndex, enclosing_functions, per_tree, tree_index, walk_ast
 from ...project.numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
+from .asked_roots import EACH, AskedRoots  # noqa: F401  (EACH: the rule asks with it)
 
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 
@@ -143,7 +145,6 @@ class _Each(ast.expr):
 
 
 _WALKERS = frozenset({"enumerate", "zip", "iter", "reversed", "tqdm"})
-EACH = "[*]"  # a project name asked with this suffix: could walking what it returns give arrays?
 
 
 def _could_be_item(node: ast.AST, roots: Container[str], names: Container[str]) -> bool:
@@ -266,7 +267,7 @@ def numpy_copy_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
     if any(isinstance(call.args[0], ast.Name) for call in candidates):
         sources += [node for node in _comprehension_bindings(tree) if _could_be_array(node.value, roots, _EVERY_NAME)]
     sources += [node for node in _append_bindings(index) if _could_be_array(node.value, roots, _EVERY_NAME)]
-    return _visible_arrays(tree, index, candidates, sources, roots)
+    return _visible_arrays(tree, index, _layout(tree, index, candidates, sources), roots)
 
 
 def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str], bool], parameters: bool = True) -> Tuple[ast.Call, ...]:
@@ -274,12 +275,23 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
     functions whose returns are not all arrays, said by the index) no longer count as
     roots of an array. Only the roots of what the candidates read are asked about: the
     assignments of the names in their arguments, of the names those read, and so on."""
-    candidates = numpy_copy_candidates(tree)
-    if not candidates:
+    layout = _asked_layout(tree)
+    if layout is None:
         return ()
     index = tree_index(tree)
     array_roots = _array_roots(index)
-    roots = _AskedRoots(array_roots, _project_roots(index) - array_roots, never_array)
+    roots = AskedRoots(array_roots, _project_roots(index) - array_roots, never_array)
+    return _visible_arrays(tree, index, layout, roots, parameters)
+
+
+@per_tree  # asked four times of one tree by ``copy_question``: what does not depend on the roots
+def _asked_layout(tree: ast.Module) -> Optional["_Layout"]:
+    """The candidates, the assignments their arguments may read (following names), and
+    the scopes of both, for ``numpy_copy_candidates_without``; None without candidates."""
+    candidates = numpy_copy_candidates(tree)
+    if not candidates:
+        return None
+    index = tree_index(tree)
     assignments = list(index.assignments) + _append_bindings(index)
     if any(isinstance(call.args[0], ast.Name) for call in candidates):
         assignments += _comprehension_bindings(tree)
@@ -301,7 +313,7 @@ def numpy_copy_candidates_without(tree: ast.Module, never_array: Callable[[str],
                 relevant.add(id(node))
                 pending.extend(n.id for n in walk_ast(node.value) if isinstance(n, ast.Name))
     sources = [node for node in assignments if id(node) in relevant]
-    return _visible_arrays(tree, index, list(candidates), sources, roots, parameters)
+    return _layout(tree, index, list(candidates), sources)
 
 
 # (fires with every project name taken for an array source: with parameters, without;
@@ -343,64 +355,24 @@ def answer_copy_question(question: CopyQuestion, never_array: Callable[[str], bo
     return True if answers == {False} else None
 
 
-class _AskedRoots:
-    """The roots of an array: the array modules' names, and the project's names that
-    ``never_array`` does not rule out (asked once per name, when first met)."""
+@dataclass(frozen=True)
+class _Layout:
+    """Candidate calls and the assignments that may bind what they read, with the scopes
+    (functions around, by id) of each: what ``_visible_arrays`` needs besides the roots."""
 
-    def __init__(self, arrays: Set[str], project: Set[str], never_array: Callable[[str], bool]) -> None:
-        self.arrays, self.project, self.never_array = arrays, project, never_array
-        self.answers: dict = {}
-
-    def __contains__(self, name: object) -> bool:
-        if name in self.arrays:
-            return True
-        if name not in self.project:
-            return False
-        if name not in self.answers:
-            self.answers[name] = not self.never_array(name)  # type: ignore[arg-type]
-        return self.answers[name]
-
-    def each(self, name: str) -> bool:
-        """Walking what project name ``name`` gives could give arrays (asked as ``name +
-        EACH``: a generator's yields, a returned list's items)."""
-        if name in self.arrays:
-            return True
-        if name not in self.project:
-            return False
-        key = name + EACH
-        if key not in self.answers:
-            self.answers[key] = not self.never_array(key)
-        return self.answers[key]
-
-    def unpacked(self) -> "_UnpackedRoots":
-        return _UnpackedRoots(self)
+    candidates: Sequence[ast.Call]
+    sources: Sequence[Assignment]
+    opened: FrozenSet[str]
+    source_scopes: Sequence[Tuple[int, ...]]
+    call_functions: Sequence[Tuple[ast.AST, ...]]
+    call_scopes: Sequence[Tuple[int, ...]]
 
 
-class _UnpackedRoots:
-    """``_AskedRoots`` for a value unpacked into names (``feats, names = load(p)``): a project
-    name counts when what it gives may hold an array anywhere (asked as walking it is)."""
-
-    def __init__(self, roots: _AskedRoots) -> None:
-        self.roots = roots
-
-    def __contains__(self, name: object) -> bool:
-        return self.roots.each(name)  # type: ignore[arg-type]
-
-
-def _visible_arrays(
-    tree: ast.Module,
-    index: TreeIndex,
-    candidates: Sequence[ast.Call],
-    sources: Sequence[Assignment],
-    roots: Container[str],
-    parameters: bool = True,
-) -> Tuple[ast.Call, ...]:
-    """The candidates whose argument could be an array, given the assignments in scopes
-    they can see."""
+def _layout(tree: ast.Module, index: TreeIndex, candidates: Sequence[ast.Call], sources: Sequence[Assignment]) -> _Layout:
     # `with h5py.File(p) as f` (any call, h5py may be aliased), `with np.load(p) as d` (a call
     # rooted in an array module: a project object's `__enter__` is not read here)
     arrays = _array_roots(index)
-    opened: Set[str] = _opened_files(tree, None if _imports_h5py(index) else (lambda call: _could_be_array(call, arrays, ())))
+    opened = frozenset(_opened_files(tree, None if _imports_h5py(index) else (lambda call: _could_be_array(call, arrays, ()))))
     # A name the analysis reads at a call is bound in the call's scope chain (a function
     # sees its enclosing functions' names and the module's). An assignment in a function
     # around which the call is not cannot bind it, unless the name is declared ``global``
@@ -409,7 +381,14 @@ def _visible_arrays(
     source_scopes = [tuple(map(id, around)) for around in enclosing_functions(index.functions, sources)]
     call_functions = enclosing_functions(index.functions, candidates)
     call_scopes = [tuple(map(id, around)) for around in call_functions]
-    passed = {tuple(map(id, around)): _passed_parameters(tree, around) if parameters else set() for around in call_functions}
+    return _Layout(candidates, sources, opened, source_scopes, call_functions, call_scopes)
+
+
+def _visible_arrays(tree: ast.Module, index: TreeIndex, layout: _Layout, roots: Container[str], parameters: bool = True) -> Tuple[ast.Call, ...]:
+    """The candidates whose argument could be an array, given the assignments in scopes
+    they can see."""
+    candidates, sources, source_scopes, call_scopes = layout.candidates, layout.sources, layout.source_scopes, layout.call_scopes
+    passed = {tuple(map(id, around)): _passed_parameters(tree, around) if parameters else set() for around in layout.call_functions}
     declared = index.declared
     found: List[ast.Call] = []
     for scope in sorted(set(call_scopes)):
@@ -419,7 +398,7 @@ def _visible_arrays(
             for node, around in zip(sources, source_scopes)
             if isinstance(node, ast.NamedExpr) or all(key in seen for key in around) or (declared and _targets(node) & declared)
         ]
-        names = _array_names(visible, roots, set(opened) | passed[scope])
+        names = _array_names(visible, roots, set(layout.opened) | passed[scope])
         found.extend(c for c, where in zip(candidates, call_scopes) if where == scope and _could_be_array(c.args[0], roots, names))
     order = {id(c): i for i, c in enumerate(candidates)}
     return tuple(sorted(found, key=lambda c: order[id(c)]))
@@ -481,10 +460,10 @@ def _array_names(sources: Sequence[Assignment], roots: Container[str], names: Se
         changed = False
         for node in sources:
             unpacking = isinstance(node, ast.Assign) and any(type(t) in (ast.Tuple, ast.List) for t in node.targets)
-            asked = roots.unpacked() if unpacking and type(roots) is _AskedRoots else roots
+            asked = roots.unpacked() if unpacking and type(roots) is AskedRoots else roots
             suffix = ""
             if not _could_bind_array(node.value, asked, names):  # type: ignore[arg-type]
-                arrays = roots.arrays if type(roots) is _AskedRoots else roots  # items rooted in an array module
+                arrays = roots.arrays if type(roots) is AskedRoots else roots  # items rooted in an array module
                 if unpacking or not _could_hold_arrays(node.value, arrays, names):  # type: ignore[arg-type]
                     continue
                 suffix = "[]"  # `store = {"x": np.zeros(n)}`: `store["x"]` may be an array

@@ -183,7 +183,7 @@ def _possible_sites(index: ProjectIndex, definition: Definition) -> Iterator[Tup
                 if name in site.callee.split("."):
                     yield path, site
     # Uses a star import may bind (``from helpers import *``), in modules that switch modes.
-    yield from ((path, site) for path, site in index.star_uses(name, definition.path) if name in _mode_words(index, path))
+    yield from index.star_uses(name, definition.path, only=lambda path: name in _mode_words(index, path))
 
 
 def _mode_words(index: ProjectIndex, path: str) -> FrozenSet[str]:

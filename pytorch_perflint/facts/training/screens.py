@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 import string
 from typing import Callable, FrozenSet, Iterator, Optional, Set, Tuple, Union
@@ -33,7 +34,6 @@ Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 
 
 _NO_GRAD_WORDS = re.compile(r"no_?grad|inference_mode", re.IGNORECASE)
-
 
 # The text screen's words: one ``in`` each, and a regex only where one is there (a pattern
 # that starts with ``\w`` or ``\b`` is tried at every position of every file).
@@ -76,6 +76,7 @@ def _update_receivers(source: str) -> Set[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)  # TPF202's and TPF205's text screens of one file
 def could_train_text(source: str) -> bool:
     """The text screen of the rules that need a training loop (TPF202, TPF205): a loop
     that trains, or a call of what may be a step function of another module:
@@ -329,12 +330,12 @@ def _is_training_call(node: ast.AST, tree: ast.Module) -> bool:
     return is_optimizer_name(name)
 
 
+@per_tree  # asked by several rules' screens and questions of one file
 def could_have_training_loop(tree: ast.Module) -> bool:
-    """The rough shape of ``training.training_facts``' training loops: the file calls
-    backward or an optimizer's ``.step()`` somewhere, and some loop calls one itself or calls a function
-    (or method) defined in this file, which may be a training-step helper. A file that
-    only calls a function named like a step (``ppo_step(...)``, of another module, from a
-    helper here) passes too: the helper may be a step function through it."""
+    """The rough shape of ``training.training_facts``' training loops: the file calls backward
+    or an optimizer's ``.step()``, and some loop calls one or a function (or method) defined
+    here, which may be a training-step helper. A file that only calls a function named like a
+    step (``ppo_step(...)`` of another module, from a helper here) passes too."""
     if not calls_training_step(tree) and not _calls_step_by_name(tree):
         return False
     index = tree_index(tree)
@@ -349,6 +350,7 @@ def could_have_training_loop(tree: ast.Module) -> bool:
     return False
 
 
+@per_tree  # asked by several rules' screens and questions of one file
 def calls_training_step(tree: ast.Module) -> bool:
     """Some call to backward, or a ``.step()`` that could be an optimizer's, in the code."""
     return any(_is_training_call(call, tree) for call in tree_index(tree).calls)
@@ -359,12 +361,14 @@ _STEP_WORDS = re.compile(r"(?:^|_|train)step(?:$|_)|^update$|^learn$|^optimi[sz]
 _CONTAINERS = re.compile(r"(?:Set|Dict|Counter|Map|List|Cache|Queue|Stack|Tuple)$")
 
 
+@per_tree  # asked by several rules' screens and questions of one file
 def _calls_step_by_name(tree: ast.Module) -> bool:
     """Some call, anywhere, of a function named like a training step (``a2c_step(...)``,
     ``step(...)``, ``update(...)``)."""
     return any(isinstance(call.func, ast.Name) and _STEP_WORDS.search(call.func.id) for call in tree_index(tree).calls)
 
 
+@per_tree  # asked by several rules' screens and questions of one file
 def loop_calls_step_by_name(tree: ast.Module) -> bool:
     """Some loop calls a function named like a training step (``train_step(...)``), or such
     a method of an object built here from a class (``agent.update(...)`` with ``agent =

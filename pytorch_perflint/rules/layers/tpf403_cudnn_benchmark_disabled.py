@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from ...analysis.ast_index import tree_index
+from ...analysis.ast_index import per_tree, tree_index
 from ...analysis.scope import ScopeNode, dotted_name
 from ...analysis.values import literal_value
 from ...analysis.walk import descendants
@@ -83,6 +83,7 @@ def _class_like(func: ast.AST) -> Optional[str]:
     return spelled if spelled is not None and spelled.rpartition(".")[2][:1].isupper() else None
 
 
+@per_tree  # the screen and the question both ask
 def _hands_to_an_object(tree: ast.Module) -> FrozenSet[str]:
     """The screen of ``_handed_to_trainers``: the classes (as spelled) of objects made with
     a name that then have a method called (``Trainer(model).fit()``, or ``t.fit()`` with
