@@ -256,12 +256,10 @@ def _keeps_array(index: Form, evaluate: Evaluate) -> bool:
 def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
     """``arr / 255.0``: an array with a number or another array; numbers stay numbers; a
     path joined to a text ending keeps that ending; a loss with a number or a tensor keeps its graph.
-    ``op`` ending in ``=`` is in place (``poss *= mask``): an ndarray stays itself whatever the
-    other operand (NumPy raises rather than give another type)."""
-    if op.endswith("="):
-        if type(left) is Array:
-            return left
-        op = op[:-1]
+    ``op`` ending in ``=`` is in place (``poss *= mask``) and reads as the operator: with an
+    unknown operand the result is unknown (``arr += series`` binds a pandas Series: NumPy
+    defers to the operand's reflected operator)."""
+    op = op[:-1] if op.endswith("=") else op
     graph = autograd.arithmetic(op, left, right)
     if graph is not None:
         return graph
