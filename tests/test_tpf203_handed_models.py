@@ -3,7 +3,8 @@ whose body calls that parameter (``embed_one(net, x)`` running ``model(x)``). Wh
 parameter holds needs no callers: the caller's ``.eval()`` says it is a model (the
 helper's other callers may pass anything). Look-alikes: a helper that runs it under
 ``no_grad`` or is decorated so, one that trains, one that calls another parameter, one
-that rebinds the name or puts it back in training mode."""
+that rebinds the name or puts it back in training mode, one that runs it with grad only
+under ``if model.training:`` (the model in eval mode takes the no-grad arm)."""
 
 from __future__ import annotations
 
@@ -44,13 +45,19 @@ _HELPERS = """
     def embed_trained(model, x):
         model.train()
         return model(x.cuda())
+
+    def embed_by_mode(model, x):
+        if model.training:
+            return model(x.cuda())
+        with torch.no_grad():
+            return model(x.cuda())
 """
 
 PROJECT = {
     "feats/__init__.py": "",
     "feats/helpers.py": _HELPERS,
     "evaluate.py": """
-        from feats.helpers import embed_one, embed_forward, embed_quiet, embed_decorated, tune_one, embed_by, embed_swapped, embed_trained
+        from feats.helpers import embed_one, embed_forward, embed_quiet, embed_decorated, tune_one, embed_by, embed_swapped, embed_trained, embed_by_mode
 
         def gather(net, loader):
             net.eval()
@@ -79,6 +86,7 @@ PROJECT = {
                 out.append(embed_by(net, x, other))
                 out.append(embed_swapped(net, x))
                 out.append(embed_trained(net, x))
+                out.append(embed_by_mode(net, x))
             for x, _ in loader:
                 tune_one(net, x, opt)
             return out

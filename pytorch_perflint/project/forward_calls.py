@@ -336,7 +336,9 @@ def runs_handed_model(engine: ValueEngine, definition: Definition, position: Opt
 
 
 def _rebinds(engine: ValueEngine, definition: Definition, name: str) -> bool:
-    """The function binds ``name`` itself, or switches it to training mode (``name.train()``)."""
+    """The function binds ``name`` itself, switches it to training mode (``name.train()``),
+    or reads its mode (``if name.training:`` a forward with grad, else one under no_grad: the
+    model in eval mode takes the no-grad arm)."""
     function = definition.function
     text = engine.index.text(definition.path)  # type: ignore[union-attr,arg-type]
     node = None if text is None else locate(text, function.line, function.end_line, function.name, False)  # type: ignore[union-attr]
@@ -348,6 +350,8 @@ def _rebinds(engine: ValueEngine, definition: Definition, name: str) -> bool:
         if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) and child.func.attr == "train":
             if dotted(child.func.value) == name:
                 return True
+        if isinstance(child, ast.Attribute) and child.attr == "training" and dotted(child.value) == name:
+            return True
     return False
 
 
