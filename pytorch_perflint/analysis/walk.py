@@ -117,3 +117,15 @@ def exclusive_branches(first: Sequence[cst.CSTNode], second: Sequence[cst.CSTNod
         return any(a is x for x in branches) and any(b is x for x in branches)
     return False
 
+
+def own_returns(node: cst.CSTNode) -> Iterator[cst.Return]:
+    """The ``return`` statements under ``node`` that return from its own function: not
+    those of a nested function, class or lambda."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Return:
+            yield node
+        if type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            stack.extend(child_nodes(node))
+

@@ -10,6 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from ...analysis.calls import argument
+from ...analysis.walk import own_returns
 from ...analysis.scope import Scope, dotted_name
 from ...context import FileContext
 from .loader_args import Path
@@ -350,7 +351,7 @@ def packed_into(context: FileContext, call: cst.Call, ancestors: Path, shuffle: 
     function = _returned_by_any(context, ancestors)
     if function is None or len(context.fact(defs_by_name).get(function.name.value, [])) != 1:
         return None
-    returns = [n for n in _own_returns(function)]
+    returns = list(own_returns(function.body))
     if not returns or any(not isinstance(r.value, cst.Name) or r.value.value != target.value.value for r in returns):
         return None
     knob = _knob(shuffle, [p.name.value for p in function.params.params])
@@ -364,16 +365,6 @@ def _key(subscript: cst.Subscript) -> Optional[str]:
         return None
     index = subscript.slice[0].slice.value
     return index.evaluated_value if isinstance(index, cst.SimpleString) else None  # type: ignore[return-value]
-
-
-def _own_returns(function: cst.FunctionDef):
-    stack: List[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            yield node
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
 
 
 def _knob(shuffle: Optional[cst.Arg], params: List[str]):

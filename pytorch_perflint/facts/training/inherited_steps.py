@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
+from ...analysis.walk import own_returns
 from ...project.bodies import locate
 from .classifiers import is_backward_call
 
@@ -79,19 +80,8 @@ def _before_any_return(function: cst.FunctionDef, statement: cst.CSTNode) -> boo
     for each in body.body:
         if each is statement:
             return True
-        if _returns(each):
+        if any(own_returns(each)):
             return False
-    return False
-
-
-def _returns(node: cst.CSTNode) -> bool:
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            return True
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
     return False
 
 
