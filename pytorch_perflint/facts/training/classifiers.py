@@ -70,6 +70,16 @@ def is_optimizer_step(call: cst.Call, optimizer_names: FrozenSet[str] = frozense
     return is_optimizer_name(name)
 
 
+def builds_from_parameters(call: cst.Call) -> bool:
+    """``optimtype(model.parameters(), lr=lr)``: a call handed a model's ``parameters()``
+    first, which builds an optimizer whatever its name (the class may be a parameter)."""
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star:
+        return False
+    value = first.value
+    return type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute and value.func.attr.value == "parameters"
+
+
 def options_like(name: str) -> bool:
     """``opt``, ``opts``, ``optG``: named like an optimizer and like the command-line options
     (``opt = parser.parse_args()``), which only the value engine tells apart."""

@@ -154,7 +154,7 @@ def _loops_and_defs(tree: ast.Module) -> Tuple[Tuple[Chained, ...], Dict[str, Li
             loops.append((node, chain))
         elif isinstance(node, _DEFS):
             defs.setdefault(node.name, []).append((node, chain))
-        elif type(node) is ast.Assign and type(node.value) is ast.Call and (_last_name(node.value.func) or "")[:1].isupper():
+        elif type(node) is ast.Assign and type(node.value) is ast.Call and ((_last_name(node.value.func) or "")[:1].isupper() or _from_parameters(node.value)):
             optimizers.update(filter(None, map(dotted, node.targets)))
         children = ast_children(node)
         if children:
@@ -176,3 +176,10 @@ def _calls_under(root: ast.AST, chain: List[ast.AST]) -> List[Tuple[ast.Call, Li
             inner = [*ancestors, node]
             todo.extend((child, inner) for child in children)
     return out
+
+
+def _from_parameters(call: ast.Call) -> bool:
+    """``optimtype(model.parameters(), lr=lr)``: ``classifiers.builds_from_parameters``."""
+    first = call.args[0] if call.args else None
+    return type(first) is ast.Call and not first.args and type(first.func) is ast.Attribute and first.func.attr == "parameters"  # type: ignore[union-attr]
+

@@ -59,6 +59,7 @@ from ...context import FileContext
 from .classifiers import (
     BACKWARD_ATTRS,
     FuncKey,
+    builds_from_parameters,
     Loop,
     callee_key,
     is_autograd_grad,
@@ -284,12 +285,13 @@ class TrainingFactsBuilder:
     def on_assign(self, node: cst.Assign, stack: List[cst.CSTNode]) -> None:
         call = node.value
         assert type(call) is cst.Call
-        last = last_name(call.func)
-        if last is None or not last[:1].isupper():
-            return
-        name = self.qualname_at(stack)(call.func)
-        if name is None or not name.startswith("torch.optim.") or "lr_scheduler" in name:
-            return
+        if not builds_from_parameters(call):
+            last = last_name(call.func)
+            if last is None or not last[:1].isupper():
+                return
+            name = self.qualname_at(stack)(call.func)
+            if name is None or not name.startswith("torch.optim.") or "lr_scheduler" in name:
+                return
         for target in node.targets:
             dotted = dotted_name(target.target)
             if dotted is not None:
