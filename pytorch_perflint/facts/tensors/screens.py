@@ -11,7 +11,7 @@ from typing import Callable, Container, FrozenSet, List, Optional, Sequence, Set
 
 from ...analysis.ast_index import TreeIndex, enclosing_functions, per_tree, tree_index, walk_ast
 from ...project.numpy_api import ARRAY_METHODS, TO_NUMPY_METHODS
-from .asked_roots import EACH, AskedRoots  # noqa: F401  (EACH: the rule asks with it)
+from .asked_roots import AskedRoots
 
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
 

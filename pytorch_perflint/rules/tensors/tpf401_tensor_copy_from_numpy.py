@@ -15,7 +15,8 @@ from ...types import Applicability
 from ...project.kinds import Array, TensorType, may_hold_array
 from ...project.records import Record
 from ...project.values import engine_for
-from ...facts.tensors.screens import EACH, CopyQuestion, answer_copy_question, copy_question, names_a_constructor
+from ...facts.tensors.asked_roots import EACH
+from ...facts.tensors.screens import CopyQuestion, answer_copy_question, copy_question, names_a_constructor
 from ...facts.tensors.screens import numpy_copy_candidates, numpy_copy_candidates_without
 
 if TYPE_CHECKING:
