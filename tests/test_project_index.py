@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -489,6 +490,34 @@ def test_nested_recordings_each_see_what_was_read_inside_them(project):
             pass  # nothing read: equal to the outer set so far
         project.summary(root / "helpers.py")
     assert inner == set() and outer == {str(root / "helpers.py")}
+
+
+def test_recordings_on_other_threads_neither_lose_nor_take_reads(project):
+    """The language server lints on several threads over one index: one lint's ``unnoted``
+    block must not hide another's reads (a result cached without a dependency goes stale),
+    and one lint's reads are not another's dependencies."""
+    root = Path(project.root)
+    recording, hidden, read = threading.Event(), threading.Event(), threading.Event()
+    other: set = set()
+
+    def other_lint() -> None:
+        recording.wait(5)
+        with project.recording() as used:
+            with project.unnoted():
+                hidden.set()
+                read.wait(5)
+        other.update(used)
+
+    thread = threading.Thread(target=other_lint)
+    thread.start()
+    with project.recording() as mine:
+        recording.set()
+        hidden.wait(5)  # the other thread is inside its unnoted block now
+        project.summary(root / "helpers.py")
+        read.set()
+    thread.join(5)
+    assert mine == {str(root / "helpers.py")}
+    assert other == set()
 
 
 def test_a_linted_text_equal_to_the_file_keeps_the_import_graph(project):

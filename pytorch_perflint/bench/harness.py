@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .machine import load_average

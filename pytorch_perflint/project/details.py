@@ -6,9 +6,8 @@ from (a mixin of ``ProjectIndex``, which provides ``summary``, ``text`` and the 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple, Union
 
 from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
 from .callsites import call_sites, method_call_sites
@@ -36,16 +35,6 @@ class Details:
         value = compute(summary)
         self._details[(path, what)] = (summary, value)
         return value
-
-    @contextmanager
-    def unnoted(self) -> Iterator[None]:
-        """Reads inside the block are told to no recording: the caller notes itself what its
-        answer depends on (``trainers.project_trains``: the one module that settles it)."""
-        recorders, self._recorders = self._recorders, []  # type: ignore[has-type]
-        try:
-            yield
-        finally:
-            self._recorders = recorders
 
     def function_body(self, definition: Definition) -> Optional[FunctionBody]:
         """What a project function or method returns (read from its own lines on demand)."""

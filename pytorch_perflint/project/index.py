@@ -15,16 +15,17 @@ from __future__ import annotations
 import ast
 import os
 import re
-from contextlib import contextmanager
+import threading
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..config import Settings
 from ..discovery import discover
 from ..tree_files import StatKey, stat_key
 from .accelerator import sharing_modules
 from .details import ALL_TEXTS, TEXTS_NAMING, Details  # noqa: F401 - the recorded marks, exported here
-from .reads import ALL_FILES
+from .reads import ALL_FILES, TEXT_OF  # noqa: F401 - exported here
+from .recordings import Recordings
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
 from .sources import MAX_BYTES, WordReads, collector_paused, read_source
@@ -33,8 +34,6 @@ from .summary import Evidence, ImportRecord, ModuleSummary, failed
 
 _NN_MODULE = re.compile(r"^torch\.nn\.(?!(?:Parameter|UninitializedParameter|Buffer)$)[A-Z]\w*$")
 _LIGHTNING = frozenset({"pytorch_lightning.LightningModule", "lightning.LightningModule", "lightning.pytorch.LightningModule"})
-# Prefix of a recorded path whose text (not only its summary) an answer read.
-TEXT_OF = "<text>"
 __all__ = ["ALL_FILES", "ALL_TEXTS", "MAX_BYTES", "TEXTS_NAMING", "TEXT_OF", "ProjectIndex", "collector_paused", "read_source", "stat_key", "StatKey"]
 
 
@@ -44,7 +43,7 @@ def _project_imports(summary: ModuleSummary) -> Tuple[ImportRecord, ...]:
     return tuple(r for r in summary.imports if r.level or r.module.split(".")[0] not in EXTERNAL_PACKAGES)
 
 
-class ProjectIndex(Details):
+class ProjectIndex(Recordings, Details):
     """Facts about the Python modules under one project root.
 
     ``files``: the project's files when the caller already knows them (tests, a runner that
@@ -74,7 +73,7 @@ class ProjectIndex(Details):
         self._graph: Optional[Dict[str, FrozenSet[str]]] = None
         self._sharing: Optional[FrozenSet[str]] = None
         self.resolution = Resolution(self)
-        self._recorders: List[Set[str]] = []
+        self._local = threading.local()  # this thread's recordings (``Recordings``)
         # path -> (length, hash) of the text an on-disk summary was built from, so that a
         # linted file whose text is that one reuses it (hashes stay within one process
         # and the workers forked from it).
@@ -118,41 +117,6 @@ class ProjectIndex(Details):
 
     def module_name(self, path: Union[str, Path]) -> Optional[str]:
         return self.modules.name_of(os.path.abspath(path))
-
-    # -- what an answer depended on -----------------------------------------------------------
-    @contextmanager
-    def recording(self) -> Iterator[Set[str]]:
-        """Collect the modules whose summary or text the answers given inside the block read
-        (``ALL_FILES`` when one needed the whole import graph): what a cached lint result of
-        one file depends on besides the file itself."""
-        used: Set[str] = set()
-        self._recorders.append(used)
-        try:
-            yield used
-        finally:
-            # By identity: two recordings may hold equal sets (nested ones, say).
-            self._recorders = [r for r in self._recorders if r is not used]
-
-    def note_read(self, what: str) -> None:
-        """Tell the active recordings that an answer read ``what`` (a path, or ``ALL_FILES``)."""
-        for used in self._recorders:
-            used.add(what)
-
-    def note_text(self, path: str) -> None:
-        """An answer read the module's text, not only its summary (``TEXT_OF`` + path)."""
-        if self._recorders:
-            self.note_read(TEXT_OF + path)
-
-    @contextmanager
-    def _graph_reads(self) -> Iterator[None]:
-        """Reads that build the import graph are one dependency, ``ALL_FILES`` (the graph's
-        own content, see ``graph_state``), not one on every module's summary."""
-        self.note_read(ALL_FILES)
-        recorders, self._recorders = self._recorders, []
-        try:
-            yield
-        finally:
-            self._recorders = recorders
 
     # -- summaries ---------------------------------------------------------------------------
     def summary(self, path: Union[str, Path], source: Optional[str] = None, tree: Optional[ast.Module] = None) -> ModuleSummary:

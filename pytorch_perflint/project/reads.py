@@ -10,6 +10,8 @@ ALL_FILES = "<every project file>"
 # Prefix of a recorded word: the answer read the text of every module that spells it
 # (``ProjectIndex.text_naming``), and would change only when one more or one less does.
 TEXTS_NAMING = "<texts naming>"
+# Prefix of a recorded path whose text (not only its summary) an answer read.
+TEXT_OF = "<text>"
 
 
 def spells(index, path: str, word: str):

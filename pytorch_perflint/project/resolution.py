@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set
 
 from ..analysis.names import canonical
 from .definition import Definition  # noqa: F401 - imported from here across the project
-from .forms import Form, Ref
+from .forms import Ref
 from .reads import ALL_FILES
 from .registry_callers import registry_calls
 from .root import STDLIB_MODULES, Target
-from .summary import CallSite, ImportRecord, ModuleSummary
+from .summary import ImportRecord, ModuleSummary
 from .caller_arguments import CallerArguments, Site
 
 _BUILDS_ITSELF = re.compile(r"\bcls\s*\(|__class__\s*\(|\btype\(\s*self\s*\)\s*\(")
