@@ -32,7 +32,7 @@ from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, ArrayArchive, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, ArrayArchive, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, Number, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .module_values import ModuleValues
 from .statements import alias_target
 from ..analysis.names import canonical
@@ -248,6 +248,8 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             found = self._loader_call(func, form, where, depth)
             if found is not None:
                 return found
+            if func.name == "len" and func.qualname is None and len(form.args) == 1 and not (form.kwargs or form.star) and self._free(where, "len"):
+                return Number()  # `w / w.sum() * len(counts)`: a number in arithmetic
             if func.qualname == "importlib.import_module":
                 return choices.import_module(self, form, where)
             qualname = func.qualname  # a star import's library name was qualified above
