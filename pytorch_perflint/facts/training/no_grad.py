@@ -17,6 +17,7 @@ from .classifiers import (
     BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr,
     is_optimizer_step, last_name, method_name, options_like,
 )
+from .closures import closure_callees, lambda_binding
 from .eval_callers import callers_all_no_grad, callers_evaluate
 from .eval_helpers import helper_forward
 from .eval_names import MODEL_PARAM, FRAMEWORK_HOOKS, GRAD_ATTRS, called_in_text, is_eval_function_name, needs_grad_name
@@ -110,6 +111,7 @@ class _EFrame:
     grad_off: bool = False  # a bare ``torch.set_grad_enabled(False)`` ran earlier in it
     # The conditional branch the last mode call of each model stood in (None: unconditional).
     branch: Dict[str, Optional[cst.CSTNode]] = field(default_factory=dict)
+    closures: Dict[str, object] = field(default_factory=dict)  # nested defs and lambdas bound here (None: bound twice)
 
 
 @dataclass
@@ -205,6 +207,8 @@ class _EvalWalk:
             self.layers[node.name.value] = _layers(node, self.qualname_at(stack))
         elif type(node) is cst.FunctionDef:
             name = node.name.value
+            if frame.node is not None:  # a closure of the function being walked
+                frame.closures[name] = None if name in frame.closures else node
             eval_named = is_eval_function_name(name, called_in_text(name, self.context.source)) and not _runs_backward(node)
             owner = self.classes[-1] if len(stack) >= 2 and type(stack[-2]) is cst.ClassDef else frame.class_name
             address: object = False
@@ -219,6 +223,8 @@ class _EvalWalk:
                 self.no_grad_regions.add(id(node))
         elif type(node) is cst.Lambda:
             return False
+        elif type(node) is cst.Assign and frame.node is not None and (bound := lambda_binding(node)):
+            frame.closures[bound[0]] = None if bound[0] in frame.closures else bound[1]
         elif type(node) is cst.With:
             qualname = self.qualname_at(stack)
             if any(is_no_grad_expr(item.item, qualname) for item in node.items):
@@ -296,6 +302,8 @@ class _EvalWalk:
         )
         if (mode == "eval" or model_like) and not self._foreign(target, stack):
             self.mark("forward")
+        elif mode is None and frame.closures.get(dotted) is not None and self._closure_evaluates(frame.closures[dotted], frame, stack):
+            self.mark("forward")  # `predict(b)`, a closure running a model this function put in eval mode
         elif mode is None and (dotted in frame.models or dotted in frame.layers) and self.context.project is not None:
             for loop in frame.loops:  # a model parameter, or `self` through the class's own layers
                 loop.param_forward.add(dotted if dotted in frame.models else "self")
@@ -309,6 +317,14 @@ class _EvalWalk:
         params = [p.name.value for p in node.params.params] if node is not None else []
         evaluated = [m for m, v in frame.mode.items() if v == "eval" and (frame.branch.get(m) is None or any(n is frame.branch[m] for n in stack))]
         return self.context.project is not None and helper_forward(self.context, call, stack, frame.eval_named, params, evaluated)
+
+    def _closure_evaluates(self, closure, frame: _EFrame, stack: List[cst.CSTNode]) -> bool:
+        """The closure calls a model in eval mode here (not switched on a branch the call is
+        outside of), and needs no gradients."""
+        return any(
+            frame.mode.get(c) == "eval" and (frame.branch.get(c) is None or any(n is frame.branch[c] for n in stack))
+            for c in closure_callees(closure)
+        )
 
     def _options(self, node: Union[cst.Name, cst.Attribute], stack: List[cst.CSTNode]) -> bool:
         """``opt`` (``opt.batchSize``) that the value engine knows is what ``parse_args()``
