@@ -125,6 +125,7 @@ class _ELoop:
     needs_grad: bool = False
     has_yield: bool = False
     param_forward: Set[str] = field(default_factory=set)  # model parameters it calls
+    self_layers: Set[str] = field(default_factory=set)  # the class's own layers it calls (``self.gen``)
     frames: Tuple["_EFrame", ...] = ()  # the functions it stands in, innermost last
 
 
@@ -307,6 +308,7 @@ class _EvalWalk:
         elif mode is None and (dotted in frame.models or dotted in frame.layers) and self.context.project is not None:
             for loop in frame.loops:  # a model parameter, or `self` through the class's own layers
                 loop.param_forward.add(dotted if dotted in frame.models else "self")
+                loop.self_layers.update((dotted,) if dotted not in frame.models else ())
         elif mode is None and not all(loop.forward for loop in frame.loops) and self._through_helper(call, stack, frame):
             self.mark("forward")
 
@@ -360,9 +362,9 @@ class _EvalWalk:
             return False
         if frame.owner is not None and (loop.param_forward != {"self"} or _runs_backward(frame.node)):
             return False  # a method: its own layers, and every caller's receiver in eval mode
-        key = id(frame.node)
+        key = (id(frame.node), frozenset(loop.self_layers))
         if key not in self.by_callers:
-            self.by_callers[key] = callers_evaluate(self.context, frame.node, frame.owner, sorted(loop.param_forward))  # type: ignore[arg-type]
+            self.by_callers[key] = callers_evaluate(self.context, frame.node, frame.owner, sorted(loop.param_forward), frozenset(loop.self_layers))  # type: ignore[arg-type]
         return self.by_callers[key]
 
     def _no_grad_callers(self, frame: _EFrame) -> bool:
@@ -382,7 +384,7 @@ class _EvalWalk:
         return any(covers(off, loop.start, loop.end) and any(f is off.frame for f in frames) for off in self.grad_off)
 
     def results(self) -> Tuple[EvalLoop, ...]:
-        self.by_callers: Dict[int, bool] = {}
+        self.by_callers: Dict[object, bool] = {}
         self.all_no_grad: Dict[int, bool] = {}
         training = self.context.fact(training_facts)  # training through project code too
         candidates = {
