@@ -1,7 +1,8 @@
 """TPF203: a forward reached through a closure the evaluating function defines. After
 ``classifier.eval()``, ``def probabilities(b): return squash(classifier(b))`` or ``rank =
 lambda b: classifier(b).argmax(1)``, a loop calling them runs the model in eval mode
-with autograd on. Look-alikes: a closure that runs backward (a tuning step), a closure
+with autograd on. Look-alikes: a closure that runs backward (a tuning step), one that
+runs the model inside its own ``torch.no_grad()`` or is decorated with it, a closure
 over a model this function never put in eval mode, one bound twice, and the same loop
 inside ``torch.no_grad()``."""
 
@@ -33,6 +34,26 @@ PROJECT = {
             with torch.no_grad():
                 for batch in images:
                     found.append(rank(batch))
+            return found
+
+
+        def guarded_images(images, classifier):
+            classifier.eval()
+
+            def probabilities(batch):
+                with torch.no_grad():
+                    out = classifier(batch)
+                return out.softmax(1)
+
+            @torch.no_grad()
+            def rank(batch):
+                return classifier(batch).argmax(1)
+
+            found = []
+            for batch in images:
+                found.append(probabilities(batch))
+            for batch in images:
+                found.append(rank(batch))
             return found
 
 

@@ -11,6 +11,7 @@ loop is not evaluation: silent).
 from __future__ import annotations
 
 import ast
+import re
 from typing import AbstractSet, FrozenSet, List, Set, Union
 
 import libcst as cst
@@ -22,6 +23,7 @@ from .eval_names import needs_grad_name
 from .loops import walk
 
 Closure = Union[cst.FunctionDef, cst.Lambda]
+_GRAD_SWITCH = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
 
 
 def lambda_binding(node: cst.Assign) -> tuple:
@@ -32,14 +34,19 @@ def lambda_binding(node: cst.Assign) -> tuple:
 
 
 def closure_callees(closure: Closure) -> FrozenSet[str]:
-    """The dotted names the closure calls (``classifier``, ``self.gen``), its nested
-    scopes left out; empty when it needs gradients (a backward, a step, ``.grad``)."""
+    """The dotted names the closure calls (``classifier``, ``self.gen``) with autograd on,
+    its nested scopes and no-grad blocks left out; empty when it needs gradients (a
+    backward, a step, ``.grad``) or a decorator may turn autograd off."""
     called: List[str] = []
     grad: List[bool] = []
+    if type(closure) is cst.FunctionDef and closure.decorators:
+        return frozenset()
 
     def enter(node: cst.CSTNode, stack: List[cst.CSTNode]) -> bool:
         if grad or (stack and type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return False
+        if type(node) is cst.With and any(_GRAD_SWITCH.search(cst.Module([]).code_for_node(item.item)) for item in node.items):
+            return False  # `with torch.no_grad():` inside the closure
         if type(node) is cst.Call:
             name = method_name(node)
             if name in BACKWARD_ATTRS or name == "step":
