@@ -1,9 +1,11 @@
 """TPF203: a method that loops over its class's own layers is evaluation when every caller
 first calls another method of the same object that puts those layers in eval mode and
 trains nothing (``art.restore(path)`` running ``self.gen.eval()``, then ``art.sweep(4)``),
-also on an object that is no ``nn.Module`` (a GAN holding its generator and critic).
+also on an object that is no ``nn.Module`` (a GAN holding its generator and critic), and
+for a layer that is a project ``nn.Module`` class (``self.dec = Decoder(width)``).
 Look-alikes: a ``restore`` that also trains (a backward and a step), one that puts another
-layer in eval mode than the loop calls, and a caller that never calls it."""
+layer in eval mode than the loop calls, a caller that never calls it, and a project object
+that is no ``nn.Module`` (a ``Brush`` with an ``eval()`` of its own)."""
 
 from __future__ import annotations
 
@@ -60,6 +62,46 @@ PROJECT = {
                 return frames
 
 
+        class Decoder(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.body = nn.Linear(width, width)
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        class Brush:
+            def eval(self):
+                self.wet = False
+
+            def __call__(self, x):
+                return x
+
+
+        class Studio:
+            def __init__(self, width):
+                self.dec = Decoder(width)
+                self.brush = Brush()
+
+            def load(self, path):
+                self.dec.load_state_dict(torch.load(path))
+                self.dec.eval()
+                self.brush.eval()
+
+            def render(self, count):
+                frames = []
+                for step in range(count):  #!
+                    frames.append(self.dec(torch.randn(1, 8)))
+                return frames
+
+            def stroke(self, count):
+                frames = []
+                for step in range(count):
+                    frames.append(self.brush(torch.randn(1, 8)))
+                return frames
+
+
         class Inker:
             def __init__(self, width):
                 self.gen = nn.Linear(width, width)
@@ -81,7 +123,7 @@ PROJECT = {
                 return frames
     """,
     "main.py": """
-        from painter import Inker, Painter, Sketcher
+        from painter import Inker, Painter, Sketcher, Studio
 
 
         def demo(path):
@@ -103,6 +145,13 @@ PROJECT = {
             art.trace(4)
             fresh = Inker(8)
             fresh.shade(4)
+
+
+        def demo_studio(path):
+            room = Studio(8)
+            room.load(path)
+            room.render(2)
+            room.stroke(2)
 
 
         if __name__ == "__main__":

@@ -12,6 +12,7 @@ from ...analysis.scope import dotted_name
 from ...analysis.values import literal_value
 from ...context import FileContext
 from ...project.forward_calls import MODEL_NAME
+from ...project.call_values import own_path
 from ...project.kinds import Namespace
 from .classifiers import (
     BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr,
@@ -205,7 +206,7 @@ class _EvalWalk:
         frame = self.frames[-1]
         if type(node) is cst.ClassDef:
             self.classes.append(node.name.value)
-            self.layers[node.name.value] = _layers(node, self.qualname_at(stack))
+            self.layers[node.name.value] = _layers(node, self.qualname_at(stack), self._project_module)
         elif type(node) is cst.FunctionDef:
             name = node.name.value
             if frame.node is not None:  # a closure of the function being walked
@@ -328,6 +329,12 @@ class _EvalWalk:
             for c in closure_callees(closure)
         )
 
+    def _project_module(self, func: cst.BaseExpression) -> bool:
+        """``Generator`` in ``self.G = Generator(c)``: a project class deriving ``nn.Module``."""
+        index, dotted = self.context.project, dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+        found = index.resolve(own_path(self.context), dotted) if index is not None and dotted and dotted[:1].isupper() else None
+        return found is not None and found.kind == "class" and index.is_nn_module(found)  # type: ignore[union-attr]
+
     def _options(self, node: Union[cst.Name, cst.Attribute], stack: List[cst.CSTNode]) -> bool:
         """``opt`` (``opt.batchSize``) that the value engine knows is what ``parse_args()``
         gave: command-line options, not an optimizer. Asked only of the short ``opt`` names."""
@@ -415,9 +422,10 @@ class _EvalWalk:
         return tuple(result)
 
 
-def _layers(node: cst.ClassDef, qualname: Callable[[cst.CSTNode], Optional[str]]) -> FrozenSet[str]:
-    """``self.lstm``... for each ``self.x = nn.Layer(...)`` in the class's ``__init__``:
-    calling one runs a part of the model (``DecoderRNN.sample`` decoding step by step)."""
+def _layers(node: cst.ClassDef, qualname: Callable[[cst.CSTNode], Optional[str]], project_module: Callable[[cst.BaseExpression], bool]) -> FrozenSet[str]:
+    """``self.lstm``... for each ``self.x = nn.Layer(...)`` (or a project ``nn.Module``
+    class: ``self.G = Generator(c)``) in the class's ``__init__``: calling one runs a part
+    of the model (``DecoderRNN.sample`` decoding step by step)."""
     out: Set[str] = set()
     body = node.body
     if not isinstance(body, cst.IndentedBlock):
@@ -435,7 +443,8 @@ def _layers(node: cst.ClassDef, qualname: Callable[[cst.CSTNode], Optional[str]]
                 if not (isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)):
                     continue
                 name = qualname(small.value.func) if isinstance(small.value.func, (cst.Name, cst.Attribute)) else None
-                if name is None or not name.startswith("torch.nn.") or not name.rsplit(".", 1)[-1][:1].isupper():
+                torch_layer = name is not None and name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper()
+                if not torch_layer and not project_module(small.value.func):
                     continue
                 for target in small.targets:
                     dotted = dotted_name(target.target)
