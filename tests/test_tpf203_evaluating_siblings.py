@@ -2,7 +2,8 @@
 first calls another method of the same object that puts those layers in eval mode and
 trains nothing (``art.restore(path)`` running ``self.gen.eval()``, then ``art.sweep(4)``),
 also on an object that is no ``nn.Module`` (a GAN holding its generator and critic), and
-for a layer that is a project ``nn.Module`` class (``self.dec = Decoder(width)``).
+for a layer that is a project ``nn.Module`` class (``self.dec = Decoder(width)``), which
+a method that runs ``self.eval()`` first calls in eval mode.
 Look-alikes: a ``restore`` that also trains (a backward and a step), one that puts another
 layer in eval mode than the loop calls, a caller that never calls it, and a project object
 that is no ``nn.Module`` (a ``Brush`` with an ``eval()`` of its own)."""
@@ -99,6 +100,19 @@ PROJECT = {
                 frames = []
                 for step in range(count):
                     frames.append(self.brush(torch.randn(1, 8)))
+                return frames
+
+
+        class Speaker(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.dec = Decoder(width)
+
+            def speak(self, count):
+                self.eval()
+                frames = []
+                for step in range(count):  #!
+                    frames.append(self.dec(torch.randn(1, 8)))
                 return frames
 
 

@@ -297,6 +297,8 @@ class _EvalWalk:
             return
         mode = frame.mode.get(dotted)
         branch = frame.branch.get(dotted)
+        if mode is None and dotted in frame.layers and "self" in frame.mode:  # `self.eval()`, then `self.decoder(...)`
+            mode, branch = frame.mode["self"], frame.branch.get("self")
         if mode == "eval" and branch is not None and not any(node is branch for node in stack):
             mode = "unknown"  # `if training: model.train() else: model.eval()`: not known here
         model_like = frame.eval_named and mode is None and (
