@@ -9,7 +9,10 @@ builds with the worker count its callers pass.
   method rebinds.
 * ``build_feed(dataset, workers)`` returning ``DataLoader(..., num_workers=workers)``,
   walked every epoch by callers in another module that all pass 4. Look-alike: a helper
-  one of whose callers passes ``args.workers`` (not known)."""
+  one of whose callers passes ``args.workers`` (not known).
+* ``checks = build_checks(ds, 4)`` at a script's top level, and ``check(model, epoch)`` in
+  its epoch loop, where ``check`` walks ``checks`` as a global. Look-alike: a function whose
+  parameter of the same name receives something else."""
 
 from __future__ import annotations
 
@@ -61,6 +64,38 @@ PROJECT = {
 
         def build_feed_open(dataset, workers):
             return DataLoader(dataset, batch_size=16, num_workers=workers)
+
+
+        def build_checks(dataset, workers):
+            return DataLoader(dataset, batch_size=16, num_workers=workers)  #!
+
+
+        def build_shadowed(dataset, workers):
+            return DataLoader(dataset, batch_size=16, num_workers=workers)
+    """,
+    "script.py": """
+        import torch
+
+        from feeding import build_checks, build_shadowed
+
+
+        def check(model, epoch):
+            for inputs, targets in enumerate(checks):
+                model(inputs)
+
+
+        def check_shadowed(model, shadowed):
+            for inputs, targets in shadowed:
+                model(inputs)
+
+
+        if __name__ == "__main__":
+            model = torch.nn.Linear(4, 1)
+            checks = build_checks(torch.zeros(8, 4), 4)
+            shadowed = build_shadowed(torch.zeros(8, 4), 4)
+            for epoch in range(10):
+                check(model, epoch)
+                check_shadowed(model, [])
     """,
     "train.py": """
         import torch
