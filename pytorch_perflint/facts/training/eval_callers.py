@@ -110,7 +110,7 @@ def method_evaluated_by_callers(index: ProjectIndex, definition: Definition, lay
     if method.startswith("__") or method in NN_MODULE_METHODS or definition.klass is None:
         return False
     module = index.is_nn_module(klass)
-    evaluators = evaluating_methods(index, definition, layers if layers else None) if layers or layers is None else frozenset()
+    evaluators = evaluating_methods(index, definition, layers) if layers is None or layers else frozenset()
     if not module and not evaluators:
         return False
     # The texts that spell the method, noted with the word: an edit elsewhere leaves it valid.
