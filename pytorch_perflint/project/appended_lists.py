@@ -20,6 +20,15 @@ class Appended:
     items: Tuple[Tuple[object, int], ...]
 
 
+@dataclass(frozen=True)
+class Collected:
+    """A list built by appends some of which stand in a loop or a branch of their own (``for
+    ...: xs.append(a)``): how many items and in which order is not known, but each is one
+    of these forms, read at the line that adds it."""
+
+    items: Tuple[Tuple[object, int], ...]
+
+
 _LISTS = frozenset(("torch.nn.ModuleList", "list"))
 CHANGED = "<changed>"  # a list changed or handed on before a read: its items are not known
 
@@ -38,7 +47,8 @@ def _list_items(form: object) -> Optional[Tuple[object, ...]]:
 
 def appended(scope: "Scope", name: str, entries: List["Entry"], line: int) -> Optional[object]:
     """``xs = []`` (or ``nn.ModuleList([...])``), then ``xs.append(a)`` statements in the
-    same block, all before the read: the list's items in order (``Appended``).
+    same block, all before the read: the list's items in order (``Appended``); with some
+    append in a loop or a branch of its own, what each item may be (``Collected``).
     ``CHANGED`` when the list may be changed otherwise before the read, or in a loop
     around it (``list_uses``); None when the read is not of such a list."""
     before = [e for e in entries if 0 < e.line < line]
@@ -57,11 +67,13 @@ def appended(scope: "Scope", name: str, entries: List["Entry"], line: int) -> Op
     if any(line <= e.line < end for e in entries):
         return None  # rebound later in a loop around the read
     appends = scope.appends.get(name, ())
-    if any(base.line < at < end and (blocks != base.blocks or at >= line) for at, blocks, _ in appends):
-        return CHANGED  # an append in a branch or a loop of its own, or after the read in a loop around it
+    # an append in a branch or a loop of its own, or after the read in a loop around it
+    loose = any(base.line < at < end and (blocks != base.blocks or at >= line) for at, blocks, _ in appends)
     if scope.uses is None:
         scope.uses = list_uses(scope.node)
     if any(not safe and (at == ANY_TIME or base.line < at < end) for at, safe in scope.uses.get(name, ())):
         return CHANGED
+    if loose:
+        return Collected(tuple((item, base.line) for item in items) + tuple((a, at) for at, _, a in appends if base.line < at < end))
     added = [(a, at) for at, _, a in appends if base.line < at < line]
     return Appended(tuple((item, base.line) for item in items) + tuple(added))

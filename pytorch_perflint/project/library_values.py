@@ -47,6 +47,7 @@ from .numpy_api import (
     H5PY_FILES,
     OTHER_ARRAY_FUNCTIONS,
     PATH_JOINERS,
+    REDUCTIONS,
     SCIPY_MAT_FILES,
     SCIPY_MINIMISERS,
     SCIPY_TUPLES,
@@ -79,6 +80,8 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
         return UNKNOWN
     if qualname in ELEMENTWISE:
         return Array() if any(type(evaluate(arg)) is Array for arg in form.args[:2]) else UNKNOWN
+    if qualname.startswith("numpy.") and qualname[len("numpy."):] in REDUCTIONS:  # `np.sum(w)`: a NumPy scalar
+        return _reduced(form, evaluate)
     if qualname == "numpy.linspace":
         retstep = form.keyword("retstep") or (form.args[5] if len(form.args) > 5 else None)
         return Array() if retstep is None or (type(retstep) is Lit and retstep.value is False) else UNKNOWN
@@ -107,6 +110,19 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
         last = evaluate(form.args[-1]) if form.args else UNKNOWN
         return Text(tail=last.value or last.tail) if type(last) is Text else UNKNOWN
     return _scipy(qualname, form)
+
+
+def _reduced(form: Call, evaluate: Evaluate) -> Kind:
+    """A reduction of a known array: a NumPy scalar with no axis, an array with
+    ``keepdims=True`` (as many dimensions as it had); else not known."""
+    if not form.args or type(evaluate(form.args[0])) is not Array:
+        return UNKNOWN
+    if len(form.args) == 1 and not form.kwargs:
+        return Number()
+    keep = form.keyword("keepdims")
+    if type(keep) is Lit and keep.value is True and form.keyword("out") is None and len(form.args) <= 2:
+        return Array()
+    return UNKNOWN
 
 
 def _scipy(qualname: str, form: Call) -> Kind:
@@ -165,6 +181,8 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
     kind = type(receiver)
     if (kind is Array or (kind is ArrayArchive and receiver.may_be_array)) and name in ARRAY_METHODS:  # type: ignore[union-attr]
         return Array()  # an archive has no `.astype()`: `np.load(path).astype(...)` is an array
+    if kind is Array and name in REDUCTIONS and not form.args and not form.kwargs:  # `w.sum()`: a NumPy scalar
+        return Number()
     if kind is Frame:
         return Array() if name == "to_numpy" else Frame()
     if kind is RandomGenerator:

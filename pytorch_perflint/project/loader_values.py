@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .forms import Call, Dict as DictForm, Form, Lit, Ref, Seq
+from .forms import Call, Dict as DictForm, Form, Lit, Ref, Seq, Unknown as UnknownForm
 from .kinds import (
     UNKNOWN,
     Batch,
@@ -254,7 +254,7 @@ def item(receiver: Kind, index: Form) -> Optional[Kind]:
     if type(receiver) is Options and type(receiver.value) is not Unknown:  # type: ignore[union-attr]
         return receiver.value  # type: ignore[union-attr]
     if type(receiver) is Iterator and receiver.indexable:  # type: ignore[union-attr]
-        return receiver.element  # type: ignore[union-attr]
+        return UNKNOWN if type(index) is UnknownForm and index.kind == "slice" else receiver.element  # type: ignore[union-attr]  # a slice is a list
     if type(receiver) is not Batch:
         return None
     key = index.value if type(index) is Lit and isinstance(index.value, (str, int)) and not isinstance(index.value, bool) else "*"  # type: ignore[union-attr]

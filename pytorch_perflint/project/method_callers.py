@@ -13,7 +13,8 @@ caller can hide:
   calls the methods of its own bases: ``forward``, ``train``, ``reset_parameters``...);
 * no module mentions ``.name`` other than as a call (``fn = agent.act``, ``map(agent.act,
   xs)`` let it escape), as a string (``getattr(agent, "act")``) or as a bare word other than
-  its ``def`` (``__call__ = act`` in the class body);
+  its ``def`` (``__call__ = act`` in the class body), comments left out (``# same for
+  fit()``);
 * no call spells it on a class (``Agent.act(agent, x)``: its arguments are shifted);
 * at least one call, and at most ``MAX_SITES`` (the engine reads each one).
 
@@ -22,7 +23,9 @@ The answer is read from module texts: it records every project file's text as re
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from typing import TYPE_CHECKING, Optional, Tuple
 
 from .resolution import Definition, Site
@@ -63,7 +66,7 @@ def public_method_sites(index: "ProjectIndex", definition: Definition) -> Option
     for path in sorted(index.module_paths()):
         text = index.text_naming(path, method)  # the texts that spell it, noted with the word
         if text is not None:
-            if escape.search(text) is not None:
+            if escape.search(text) is not None and escape.search(_without_comments(text)) is not None:
                 return None
             spelled += len(calls.findall(text))
             if spelled > MAX_SITES:
@@ -79,3 +82,18 @@ def public_method_sites(index: "ProjectIndex", definition: Definition) -> Option
         if receiver == "cls" or (found is not None and found.kind == "class"):
             return None  # `Agent.act(agent, x)`: the first argument is the instance
     return sites
+
+
+def _without_comments(text: str) -> str:
+    """The text with its comments blanked (strings kept whole); the text itself when it
+    does not tokenize."""
+    lines = text.splitlines(keepends=True)
+    try:
+        comments = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return text
+    for token in comments:
+        row, column = token.start
+        line = lines[row - 1]
+        lines[row - 1] = line[:column] + " " * len(token.string) + line[column + len(token.string):]
+    return "".join(lines)

@@ -36,6 +36,13 @@ ELEMENTWISE: FrozenSet[str] = frozenset(
     ).split()
 )
 
+# Reductions: with no axis (one argument, no keyword), a NumPy scalar of a known array
+# (``np.sum(w)``, ``w.max()``), which takes part in arithmetic as a number does; with an axis
+# they may give an array or a scalar, so they are not known then.
+REDUCTIONS: FrozenSet[str] = frozenset(
+    "sum mean max min amax amin prod std var median nansum nanmean nanmax nanmin nanstd nanvar ptp".split()
+)
+
 # Random draws return an array only when given a size (``np.random.rand()`` is a float).
 # name -> position of the ``size`` parameter (``rand``/``randn`` take the shape as *args).
 SIZED_RANDOM: Dict[str, int] = {

@@ -18,7 +18,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from ..analysis.ast_index import ast_children
 from .forms import BinOp, Call, Form, FormBuilder, Item, Lit, Ref, Seq
 from .forms import Dict as DictForm
-from .appended_lists import Appended, appended  # ``Appended`` re-exported
+from .appended_lists import Appended, Collected, appended  # ``Appended`` re-exported
 from .loop_flow import other_arm, overwritten, reaching_back
 from .records import written
 from .statements import alias_target, import_records, scope_statements, target_names
@@ -147,7 +147,7 @@ class Scope:
             return ("defined", None, 0) if self.module else ("unknown", None, 0)
         built = appended(self, name, entries, line)
         if built is not None:
-            return ("value", built, line) if type(built) is Appended else ("unknown", None, 0)
+            return ("value", built, line) if type(built) in (Appended, Collected) else ("unknown", None, 0)
         changed = name in self.mutated  # a list or dict display changed in place since: not known
         if len(entries) == 1 and name not in self.params:
             entry = entries[0]

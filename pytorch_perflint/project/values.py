@@ -32,7 +32,7 @@ from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
-from .kinds import UNKNOWN, Array, ArrayArchive, Arrays, GraphTensor, H5File, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
+from .kinds import UNKNOWN, Array, ArrayArchive, Arrays, GraphTensor, H5File, Instance, Items, Iterator, Kind, Module, Namespace, Number, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .module_values import ModuleValues
 from .statements import alias_target
 from ..analysis.names import canonical
@@ -40,6 +40,7 @@ from .tensor_values import tensor_type
 from .resolution import Definition
 from .value_memo import Memo
 from .local_values import ImportRecord, LocalFlow
+from .appended_lists import Collected
 from .scopes import Appended, Branches, Each, Scope, build_scope, free
 from .attribute_values import AttributeFlow
 from .parameter_values import MAX_CALLERS, ParameterFlow  # noqa: F401  (MAX_CALLERS re-exported)
@@ -155,6 +156,9 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             return Text(tail=form.tail)  # type: ignore[union-attr]
         if kind is Each:
             return self._element(self._eval(form.iterable, where, depth + 1), depth)  # type: ignore[union-attr]
+        if kind is Collected:  # appends in a loop: any number of items, each one of these
+            found = join_all([self._eval(item, where.at(at), depth + 1) for item, at in form.items])  # type: ignore[union-attr]
+            return Iterator(found, indexable=True) if form.items and type(found) is not Unknown else UNKNOWN  # type: ignore[union-attr]
         if kind is Appended:  # each item as read where it is added
             return Items(tuple(self._eval(item, where.at(at), depth + 1) for item, at in form.items))  # type: ignore[union-attr]
         return self._container(form, where, depth)  # dict displays, comprehensions (``loader_values``), ``local_values``' forms
@@ -248,6 +252,8 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             found = self._loader_call(func, form, where, depth)
             if found is not None:
                 return found
+            if func.name in _NUMBERING and func.qualname is None and form.args and not (form.kwargs or form.star) and self._free(where, func.name):
+                return _numbering(func.name, form, evaluate)  # `len(counts)`, `range(n)`, `list(range(n))`
             if func.qualname == "importlib.import_module":
                 return choices.import_module(self, form, where)
             qualname = func.qualname  # a star import's library name was qualified above
@@ -408,6 +414,8 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
         if type(receiver) is Items:
             if type(index) is Lit and type(index.value) is int and -len(receiver.items) <= index.value < len(receiver.items):
                 return receiver.items[index.value]
+            if receiver.items and type(index) is not Lit and (type(index) is BinOp or type(self._eval(index, where, depth + 1)) is Number):
+                return join_all(list(receiver.items))  # `betas[epoch // 160]`, `parts[i]`: one of them
             return UNKNOWN
         if type(form.value) is DictForm and type(index) is Lit:
             values = [v for k, v in form.value.items if type(k) is Lit and k.value == index.value]
@@ -432,3 +440,19 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
         if type(iterable) is Arrays:
             return Array()
         return UNKNOWN
+
+
+_NUMBERING = frozenset({"len", "range", "list"})
+
+
+def _numbering(name: str, form: Call, evaluate) -> Kind:
+    """``len(x)`` is a number, ``range(...)`` an iterator of numbers, ``list(x)`` of a
+    known iterator or container the same items, indexable."""
+    if name == "len":
+        return Number() if len(form.args) == 1 else UNKNOWN
+    if name == "range":
+        return Iterator(Number(), indexable=True) if len(form.args) <= 3 else UNKNOWN
+    found = present(evaluate(form.args[0])) if len(form.args) == 1 else UNKNOWN
+    if type(found) is Iterator:
+        return Iterator(found.element, indexable=True)
+    return found if type(found) is Items else UNKNOWN

@@ -72,14 +72,15 @@ def loader_args(call: cst.Call, lookup: Optional[Lookup], source: str = "") -> L
     )
 
 
-def known_loader_args(context: FileContext, call: cst.Call) -> LoaderArgs:
+def known_loader_args(context: FileContext, call: cst.Call, statement: Optional[cst.CSTNode] = None) -> LoaderArgs:
     """``loader_args``, with what the project's value engine knows where the call's own text
     does not tell (``num_workers=workers`` whose default no caller overrides, ``**`` a dict
-    a project helper returns, one changed in place by literal writes)."""
+    a project helper returns, one changed in place by literal writes). ``statement``: the
+    module-level statement holding a call the pass is not at (``FileContext.value_of``)."""
     args = loader_args(call, context.lookup, context.source)
     if not (args.num_workers.unknown or args.pin_memory.unknown or args.persistent_workers.unknown):
         return args
-    loader = context.value_of(call)
+    loader = context.value_of(call, statement)
     if type(loader) is not Loader:
         return args
 

@@ -27,7 +27,8 @@ import libcst as cst
 
 from ...analysis.ast_index import tree_index
 from ...context import FileContext
-from .loader_args import Path
+from ...analysis.values import UNKNOWN
+from .loader_args import Path, known_loader_args
 from .loader_sites import LoaderFacts, LoaderSiteRecorder
 from .loader_sources import LoaderSourceResolver
 from .trainer_walks import walked_by_trainer
@@ -92,10 +93,16 @@ def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None
 def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
     """Loaders with workers that a module-level helper here returns, walked every epoch by
     a caller in another module (``project_iterations``): the same question TPF105 asks
-    (``walked_every_epoch_elsewhere``), without its ``set_epoch`` and evaluation screens."""
+    (``walked_every_epoch_elsewhere``), without its ``set_epoch`` and evaluation screens.
+    Workers the call's text does not tell are the value engine's (``num_workers=workers``,
+    a parameter every project caller passes the same number for)."""
     for site in facts.sites.values():
         workers = site.args.num_workers.value
-        if id(site.call) in facts.reiterated or not (type(workers) is int and workers > 0):
+        if id(site.call) in facts.reiterated:
+            continue
+        if workers is UNKNOWN and site.args.num_workers.node is not None:
+            workers = known_loader_args(context, site.call, site.ancestors[1] if len(site.ancestors) > 1 else None).num_workers.value
+        if not (type(workers) is int and workers > 0):
             continue
         if walked_every_epoch_elsewhere(context, facts, site.call):
             facts.reiterated.add(id(site.call))

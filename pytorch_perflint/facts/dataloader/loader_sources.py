@@ -9,6 +9,7 @@ import libcst as cst
 from ...analysis.scope import Scope, dotted_name, target_names
 from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
+from .iterable_wrappers import walked_argument
 from .loader_args import _TQDM, Path
 from .loader_sites import (
     _NOTHING,
@@ -47,6 +48,9 @@ class LoaderSourceResolver:
             zipped = self.zipped(expr, path)
             if zipped is not None:  # `zip(train_in, train_out)` walks each of them
                 return self.union([(arg.value, path + (expr, arg)) for arg in zipped], depth)
+            wrapped = walked_argument(self.context, expr) if self.context.project is not None else None
+            if wrapped is not None:  # `Staging(loader, device)`: a project iterable that walks it on each pass
+                return self.resolve(wrapped.value, path + (expr, wrapped), depth + 1)
             return self.returned(expr, path, loops, depth)
         if isinstance(expr, cst.Name):
             return self.name(expr, path, loops, depth)

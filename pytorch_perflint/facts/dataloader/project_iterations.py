@@ -22,6 +22,7 @@ from ...project import ProjectIndex
 from ...project.forms import dotted
 from ...project.summarizer import parse_tree
 from ...project.reads import spells
+from .global_walks import walked_through_free_name
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -267,6 +268,8 @@ def _name_walked(
             continue
         names = _aliases(body, name, loop)
         if any(walker.walks(inner, names) if walker else _walks(inner, names) for inner in _own_nodes(loop.body) if inner is not loop):
+            return True
+        if unless_name is None and walked_through_free_name(body, loop, name):  # TPF103: `evaluate(epoch)` reading it as a global
             return True
     return False
 

@@ -23,6 +23,7 @@ from ...project.resolution import Definition
 from ...project.summary import CallSite
 from ...project.call_values import own_path
 from ...project.method_callers import MAX_SITES, NN_MODULE_METHODS
+from .evaluating_methods import evaluating_methods
 
 _NO_GRAD = re.compile(r"no_?grad|inference_mode|set_grad_enabled", re.IGNORECASE)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -77,20 +78,21 @@ def callers_all_no_grad(context: FileContext, function: cst.FunctionDef, owner: 
     return bool(sites) and all(site.called and _under_no_grad(index, path, site) for path, site in sites)
 
 
-def callers_evaluate(context: FileContext, function: cst.FunctionDef, owner: Optional[str], models: Sequence[str]) -> bool:
+def callers_evaluate(context: FileContext, function: cst.FunctionDef, owner: Optional[str], models: Sequence[str], layers: FrozenSet[str] = frozenset()) -> bool:
     """Every project call of a module-level function passes, for one of the parameters
     ``models`` its loop calls, a name that the caller put in eval mode before the call,
-    outside no-grad; and there is at least one such call."""
+    outside no-grad; and there is at least one such call. A method's loop calls ``layers``
+    of its own (``self.gen``)."""
     index = context.project
     definition = _definition(context, function, owner)
     if index is None or definition is None:
         return False
     if owner is not None:
-        return list(models) == ["self"] and method_evaluated_by_callers(index, definition)
+        return list(models) == ["self"] and method_evaluated_by_callers(index, definition, layers)
     return definition_evaluated_by_callers(index, definition, models)
 
 
-def method_evaluated_by_callers(index: ProjectIndex, definition: Definition) -> bool:
+def method_evaluated_by_callers(index: ProjectIndex, definition: Definition, layers: Optional[FrozenSet[str]] = None) -> bool:
     """Every ``<receiver>.method(...)`` call in the project (more than its real callers, so
     what holds for all holds for those) is on a plain name that the calling function put in
     eval mode first, or a parameter of a module-level caller whose every project caller
@@ -99,30 +101,37 @@ def method_evaluated_by_callers(index: ProjectIndex, definition: Definition) -> 
     lets the method escape (``fn = m.caption``, ``getattr(m, "caption")``). Callers are
     found by scanning the modules' texts, cheapest test first, in a project of any size: a
     text count of the calls (more than ``MAX_SITES``: no), the calls themselves, each
-    receiver (the first not evaluated ends it), and only then every text for an escape."""
+    receiver (the first not evaluated ends it), and only then every text for an escape.
+    A call of another method of the class that puts the loop's ``layers`` (None: some) in
+    eval mode and trains nothing (``evaluating_methods``) counts as ``.eval()``, also on an
+    object that is no ``nn.Module`` (a GAN holding its generator)."""
     owner, _, method = definition.name.rpartition(".")
     klass = Definition("class", definition.path, owner, klass=definition.klass)
-    if method.startswith("__") or method in NN_MODULE_METHODS:
+    if method.startswith("__") or method in NN_MODULE_METHODS or definition.klass is None:
         return False
-    if definition.klass is None or not index.is_nn_module(klass):
+    module = index.is_nn_module(klass)
+    evaluators = evaluating_methods(index, definition, layers) if layers is None or layers else frozenset()
+    if not module and not evaluators:
         return False
     # The texts that spell the method, noted with the word: an edit elsewhere leaves it valid.
     texts = [text for path in sorted(index.module_paths()) if (text := index.text_naming(path, method))]
     if sum(text.count(f".{method}(") for text in texts) > MAX_SITES:
         return False  # at least that many calls (spaced spellings only add to them)
     sites = index.method_calls(method)
-    if not sites or len(sites) > MAX_SITES or not all(_receiver_evaluated(index, path, site, method) for path, site in sites):
+    if not sites or len(sites) > MAX_SITES or not all(_receiver_evaluated(index, path, site, method, evaluators, module) for path, site in sites):
         return False
     escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']")
     return not any(escape.search(text) for text in texts)
 
 
-def _receiver_evaluated(index: ProjectIndex, path: str, site: CallSite, method: str) -> bool:
+def _receiver_evaluated(index: ProjectIndex, path: str, site: CallSite, method: str, evaluators: FrozenSet[str] = frozenset(), module: bool = True) -> bool:
     receiver = site.callee[: -len(method) - 1]
     if not site.called or not receiver.isidentifier() or receiver in ("self", "cls") or _under_no_grad(index, path, site):
         return False
-    if _eval_before(index, path, site, receiver):
+    if _last_mode(index, path, site, receiver, evaluators, module) == "eval":
         return True
+    if not module:
+        return False  # handed on: only a module's `.eval()` is followed to its callers
     caller = index.resolve(path, site.caller) if site.caller and "." not in site.caller else None
     if caller is None or caller.kind != "function" or caller.function is None:
         return False
@@ -230,7 +239,7 @@ def _eval_before(index: ProjectIndex, path: str, site: CallSite, name: str) -> b
     return _last_mode(index, path, site, name) == "eval"
 
 
-def _last_mode(index: ProjectIndex, path: str, site: CallSite, name: str) -> str:
+def _last_mode(index: ProjectIndex, path: str, site: CallSite, name: str, evaluators: FrozenSet[str] = frozenset(), module: bool = True) -> str:
     """``_eval_before``'s reading: ``eval``, ``none`` (no mode call on ``name`` in the site's
     frame), or anything else (train, conditional, unknown, unreadable). A mode call counts
     when it runs whenever the call does: in every block around it that also holds the call
@@ -270,7 +279,7 @@ def _last_mode(index: ProjectIndex, path: str, site: CallSite, name: str) -> str
             for child in value if isinstance(value, list) else [value]:
                 if not isinstance(child, ast.AST) or isinstance(child, _SCOPES):
                     continue
-                mode = _mode(child, name)
+                mode = _mode(child, name, evaluators, module)
                 if mode is not None:
                     modes.append((child.lineno, child.col_offset, mode, inner))  # type: ignore[attr-defined]
                 elif isinstance(child, ast.Call) and child.lineno == site.line and not at:  # type: ignore[attr-defined]
@@ -304,14 +313,19 @@ def _main_guard(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
 
 
-def _mode(node: ast.AST, name: str) -> Optional[str]:
+def _mode(node: ast.AST, name: str, evaluators: FrozenSet[str] = frozenset(), module: bool = True) -> Optional[str]:
+    """The mode a call sets on ``name``: ``name.eval()``, ``name.train(...)``, or a call of
+    one of ``evaluators`` (a method that sets eval mode); ``eval`` of an object that is no
+    module is its own method: not known."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return None
     receiver = node.func.value
     if not (isinstance(receiver, ast.Name) and receiver.id == name):
         return None
+    if node.func.attr in evaluators:
+        return "eval"
     if node.func.attr == "eval":
-        return "eval" if not node.args and not node.keywords else "unknown"
+        return "eval" if not node.args and not node.keywords and module else "unknown"
     if node.func.attr == "train":
         values = [*node.args, *(k.value for k in node.keywords)]
         if values and isinstance(values[0], ast.Constant) and values[0].value is False:

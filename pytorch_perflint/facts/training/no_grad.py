@@ -12,11 +12,13 @@ from ...analysis.scope import dotted_name
 from ...analysis.values import literal_value
 from ...context import FileContext
 from ...project.forward_calls import MODEL_NAME
+from ...project.call_values import own_path
 from ...project.kinds import Namespace
 from .classifiers import (
     BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr,
     is_optimizer_step, last_name, method_name, options_like,
 )
+from .closures import closure_callees, lambda_binding
 from .eval_callers import callers_all_no_grad, callers_evaluate
 from .eval_helpers import helper_forward
 from .eval_names import MODEL_PARAM, FRAMEWORK_HOOKS, GRAD_ATTRS, called_in_text, is_eval_function_name, needs_grad_name
@@ -110,6 +112,7 @@ class _EFrame:
     grad_off: bool = False  # a bare ``torch.set_grad_enabled(False)`` ran earlier in it
     # The conditional branch the last mode call of each model stood in (None: unconditional).
     branch: Dict[str, Optional[cst.CSTNode]] = field(default_factory=dict)
+    closures: Dict[str, object] = field(default_factory=dict)  # nested defs and lambdas bound here (None: bound twice)
 
 
 @dataclass
@@ -123,6 +126,7 @@ class _ELoop:
     needs_grad: bool = False
     has_yield: bool = False
     param_forward: Set[str] = field(default_factory=set)  # model parameters it calls
+    self_layers: Set[str] = field(default_factory=set)  # the class's own layers it calls (``self.gen``)
     frames: Tuple["_EFrame", ...] = ()  # the functions it stands in, innermost last
 
 
@@ -202,9 +206,11 @@ class _EvalWalk:
         frame = self.frames[-1]
         if type(node) is cst.ClassDef:
             self.classes.append(node.name.value)
-            self.layers[node.name.value] = _layers(node, self.qualname_at(stack))
+            self.layers[node.name.value] = _layers(node, self.qualname_at(stack), self._project_module)
         elif type(node) is cst.FunctionDef:
             name = node.name.value
+            if frame.node is not None:  # a closure of the function being walked
+                frame.closures[name] = None if name in frame.closures else node
             eval_named = is_eval_function_name(name, called_in_text(name, self.context.source)) and not _runs_backward(node)
             owner = self.classes[-1] if len(stack) >= 2 and type(stack[-2]) is cst.ClassDef else frame.class_name
             address: object = False
@@ -219,6 +225,8 @@ class _EvalWalk:
                 self.no_grad_regions.add(id(node))
         elif type(node) is cst.Lambda:
             return False
+        elif type(node) is cst.Assign and frame.node is not None and (bound := lambda_binding(node)):
+            frame.closures[bound[0]] = None if bound[0] in frame.closures else bound[1]
         elif type(node) is cst.With:
             qualname = self.qualname_at(stack)
             if any(is_no_grad_expr(item.item, qualname) for item in node.items):
@@ -289,6 +297,8 @@ class _EvalWalk:
             return
         mode = frame.mode.get(dotted)
         branch = frame.branch.get(dotted)
+        if mode is None and dotted in frame.layers and "self" in frame.mode:  # `self.eval()`, then `self.decoder(...)`
+            mode, branch = frame.mode["self"], frame.branch.get("self")
         if mode == "eval" and branch is not None and not any(node is branch for node in stack):
             mode = "unknown"  # `if training: model.train() else: model.eval()`: not known here
         model_like = frame.eval_named and mode is None and (
@@ -296,9 +306,12 @@ class _EvalWalk:
         )
         if (mode == "eval" or model_like) and not self._foreign(target, stack):
             self.mark("forward")
+        elif mode is None and frame.closures.get(dotted) is not None and self._closure_evaluates(frame.closures[dotted], frame, stack):
+            self.mark("forward")  # `predict(b)`, a closure running a model this function put in eval mode
         elif mode is None and (dotted in frame.models or dotted in frame.layers) and self.context.project is not None:
             for loop in frame.loops:  # a model parameter, or `self` through the class's own layers
                 loop.param_forward.add(dotted if dotted in frame.models else "self")
+                loop.self_layers.update((dotted,) if dotted not in frame.models else ())
         elif mode is None and not all(loop.forward for loop in frame.loops) and self._through_helper(call, stack, frame):
             self.mark("forward")
 
@@ -309,6 +322,20 @@ class _EvalWalk:
         params = [p.name.value for p in node.params.params] if node is not None else []
         evaluated = [m for m, v in frame.mode.items() if v == "eval" and (frame.branch.get(m) is None or any(n is frame.branch[m] for n in stack))]
         return self.context.project is not None and helper_forward(self.context, call, stack, frame.eval_named, params, evaluated)
+
+    def _closure_evaluates(self, closure, frame: _EFrame, stack: List[cst.CSTNode]) -> bool:
+        """The closure calls a model in eval mode here (not switched on a branch the call is
+        outside of), and needs no gradients."""
+        return any(
+            frame.mode.get(c) == "eval" and (frame.branch.get(c) is None or any(n is frame.branch[c] for n in stack))
+            for c in closure_callees(closure)
+        )
+
+    def _project_module(self, func: cst.BaseExpression) -> bool:
+        """``Generator`` in ``self.G = Generator(c)``: a project class deriving ``nn.Module``."""
+        index, dotted = self.context.project, dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+        found = index.resolve(own_path(self.context), dotted) if index is not None and dotted and dotted[:1].isupper() else None
+        return found is not None and found.kind == "class" and index.is_nn_module(found)  # type: ignore[union-attr]
 
     def _options(self, node: Union[cst.Name, cst.Attribute], stack: List[cst.CSTNode]) -> bool:
         """``opt`` (``opt.batchSize``) that the value engine knows is what ``parse_args()``
@@ -344,9 +371,9 @@ class _EvalWalk:
             return False
         if frame.owner is not None and (loop.param_forward != {"self"} or _runs_backward(frame.node)):
             return False  # a method: its own layers, and every caller's receiver in eval mode
-        key = id(frame.node)
+        key = (id(frame.node), frozenset(loop.self_layers))
         if key not in self.by_callers:
-            self.by_callers[key] = callers_evaluate(self.context, frame.node, frame.owner, sorted(loop.param_forward))  # type: ignore[arg-type]
+            self.by_callers[key] = callers_evaluate(self.context, frame.node, frame.owner, sorted(loop.param_forward), frozenset(loop.self_layers))  # type: ignore[arg-type]
         return self.by_callers[key]
 
     def _no_grad_callers(self, frame: _EFrame) -> bool:
@@ -366,7 +393,7 @@ class _EvalWalk:
         return any(covers(off, loop.start, loop.end) and any(f is off.frame for f in frames) for off in self.grad_off)
 
     def results(self) -> Tuple[EvalLoop, ...]:
-        self.by_callers: Dict[int, bool] = {}
+        self.by_callers: Dict[object, bool] = {}
         self.all_no_grad: Dict[int, bool] = {}
         training = self.context.fact(training_facts)  # training through project code too
         candidates = {
@@ -397,9 +424,10 @@ class _EvalWalk:
         return tuple(result)
 
 
-def _layers(node: cst.ClassDef, qualname: Callable[[cst.CSTNode], Optional[str]]) -> FrozenSet[str]:
-    """``self.lstm``... for each ``self.x = nn.Layer(...)`` in the class's ``__init__``:
-    calling one runs a part of the model (``DecoderRNN.sample`` decoding step by step)."""
+def _layers(node: cst.ClassDef, qualname: Callable[[cst.CSTNode], Optional[str]], project_module: Callable[[cst.BaseExpression], bool]) -> FrozenSet[str]:
+    """``self.lstm``... for each ``self.x = nn.Layer(...)`` (or a project ``nn.Module``
+    class: ``self.G = Generator(c)``) in the class's ``__init__``: calling one runs a part
+    of the model (``DecoderRNN.sample`` decoding step by step)."""
     out: Set[str] = set()
     body = node.body
     if not isinstance(body, cst.IndentedBlock):
@@ -417,7 +445,8 @@ def _layers(node: cst.ClassDef, qualname: Callable[[cst.CSTNode], Optional[str]]
                 if not (isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)):
                     continue
                 name = qualname(small.value.func) if isinstance(small.value.func, (cst.Name, cst.Attribute)) else None
-                if name is None or not name.startswith("torch.nn.") or not name.rsplit(".", 1)[-1][:1].isupper():
+                torch_layer = name is not None and name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper()
+                if not torch_layer and not project_module(small.value.func):
                     continue
                 for target in small.targets:
                     dotted = dotted_name(target.target)

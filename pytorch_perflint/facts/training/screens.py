@@ -25,6 +25,7 @@ from ...analysis.ast_index import (
     walk_ast,
 )
 from .classifiers import BACKWARD_ATTRS, is_optimizer_name, options_like
+from .closures import closures_calling
 from .eval_names import FRAMEWORK_HOOKS, GRAD_ATTRS, called_names, is_eval_function_name, needs_grad_name
 from .no_grad import MODEL_NAME
 from .trainer_calls import TRAIN_WITH_DATA, handed_data
@@ -178,10 +179,9 @@ def _loop_qualifies(loop: ast.AST, owners: Set[str], eval_named: bool, layers: F
 def _frame_could_evaluate(
     frame: ast.AST, eval_named: bool, models: FrozenSet[str] = frozenset(), layers: FrozenSet[str] = frozenset()
 ) -> bool:
-    """Some loop of this frame (the module or one function) outside a no-grad ``with``
-    qualifies (``models``: parameters named like a model, which callers in other modules
-    may have put in eval mode)."""
-    owners = {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner} | models
+    """Some loop of this frame outside a no-grad ``with`` qualifies (``models``: parameters
+    named like a model, which callers may have put in eval mode; a closure calling one)."""
+    owners = (found := {owner for owner in map(_eval_owner, _own_nodes(frame)) if owner} | models) | closures_calling(frame, found)
     if not owners and not eval_named:
         return False
     stack = list(ast_children(frame))
@@ -224,7 +224,7 @@ def could_evaluate_without_no_grad(tree: ast.Module, evaluated_by_callers: Optio
     ):
         return False  # nothing is put in eval mode, named like evaluation, or handed a model
     # What a frame's loops may call as its model: any frame's eval owners hold its own.
-    owners = frozenset(map(_eval_owner, eval_calls))
+    owners = (found := frozenset(map(_eval_owner, eval_calls))) | closures_calling(tree, found)
     in_loops = sorted((call.lineno, target) for call in index.calls_in_loops if (target := _forward_target(call)))
     loop_lines = [line for line, _ in in_loops]
 

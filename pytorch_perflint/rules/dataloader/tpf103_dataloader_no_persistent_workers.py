@@ -31,6 +31,11 @@ class DataloaderNoPersistentWorkers(Rule):
     a `tqdm` bar (also `with tqdm(loader) as bar:`), or by passing it each epoch to a project
     function that walks it, or by handing it (right after binding it, in a loop or not) to a
     project function that walks it inside an epoch loop of its own (`fit(model, loader, epochs)`).
+    A pass over a project iterable that keeps the loader and walks it in its `__iter__`
+    (`for b in Prefetcher(loader)`) is a pass over the loader; so is a call, in the epoch
+    loop, of a function that walks the loader as a global (`evaluate(epoch)` reading
+    `test_loader`). A helper's `num_workers=workers` counts when every project caller
+    passes the same known number.
 
     ## Why is this bad?
     Every `iter(loader)` (every `for batch in loader`) starts `num_workers` fresh processes,

@@ -58,8 +58,12 @@ class EvalWithoutNoGrad(Rule):
     (`engine.eval(x, y)` running `self.model.eval()` then `self.model(x)`), in a loop that
     does not train, outside no-grad and training nothing (a loop that trains through project
     code, `engine.train(x, y)`, is never an evaluation loop);
-    and a module's method looping over its own layers when every caller put the object in
-    eval mode first (a beam search). The first two need projects of at most 400 modules (the
+    and a method looping over its own layers (`torch.nn` layers or project modules built in
+    `__init__`) when every caller put the object in eval mode first (a beam search), or
+    called another method of it that puts those layers in eval mode and trains nothing
+    (`gan.evaluate()` running `self.G.eval()`, then `gan.generate_walk(i)`), also on an
+    object that is no module; a forward through a closure of the function (`predict =
+    lambda b: model(b)` after `model.eval()`) counts as one. The first two need projects of at most 400 modules (the
     value engine reads parameters from callers there); the third holds in a project of any size.
 
     A bare `torch.set_grad_enabled(False)` statement at module level turns autograd off for
