@@ -18,7 +18,6 @@ import libcst as cst
 from libcst._nodes.base import CSTNode
 
 _LOCK = threading.Lock()
-_CHECKED: Callable[[CSTNode], None] = CSTNode.__post_init__
 
 
 def parse_module(text: str) -> cst.Module:
@@ -28,15 +27,16 @@ def parse_module(text: str) -> cst.Module:
     try:
         owner = threading.get_ident()
         current = threading.get_ident
+        checked: Callable[[CSTNode], None] = CSTNode.__post_init__
 
         def unchecked(node: CSTNode) -> None:
             if current() != owner:
-                node._validate()
+                checked(node)
 
         CSTNode.__post_init__ = unchecked  # type: ignore[method-assign]
         try:
             return cst.parse_module(text)
         finally:
-            CSTNode.__post_init__ = _CHECKED  # type: ignore[method-assign]
+            CSTNode.__post_init__ = checked  # type: ignore[method-assign]
     finally:
         _LOCK.release()
