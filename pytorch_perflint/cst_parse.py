@@ -15,7 +15,7 @@ import threading
 from typing import Callable
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
+from libcst import CSTNode
 
 _LOCK = threading.Lock()
 
