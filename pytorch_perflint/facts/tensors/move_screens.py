@@ -21,6 +21,8 @@ _MOVE_KEYWORDS = {
 }
 
 
+# Attributes of tensors and modules that are never a device.
+_NOT_DEVICES = frozenset({"data", "grad", "real", "imag", "T", "mT", "shape", "layout", "weight", "bias"})
 # Values a name can be bound to that ``device_target`` never reads as a device.
 _NEVER_DEVICES = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Lambda)
 
@@ -54,11 +56,11 @@ def _could_be_device(node: ast.AST, bound: Callable[[], Set[str]]) -> bool:
             return is_device_string(value, host=False)
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
     if isinstance(node, ast.Call):
-        return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device")
+        return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device", "get_device")
     if isinstance(node, ast.Name):
         return node.id in bound() or is_device_name(node.id)
-    if isinstance(node, ast.Attribute):
-        return is_device_name(node.attr)
+    if isinstance(node, ast.Attribute):  # a device held by an object (`cfg.GLOBAL.DEVICE`): the engine's to say
+        return node.attr not in _NOT_DEVICES and not node.attr.endswith("dtype")
     return False
 
 
