@@ -60,7 +60,8 @@ def _could_be_device(node: ast.AST, bound: Callable[[], Set[str]]) -> bool:
     if isinstance(node, ast.Name):
         return node.id in bound() or is_device_name(node.id)
     if isinstance(node, ast.Attribute):  # a device held by an object (`cfg.GLOBAL.DEVICE`): the engine's to say
-        return node.attr not in _NOT_DEVICES and not node.attr.endswith("dtype")
+        root = ast_dotted(node).partition(".")[0]
+        return node.attr not in _NOT_DEVICES and not node.attr.endswith("dtype") and root not in ("torch", "np", "numpy")
     return False
 
 
@@ -111,7 +112,30 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
             found.append(node)
     if separate:
         found.extend(_separate_statements(tree, separate))
+    found.extend(_returned_moves(index))
     return tuple(found)
+
+
+def _returned_moves(index: TreeIndex) -> List[ast.AST]:
+    """The moves a helper returns of its own parameter (``def to_var(x): return
+    Variable(x).cuda()``, under a GPU flag too): its callers may hand it a fresh factory
+    tensor (``passed_tensors``); the helper's whole body is what the finding reads."""
+    out: List[ast.AST] = []
+    for function in index.functions:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(function.body) > 3:
+            continue
+        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+        for statement in function.body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
+                    root = _strip(node.value.func.value)
+                    if node.value.func.attr in _MOVE_KEYWORDS and isinstance(root, ast.Name) and root.id in params:
+                        out.append(function)
+                        break
+            else:
+                continue
+            break
+    return out
 
 
 def _strip(node: ast.AST) -> ast.AST:

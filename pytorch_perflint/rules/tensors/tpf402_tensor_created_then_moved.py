@@ -18,12 +18,17 @@ from ...finding import NodeFix, Replacement
 from ...facts.tensors.device_targets import device_target
 from ...facts.tensors.host_tensors import HostTensor, host_tensor
 from ...facts.tensors.move_screens import create_then_move_candidates
+from ...facts.tensors.passed_tensors import passed_host_tensor
 
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})
 _LEGACY_MESSAGE = (
     "`{factory}(...)` is created on the host and then copied to the device; create it there with a "
     "factory that takes `device=` (`torch.zeros`, `torch.full`, `torch.tensor(..., dtype=...)`)"
+)
+_PASSED_MESSAGE = (
+    "`{helper}` copies to the device the `{factory}(...)` its caller makes on the host ({path}:{line}); "
+    "create it on the device there (`device=`)"
 )
 # The cheap text pre-screen: a factory call and a move of a call's result somewhere (the ast
 # screen then checks that one follows the other).
@@ -32,6 +37,8 @@ _FACTORY_CALL = re.compile(
 )
 # A move of a call's result (`torch.zeros(3).cuda()`) or of a name (`z = z.cuda()`).
 _MOVE_OF_CALL = re.compile(r"\.\s*(?:cuda|to)\s*\(")
+# A helper returning a move (`return Variable(x).cuda()`): its callers may hand it a factory's tensor.
+_RETURNED_MOVE = re.compile(r"\breturn\b[^\n]*\.\s*(?:cuda|to)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -120,7 +127,9 @@ class TensorCreatedThenMoved(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """A factory call, and `.cuda(` or `.to(` on the result of some call."""
-        return _MOVE_OF_CALL.search(source) is not None and _FACTORY_CALL.search(source) is not None
+        if _MOVE_OF_CALL.search(source) is None:
+            return False
+        return _FACTORY_CALL.search(source) is not None or _RETURNED_MOVE.search(source) is not None
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
@@ -212,6 +221,7 @@ class TensorCreatedThenMoved(Rule):
             return
         host = host_tensor(func.value, self.context, node)
         if host is None:
+            self._passed(node)
             return
         factory = host.factory
         move = self._cuda_move(node) if func.attr.value == "cuda" else self._to_move(node)
@@ -233,6 +243,15 @@ class TensorCreatedThenMoved(Rule):
             return
         placed = with_keywords(factory, [keyword_arg("device", move.target)])
         self.report(node, message, fix=self._fold(node, host, placed, safe))
+
+    def _passed(self, node: cst.Call) -> None:
+        """A helper that moves the fresh host tensor a caller hands it: reported at the
+        move, naming the caller; no fix (the caller's factory would need the helper's device)."""
+        receiver = cst.ensure_type(node.func, cst.Attribute).value
+        move = self._cuda_move(node) if cst.ensure_type(node.func, cst.Attribute).attr.value == "cuda" else self._to_move(node)
+        passed = passed_host_tensor(receiver, node, self.context) if move is not None else None
+        if passed is not None:
+            self.report(node, _PASSED_MESSAGE.format(helper=passed.helper, factory=passed.factory, path=passed.path, line=passed.line))
 
     def _fold(self, node: cst.Call, host: HostTensor, placed: cst.Call, safe: bool) -> NodeFix:
         """``device=`` in the factory, and the move replaced by what it moved (a separate
