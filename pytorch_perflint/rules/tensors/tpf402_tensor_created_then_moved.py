@@ -71,6 +71,14 @@ class TensorCreatedThenMoved(Rule):
     runs under a flag named for the GPU (`if args.cuda:`, `if self.use_gpu:`, `if
     torch.cuda.is_available():`): where it runs, the tensor could be made there. A flag
     named for anything else leaves the move a choice the rule does not read.
+    The device may be held by an object: an attribute of a project settings object filled at
+    module level (`cfg.GLOBAL.DEVICE` with `__C.GLOBAL.DEVICE = torch.device("cuda" ...)` in
+    a config module, unless another module rewrites it or hands the object to a merging
+    helper), a class attribute, or a tensor's own `t.get_device()` (-1 on the host, where
+    `.to(-1)` raises). A project helper whose body only returns a move of its parameter
+    (`def to_var(x): return Variable(x).cuda()`, or the same under a GPU flag) is reported at
+    its move when a caller writes a factory call in the call (`to_var(torch.randn(n, d))`),
+    without a fix: the caller's factory would need the helper's device.
     What the moved value is comes from the project's value engine (`context.value_of`); a
     one-time buffer built in `__init__` is reported too: it costs little once, but the fix
     is free.
