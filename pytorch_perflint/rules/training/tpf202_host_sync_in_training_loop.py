@@ -58,7 +58,9 @@ class HostSyncInTrainingLoop(Rule):
     same-module functions, and project functions and methods of other modules
     (`calculate_accuracy(out, y)` from `utils.py` ending in `.item()`, `meter.add(loss)` with
     `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
-    functions they call unconditionally; `model(x)` whose `forward`, or a submodule's, syncs;
+    functions they call unconditionally; `model(x)` whose `forward`, or a submodule's, syncs, `.item()` or
+    implicitly: `int(n)`, `float(n)`, `bool(n)` or `if n > k:` of a tensor the forward
+    computed from its inputs by torch operations (not in a forward that uses NumPy);
     what a call runs is the value engine's dispatch, through attributes, parameters and
     factories; a helper handed `model.parameters()` that syncs once per parameter, as a
     gradient-clipping helper's `total += p.grad.norm().item()` does). Text formatted from a tensor with `%`, an f-string or `.format` counts wherever it goes
