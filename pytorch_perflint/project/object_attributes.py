@@ -73,6 +73,9 @@ def written_attribute(engine: "ValueEngine", path: str, dotted: str) -> Optional
         return None
     module = definition.path  # type: ignore[union-attr]
     chain = tuple(rest.split("."))
+    found = _writes(engine, module, _names(index.summary(module), definition.name))  # type: ignore[union-attr]
+    if found is None or chain not in found.writes:
+        return None  # not written at module level: the object's own attributes answer
     key = ("object-attribute", module, definition.name, chain)  # type: ignore[union-attr]
     return engine._memoised(key, lambda: _read(engine, module, definition.name, chain))  # type: ignore[union-attr]
 
