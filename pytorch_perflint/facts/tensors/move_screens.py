@@ -112,11 +112,11 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
             found.append(node)
     if separate:
         found.extend(_separate_statements(tree, separate))
-    found.extend(_returned_moves(index))
+    found.extend(_returned_moves(index, bound_names))
     return tuple(found)
 
 
-def _returned_moves(index: TreeIndex) -> List[ast.AST]:
+def _returned_moves(index: TreeIndex, bound: Callable[[], Set[str]]) -> List[ast.AST]:
     """The moves a helper returns of its own parameter (``def to_var(x): return
     Variable(x).cuda()``, under a GPU flag too): its callers may hand it a fresh factory
     tensor (``passed_tensors``); the helper's whole body is what the finding reads."""
@@ -124,12 +124,13 @@ def _returned_moves(index: TreeIndex) -> List[ast.AST]:
     for function in index.functions:
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(function.body) > 3:
             continue
-        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)} - {"self", "cls"}
         for statement in function.body:
             for node in ast.walk(statement):
                 if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
                     root = _strip(node.value.func.value)
-                    if node.value.func.attr in _MOVE_KEYWORDS and isinstance(root, ast.Name) and root.id in params:
+                    moves = node.value.func.attr in _MOVE_KEYWORDS and _passes_move(node.value, bound)
+                    if moves and isinstance(root, ast.Name) and root.id in params:
                         out.append(function)
                         break
             else:
