@@ -97,6 +97,23 @@ class FileValues:
         assert where.scope is not None
         return self.engine.answer(expression_form(expression, where.scope), where)
 
+    def passed(self, node: cst.Name) -> Optional[Tuple[Tuple[str, int, object, Kind], ...]]:
+        """What every project caller passes for the parameter ``node`` names where it is read
+        (under the current node of the pass): (module, line, argument form, kind) for each
+        caller (``ParameterFlow.passed``); None when it is no parameter there, or its callers
+        are not all known."""
+        found = self._locate(node)
+        if found is None:
+            return None
+        expression, chain = found
+        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
+        where = self._where([*chain, expression], line)
+        scope = None if where is None else where.scope
+        if scope is None or scope.value_at(node.value, line)[0] != "param":
+            return None
+        engine = self.engine
+        return engine._question(lambda: engine.passed(scope, node.value), scope)
+
     def import_reaches(self, node: cst.Name, statement: Optional[cst.CSTNode] = None) -> bool:
         """Whether the name ``node`` (under the current node of the pass) still holds the
         import of its scope where it is read, though the scope rebinds it later

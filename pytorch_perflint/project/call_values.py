@@ -30,6 +30,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from .allocator_calls import is_empty_cache, moves_new_module
 from .bodies import memoised_body
 from .forms import Attr, Form, FormBuilder, Ref, dotted, qualify
+from .forward_tensors import forward_tensors, implicit_sync
 from .kinds import Instance, OneOf, ProjectCallable, Unknown, present
 from .parameter_loops import bound_once, over_parameters, walked_parameter
 from .resolution import Definition
@@ -304,6 +305,7 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
     params = frozenset(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)) if arguments else frozenset()
     walking: List[str] = []  # the parameter whose items the loop being read walks
     walk_syncs: List[Tuple[str, int]] = []
+    tensors = forward_tensors(node, aliases)  # a forward's tensors: `int(n)`, `if n > k:` sync
 
     def visit(child: ast.AST, always: bool) -> None:
         if isinstance(child, _SCOPES):
@@ -337,7 +339,7 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
             if name is not None and (qualify(name, aliases) or "").startswith("scipy.optimize."):
                 for arg in (*child.args, *(k.value for k in child.keywords)):
                     handed.add(arg.id if isinstance(arg, ast.Name) else "<lambda>" if isinstance(arg, ast.Lambda) else "")
-            if always and is_sync(child, aliases):
+            if always and (is_sync(child, aliases) or implicit_sync(child, tensors, aliases)):
                 if walking:
                     walk_syncs.append((walking[0], child.lineno))
                 else:
@@ -351,6 +353,8 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
             return
         if isinstance(child, ast.If):
             visit(child.test, always)
+            if always and not walking and implicit_sync(child.test, tensors, aliases):
+                syncs.append(child.lineno)
             block(child.body, always and device_test(child.test, aliases))
             block(child.orelse, False)
             return

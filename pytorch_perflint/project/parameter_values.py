@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 
-from .forms import Ref
+from .forms import Form, Ref
 from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join_all, present
 from .loader_values import describe
 from .resolution import Definition
@@ -57,6 +57,51 @@ class ParameterFlow:
             named = frozenset(p.name for p in params if p.kind not in ("vararg", "kwarg"))
             return self._memoised(key, lambda: self._keywords(definition, named, depth, public))
         return self._memoised(key, lambda: self._arguments(definition, name, depth, public))
+
+    def passed(self, scope: Scope, name: str) -> Optional[Tuple[Tuple[str, int, Form, Kind], ...]]:
+        """What each project caller passes for parameter ``name`` of the function ``scope``:
+        (calling module, line, argument form, its kind read in the caller), a default as its
+        definition's; None when the callers are not all known (as ``_parameter`` reads them)."""
+        if self.index is None or scope.owner is None or scope.path is None or not self._scannable() or self.optimistic:
+            return None
+        definition = self.index.resolve(scope.path, scope.owner)
+        if definition is None or definition.kind not in ("function", "method") or definition.function is None:
+            return None
+        if definition.function.decorators or (definition.kind == "method" and scope.params and name == scope.params[0]):
+            return None
+        method = definition.name.rpartition(".")[2]
+        if method.startswith("__"):
+            return None  # a constructor's or a method Python calls
+        sites = None
+        if definition.kind == "method" and not method.startswith("_"):
+            sites = self._public_sites(definition)
+            sites = sites and self._on_its_class(definition, sites, 0)  # type: ignore[arg-type]
+            sites = sites and self._own_selves(definition, sites)  # type: ignore[arg-type]
+        found = self.index.resolution.arguments(definition, name, sites)
+        if not found or len(found) > MAX_CALLERS:
+            return None
+        out = []
+        for path, site, form in found:
+            where = Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
+            if where is None:
+                return None
+            out.append((path, site.line if site is not None else definition.function.line, form, self._eval(form, where, 1)))
+        return tuple(out)
+
+    def _own_selves(self, definition: Definition, sites: Tuple) -> Tuple:
+        """A public method's calls less the ``self.name(...)`` calls made in methods of
+        unrelated project classes (they run their own class's method)."""
+        owner = definition.name.rpartition(".")[0]
+        klass = Definition("class", definition.path, owner, klass=definition.klass)
+        related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
+        kept = []
+        for path, site in sites:
+            if site.callee.startswith("self.") and "." in site.caller:
+                caller_class = self.index.resolve(path, site.caller.rpartition(".")[0])  # type: ignore[union-attr]
+                if caller_class is not None and caller_class.kind == "class" and caller_class.key not in related:
+                    continue
+            kept.append((path, site))
+        return tuple(kept)
 
     def _keywords(self, definition: Definition, named: FrozenSet[str], depth: int, public: bool) -> Kind:
         """A ``**kwargs`` parameter: the dict of the keywords every caller passes that no

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .forms import Call, Form, Ref
-from .kinds import UNKNOWN, DeviceTensor, DType, HostTensor, Kind, TensorStorage, TensorType
+import re
+
+from .forms import Call, Either, Form, Lit, Ref
+from .kinds import UNKNOWN, Accelerator, DeviceTensor, DType, HostTensor, Kind, TensorStorage, TensorType
 
 Evaluate = Callable[[Form], Kind]
 
@@ -37,6 +39,7 @@ LEGACY = frozenset(
 # The same on the GPU (``torch.cuda.FloatTensor(x)``): they copy their data as well.
 CUDA_LEGACY = frozenset(f"torch.cuda.{name[len('torch.'):]}" for name in LEGACY if name != "torch.Tensor")
 VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+_ACCELERATOR = re.compile(r"^(?:cuda|mps|xpu|hpu|npu)(?::\d+)?$")
 # Methods whose result lives where their receiver does: in-place fills, dtype casts, views.
 KEEP_DEVICE = frozenset(
     "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
@@ -61,6 +64,8 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     if qualname in VARIABLES:  # `Variable(t, requires_grad=True)` is `t`
         made = evaluate(form.args[0]) if form.args and not form.star else UNKNOWN
         return made if type(made) in (HostTensor, DeviceTensor) else UNKNOWN
+    if qualname == "torch.device":
+        return _device(form)
     if form.dstar or any(key in BLOCKERS for key, _ in form.kwargs):
         return UNKNOWN  # `torch.zeros(n, *shape)`: sizes, still made on the host
     if qualname in LEGACY:
@@ -76,6 +81,19 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     if "Storage" in qualname:
         return TensorStorage()
     return UNKNOWN
+
+
+def _device(form: Call) -> Kind:
+    """``torch.device("cuda")``, ``torch.device("cuda" if ok else "cpu")``: the
+    accelerator (where it runs at all on one); a host device or an unknown name: unknown."""
+    if len(form.args) != 1 or form.kwargs or form.star or form.dstar:
+        return UNKNOWN
+    arg = form.args[0]
+    arms = (arg.body, arg.orelse) if type(arg) is Either else (arg,)
+    texts = [a.value for a in arms if type(a) is Lit and isinstance(a.value, str)]
+    if len(texts) != len(arms) or not any(_ACCELERATOR.match(t) for t in texts):
+        return UNKNOWN
+    return Accelerator()
 
 
 def method(receiver: Kind, name: str, form: Call, evaluate: Optional[Evaluate] = None) -> Kind:

@@ -34,6 +34,7 @@ from .dict_values import candidates, dict_display
 from .forms import Attr, BinOp, Call, Dict as DictForm, Either, Form, Item, Joined, Lit, Ref, Seq
 from .kinds import UNKNOWN, Array, ArrayArchive, Arrays, GraphTensor, H5File, Instance, Items, Iterator, Kind, Module, Namespace, Number, OneOf, Parser, ProjectCallable, Text, Unknown, join, join_all, present
 from .module_values import ModuleValues
+from .object_attributes import written_attribute
 from .statements import alias_target
 from ..analysis.names import canonical
 from .tensor_values import tensor_type
@@ -207,7 +208,8 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             return UNKNOWN
         definition = self.index.resolve(path, name)
         if definition is None and whole:
-            return self._name_then_attributes(path, name, depth)
+            written = written_attribute(self, path, name)  # `cfg.GLOBAL.DEVICE` of a config object
+            return (written,) if written is not None else self._name_then_attributes(path, name, depth)
         kind = self._definition(definition, depth)
         return (kind,) if whole else kind
 

@@ -17,6 +17,7 @@ import libcst as cst
 
 from ...analysis.values import UNKNOWN, literal_value
 from ...context import FileContext
+from ...project import kinds
 
 _DEVICE_STRING = re.compile(r"^(?P<type>cuda|cpu|mps|xpu|hpu|npu|meta|xla|privateuseone)(?::\d+)?$")
 # Device types that are the host itself: moving there from a fresh tensor is a no-op.
@@ -55,6 +56,10 @@ def device_target(expr: cst.BaseExpression, context: "FileContext", depth: int =
             return _torch_device(expr, context)
         if name in _DEVICE_CALLS:
             return DeviceTarget(known=True)
+        if name is None and not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get_device":
+            # `t.get_device()` is -1 for a host tensor, and `.to(-1)` raises: a move that
+            # runs goes to an accelerator
+            return DeviceTarget(known=False)
         return None
     if isinstance(expr, cst.Name):
         bound = context.lookup(expr.value)
@@ -66,9 +71,24 @@ def device_target(expr: cst.BaseExpression, context: "FileContext", depth: int =
                 return None  # bound to something that is not a device
         return _named_device(expr.value)
     if isinstance(expr, cst.Attribute):
-        if context.qualname(expr) is not None:
-            return None  # a module attribute such as torch.float16
-        return _named_device(expr.attr.value)
+        if context.qualname(expr) is not None:  # a module attribute such as torch.float16, or
+            return _held_device(expr, context) if depth == 0 else None  # an imported object's
+        if depth == 0 and expr.attr.value == "device" and type(context.value_of(expr.value)) is kinds.HostTensor:
+            return DeviceTarget(known=False, host=True)  # a host tensor's own device
+        named = _named_device(expr.attr.value)
+        return named if named is not None or depth > 0 else _held_device(expr, context)
+    return None
+
+
+def _held_device(expr: cst.Attribute, context: "FileContext") -> Optional[DeviceTarget]:
+    """What the value engine knows an attribute holds (``cfg.GLOBAL.DEVICE`` of a config
+    object, ``Settings.device`` of a class): the accelerator, or a device string."""
+    kind = context.value_of(expr)
+    if type(kind) is kinds.Accelerator:
+        return DeviceTarget(known=False)
+    if type(kind) is kinds.Text and kind.value is not None:
+        target = _literal_target(kind.value)
+        return None if target is None else DeviceTarget(known=False, host=target.host)
     return None
 
 

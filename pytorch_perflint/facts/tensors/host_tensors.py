@@ -29,6 +29,7 @@ _STEPS = KEEP_DEVICE | RANDOM_FILLS
 # A flag whose name says the program runs on a GPU (`cuda`, `use_gpu`, `on_cuda`,
 # `cuda_available`); not `no_cuda`, `cpu`, nor a flag named for anything else.
 _GPU_FLAG = re.compile(r"^_*(?:use_|using_|on_|is_|has_|with_|enable_)?(?:cuda|gpu|gpus)(?:_available|_enabled)?$", re.IGNORECASE)
+GPU_FLAG = _GPU_FLAG  # the move screens read flags the same way
 _MADE_BY = FACTORIES | RANDOM | LEGACY
 
 

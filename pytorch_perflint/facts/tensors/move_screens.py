@@ -10,6 +10,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 from ...analysis.ast_index import TreeIndex, ast_children, ast_dotted, per_tree, tree_index
 from ...project.tensor_values import BLOCKERS, FACTORIES, KEEP_DEVICE, LEGACY, RANDOM, RANDOM_FILLS
 from .device_targets import is_device_name, is_device_string
+from .host_tensors import GPU_FLAG
 
 # The last parts of the tensor producers' names (``project/tensor_values.py``) and of the
 # steps a move's receiver is followed through to its factory.
@@ -21,6 +22,8 @@ _MOVE_KEYWORDS = {
 }
 
 
+# Attributes of tensors and modules that are never a device.
+_NOT_DEVICES = frozenset({"data", "grad", "real", "imag", "T", "mT", "shape", "layout", "weight", "bias"})
 # Values a name can be bound to that ``device_target`` never reads as a device.
 _NEVER_DEVICES = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Lambda)
 
@@ -54,11 +57,12 @@ def _could_be_device(node: ast.AST, bound: Callable[[], Set[str]]) -> bool:
             return is_device_string(value, host=False)
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
     if isinstance(node, ast.Call):
-        return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device")
+        return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device", "get_device")
     if isinstance(node, ast.Name):
         return node.id in bound() or is_device_name(node.id)
-    if isinstance(node, ast.Attribute):
-        return is_device_name(node.attr)
+    if isinstance(node, ast.Attribute):  # a device held by an object (`cfg.GLOBAL.DEVICE`): the engine's to say
+        root = ast_dotted(node).partition(".")[0]
+        return node.attr not in _NOT_DEVICES and not node.attr.endswith("dtype") and root not in ("torch", "np", "numpy")
     return False
 
 
@@ -109,7 +113,50 @@ def create_then_move_candidates(tree: ast.Module) -> Tuple[ast.Call, ...]:
             found.append(node)
     if separate:
         found.extend(_separate_statements(tree, separate))
+    found.extend(_returned_moves(index, bound_names))
     return tuple(found)
+
+
+def _returned_moves(index: TreeIndex, bound: Callable[[], Set[str]]) -> List[ast.AST]:
+    """The helpers whose body is only a returned move of a parameter (``def to_var(x):
+    return Variable(x).cuda()``, or under a GPU flag: ``passed_tensors``' shapes): their
+    callers may hand them a fresh factory tensor; the whole helper is what a finding reads."""
+    out: List[ast.AST] = []
+    for function in index.functions:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = function.body[1:] if function.body and _docstring(function.body[0]) else function.body
+        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)} - {"self", "cls"}
+        first = body[0] if body else None
+        if len(body) == 1 and _returns_move(first, params, bound):
+            out.append(function)
+        elif isinstance(first, ast.If) and len(body) <= 2 and _gpu_test(first.test) and first.body and _returns_move(first.body[0], params, bound):
+            out.append(function)
+    return out
+
+
+def _docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)
+
+
+def _returns_move(statement: Optional[ast.stmt], params: Set[str], bound: Callable[[], Set[str]]) -> bool:
+    """``return <move of a parameter>``."""
+    if not isinstance(statement, ast.Return) or not isinstance(statement.value, ast.Call):
+        return False
+    call = statement.value
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in _MOVE_KEYWORDS or not _passes_move(call, bound):
+        return False
+    root = _strip(call.func.value)
+    return isinstance(root, ast.Name) and root.id in params
+
+
+def _gpu_test(test: ast.AST) -> bool:
+    """``host_tensors._device_test`` on ``ast``, wider: a flag named for the GPU, ``.is_cuda``,
+    ``torch.cuda.is_available()``."""
+    if isinstance(test, ast.Call):
+        test = test.func
+    name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else ""
+    return name in ("is_cuda", "is_available") or GPU_FLAG.match(name) is not None
 
 
 def _strip(node: ast.AST) -> ast.AST:

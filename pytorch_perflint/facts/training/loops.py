@@ -25,7 +25,10 @@ A **step loop** is a training loop that runs once per optimisation step: no loop
 runs the optimizer steps and it calls no helper that itself loops over training steps (so an
 epoch loop around ``train_one_epoch(...)`` is a training loop but not a step loop). A loop that
 steps the optimizer around an inner micro-batch loop that only runs backward (gradient
-accumulation) is a step loop, and so is the inner loop.
+accumulation) is a step loop, and so is the inner loop. A loop whose own body runs backward
+and an optimizer step around inner training loops (a GAN's generator step after its critic's
+loop) is ``alternating``: a step loop for its own statements (``step_loop_around``), not for
+the rules that ask ``is_step_loop``.
 
 The walk follows ``f(...)`` (a module-level function here) and ``self.f(...)`` by name.
 With a project index, any other call of project code that trains (what it runs is the value
@@ -118,6 +121,9 @@ class LoopFacts:
     backward: bool  # runs .backward() (itself or through a helper)
     step: bool  # runs an optimizer step (itself or through a helper)
     is_step_loop: bool  # a training loop with no training loop inside it
+    # runs backward and an optimizer step in its own body around inner training loops (a
+    # GAN's generator step after its critic's loop): a step loop for its own statements
+    alternating: bool = False
 
     @property
     def is_training(self) -> bool:
@@ -172,6 +178,7 @@ class _Loop:
     children: List["_Loop"] = field(default_factory=list)
     epoch_call: bool = False  # calls a project function in another module that loops over steps
     own_step: bool = False  # steps an optimizer in its own body (not in a nested loop)
+    own_backward: bool = False  # runs backward in its own body (not in a nested loop)
 
 
 def walk(root: cst.CSTNode, enter: Callable[[cst.CSTNode, List[cst.CSTNode]], bool], leave=None) -> None:
@@ -316,6 +323,7 @@ class TrainingFactsBuilder:
                 loop.step |= step
             if loops:
                 loops[-1].own_step |= step
+                loops[-1].own_backward |= backward
         elif self.context.project is not None and (loops or func.node is not None):
             self.on_project_call(call, stack, func, loops)
         key = callee_key(call, func.class_name)
@@ -406,8 +414,12 @@ class TrainingFactsBuilder:
             # A loop that steps an optimizer itself stays the step loop around a helper with
             # its own backward loop (an adversarial attack, an inner optimisation).
             helpers = bool(loop.callees & loop_fns) or loop.epoch_call
+            # A loop whose own body runs backward and an optimizer step is a step loop for
+            # its own statements, around inner training loops too (a GAN's generator step
+            # after its critic's inner loop).
             is_step = (backward or step) and not nested_steps(loop, step) and (loop.own_step or not helpers)
-            facts[id(loop.node)] = LoopFacts(loop.node, loop.func.node, backward, step, is_step)
+            alternating = not is_step and loop.own_backward and loop.own_step
+            facts[id(loop.node)] = LoopFacts(loop.node, loop.func.node, backward, step, is_step, alternating)
         sync = {f.key for f in self.all_funcs if f.key is not None and f.sync}
         sync -= loop_fns
         return TrainingFacts(
@@ -445,7 +457,7 @@ def step_loop_around(context: "FileContext", ancestors: Sequence[cst.CSTNode]) -
             if loop is None or not loop.is_training:
                 continue
             child = ancestors[index + 1] if index + 1 < len(ancestors) else None
-            if not loop.is_step_loop or child is not node.body:
+            if not (loop.is_step_loop or loop.alternating) or child is not node.body:
                 return None
             return index, loop
     return None

@@ -164,8 +164,10 @@ def _sync_method(call: ast.Call) -> bool:
 
 
 def _formats(value: ast.AST) -> bool:
-    """``sync_forms.formats`` on ``ast``, wider: any f-string or ``%``."""
-    return isinstance(value, ast.JoinedStr) or (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod))
+    """``sync_forms.formats`` on ``ast``, wider: any f-string, ``%`` or ``.format(...)``."""
+    return isinstance(value, ast.JoinedStr) or (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod)) or (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "format"
+    )
 
 
 def _calls(root: ast.AST) -> Iterator[ast.Call]:

@@ -44,9 +44,11 @@ _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 
 
 def formats(arg: cst.BaseExpression) -> bool:
-    """Text formatted with ``%`` or an f-string (``.format`` is read inside ``print``)."""
+    """Text formatted with ``%``, an f-string or a literal's ``.format(...)``."""
     return isinstance(arg, cst.FormattedString) or (
         isinstance(arg, cst.BinaryOperation) and isinstance(arg.operator, cst.Modulo) and isinstance(arg.left, _STRINGS)
+    ) or (
+        isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "format" and isinstance(arg.func.value, _STRINGS)
     )
 
 

@@ -18,12 +18,17 @@ from ...finding import NodeFix, Replacement
 from ...facts.tensors.device_targets import device_target
 from ...facts.tensors.host_tensors import HostTensor, host_tensor
 from ...facts.tensors.move_screens import create_then_move_candidates
+from ...facts.tensors.passed_tensors import passed_host_tensor
 
 # Keywords of .to()/.cuda() that do not change the result of moving a fresh tensor.
 _DROPPABLE = frozenset({"non_blocking", "copy"})
 _LEGACY_MESSAGE = (
     "`{factory}(...)` is created on the host and then copied to the device; create it there with a "
     "factory that takes `device=` (`torch.zeros`, `torch.full`, `torch.tensor(..., dtype=...)`)"
+)
+_PASSED_MESSAGE = (
+    "`{helper}` copies to the device the `{factory}(...)` its caller makes on the host ({path}:{line}); "
+    "create it on the device there (`device=`)"
 )
 # The cheap text pre-screen: a factory call and a move of a call's result somewhere (the ast
 # screen then checks that one follows the other).
@@ -32,6 +37,8 @@ _FACTORY_CALL = re.compile(
 )
 # A move of a call's result (`torch.zeros(3).cuda()`) or of a name (`z = z.cuda()`).
 _MOVE_OF_CALL = re.compile(r"\.\s*(?:cuda|to)\s*\(")
+# A helper returning a move (`return Variable(x).cuda()`): its callers may hand it a factory's tensor.
+_RETURNED_MOVE = re.compile(r"\breturn\b[^\n]*\.\s*(?:cuda|to)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,14 @@ class TensorCreatedThenMoved(Rule):
     runs under a flag named for the GPU (`if args.cuda:`, `if self.use_gpu:`, `if
     torch.cuda.is_available():`): where it runs, the tensor could be made there. A flag
     named for anything else leaves the move a choice the rule does not read.
+    The device may be held by an object: an attribute of a project settings object filled at
+    module level (`cfg.GLOBAL.DEVICE` with `__C.GLOBAL.DEVICE = torch.device("cuda" ...)` in
+    a config module, unless another module rewrites it or hands the object to a merging
+    helper), a class attribute, or a tensor's own `t.get_device()` (-1 on the host, where
+    `.to(-1)` raises). A project helper whose body only returns a move of its parameter
+    (`def to_var(x): return Variable(x).cuda()`, or the same under a GPU flag) is reported at
+    its move when a caller writes a factory call in the call (`to_var(torch.randn(n, d))`),
+    without a fix: the caller's factory would need the helper's device.
     What the moved value is comes from the project's value engine (`context.value_of`); a
     one-time buffer built in `__init__` is reported too: it costs little once, but the fix
     is free.
@@ -120,7 +135,9 @@ class TensorCreatedThenMoved(Rule):
     @classmethod
     def could_fire(cls, source: str) -> bool:
         """A factory call, and `.cuda(` or `.to(` on the result of some call."""
-        return _MOVE_OF_CALL.search(source) is not None and _FACTORY_CALL.search(source) is not None
+        if _MOVE_OF_CALL.search(source) is None:
+            return False
+        return _FACTORY_CALL.search(source) is not None or _RETURNED_MOVE.search(source) is not None
 
     @classmethod
     def could_fire_tree(cls, tree: ast.Module) -> bool:
@@ -212,6 +229,7 @@ class TensorCreatedThenMoved(Rule):
             return
         host = host_tensor(func.value, self.context, node)
         if host is None:
+            self._passed(node)
             return
         factory = host.factory
         move = self._cuda_move(node) if func.attr.value == "cuda" else self._to_move(node)
@@ -233,6 +251,15 @@ class TensorCreatedThenMoved(Rule):
             return
         placed = with_keywords(factory, [keyword_arg("device", move.target)])
         self.report(node, message, fix=self._fold(node, host, placed, safe))
+
+    def _passed(self, node: cst.Call) -> None:
+        """A helper that moves the fresh host tensor a caller hands it: reported at the
+        move, naming the caller; no fix (the caller's factory would need the helper's device)."""
+        receiver = cst.ensure_type(node.func, cst.Attribute).value
+        move = self._cuda_move(node) if cst.ensure_type(node.func, cst.Attribute).attr.value == "cuda" else self._to_move(node)
+        passed = passed_host_tensor(receiver, node, self.context) if move is not None else None
+        if passed is not None:
+            self.report(node, _PASSED_MESSAGE.format(helper=passed.helper, factory=passed.factory, path=passed.path, line=passed.line))
 
     def _fold(self, node: cst.Call, host: HostTensor, placed: cst.Call, safe: bool) -> NodeFix:
         """``device=`` in the factory, and the move replaced by what it moved (a separate

@@ -42,21 +42,31 @@ _PREAMBLE = "import torch\nmodel.cuda()\n"
 _HOST_RESULTS = frozenset({"item", "tolist", "numpy", "cpu"})
 
 
+def _reduces(call: cst.Call) -> bool:
+    """``t.any()`` / ``t.all()``: a one-element tensor whose truth an ``if`` reads."""
+    return not call.args and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("any", "all")
+
+
 class HostSyncInTrainingLoop(Rule):
     """## What it does
     Flags device-to-host synchronisations that run on every iteration of a training loop (a
     loop whose body runs `.backward()` or an optimizer `.step()`): `.item()`, `.cpu()`,
     `.tolist()`, `.to("cpu")`, `float(loss)`/`int(t)`/`bool(t)` on a tensor, `print(loss)`,
     `torch.cuda.synchronize()`, the truth value of a backpropagated loss in an `if` test
-    (`if loss == 0 or not torch.isfinite(loss):`), and calls of helpers that do one of these on every call:
+    (`if loss == 0 or not torch.isfinite(loss):`, `if torch.isnan(loss).any():`) or in the
+    test of a `while` that trains (`while err > tol:`), and calls of helpers that do one of these on every call:
     same-module functions, and project functions and methods of other modules
     (`calculate_accuracy(out, y)` from `utils.py` ending in `.item()`, `meter.add(loss)` with
     `meter = AverageMeter()` whose `add` calls `.cpu()`, at any depth through the project
-    functions they call unconditionally; `model(x)` whose `forward`, or a submodule's, syncs;
+    functions they call unconditionally; `model(x)` whose `forward`, or a submodule's, syncs, `.item()` or
+    implicitly: `int(n)`, `float(n)`, `bool(n)` or `if n > k:` of a tensor the forward
+    computed from its inputs by torch operations (not in a forward that uses NumPy);
     what a call runs is the value engine's dispatch, through attributes, parameters and
     factories; a helper handed `model.parameters()` that syncs once per parameter, as a
-    gradient-clipping helper's `total += p.grad.norm().item()` does). Text formatted from a tensor with `%` or an f-string counts wherever it goes
-    (`pbar.set_postfix_str('%.3f' % loss)`). A loop also trains when it calls a step
+    gradient-clipping helper's `total += p.grad.norm().item()` does). Text formatted from a tensor with `%`, an f-string or `.format` counts wherever it goes
+    (`pbar.set_postfix_str('%.3f' % loss)`). A loop that runs its own backward and optimizer
+    step around an inner training loop (a GAN's generator step after the critic's loop) is
+    a step loop for its own statements. A loop also trains when it calls a step
     function of another module, whatever its name (`trainer.train_step(x, y)`,
     `coach.fit_critic(real)`, `model.optimize_parameters()` with `model = create_model(opt)`). A loop over a loader's batches that replays each batch in
     inner `for _ in range(k):` training loops runs once per batch: its syncs count. A step
@@ -244,23 +254,45 @@ class HostSyncInTrainingLoop(Rule):
         self.report(node, message=self.message.format(what=self._label(node, what)))
 
     def visit_If(self, node: cst.If) -> None:
-        """``if loss == 0 or not torch.isfinite(loss):``: the truth value of a tensor the
-        loop backpropagates (its first operand, always evaluated) is an implicit ``bool()``."""
-        test = node.test
+        """``if loss == 0 or not torch.isfinite(loss):``, ``if torch.isnan(loss).any():``: the
+        truth value of a tensor the loop backpropagates (its first operand, always
+        evaluated) is an implicit ``bool()``."""
+        self._truth(node, node.test, None)
+
+    def visit_While(self, node: cst.While) -> None:
+        """``while loss > tol:`` around or inside a training step: the test's truth value is
+        read on every pass (the loop's own test, when the loop itself trains)."""
+        loop = self.context.fact(training_facts).loop(node)
+        own = loop if loop is not None and (loop.is_step_loop or loop.alternating) else None
+        self._truth(node, node.test, own)
+
+    def _truth(self, node: cst.CSTNode, whole: cst.BaseExpression, own) -> None:
+        test = whole
         while isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)):
             test = test.left if isinstance(test, cst.BooleanOperation) else test.expression
-        if not isinstance(test, (cst.Name, cst.Comparison)):
+        if isinstance(test, cst.Call) and _reduces(test):
+            pass  # `torch.isnan(loss).any()`: a bool of a tensor, whatever holds it
+        elif not isinstance(test, (cst.Name, cst.Comparison)):
             return  # `if torch.isnan(loss):` is read as a guard of what it holds (fixtures), left so
         ancestors = self.context.ancestors
         ancestors = ancestors[:-1] if ancestors and ancestors[-1] is node else ancestors
-        around = step_loop_around(self.context, ancestors)
-        if around is None or in_test_code(ancestors, self.context.path):
+        if in_test_code(ancestors, self.context.path):
             return
-        index, loop = around
-        if guarded_between([*ancestors[index:], node, node.test], self._bound_names(loop.node)):
-            return
-        if self._is_tensor(test, self._loss_names(loop.node)):
-            self.report(test, message=self.message.format(what=f"if {self.context.code_for(test)}"))
+        if own is not None:
+            if guarded_between([*ancestors, node], self._bound_names(node)):
+                return
+            names = self._loss_names(node)
+        else:
+            around = step_loop_around(self.context, ancestors)
+            if around is None:
+                return
+            index, loop = around
+            if guarded_between([*ancestors[index:], node, whole], self._bound_names(loop.node)):
+                return
+            names = self._loss_names(loop.node)
+        if self._is_tensor(test, names):
+            keyword = "while" if isinstance(node, cst.While) else "if"
+            self.report(test, message=self.message.format(what=f"{keyword} {self.context.code_for(test)}"))
 
     def _label(self, node: cst.Call, what: str) -> str:
         return self.context.code_for(node.func) + "(...)" if what in ("tensor", "helper") else what
@@ -413,6 +445,11 @@ class HostSyncInTrainingLoop(Rule):
         if isinstance(expr, cst.Call):
             if self.context.qualname(expr.func) in _TORCH_REDUCTIONS:
                 return True
+            if _reduces(expr):  # `torch.isnan(loss).any()`, `loss.isnan().any()`: of the loss itself
+                inner = expr.func.value  # type: ignore[attr-defined]
+                if isinstance(inner, cst.Call) and self.context.qualname(inner.func) in _TORCH_REDUCTIONS:
+                    return bool(inner.args) and self._is_tensor(inner.args[0].value, names)
+                return self._is_tensor(inner, names)
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _HOST_RESULTS:
                 # `print(loss.item())`: the `.item()` is the sync (reported on its own);
                 # what print gets is already on the host.
