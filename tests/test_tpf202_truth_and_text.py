@@ -1,9 +1,9 @@
 """TPF202: more spellings of a backpropagated loss read on the host every step. The truth
-value of ``torch.isnan(loss).any()`` in an ``if``; a ``while`` whose test compares the loss
+value of ``torch.isnan(loss).any()`` and ``torch.isfinite(loss)`` in an ``if``; a ``while`` whose test compares the loss
 its body backpropagates; ``"...".format(loss)`` handed to any call (a progress bar's
 description), as ``%`` and f-strings already were; and the statements of a loop that runs
 its own backward and optimizer step around an inner training loop (a GAN's generator step
-after its critic's loop). Look-alikes stay silent: ``.any()`` of a batch, a host number
+after its critic's loop). Look-alikes stay silent: ``.any()`` of a batch, ``torch.isnan`` of a host tensor, a host number
 read once before the loop and compared in it, ``.format`` of a host number, a ``while`` on
 counters, a guarded print in the alternating loop, and an outer loop whose only step runs
 inside the inner loop."""
@@ -75,6 +75,19 @@ PROJECT = {
                 err = net(x.cuda()).mean()
                 err.backward()
                 opt.step()
+
+
+        def finite(net, opt, loader):
+            net.cuda()
+            for x in loader:
+                loss = net(x.cuda()).mean()
+                if not torch.isfinite(loss):  #!
+                    continue
+                loss.backward()
+                opt.step()
+                scale = torch.ones(1)
+                if torch.isnan(scale):
+                    break
 
 
         def counted(net, opt, x, n):

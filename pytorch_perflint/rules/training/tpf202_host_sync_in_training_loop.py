@@ -53,7 +53,7 @@ class HostSyncInTrainingLoop(Rule):
     loop whose body runs `.backward()` or an optimizer `.step()`): `.item()`, `.cpu()`,
     `.tolist()`, `.to("cpu")`, `float(loss)`/`int(t)`/`bool(t)` on a tensor, `print(loss)`,
     `torch.cuda.synchronize()`, the truth value of a backpropagated loss in an `if` test
-    (`if loss == 0 or not torch.isfinite(loss):`, `if torch.isnan(loss).any():`) or in the
+    (`if loss == 0 or not torch.isfinite(loss):`, `if torch.isnan(loss):`, `if torch.isnan(loss).any():`) or in the
     test of a `while` that trains (`while err > tol:`), and calls of helpers that do one of these on every call:
     same-module functions, and project functions and methods of other modules
     (`calculate_accuracy(out, y)` from `utils.py` ending in `.item()`, `meter.add(loss)` with
@@ -270,10 +270,12 @@ class HostSyncInTrainingLoop(Rule):
         test = whole
         while isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)):
             test = test.left if isinstance(test, cst.BooleanOperation) else test.expression
+        # `if torch.isnan(loss):`: the truth of a reduction of the loss (its argument judged)
+        direct = isinstance(test, cst.Call) and self.context.qualname(test.func) in _TORCH_REDUCTIONS
         if isinstance(test, cst.Call) and _reduces(test):
             pass  # `torch.isnan(loss).any()`: a bool of a tensor, whatever holds it
-        elif not isinstance(test, (cst.Name, cst.Comparison)):
-            return  # `if torch.isnan(loss):` is read as a guard of what it holds (fixtures), left so
+        elif not direct and not isinstance(test, (cst.Name, cst.Comparison)):
+            return
         ancestors = self.context.ancestors
         ancestors = ancestors[:-1] if ancestors and ancestors[-1] is node else ancestors
         if in_test_code(ancestors, self.context.path):
@@ -290,7 +292,11 @@ class HostSyncInTrainingLoop(Rule):
             if guarded_between([*ancestors[index:], node, whole], self._bound_names(loop.node)):
                 return
             names = self._loss_names(loop.node)
-        if self._is_tensor(test, names):
+        if direct:
+            synced = bool(test.args) and self._is_tensor(test.args[0].value, names)  # type: ignore[attr-defined]
+        else:
+            synced = self._is_tensor(test, names)
+        if synced:
             keyword = "while" if isinstance(node, cst.While) else "if"
             self.report(test, message=self.message.format(what=f"{keyword} {self.context.code_for(test)}"))
 
