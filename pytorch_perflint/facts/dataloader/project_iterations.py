@@ -22,6 +22,7 @@ from ...project import ProjectIndex
 from ...project.forms import dotted
 from ...project.summarizer import parse_tree
 from ...project.reads import spells
+from .endless_walks import walks_endlessly
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -173,6 +174,8 @@ class _Walker:
         parameter = function.args.args[position].arg if position < len(function.args.args) else None
         if parameter is None or parameter in ("self", "cls"):
             return False
+        if walks_endlessly(self.index, found.path, function, parameter, guarded, self.unless_text, self.unless_name):
+            return True  # `loader = sample_data(loader)`: each pass of the generator's `while True` is an epoch
         rebound = [
             n
             for n in _own_nodes(function.body)
