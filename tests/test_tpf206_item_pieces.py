@@ -8,7 +8,9 @@ self.padded_test, 8)``, both no-grad forwards of the class (``facts/training/ite
 
 Look-alikes stay silent: a loop over loaders that evaluates a whole set per iteration, a
 repeat loop over ``range(...)``, a nested loop over a list of models, a local name also
-bound to something else, and an ``empty_cache()`` once after the loop."""
+bound to something else, and an ``empty_cache()`` once after the loop. A network's part
+called by itself (``backbone.image_encoder(x)``) runs a model, as the loop over the images of
+one batch shows."""
 
 from __future__ import annotations
 
@@ -79,6 +81,14 @@ PROJECT = {
                 for m in models:
                     m(x.to(device))
                 torch.cuda.empty_cache()
+
+        def images_of(batch, backbone):
+            with torch.no_grad():
+                embs = []
+                for i in range(batch.shape[0]):
+                    torch.cuda.empty_cache()  #!
+                    embs.append(backbone.image_encoder(batch[i:i + 1].to(device)))
+            return torch.cat(embs)
 
         @torch.no_grad()
         def embed_once(loader, model):

@@ -15,6 +15,7 @@ one whose forward needs gradients are not evaluation loops.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -32,6 +33,8 @@ from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
 if TYPE_CHECKING:
     from ...context import FileContext
 
+# A network's part called by itself: `self.model.image_encoder(x)`, `text_encoder(ids)`, `ema_unet(z)`.
+_PART_NAME = re.compile(r"(?:^|[._])(?:encoder|decoder|unet|vae|denoiser)$", re.IGNORECASE)
 # Calls that put a new model in place: a loop around them evaluates one model per iteration.
 _LOADS = frozenset({"load_state_dict", "load_checkpoint"})
 _LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.jit.trace", "torch.jit.script"})
@@ -208,8 +211,9 @@ def _model_calls(
     mode before the loop (``net.eval()``, then ``net(x)`` or ``net.infer(x)``).
 
     A forward is a call of something named like a model (``model(x)``, ``self.net(x)``,
-    ``model.forward(x)``) that the loop does not bind, or of a same-module loop-free helper
-    that runs one (``forward_helpers``): a loop over models or checkpoints (``for name,
+    ``model.forward(x)``, a network's part: ``self.model.image_encoder(x)``) that the loop
+    does not bind, or of a same-module loop-free helper that runs one
+    (``forward_helpers``): a loop over models or checkpoints (``for name,
     model in models.items():``) frees one model's memory before the next, which is what
     the cache is emptied for, and a helper that loops itself evaluates a whole set. A
     name put in eval mode before the loop (``evaluated``) is a model too: ``vqgan(x)``,
@@ -246,7 +250,7 @@ def _model_calls(
             chosen = (aliases or {}).get(key[1]) if key is not None and key[0] is None else None
             head = root.split(".")[0] if root is not None else None
             if head is not None and head not in bound and (
-                is_model_call(node) or is_model_name(root) or root in evaluated or (off and _submodule_of(root, evaluated)) or _inference_method(root)
+                is_model_call(node) or is_model_name(root) or _PART_NAME.search(root) or root in evaluated or (off and _submodule_of(root, evaluated)) or _inference_method(root)
             ):
                 forward = True
                 without_grad |= off
