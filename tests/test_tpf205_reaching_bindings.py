@@ -9,7 +9,9 @@ backpropagates it.
 
 Look-alikes stay silent: ``.item()`` and ``.detach()`` sums, a name whose last binding
 before the read is a float made after the backward, a term that only an ``if`` may bind
-(the ``0`` may reach), a name a nested loop rebinds, and a sum under ``no_grad``."""
+(the ``0`` may reach), a name a nested loop rebinds, a sum under ``no_grad``, and a name
+rebound from itself by a method (``score = score.mean()``), which defers to its earlier
+binding (an unknown critic's output here)."""
 
 from __future__ import annotations
 
@@ -109,6 +111,16 @@ PROJECT = {
                     cost = cost.item()
                     after_float += cost
                 print(as_items, detached, after_float, maybe_aux, nested)
+
+        def fit_rescored(net, critic, batches, opt):
+            scores = []
+            for feats, gold in batches:
+                score = -critic(net(feats), gold)
+                score = score.mean()
+                score.backward()
+                opt.step()
+                scores.append(score)
+            return scores
 
         def fit_validated(net, batches, rounds, opt, objective=nn.MSELoss()):
             for r in range(rounds):

@@ -30,7 +30,7 @@ from .classifiers import is_backward_call, last_name
 from .loops import walk
 from .loss_parts import ARITHMETIC_ASSIGN, on_itself, part_of_backpropagated, summand_of_backpropagated
 from .no_grad import under_no_grad
-from .reaching import reaching_binding, runs_after_in_block
+from .reaching import method_of, reaching_binding, runs_after_in_block
 
 Path = Tuple[cst.CSTNode, ...]
 
@@ -147,7 +147,7 @@ class GraphValues:
         does, or it is the loop's last binding of the name and a backward after it in its
         block backpropagates the name."""
         reached = reaching_binding(self.loop, scope_path, name)
-        if reached is None or under_no_grad(self.context, reached[1]) or on_itself(reached[0], name):
+        if reached is None or under_no_grad(self.context, reached[1]) or on_itself(reached[0], name) or method_of(reached[0], name):
             return False
         if self.carries(reached[0], reached[1], depth + 1):
             return True

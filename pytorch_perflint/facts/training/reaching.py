@@ -62,6 +62,13 @@ def reaching_binding(loop: cst.CSTNode, path: Path, name: str) -> Optional[Tuple
     return None
 
 
+def method_of(value: cst.BaseExpression, name: str) -> bool:
+    """``name.mean()``: a value computed from the name itself, which defers to the name's
+    earlier binding (as ``name + aux`` does, ``loss_parts.on_itself``)."""
+    func = value.func if type(value) is cst.Call else None
+    return type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == name
+
+
 def _before(body: Sequence[cst.CSTNode], statement: cst.CSTNode) -> List[cst.CSTNode]:
     for index, node in enumerate(body):
         if node is statement:
