@@ -3,12 +3,10 @@ caller in another module of the project (TPF103 across files).
 
 ``data.py``: ``def get_loaders(): ...; return train_loader, val_loader``; ``train.py``:
 ``train_loader, val_loader = get_loaders()`` once, then ``for epoch in ...: for x in
-train_loader:``. The callers come from the project index (``callers``: None when they
-cannot all be known, and then nothing is claimed); each caller's function is read with
-``ast`` from its module. A caller counts when it binds the helper's result (or the tuple
-element that holds the loader) to a name bound once in its function, not inside a loop,
-and walks that name (directly or through ``enumerate``/``iter``/``tqdm``) inside a loop
-of the same function that does not hold the binding.
+train_loader:``. The callers come from the project index (None when not all known: then
+nothing is claimed), each read with ``ast``. A caller counts when it binds the helper's
+result (or the element holding the loader) to a name bound once in its function, outside
+loops, and walks it (directly or through ``enumerate``/``iter``/``tqdm``) in a loop.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from ...project.forms import dotted
 from ...project.summarizer import parse_tree
 from ...project.reads import spells
 from .global_walks import walked_through_free_name
+from .endless_walks import walks_endlessly
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -174,6 +173,8 @@ class _Walker:
         parameter = function.args.args[position].arg if position < len(function.args.args) else None
         if parameter is None or parameter in ("self", "cls"):
             return False
+        if walks_endlessly(self.index, found.path, function, parameter, guarded, self.unless_text, self.unless_name):
+            return True  # `loader = sample_data(loader)`: each pass of the generator's `while True` is an epoch
         rebound = [
             n
             for n in _own_nodes(function.body)

@@ -72,12 +72,33 @@ def is_optimizer_step(call: cst.Call, optimizer_names: FrozenSet[str] = frozense
 
 def builds_from_parameters(call: cst.Call) -> bool:
     """``optimtype(model.parameters(), lr=lr)``: a call handed a model's ``parameters()``
-    first, which builds an optimizer whatever its name (the class may be a parameter)."""
+    first, which builds an optimizer whatever its name (the class may be a parameter); also
+    a list made of them (``[p for p in model.parameters() if p.requires_grad] + extra``,
+    ``list(...)``, ``filter(f, ...)``)."""
     first = call.args[0] if call.args else None
     if first is None or first.keyword is not None or first.star:
         return False
-    value = first.value
-    return type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute and value.func.attr.value == "parameters"
+    return _parameters_form(first.value, 0)
+
+
+def _parameters_form(value: cst.BaseExpression, depth: int) -> bool:
+    """``m.parameters()``, or a list built from it: a comprehension over it, ``list(it)``,
+    ``filter(f, it)``, or ``it + other`` / ``other + it``."""
+    if depth > 3:
+        return False
+    if type(value) is cst.Call:
+        func = value.func
+        if type(func) is cst.Attribute:
+            return not value.args and func.attr.value == "parameters"
+        if type(func) is cst.Name and func.value in ("list", "filter") and value.args and 1 <= len(value.args) <= 2:
+            last = value.args[-1]
+            return last.keyword is None and not last.star and _parameters_form(last.value, depth + 1)
+        return False
+    if type(value) in (cst.ListComp, cst.GeneratorExp):
+        return value.for_in.inner_for_in is None and _parameters_form(value.for_in.iter, depth + 1)  # type: ignore[attr-defined]
+    if type(value) is cst.BinaryOperation and type(value.operator) is cst.Add:
+        return _parameters_form(value.left, depth + 1) or _parameters_form(value.right, depth + 1)  # type: ignore[attr-defined]
+    return False
 
 
 def options_like(name: str) -> bool:

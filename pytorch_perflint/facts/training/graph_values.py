@@ -30,6 +30,7 @@ from .classifiers import is_backward_call, last_name
 from .loops import walk
 from .loss_parts import ARITHMETIC_ASSIGN, on_itself, part_of_backpropagated, summand_of_backpropagated
 from .no_grad import under_no_grad
+from .reaching import method_of, reaching_binding, runs_after_in_block
 
 Path = Tuple[cst.CSTNode, ...]
 
@@ -51,6 +52,7 @@ class GraphValues:
         self._bindings: Optional[dict] = None
         self._own: set = set()  # ids of the bindings that are arithmetic on the name itself
         self._backward_names: Optional[frozenset] = None
+        self._backward_paths: dict = {}  # name -> paths of the calls that backpropagate it
 
     def carries(self, expr: cst.BaseExpression, scope_path: Path, depth: int = 0) -> bool:
         if depth > _MAX_DEPTH:
@@ -114,6 +116,8 @@ class GraphValues:
         found = self.bindings().get(name)
         if not found:
             return False
+        if len(found) > 1 and self._reached(name, found, scope_path, depth):
+            return True  # `total_loss = 0` ... `total_loss = a + b` before the read
         if any(under_no_grad(self.context, path) for _, path in found):
             return False
         # `loss = loss + aux`, `loss += aux`, `loss = loss`: arithmetic on the name keeps
@@ -138,6 +142,19 @@ class GraphValues:
                 return False
         return True
 
+    def _reached(self, name: str, found: list, scope_path: Path, depth: int) -> bool:
+        """The one binding that reaches the read (``reaching``) carries a graph: its value
+        does, or it is the loop's last binding of the name and a backward after it in its
+        block backpropagates the name."""
+        reached = reaching_binding(self.loop, scope_path, name)
+        if reached is None or under_no_grad(self.context, reached[1]) or on_itself(reached[0], name) or method_of(reached[0], name):
+            return False
+        if self.carries(reached[0], reached[1], depth + 1):
+            return True
+        if found[-1][0] is not reached[0] or name not in self._backpropagated():
+            return False
+        return any(runs_after_in_block(reached[1], path) for path in self._backward_paths.get(name, ()))
+
     def _backpropagated(self) -> frozenset:
         """Names the loop body backpropagates: ``loss.backward()``, and the loss handed to a
         helper that does (``accelerator.backward(loss)``, ``self.manual_backward(loss)``,
@@ -149,11 +166,14 @@ class GraphValues:
                 if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
                     return False
                 name = backpropagated_name(node) if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and node.func.attr.value in _BACKWARDS else None
-                if name is not None:
-                    names.add(name)
-                elif type(node) is cst.Call and _may_be_helper(node):  # `self.backward(loss)` of a project helper
+                if name is None and type(node) is cst.Call and _may_be_helper(node):  # `self.backward(loss)` of a project helper
                     statement = self.loop_ancestors[1] if len(self.loop_ancestors) > 1 else self.loop
-                    names.update(handed_to_backward(self.context, node, statement))
+                    handed = handed_to_backward(self.context, node, statement)
+                else:
+                    handed = () if name is None else (name,)
+                for one in handed:
+                    names.add(one)
+                    self._backward_paths.setdefault(one, []).append(self.loop_ancestors + tuple(stack))
                 return True
 
             walk(self.loop.body, enter)

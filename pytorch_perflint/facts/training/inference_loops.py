@@ -15,7 +15,8 @@ one whose forward needs gradients are not evaluation loops.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, FrozenSet, List, Optional, Sequence, Tuple
+import re
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -23,14 +24,17 @@ from ...analysis.scope import dotted_name
 from ...analysis.walk import child_nodes
 from ...project.call_values import may_run_project_code
 from ...project.forward_calls import is_model_name, target_runs_forward
-from .classifiers import callee_key, is_no_grad_expr, last_name, method_name
+from .classifiers import FuncKey, callee_key, is_no_grad_expr, last_name, method_name
 from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
+from .item_pieces import item_names, method_aliases, walks_pieces
 from .loops import loop_bound_names, training_facts
 from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
 
 if TYPE_CHECKING:
     from ...context import FileContext
 
+# A network's part called by itself: `self.model.image_encoder(x)`, `text_encoder(ids)`, `ema_unet(z)`.
+_PART_NAME = re.compile(r"(?:^|[._])(?:encoder|decoder|unet|vae|denoiser)$", re.IGNORECASE)
 # Calls that put a new model in place: a loop around them evaluates one model per iteration.
 _LOADS = frozenset({"load_state_dict", "load_checkpoint"})
 _LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.jit.trace", "torch.jit.script"})
@@ -55,7 +59,8 @@ def evaluation_loop_around(context: "FileContext", ancestors: Sequence[cst.CSTNo
         def project(call: cst.Call) -> Optional[bool]:
             return _project_forward(context, call, ancestors[1] if len(ancestors) > 1 else call)
 
-        forward, without_grad, in_eval_mode = _model_calls(loop, class_name, helpers, context.qualname, evaluated, around_off, project)
+        aliases = method_aliases(ancestors[:current], class_name)
+        forward, without_grad, in_eval_mode = _model_calls(loop, class_name, helpers, context.qualname, evaluated, around_off, project, aliases)
         if without_grad and _needs_grad(loop, class_name, facts_all.grad_functions):
             without_grad = False  # a no-grad target network inside a training step, say
         if forward:
@@ -198,6 +203,7 @@ def _model_calls(
     evaluated: FrozenSet[str] = frozenset(),
     around_off: bool = False,
     project: Optional[Callable[[cst.Call], Optional[bool]]] = None,
+    aliases: Optional[Dict[str, FrozenSet[FuncKey]]] = None,
 ) -> Tuple[bool, bool, bool]:
     """Whether the loop's own body (not a nested loop or function) runs a model forward,
     whether it does so with autograd off, in a no-grad ``with`` of its body or through
@@ -205,8 +211,9 @@ def _model_calls(
     mode before the loop (``net.eval()``, then ``net(x)`` or ``net.infer(x)``).
 
     A forward is a call of something named like a model (``model(x)``, ``self.net(x)``,
-    ``model.forward(x)``) that the loop does not bind, or of a same-module loop-free helper
-    that runs one (``forward_helpers``): a loop over models or checkpoints (``for name,
+    ``model.forward(x)``, a network's part: ``self.model.image_encoder(x)``) that the loop
+    does not bind, or of a same-module loop-free helper that runs one
+    (``forward_helpers``): a loop over models or checkpoints (``for name,
     model in models.items():``) frees one model's memory before the next, which is what
     the cache is emptied for, and a helper that loops itself evaluates a whole set. A
     name put in eval mode before the loop (``evaluated``) is a model too: ``vqgan(x)``,
@@ -214,8 +221,13 @@ def _model_calls(
     ``vqgan.encoder(x)``. A method of something named like a model that runs it
     (``net_g.infer(x)``) is a forward; so is a call of project code (any module) that
     runs one outside its own loops (``project``: ``forward_calls.runs_forward``, asked
-    only when nothing else in the loop is a forward)."""
+    only when nothing else in the loop is a forward). A nested loop over pieces of the
+    item (``for b in range(0, clip.shape[1], 5)``, ``for part in torch.split(clip, n)``:
+    ``item_pieces``) runs its forwards for this item, so they count as the loop's own. A
+    local name bound only to methods of ``self`` (``test = self.nonpad_test``, or
+    ``partial(self.pad_test, 8)`` in another branch: ``aliases``) calls those methods."""
     bound = loop_bound_names(loop)  # type: ignore[arg-type]
+    pieces = item_names(loop)
     forward = without_grad = in_eval_mode = False
     others: List[Tuple[cst.Call, bool]] = []
     named: List[cst.Call] = []  # forwards by name: their project code may turn autograd off
@@ -224,6 +236,8 @@ def _model_calls(
         node, off = stack.pop()
         if type(node) is cst.For:  # its iterable is made on every iteration (a generator it walks)
             stack.append((node.iter, off))
+            if walks_pieces(node, pieces):  # the chunks of this item: its forwards are this item's
+                stack.append((node.body, off))
             continue
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.While)):
             continue
@@ -233,9 +247,10 @@ def _model_calls(
             target = node.func.value if method_name(node) == "forward" else node.func  # type: ignore[attr-defined]
             root = dotted_name(target) if type(target) in (cst.Name, cst.Attribute) else None
             key = callee_key(node, class_name)
+            chosen = (aliases or {}).get(key[1]) if key is not None and key[0] is None else None
             head = root.split(".")[0] if root is not None else None
             if head is not None and head not in bound and (
-                is_model_call(node) or is_model_name(root) or root in evaluated or (off and _submodule_of(root, evaluated)) or _inference_method(root)
+                is_model_call(node) or is_model_name(root) or _PART_NAME.search(root) or root in evaluated or (off and _submodule_of(root, evaluated)) or _inference_method(root)
             ):
                 forward = True
                 without_grad |= off
@@ -244,6 +259,9 @@ def _model_calls(
             elif key is not None and key in helpers.forward:
                 forward = True
                 without_grad |= off or key in helpers.no_grad_forward
+            elif chosen and chosen <= helpers.forward:  # `test = self.nonpad_test`, then `test()`
+                forward = True
+                without_grad |= off or chosen <= helpers.no_grad_forward
             elif head is not None and head not in bound:
                 others.append((node, off))
         stack.extend((child, off) for child in child_nodes(node))

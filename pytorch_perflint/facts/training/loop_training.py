@@ -179,7 +179,26 @@ def _calls_under(root: ast.AST, chain: List[ast.AST]) -> List[Tuple[ast.Call, Li
 
 
 def _from_parameters(call: ast.Call) -> bool:
-    """``optimtype(model.parameters(), lr=lr)``: ``classifiers.builds_from_parameters``."""
-    first = call.args[0] if call.args else None
-    return type(first) is ast.Call and not first.args and type(first.func) is ast.Attribute and first.func.attr == "parameters"  # type: ignore[union-attr]
+    """``optimtype(model.parameters(), lr=lr)``, or a list built from them:
+    ``classifiers.builds_from_parameters``."""
+    return bool(call.args) and _parameters_form(call.args[0], 0)
 
+
+def _parameters_form(value: ast.AST, depth: int) -> bool:
+    """``classifiers._parameters_form`` on ``ast``."""
+    if depth > 3:
+        return False
+    if type(value) is ast.Call:
+        func = value.func  # type: ignore[attr-defined]
+        args = value.args  # type: ignore[attr-defined]
+        if type(func) is ast.Attribute:
+            return not args and func.attr == "parameters"
+        if type(func) is ast.Name and func.id in ("list", "filter") and 1 <= len(args) <= 2 and not value.keywords:  # type: ignore[attr-defined]
+            return _parameters_form(args[-1], depth + 1)
+        return False
+    if type(value) in (ast.ListComp, ast.GeneratorExp):
+        generators = value.generators  # type: ignore[attr-defined]
+        return len(generators) == 1 and _parameters_form(generators[0].iter, depth + 1)
+    if type(value) is ast.BinOp and type(value.op) is ast.Add:  # type: ignore[attr-defined]
+        return _parameters_form(value.left, depth + 1) or _parameters_form(value.right, depth + 1)  # type: ignore[attr-defined]
+    return False

@@ -14,7 +14,8 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.dataloader.loader_args import _TQDM, Path
 from ...facts.dataloader.loader_facts import loader_facts, walked_every_epoch_elsewhere
-from ...facts.dataloader.project_iterations import packed_sampler_walked_every_epoch, sampler_walked_every_epoch
+from ...facts.dataloader.project_iterations import packed_sampler_walked_every_epoch
+from ...facts.dataloader.sampler_callers import sampler_walked_every_epoch
 from ...facts.dataloader.loader_sites import LoaderSite, _method_class
 from ...facts.dataloader.sampler_facts import (
     Helper, Keyed, Packed, ancestors_of, another_sampler, binding_scope, bound_name, calls_in, epoch_variable, evaluates, helper_calls,
@@ -53,9 +54,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     take (`sampler=samplers[x]`). A function that rebinds its loader parameter to a
     generator over it (`loader = sample_data(loader)`) still walks the loader it was given.
     A sampler that a module-level helper returns (`def data_sampler(ds, shuffle,
-    distributed): ...`) is also followed to callers in other modules that bind it once,
-    pass it as `sampler=` to a `DataLoader` bound once and walk that loader every epoch
-    (with `shuffle=True` when the helper takes `shuffle`). So is a sampler a module-level
+    distributed): ...`) is also followed to callers in other modules that bind it once (or
+    pass the call itself) as `sampler=` to a `DataLoader` bound once and walk that loader every
+    epoch (with `shuffle=True` when the helper takes `shuffle`), also through a project
+    function that rebinds it to an endless generator (`while True: for b in loader: yield b`). So is a sampler a module-level
     helper packs into the loader arguments it returns (`kwargs["sampler"] =
     DistributedSampler(ds, shuffle=mode == "train")`; `return kwargs`), when a caller
     elsewhere passes `"train"`, unpacks the dict into one `DataLoader(ds, **kwargs)` and

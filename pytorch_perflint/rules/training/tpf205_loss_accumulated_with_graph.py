@@ -52,7 +52,12 @@ class LossAccumulatedWithGraph(Rule):
     method of any module returns beside it (`loss, box = compute(out, y)` where `compute`
     ends `total = box + cls; return total, box`; `total, bpr, reg = model.bpr_loss(u, i, j)`
     returning `bpr + reg, bpr, reg`; a `forward` that returns such a call), and the tensor
-    terms the loop computes it from (`bpr = -torch.sum(...)`, `loss = bpr + w * reg`).
+    terms the loop computes it from (`bpr = -torch.sum(...)`, `loss = bpr + w * reg`). A
+    name the loop binds more than once is judged by the binding that reaches the
+    accumulation (`step_cost = 0` at the top, then `step_cost = a + b`; a `cost` of a
+    no-grad validation pass, then the step's own). An optimizer built from a list of a
+    model's parameters (`optimtype([p for p in net.parameters() if p.requires_grad])`)
+    makes the loop train whatever names its class.
     Silent for `loss.item()`, `loss.detach()`, `loss.data`, `float(loss)`, values computed
     under `torch.no_grad()`, an accumulator that is backpropagated later (`total.backward()`,
     `torch.stack(losses).mean().backward()`: gradient accumulation on purpose), one

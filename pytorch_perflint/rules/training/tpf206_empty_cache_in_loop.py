@@ -78,6 +78,11 @@ class EmptyCacheInLoop(Rule):
     subclass) is an object of its class, and a `__call__` that denoises copies of its one
     input (a test-time ensemble), steps through the scheduler's timesteps or decodes what
     it computed in chunks (`range(0, latents.shape[0], 8)`) is one item's inference.
+    Likewise a loop whose model runs in a nested loop over pieces of its current item
+    (`for b in range(0, clip.shape[1], 4)`, `for part in torch.split(clip, n)`) evaluates
+    every item; a network's part called by itself (`self.model.image_encoder(x)`) runs a
+    model; and a local name bound only to methods of `self` (`run = self.plain_test`, or
+    `partial(self.padded_test, 8)`) calls them.
     A step method of a trainer subclass (`_train_step(self, batch)`, which backpropagates)
     that empties the cache on every call is reported at its `empty_cache()` when a project
     base class calls `self._train_step(batch)` on every iteration of its own loop: the
