@@ -71,3 +71,8 @@ def formatted_values(arg: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "format":
         if isinstance(arg.func.value, _STRINGS):
             yield from (a.value for a in arg.args if not a.star)
+
+
+def reduces_to_truth(call: cst.Call) -> bool:
+    """``t.any()`` / ``t.all()``: a one-element tensor whose truth an ``if`` reads."""
+    return not call.args and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("any", "all")

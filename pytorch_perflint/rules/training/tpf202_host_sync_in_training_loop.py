@@ -28,6 +28,7 @@ from ...facts.training.loops import (
 from ...facts.training.screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
 from ...facts.training.test_code import in_test_code
 from ...facts.training.sync_forms import add_terms as _add_terms, formats as _formats, formatted_values as _formatted_values
+from ...facts.training.sync_forms import reduces_to_truth as _reduces
 
 if TYPE_CHECKING:
     from ...project.index import ProjectIndex
@@ -40,11 +41,6 @@ _TORCH_REDUCTIONS = frozenset(
 _PREAMBLE = "import torch\nmodel.cuda()\n"
 # Methods whose result is already on the host: printing or converting it syncs nothing more.
 _HOST_RESULTS = frozenset({"item", "tolist", "numpy", "cpu"})
-
-
-def _reduces(call: cst.Call) -> bool:
-    """``t.any()`` / ``t.all()``: a one-element tensor whose truth an ``if`` reads."""
-    return not call.args and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("any", "all")
 
 
 class HostSyncInTrainingLoop(Rule):
