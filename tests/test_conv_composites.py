@@ -1,0 +1,158 @@
+"""What a model is, for TPF403 (issue 22, review-9's misses): a name factory whose every
+arm builds a convolutional model though the name has no default and the arms outnumber a
+choice, and containers a helper fills with layers in a loop (``make_stage(spec)``
+returning ``nn.Sequential(*parts)`` / ``nn.Sequential(OrderedDict(pairs))``), held by
+composite modules (an encoder and a decoder inside a wrapper module). Each on a scratch
+project, with look-alikes that stay silent."""
+
+from __future__ import annotations
+
+from test_cache_project import _findings  # noqa: E402
+from test_module_values import _project  # noqa: E402
+
+# -- a factory choosing by a required flag among more classes than a choice holds ---------
+
+
+def _zoo(count: int) -> dict:
+    """``zoo/arch<i>.py`` each with its own conv class and builder; ``pick.py`` choosing
+    one by ``opts.arch`` in an ``if``/``elif`` chain (imports inside the arms)."""
+    files = {"zoo/__init__.py": ""}
+    arms = []
+    for i in range(count):
+        files[f"zoo/arch{i}.py"] = (
+            "import torch.nn as nn\n\n\n"
+            f"class Arch{i}(nn.Module):\n    def __init__(self, width=8):\n        super().__init__()\n"
+            f"        self.head = nn.Conv2d(3, width, {i % 3 + 1})\n\n    def forward(self, x):\n        return self.head(x)\n\n\n"
+            f"def arch{i}():\n    return Arch{i}()\n"
+        )
+        keyword = "if" if i == 0 else "elif"
+        arms.append(f"    {keyword} opts.arch == 'a{i}':\n        from zoo.arch{i} import arch{i}\n        net = arch{i}()\n")
+    files["pick.py"] = (
+        "import sys\n\n\ndef pick(opts):\n" + "".join(arms)
+        + "    else:\n        print('no such architecture')\n        sys.exit(1)\n"
+        + "    if opts.cuda:\n        net = net.cuda()\n    return net\n"
+    )
+    files["run.py"] = (
+        "import argparse\n\nimport torch\nfrom pick import pick\n\n\n"
+        "def main():\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('-arch', type=str, required=True)\n"
+        "    parser.add_argument('-cuda', action='store_true')\n"
+        "    opts = parser.parse_args()\n"
+        "    net = pick(opts)\n"
+        "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "    for x in feed:\n        net(x.cuda()).sum().backward()\n        opt.step()\n\n\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    return files
+
+
+def test_a_required_name_whose_every_arm_builds_a_conv_model(tmp_path):
+    # 20 different classes: more than a choice keeps, each convolutional.
+    assert _findings(_project(tmp_path, _zoo(20)), ".") == [("run.py", 12, "TPF403")]
+
+
+def test_one_arm_without_convolutions_leaves_the_factory_unknown(tmp_path):
+    files = _zoo(20)
+    files["zoo/arch7.py"] = files["zoo/arch7.py"].replace("nn.Conv2d(3, width, 2)", "nn.Linear(3, width)")
+    assert _findings(_project(tmp_path, files), ".") == []
+
+
+def test_one_arm_of_unknown_kind_leaves_the_factory_unknown(tmp_path):
+    files = _zoo(20)
+    files["pick.py"] = files["pick.py"].replace("        net = arch3()\n", "        net = torch.hub.load(opts.repo, opts.arch)\n")
+    files["pick.py"] = "import torch\n" + files["pick.py"]
+    assert _findings(_project(tmp_path, files), ".") == []
+
+
+# -- containers a helper fills in a loop, inside composite modules -------------------------
+
+STAGES = {
+    "parts/__init__.py": "",
+    "parts/stages.py": (
+        "from collections import OrderedDict\n\nimport torch.nn as nn\n\n\n"
+        "def make_stage(spec):\n"
+        "    pairs = []\n"
+        "    for label, sizes in spec.items():\n"
+        "        if label.startswith('pool'):\n"
+        "            pairs.append((label, nn.MaxPool2d(sizes[0])))\n"
+        "        elif label.startswith('conv'):\n"
+        "            layer = nn.Conv2d(sizes[0], sizes[1], sizes[2])\n"
+        "            pairs.append((label, layer))\n"
+        "            pairs.append(('act_' + label, nn.ReLU()))\n"
+        "        else:\n"
+        "            raise ValueError(label)\n"
+        "    return nn.Sequential(OrderedDict(pairs))\n\n\n"
+        "def make_column(widths):\n"
+        "    parts = []\n"
+        "    prev = 3\n"
+        "    for w in widths:\n"
+        "        if w == 'P':\n"
+        "            parts += [nn.MaxPool2d(2)]\n"
+        "            continue\n"
+        "        parts += [nn.Conv2d(prev, w, 3, padding=1), nn.ReLU()]\n"
+        "        prev = w\n"
+        "    return nn.Sequential(*parts)\n"
+    ),
+    "parts/blocks.py": (
+        "import torch.nn as nn\n\nfrom parts.stages import make_stage\n\n\n"
+        "class Down(nn.Module):\n"
+        "    def __init__(self, specs):\n"
+        "        super().__init__()\n"
+        "        for i, spec in enumerate(specs, 1):\n"
+        "            setattr(self, 'stage' + str(i), make_stage(spec))\n\n"
+        "    def forward(self, x):\n        return self.stage1(x)\n\n\n"
+        "class Up(nn.Module):\n"
+        "    def __init__(self, spec):\n"
+        "        super().__init__()\n"
+        "        self.body = make_stage(spec)\n\n"
+        "    def forward(self, x):\n        return self.body(x)\n\n\n"
+        "class Both(nn.Module):\n"
+        "    def __init__(self, down, up):\n"
+        "        super().__init__()\n"
+        "        self.down = down\n"
+        "        self.up = up\n\n"
+        "    def forward(self, x):\n        return self.up(self.down(x))\n"
+    ),
+    "fit.py": (
+        "from collections import OrderedDict\n\nimport torch\n\nfrom parts.blocks import Both, Down, Up\n\n"
+        "down = Down([OrderedDict({'conv1': [1, 8, 3]})]).cuda()\n"
+        "up = Up(OrderedDict({'conv2': [8, 1, 3]})).cuda()\n"
+        "model = Both(down, up).cuda()\n"
+        "opt = torch.optim.Adam(model.parameters())\n"
+        "for x in batches:\n    model(x.cuda()).mean().backward()\n    opt.step()\n"
+    ),
+}
+
+
+def test_stages_built_from_a_filled_list_make_the_composite_convolutional(tmp_path):
+    assert _findings(_project(tmp_path, STAGES), ".") == [("fit.py", 9, "TPF403")]
+
+
+def test_a_column_built_with_list_additions_is_convolutional(tmp_path):
+    files = {**STAGES, "fit.py": (
+        "import torch\n\nfrom parts.stages import make_column\n\n"
+        "model = make_column([16, 'P', 32]).cuda()\n"
+        "opt = torch.optim.Adam(model.parameters())\n"
+        "for x in batches:\n    model(x.cuda()).mean().backward()\n    opt.step()\n"
+    )}
+    assert _findings(_project(tmp_path, files), ".") == [("fit.py", 5, "TPF403")]
+
+
+def test_a_filled_list_of_linear_layers_is_not_convolutional(tmp_path):
+    stages = STAGES["parts/stages.py"].replace("nn.Conv2d(sizes[0], sizes[1], sizes[2])", "nn.Linear(sizes[0], sizes[1])")
+    assert _findings(_project(tmp_path, {**STAGES, "parts/stages.py": stages}), ".") == []
+
+
+def test_a_list_handed_on_or_shortened_before_it_is_wrapped_is_not_read(tmp_path):
+    handed = STAGES["parts/stages.py"].replace("    return nn.Sequential(OrderedDict(pairs))\n", "    pairs = trim(pairs)\n    return nn.Sequential(OrderedDict(pairs))\n")
+    assert _findings(_project(tmp_path, {**STAGES, "parts/stages.py": handed}), ".") == []
+    popped = STAGES["parts/stages.py"].replace("    return nn.Sequential(OrderedDict(pairs))\n", "    pairs.pop()\n    return nn.Sequential(OrderedDict(pairs))\n")
+    assert _findings(_project(tmp_path, {**STAGES, "parts/stages.py": popped}), ".") == []
+
+
+def test_a_composite_holding_a_module_without_convolutions_is_not_convolutional(tmp_path):
+    fit = STAGES["fit.py"].replace(
+        "down = Down([OrderedDict({'conv1': [1, 8, 3]})]).cuda()\nup = Up(OrderedDict({'conv2': [8, 1, 3]})).cuda()\n",
+        "down = torch.nn.Linear(8, 8).cuda()\nup = torch.nn.Linear(8, 8).cuda()\n",
+    )
+    assert _findings(_project(tmp_path, {**STAGES, "fit.py": fit}), ".") == []
