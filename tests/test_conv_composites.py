@@ -156,3 +156,49 @@ def test_a_composite_holding_a_module_without_convolutions_is_not_convolutional(
         "down = torch.nn.Linear(8, 8).cuda()\nup = torch.nn.Linear(8, 8).cuda()\n",
     )
     assert _findings(_project(tmp_path, {**STAGES, "fit.py": fit}), ".") == []
+
+
+# -- a model handed to a project function that trains it in its own body (TPF403) ---------
+
+HANDED = {
+    "nets.py": (
+        "import torch.nn as nn\n\n\n"
+        "class Tiny(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.c = nn.Conv2d(1, 4, 3)\n\n"
+        "    def forward(self, x):\n        return self.c(x)\n"
+    ),
+    "loop.py": (
+        "def fit_all(net, opt, loss_fn, steps):\n"
+        "    for step in range(steps):\n"
+        "        x, y = draw()\n"
+        "        loss = loss_fn(net(x.cuda()), y.cuda())\n"
+        "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n\n\n"
+        "def look(net, steps):\n"
+        "    for step in range(steps):\n        show(net(draw()[0].cuda()))\n"
+    ),
+    "go.py": (
+        "import torch\n\nfrom loop import fit_all\nfrom nets import Tiny\n\n"
+        "net = Tiny().cuda()\n"
+        "opt = torch.optim.Adam(net.parameters())\n"
+        "crit = torch.nn.MSELoss()\n"
+        "fit_all(net, opt, crit, 1000)\n"
+    ),
+}
+
+
+def test_a_model_handed_to_a_project_function_that_trains_it(tmp_path):
+    assert _findings(_project(tmp_path, HANDED), ".") == [("go.py", 6, "TPF403")]
+
+
+def test_a_model_handed_to_a_function_that_does_not_train(tmp_path):
+    go = HANDED["go.py"].replace("fit_all(net, opt, crit, 1000)\n", "look(net, 10)\n").replace("import fit_all", "import look")
+    assert _findings(_project(tmp_path, {**HANDED, "go.py": go}), ".") == []
+
+
+def test_a_linear_model_handed_to_a_training_function(tmp_path):
+    nets = HANDED["nets.py"].replace("nn.Conv2d(1, 4, 3)", "nn.Linear(4, 4)")
+    assert _findings(_project(tmp_path, {**HANDED, "nets.py": nets}), ".") == []
+
+
+def test_a_script_that_sets_benchmark_before_handing_the_model(tmp_path):
+    go = HANDED["go.py"].replace("net = Tiny().cuda()\n", "torch.backends.cudnn.benchmark = True\nnet = Tiny().cuda()\n")
+    assert _findings(_project(tmp_path, {**HANDED, "go.py": go}), ".") == []

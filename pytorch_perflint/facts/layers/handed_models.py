@@ -1,0 +1,133 @@
+"""Models a script hands to project code that trains them (TPF403): the model is built
+here, the training loop is elsewhere, so the finding is here.
+
+* an object made with the name whose method runs a training step (``TrainLoop(model=
+  model).run_loop()``; ``t = Trainer(model); t.fit()``), the method's class a trainer;
+* a call statement of a project function that runs backward or an optimizer step in its
+  own body (``train_and_test(model, optimizer, criterion, ...)``).
+
+``hands_to_an_object`` is the ``ast`` screen of both (the callees as spelled), answered
+from the project index by ``a_trainer``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from ...analysis.ast_index import per_tree, tree_index
+from ...analysis.scope import dotted_name
+from ...analysis.walk import descendants
+from ...context import FileContext
+from ...project.call_values import training_reach, trains
+from ...project.forms import dotted as ast_dotted
+from ...project.resolution import Definition
+from .trained_models import class_trains
+
+if TYPE_CHECKING:
+    from ...project.index import ProjectIndex
+
+
+def _class_like(func: ast.AST) -> Optional[str]:
+    """``Trainer`` / ``cm.TrainLoop``: a callee spelled like a class."""
+    spelled = ast_dotted(func)
+    return spelled if spelled is not None and spelled.rpartition(".")[2][:1].isupper() else None
+
+
+def _with_a_name(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Name) for a in (*call.args, *(k.value for k in call.keywords if k.arg)))
+
+
+@per_tree  # the screen and the question both ask
+def hands_to_an_object(tree: ast.Module) -> FrozenSet[str]:
+    """The screen of ``handed_to_trainers``: the classes (as spelled) of objects made with
+    a name that then have a method called (``Trainer(model).fit()``, or ``t.fit()`` with
+    ``t = Trainer(model)`` here), and the functions (as spelled) a call statement hands a
+    name to (``train(model, opt)``)."""
+    index = tree_index(tree)
+
+    def made_with_a_name(call: ast.AST) -> Optional[str]:
+        return _class_like(call.func) if isinstance(call, ast.Call) and _with_a_name(call) else None
+
+    made: Dict[str, str] = {}
+    for node in index.assignments:
+        if isinstance(node, ast.Assign) and (spelled := made_with_a_name(node.value)) is not None:
+            made.update((t.id, spelled) for t in node.targets if isinstance(t, ast.Name))
+    out: Set[str] = set()
+    for call in index.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            value = func.value
+            spelled = made_with_a_name(value) if isinstance(value, ast.Call) else made.get(value.id) if isinstance(value, ast.Name) else None
+            if spelled is not None:
+                out.add(spelled)
+    for node in ast.walk(tree):  # `train_and_test(model, optimizer, ...)` as a statement
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _with_a_name(node.value) and _class_like(node.value.func) is None:
+            spelled = ast_dotted(node.value.func)
+            if spelled is not None:
+                out.add(spelled)
+    return frozenset(out)
+
+
+def a_trainer(project: "ProjectIndex", found: Optional[Definition]) -> bool:
+    """A project trainer class (``class_trains``), or a project function that runs
+    backward or an optimizer step in its own body."""
+    if found is not None and found.kind == "function" and found.function is not None:
+        return trains(found.function)
+    return class_trains(project, found)
+
+
+def _names_passed(call: cst.Call, class_like: bool = True) -> Set[str]:
+    """The names passed to a call of a class-like callee (``Trainer(model, loader)``), or
+    (``class_like`` False) of a callee spelled otherwise (``train(model, opt)``)."""
+    spelled = dotted_name(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
+    if spelled is None or spelled.rpartition(".")[2][:1].isupper() is not class_like:
+        return set()
+    return {a.value.value for a in call.args if type(a.value) is cst.Name and a.star == ""}  # type: ignore[union-attr]
+
+
+def handed_to_trainers(context: FileContext) -> Set[str]:
+    """Names a statement of the module hands to project code that trains them: a call
+    statement of a method that runs a training step (the value engine's dispatch and
+    ``training_reach``) on an object made with the name (``TrainLoop(model=model).
+    run_loop()``; ``t = Trainer(model); t.fit()``), or of a project function that trains
+    in its own body (``train_and_test(model, optimizer, ...)``). The model is built here,
+    so the finding is here (``hands_to_an_object`` is its screen)."""
+    values = context.values() if context.project is not None else None
+    if values is None:
+        return set()
+    constructed: Dict[str, List[cst.Call]] = {}
+    statements: List[Tuple[cst.CSTNode, cst.Call]] = []
+    for top in context.module.body:
+        for node in descendants(top):
+            if type(node) is cst.Assign and type(node.value) is cst.Call and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+                constructed.setdefault(node.targets[0].target.value, []).append(node.value)  # type: ignore[union-attr]
+            elif type(node) is cst.Expr and type(node.value) is cst.Call:
+                statements.append((top, node.value))  # type: ignore[arg-type]
+    out: Set[str] = set()
+    index = values.engine.index
+    for top, call in statements:
+        func = call.func
+        passed: Set[str] = set()
+        if type(func) is cst.Attribute and type(func.value) is cst.Call:
+            passed = _names_passed(func.value)
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name:
+            for made in constructed.get(func.value.value, ()):
+                passed |= _names_passed(made)
+        direct = not passed and bool(passed := _names_passed(call, class_like=False))
+        if not passed - out:
+            continue
+        callees = values.callees(call, top, objects=False)
+        if not callees:
+            continue
+        if direct:  # a project function that trains in its own body
+            if all(d.kind == "function" and d.function is not None and trains(d.function) for d in callees):
+                out |= passed
+            continue
+        if any(training_reach(values.engine, d) is None for d in callees):
+            continue
+        if all(d.path is not None and class_trains(index, index.resolve(d.path, d.name.split(".")[0])) for d in callees):
+            out |= passed  # a method of a trainer class (the screen's question too) that trains
+    return out
