@@ -202,3 +202,64 @@ def test_a_linear_model_handed_to_a_training_function(tmp_path):
 def test_a_script_that_sets_benchmark_before_handing_the_model(tmp_path):
     go = HANDED["go.py"].replace("net = Tiny().cuda()\n", "torch.backends.cudnn.benchmark = True\nnet = Tiny().cuda()\n")
     assert _findings(_project(tmp_path, {**HANDED, "go.py": go}), ".") == []
+
+
+# -- a GAN trainer object (no nn.Module) holding conv networks, trained by the script ------
+
+GAN = {
+    "duo/__init__.py": "",
+    "duo/nets.py": (
+        "import torch.nn as nn\n\n\n"
+        "class Maker(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.up = nn.ConvTranspose2d(16, 3, 4)\n\n    def forward(self, z):\n        return self.up(z)\n\n\n"
+        "class Judge(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.down = nn.Conv2d(3, 1, 4)\n\n    def forward(self, x):\n        return self.down(x).mean()\n"
+    ),
+    "duo/pair.py": (
+        "import torch\n\nfrom duo.nets import Judge, Maker\n\n\n"
+        "class PairTrainer(object):\n"
+        "    def __init__(self, opts):\n"
+        "        self.maker = Maker().cuda()\n"
+        "        self.judge = Judge().cuda()\n"
+        "        self.opt_m = torch.optim.Adam(self.maker.parameters())\n"
+        "        self.opt_j = torch.optim.Adam(self.judge.parameters())\n\n"
+        "    def train(self, loader):\n"
+        "        for x in loader:\n"
+        "            z = torch.randn(x.size(0), 16, 1, 1, device='cuda')\n"
+        "            loss = self.judge(self.maker(z)) - self.judge(x.cuda())\n"
+        "            self.opt_j.zero_grad()\n            loss.backward()\n            self.opt_j.step()\n\n"
+        "    def evaluate(self, loader):\n"
+        "        with torch.no_grad():\n            for x in loader:\n                print(self.judge(x.cuda()))\n"
+    ),
+    "run.py": (
+        "from duo.pair import PairTrainer\n\n\n"
+        "def main(opts):\n"
+        "    trainer = PairTrainer(opts)\n"
+        "    trainer.train(make_loader(opts))\n\n\n"
+        "if __name__ == '__main__':\n    main(parse())\n"
+    ),
+}
+
+
+def test_a_gan_trainer_object_is_reported_where_the_script_makes_it(tmp_path):
+    # One finding, in the entry script (its fix inserts the setting there); not a second
+    # one in the trainer's module.
+    assert _findings(_project(tmp_path, GAN), ".") == [("run.py", 5, "TPF403")]
+
+
+def test_a_trainer_holding_models_without_convolutions(tmp_path):
+    nets = GAN["duo/nets.py"].replace("nn.ConvTranspose2d(16, 3, 4)", "nn.Linear(16, 3)").replace("nn.Conv2d(3, 1, 4)", "nn.Linear(3, 1)")
+    assert _findings(_project(tmp_path, {**GAN, "duo/nets.py": nets}), ".") == []
+
+
+def test_a_trainer_whose_module_decides_the_setting_itself(tmp_path):
+    pair = GAN["duo/pair.py"].replace(
+        "    def __init__(self, opts):\n",
+        "    def __init__(self, opts):\n        if opts.fast:\n            torch.backends.cudnn.benchmark = True\n",
+    )
+    assert _findings(_project(tmp_path, {**GAN, "duo/pair.py": pair}), ".") == []
+
+
+def test_a_script_that_sets_benchmark_before_training_the_gan(tmp_path):
+    run = GAN["run.py"].replace("from duo.pair import PairTrainer\n", "import torch\n\nfrom duo.pair import PairTrainer\n\ntorch.backends.cudnn.benchmark = True\n")
+    assert _findings(_project(tmp_path, {**GAN, "run.py": run}), ".") == []

@@ -13,7 +13,7 @@ from the project index by ``a_trainer``.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -51,18 +51,21 @@ def hands_to_an_object(tree: ast.Module) -> FrozenSet[str]:
     def made_with_a_name(call: ast.AST) -> Optional[str]:
         return _class_like(call.func) if isinstance(call, ast.Call) and _with_a_name(call) else None
 
-    made: Dict[str, str] = {}
+    made: Dict[str, Set[str]] = {}
     for node in index.assignments:
         if isinstance(node, ast.Assign) and (spelled := made_with_a_name(node.value)) is not None:
-            made.update((t.id, spelled) for t in node.targets if isinstance(t, ast.Name))
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    made.setdefault(target.id, set()).add(spelled)  # each arm's class
     out: Set[str] = set()
     for call in index.calls:
         func = call.func
         if isinstance(func, ast.Attribute):
             value = func.value
-            spelled = made_with_a_name(value) if isinstance(value, ast.Call) else made.get(value.id) if isinstance(value, ast.Name) else None
-            if spelled is not None:
+            if isinstance(value, ast.Call) and (spelled := made_with_a_name(value)) is not None:
                 out.add(spelled)
+            elif isinstance(value, ast.Name):
+                out |= made.get(value.id, set())
     for node in ast.walk(tree):  # `train_and_test(model, optimizer, ...)` as a statement
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _with_a_name(node.value) and _class_like(node.value.func) is None:
             spelled = ast_dotted(node.value.func)
@@ -89,6 +92,18 @@ def _names_passed(call: cst.Call, class_like: bool = True) -> Set[str]:
 
 
 def handed_to_trainers(context: FileContext) -> Set[str]:
+    """The names handed to project code that trains them (``_hand_offs``)."""
+    return context.fact(_hand_offs)[0]
+
+
+def trained_objects(context: FileContext) -> Set[str]:
+    """Names bound here to objects of a project trainer class (no ``nn.Module``) whose
+    training method a call statement runs (``model = DCGAN(args); model.train(loader)``):
+    the object holds the models it trains (``_hand_offs``)."""
+    return context.fact(_hand_offs)[1]
+
+
+def _hand_offs(context: FileContext) -> Tuple[Set[str], Set[str]]:
     """Names a statement of the module hands to project code that trains them: a call
     statement of a method that runs a training step (the value engine's dispatch and
     ``training_reach``) on an object made with the name (``TrainLoop(model=model).
@@ -97,7 +112,7 @@ def handed_to_trainers(context: FileContext) -> Set[str]:
     so the finding is here (``hands_to_an_object`` is its screen)."""
     values = context.values() if context.project is not None else None
     if values is None:
-        return set()
+        return set(), set()
     constructed: Dict[str, List[cst.Call]] = {}
     statements: List[Tuple[cst.CSTNode, cst.Call]] = []
     for top in context.module.body:
@@ -107,6 +122,7 @@ def handed_to_trainers(context: FileContext) -> Set[str]:
             elif type(node) is cst.Expr and type(node.value) is cst.Call:
                 statements.append((top, node.value))  # type: ignore[arg-type]
     out: Set[str] = set()
+    objects: Set[str] = set()
     index = values.engine.index
     for top, call in statements:
         func = call.func
@@ -116,8 +132,9 @@ def handed_to_trainers(context: FileContext) -> Set[str]:
         elif type(func) is cst.Attribute and type(func.value) is cst.Name:
             for made in constructed.get(func.value.value, ()):
                 passed |= _names_passed(made)
-        direct = not passed and bool(passed := _names_passed(call, class_like=False))
-        if not passed - out:
+        receiver = func.value.value if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value in constructed else None  # type: ignore[union-attr]
+        direct = not passed and receiver is None and bool(passed := _names_passed(call, class_like=False))
+        if not passed - out and (receiver is None or receiver in objects):
             continue
         callees = values.callees(call, top, objects=False)
         if not callees:
@@ -130,4 +147,22 @@ def handed_to_trainers(context: FileContext) -> Set[str]:
             continue
         if all(d.path is not None and class_trains(index, index.resolve(d.path, d.name.split(".")[0])) for d in callees):
             out |= passed  # a method of a trainer class (the screen's question too) that trains
-    return out
+            objects |= {receiver} if receiver is not None else set()
+    return out, objects
+
+
+def makes_and_runs(index: "ProjectIndex", klass: Definition) -> Callable[[str, Optional[ast.Module]], bool]:
+    """Whether a script (its path and tree) makes an object of project class ``klass`` with
+    a name and calls a method of it (``hands_to_an_object``): a script that trains the
+    object is reported where it makes it, so the class's own module need not be."""
+
+    def answers(path: str, tree: Optional[ast.Module]) -> bool:
+        if tree is None:
+            return False
+        for spelled in hands_to_an_object(tree):
+            found = index.resolve(path, spelled)
+            if found is not None and found.kind == "class" and found.path == klass.path and found.name == klass.name:
+                return True
+        return False
+
+    return answers

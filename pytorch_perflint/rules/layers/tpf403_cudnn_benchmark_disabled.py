@@ -23,11 +23,11 @@ from ...facts.training.loop_training import loops_may_train
 from ...facts.training.loops import training_facts
 from ...facts.training.screens import could_have_training_loop, loop_calls_step_by_name
 from ...facts.training.trainer_calls import handed_data
-from ...facts.layers.entry_scripts import entry_scripts_decide
+from ...facts.layers.entry_scripts import entry_scripts_decide, script_facts
 from ...facts.layers.module_parts import walk_scoped
 from ...facts.layers.script_settings import insert_after_imports, is_entry_script, training_receivers
-from ...facts.layers.handed_models import a_trainer, handed_to_trainers, hands_to_an_object
-from ...facts.layers.trained_models import ModelBuild, model_builds
+from ...facts.layers.handed_models import a_trainer, handed_to_trainers, hands_to_an_object, makes_and_runs, trained_objects
+from ...facts.layers.trained_models import ModelBuild, class_trains, model_builds
 
 if TYPE_CHECKING:
     from ...project import ProjectIndex
@@ -107,7 +107,7 @@ def _trains_through(context: FileContext, call: cst.Call) -> bool:
 def _decide(context: FileContext) -> _Decision:
     called = training_receivers(context)  # first: TPF202 and TPF601 share these facts
     if called is None:
-        if not context.fact(handed_to_trainers):
+        if not handed_to_trainers(context) and not trained_objects(context):
             return _Decision()
         called = set()
     false_values: List[cst.BaseExpression] = []
@@ -147,7 +147,7 @@ def _decide(context: FileContext) -> _Decision:
     wanted = trained | called | {receiver for receiver, _, _ in through}
     builds = [b for b in model_builds(context, wanted) if b.conv]
     # ``x.train()`` switches a model to training mode; on a trainer object it runs training,
-    # and the trainer's own module answers for the models it builds.
+    # and is linked below (``trained_objects``) when its module leaves the setting to the script.
     linked = [b for b in builds if (b.target in trained and not b.trainer) or b.target in called]
     if not linked and through:
         # The model lives in a project object the loop trains through (``agent.learn(...)``).
@@ -156,8 +156,15 @@ def _decide(context: FileContext) -> _Decision:
         linked = [b for b in builds if b.target in stepped]
     if not linked:
         # The model built here is handed to a project trainer (``TrainLoop(model=model)``).
-        handed = context.fact(handed_to_trainers)
+        handed = handed_to_trainers(context)
         linked = [b for b in model_builds(context, handed) if b.conv]
+    if not linked:
+        # An object of a trainer class whose models are convolutional, trained by a call
+        # here (``gan = DCGAN(args); gan.train(loader)``), its module leaving the setting
+        # to the script (``script_facts``: it never assigns it nor asks for determinism).
+        index = context.project
+        objects = [b for b in model_builds(context, trained_objects(context)) if b.conv and b.trainer and b.home is not None]
+        linked = [b for b in objects if index is not None and (facts := script_facts(index, b.home)) is not None and not facts.decides]  # type: ignore[arg-type]
     linked.sort(key=lambda b: b.inside_model)
     if not linked:
         return _Decision()
@@ -177,7 +184,13 @@ def _set_by_entry_scripts(context: FileContext, build: ModelBuild) -> bool:
     at_module_level = any(statement is build.line for statement in context.module.body)
     if is_entry_script(context, at_module_level):
         return False  # run on its own, it trains without the setting
-    return entry_scripts_decide(context.project, own_path(context))
+    project, path = context.project, own_path(context)
+    klass = project.resolve(path, build.within) if build.within is not None and path is not None else None
+    if klass is not None and klass.kind == "class" and not project.is_nn_module(klass) and class_trains(project, klass):
+        # A trainer class (``gan = DCGAN(args); gan.train(loader)`` in the script): the
+        # scripts that make and run its objects are reported where they make them.
+        return entry_scripts_decide(project, path, makes_and_runs(project, klass))
+    return entry_scripts_decide(project, path)
 
 
 class CudnnBenchmarkDisabled(Rule):
@@ -203,8 +216,11 @@ class CudnnBenchmarkDisabled(Rule):
     `TrainLoop(model=model).run_loop()`, or `t = Trainer(model); t.fit()`), or to a
     project function that trains it in its own body (`train_and_test(model, optimizer,
     criterion, ...)`), is flagged at the script's statement that builds it; `self.model = model` in the trainer builds
-    nothing and is never the anchor. A factory may choose among project classes by a name
-    only known at run time: a class looked up with `importlib` by a computed module name,
+    nothing and is never the anchor. An object of a project trainer class that is no `nn.Module`
+    (`gan = DCGAN(args); gan.train(loader)`) whose class builds convolutional models is
+    flagged where the script makes it, unless the trainer's module sets `benchmark` (or
+    asks for determinism) itself; the trainer's module is then not flagged again.
+    A factory may choose among project classes by a name only known at run time: a class looked up with `importlib` by a computed module name,
     a registry's `get(name)` over `@REGISTRY.register()`-ed definitions, a builder whose
     `if`/`elif` arms build different classes: the model is convolutional when every
     candidate is. What a model is comes from the value engine (`project/module_values.py`,
