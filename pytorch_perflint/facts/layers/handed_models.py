@@ -21,7 +21,7 @@ from ...analysis.ast_index import per_tree, tree_index
 from ...analysis.scope import dotted_name
 from ...analysis.walk import descendants
 from ...context import FileContext
-from ...project.call_values import training_reach, trains
+from ...project.call_values import is_optimizer_name, own_path, training_reach
 from ...project.forms import dotted as ast_dotted
 from ...project.resolution import Definition
 from .trained_models import class_trains
@@ -36,50 +36,77 @@ def _class_like(func: ast.AST) -> Optional[str]:
     return spelled if spelled is not None and spelled.rpartition(".")[2][:1].isupper() else None
 
 
-def _with_a_name(call: ast.Call) -> bool:
-    return any(isinstance(a, ast.Name) for a in (*call.args, *(k.value for k in call.keywords if k.arg)))
-
-
 @per_tree  # the screen and the question both ask
 def hands_to_an_object(tree: ast.Module) -> FrozenSet[str]:
     """The screen of ``handed_to_trainers``: the classes (as spelled) of objects made with
     a name that then have a method called (``Trainer(model).fit()``, or ``t.fit()`` with
-    ``t = Trainer(model)`` here), and the functions (as spelled) a call statement hands a
-    name to (``train(model, opt)``)."""
+    ``t = Trainer(model)`` here), and the functions imported by name or defined here that
+    are handed a name bound here to what a call gives (``train_and_test(model, opt)``; a
+    call statement, in the visitor)."""
     index = tree_index(tree)
 
     def made_with_a_name(call: ast.AST) -> Optional[str]:
-        return _class_like(call.func) if isinstance(call, ast.Call) and _with_a_name(call) else None
+        if not isinstance(call, ast.Call) or not any(isinstance(a, ast.Name) for a in (*call.args, *(k.value for k in call.keywords if k.arg))):
+            return None
+        return _class_like(call.func)
 
     made: Dict[str, Set[str]] = {}
+    built: Set[str] = set()
     for node in index.assignments:
-        if isinstance(node, ast.Assign) and (spelled := made_with_a_name(node.value)) is not None:
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    made.setdefault(target.id, set()).add(spelled)  # each arm's class
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            built.update(names)
+            spelled = made_with_a_name(node.value)
+            for name in names if spelled is not None else ():
+                made.setdefault(name, set()).add(spelled)  # type: ignore[arg-type]  # each arm's class
+    functions = {n.name for n in tree.body if type(n) is ast.FunctionDef}
+    functions.update(a.asname or a.name for n in index.imports if type(n) is ast.ImportFrom for a in n.names)
     out: Set[str] = set()
     for call in index.calls:
         func = call.func
-        if isinstance(func, ast.Attribute):
-            value = func.value
-            if isinstance(value, ast.Call) and (spelled := made_with_a_name(value)) is not None:
-                out.add(spelled)
-            elif isinstance(value, ast.Name):
-                out |= made.get(value.id, set())
-    for node in ast.walk(tree):  # `train_and_test(model, optimizer, ...)` as a statement
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _with_a_name(node.value) and _class_like(node.value.func) is None:
-            spelled = ast_dotted(node.value.func)
-            if spelled is not None:
-                out.add(spelled)
+        kind = type(func)
+        if kind is ast.Attribute:
+            value = func.value  # type: ignore[attr-defined]
+            if isinstance(value, ast.Call):
+                if (spelled := made_with_a_name(value)) is not None:
+                    out.add(spelled)
+            elif isinstance(value, ast.Name) and (classes := made.get(value.id)):
+                out |= classes
+        elif kind is ast.Name and func.id in functions and built and not func.id[:1].isupper():  # type: ignore[attr-defined]
+            if any(type(a) is ast.Name and a.id in built for a in (*call.args, *(k.value for k in call.keywords if k.arg))):  # type: ignore[attr-defined]
+                out.add(func.id)  # type: ignore[attr-defined]
     return frozenset(out)
 
 
 def a_trainer(project: "ProjectIndex", found: Optional[Definition]) -> bool:
-    """A project trainer class (``class_trains``), or a project function that runs
-    backward or an optimizer step in its own body."""
-    if found is not None and found.kind == "function" and found.function is not None:
-        return trains(found.function)
+    """A project trainer class (``class_trains``), or a project function that trains
+    (``trains_itself``)."""
+    if found is not None and found.kind == "function":
+        return trains_itself(found)
     return class_trains(project, found)
+
+
+def trains_itself(found: Definition) -> bool:
+    """A project function that runs backward and an optimizer's step in its own body (a
+    helper that only runs a backward, autograd's own code, is no training function)."""
+    function = found.function
+    return function is not None and function.backward and any(is_optimizer_name(s.receiver.rsplit(".", 1)[-1]) for s in function.steps)
+
+
+def _spelled_like_a_class(call: cst.Call) -> bool:
+    spelled = dotted_name(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
+    return spelled is not None and spelled.rpartition(".")[2][:1].isupper()
+
+
+def _trainer_function(context: FileContext, call: cst.Call) -> Optional[Set[str]]:
+    """The names a call of a project function that trains in its own body is handed
+    (``train_and_test(model, optimizer, ...)``, the callee as the module resolves it); None when the callee is not one."""
+    passed = _names_passed(call, class_like=False) if type(call.func) is cst.Name else set()
+    index = context.project
+    if not passed or index is None:
+        return None
+    found = index.resolve(own_path(context), call.func.value)  # type: ignore[attr-defined]
+    return passed if found is not None and found.kind == "function" and trains_itself(found) else None
 
 
 def _names_passed(call: cst.Call, class_like: bool = True) -> Set[str]:
@@ -132,16 +159,16 @@ def _hand_offs(context: FileContext) -> Tuple[Set[str], Set[str]]:
         elif type(func) is cst.Attribute and type(func.value) is cst.Name:
             for made in constructed.get(func.value.value, ()):
                 passed |= _names_passed(made)
-        receiver = func.value.value if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value in constructed else None  # type: ignore[union-attr]
-        direct = not passed and receiver is None and bool(passed := _names_passed(call, class_like=False))
+        receiver = func.value.value if type(func) is cst.Attribute and type(func.value) is cst.Name else None  # type: ignore[union-attr]
+        if receiver is not None and not any(_spelled_like_a_class(made) for made in constructed.get(receiver, ())):
+            receiver = None  # only an object of a class made here counts (`gan = DCGAN(args)`)
+        if not passed and receiver is None and (found := _trainer_function(context, call)) is not None:
+            out |= found  # a project function that trains in its own body
+            continue
         if not passed - out and (receiver is None or receiver in objects):
             continue
         callees = values.callees(call, top, objects=False)
         if not callees:
-            continue
-        if direct:  # a project function that trains in its own body
-            if all(d.kind == "function" and d.function is not None and trains(d.function) for d in callees):
-                out |= passed
             continue
         if any(training_reach(values.engine, d) is None for d in callees):
             continue
