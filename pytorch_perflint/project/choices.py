@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Tuple
 
 from .forms import Attr, BinOp, Call, Form, Joined, Lit, Ref, Seq, dotted
 from .kinds import UNKNOWN, Instance, Kind, Module, OneOf, Options, ProjectCallable, ProjectModules, Text, Unknown, Wrapper, join_all
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .values import ValueEngine, Where
 
 MAX_CHOICES = 16
+MAX_WIDE = 64  # candidates read at once for what they all are (``choose``'s ``wide``)
 _CANDIDATES = (Instance, ProjectCallable, Module, Wrapper, OneOf)
 _REGISTER = ("register", "register_module")
 _LOOKUP = ("get", "build", "__getitem__")
@@ -46,22 +47,32 @@ _LOOKUP = ("get", "build", "__getitem__")
 
 def one_of(kinds: Iterable[Kind]) -> Kind:
     """The choice among ``kinds`` (nested choices flattened, equal ones merged)."""
-    flat: List[Kind] = []
-    for kind in kinds:
-        flat.extend(kind.kinds if type(kind) is OneOf else (kind,))  # type: ignore[union-attr]
-    flat = list(dict.fromkeys(flat))
+    flat = _flat(kinds)
     if not flat or len(flat) > MAX_CHOICES or any(type(k) is Unknown for k in flat):
         return Unknown("choices")
     return flat[0] if len(flat) == 1 else OneOf(tuple(flat))
 
 
-def choose(kinds: List[Kind]) -> Kind:
+def choose(kinds: List[Kind], wide: Optional[Callable[[List[Kind]], Kind]] = None) -> Kind:
     """Where bindings or returns meet: their join, or, when they disagree and each is a
-    project object, callable or model, the choice among them."""
+    project object, callable or model, the choice among them. Past ``MAX_CHOICES``
+    candidates (a factory's fifty ``elif`` arms) no choice is kept: ``wide`` answers for
+    them all at once (the engine's: a convolutional model when every candidate is one)."""
     joined = join_all(kinds)
     if type(joined) is not Unknown or not kinds or not all(type(k) in _CANDIDATES for k in kinds):
         return joined
-    return one_of(kinds)
+    flat = _flat(kinds)
+    if wide is not None and MAX_CHOICES < len(flat) <= MAX_WIDE:
+        return wide(flat)
+    return one_of(flat)
+
+
+def _flat(kinds: Iterable[Kind]) -> List[Kind]:
+    """The candidates of ``kinds``, nested choices flattened, equal ones merged."""
+    flat: List[Kind] = []
+    for kind in kinds:
+        flat.extend(kind.kinds if type(kind) is OneOf else (kind,))  # type: ignore[union-attr]
+    return list(dict.fromkeys(flat))
 
 
 def each(choice: Kind, ask) -> Kind:

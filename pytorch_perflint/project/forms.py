@@ -75,6 +75,7 @@ class Call:
     kwargs: Tuple[Tuple[str, "Form"], ...] = ()
     star: bool = False
     dstar: Tuple["Form", ...] = ()
+    starred: Optional["Form"] = None  # the first ``*xs`` when it follows the positions (``nn.Sequential(*layers)``)
 
     @property
     def callee(self) -> Optional[str]:
@@ -240,9 +241,11 @@ class FormBuilder:
         spread = spread_comprehension(node.args)
         given = node.args[:-1] if spread is not None else node.args
         star = len(node.args) > MAX_ITEMS  # later positions are not known
+        starred = None
         for arg in given[:MAX_ITEMS]:
             if type(arg) is ast.Starred:
                 star = True
+                starred = self.form(arg.value, depth + 1) if type(arg.value) is ast.Name else None
                 break  # later positions are not known
             args.append(self.form(arg, depth + 1))
         if spread is not None and not star:  # `f(*[np.array(v) for v in (a, b)])`: each position the element
@@ -258,7 +261,7 @@ class FormBuilder:
                 kwargs.append((keyword.arg, self.form(keyword.value, depth + 1)))
         if len(node.keywords) > MAX_ITEMS:
             dstar.append(Unknown("more keywords"))  # so no keyword reads as absent
-        return Call(self.form(node.func, depth + 1), tuple(args), tuple(kwargs), star, tuple(dstar))
+        return Call(self.form(node.func, depth + 1), tuple(args), tuple(kwargs), star, tuple(dstar), starred)
 
 
 def spread_comprehension(args: Sequence[ast.expr]) -> Optional[Tuple[ast.expr, int, FrozenSet[str]]]:

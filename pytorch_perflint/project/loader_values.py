@@ -43,7 +43,6 @@ from .kinds import (
     Unknown,
     join_all,
 )
-from .choices import choose
 from .library_values import literal
 from .loader_options import accelerator_arm
 from .records import Written, record
@@ -422,8 +421,8 @@ class LoaderFlow:
             return [self._branch(form, where.at(at), name, depth) for form, at in forms]
 
         if not branches.carried:
-            return choose(kinds())
-        return self._loop_carried((id(where.scope), name), kinds, choose)  # type: ignore[attr-defined]
+            return self.choose(kinds())  # type: ignore[attr-defined]
+        return self._loop_carried((id(where.scope), name), kinds, self.choose)  # type: ignore[attr-defined]
 
     def _branch(self, form: Any, where: Any, name: str, depth: int) -> Kind:
         """One binding that may reach a read; ``PASSED``: the parameter as its callers pass it."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 from typing import Any, List, Optional, Set, Tuple
 
-from .choices import choose
 from .generators import generated
 from .forms import Call, FormBuilder
 from .kinds import UNKNOWN, Kind, Text
@@ -90,7 +89,7 @@ class LocalFlow:
             kinds = [self._eval(f, type(home)(home.path, scope, line, outer), depth + 1) for line, _, f in scope.returns]  # type: ignore[attr-defined]
         finally:
             inlining.discard(id(node))
-        return choose(kinds)
+        return self.choose(kinds)  # type: ignore[attr-defined]
 
     def open_arms(self, scope: Scope, name: str, forms: Tuple, where: Any, depth: int) -> Tuple:
         """The bindings of ``forms`` whose ``if`` arms may be taken (all, when none is left)."""

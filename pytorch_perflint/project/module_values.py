@@ -35,6 +35,7 @@ from .argparse_values import changed, default_of
 from .bodies import locate
 from .choices import members
 from .forms import Call, Form, Item, Ref
+from .layer_lists import added_layers, any_conv
 from .kinds import UNKNOWN, Foreign, Instance, Items, Kind, Module, Namespace, OneOf, Parser, ProjectCallable, ProjectModules, Text, Unknown, Wrapper
 from .resolution import Definition
 from .scopes import build_scope, expression_form
@@ -116,7 +117,7 @@ class ModuleValues:
         self.where = where  # the engine's ``Where`` (this module cannot import ``values``)
 
     # -- producers -------------------------------------------------------------------------
-    def call(self, qualname: str, form: Call, evaluate: Evaluate, path: Optional[str]) -> Optional[Kind]:
+    def call(self, qualname: str, form: Call, evaluate: Evaluate, path: Optional[str], where: Optional["Where"] = None, depth: int = 0) -> Optional[Kind]:
         """What calling library function ``qualname`` gives, when it is a model's business
         (None: ask the other library knowledge)."""
         head = qualname.partition(".")[0]
@@ -131,7 +132,7 @@ class ModuleValues:
             return evaluate(form.args[0]) if form.args else UNKNOWN
         if qualname in _CONTAINERS:
             kinds = [evaluate(arg) for arg in form.args]
-            if any(self.conv(k) for k in kinds):
+            if any(self.conv(k) for k in kinds) or self._listed_conv(form, where, depth):
                 return Module(conv=True)
             known = not form.star and all(type(k) is Module and k.conv is False for k in kinds)  # type: ignore[union-attr]
             return Module(conv=False) if known else Module()
@@ -148,13 +149,25 @@ class ModuleValues:
             return None if qualname in _NOT_LAYERS else Module(conv=False, loss=bool(LOSS_CLASS.match(qualname)))
         return None
 
-    def library_call(self, form: Call, evaluate: Evaluate, path: Optional[str]) -> Optional[Kind]:
+    def _listed_conv(self, form: Call, where: Optional["Where"], depth: int) -> bool:
+        """``nn.Sequential(*layers)``, ``nn.Sequential(OrderedDict(layers))``,
+        ``nn.ModuleList(blocks)`` of a list the function fills with layers, one of them a
+        convolution (``layer_lists``)."""
+        listed = form.starred if form.star and not form.args else form.args[0] if len(form.args) == 1 and not form.star else None
+        if type(listed) is Call and type(listed.func) is Ref and listed.func.qualname == "collections.OrderedDict" and len(listed.args) == 1:
+            listed = listed.args[0]
+        if where is None or type(listed) is not Ref or "." in listed.name:
+            return False
+        items = added_layers(where.scope, listed.name)
+        return items is not None and any_conv(items, lambda item, line: self.conv(self.engine._eval(item, where.at(line), depth + 1)))
+
+    def library_call(self, form: Call, evaluate: Evaluate, path: Optional[str], where: Optional["Where"] = None, depth: int = 0) -> Optional[Kind]:
         """A call the engine asks about first: a library function of models, argparse or
         another framework; ``models.__dict__[arch](...)`` / ``getattr(models, arch)(...)``
         of a library module (None: not one of these)."""
         func = form.func
         if type(func) is Ref:
-            return self.call(func.qualname, form, evaluate, path) if func.qualname and knows(func.qualname) else None
+            return self.call(func.qualname, form, evaluate, path, where, depth) if func.qualname and knows(func.qualname) else None
         if type(func) is Call and type(func.func) is Ref and func.func.name == "getattr" and len(func.args) == 2:
             owner = func.args[0]
             return self.member_call(owner, func.args[1], form, evaluate, path) if type(owner) is Ref else None

@@ -25,7 +25,7 @@ import ast
 import re
 import weakref
 from dataclasses import replace
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from . import autograd_values as autograd, choices, generators, library_values as library, loader_values as loaders
 from .loader_classes import subclass_loader
@@ -80,6 +80,11 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
         self.optimistic = optimistic
         self._init_memo()
         self.models = ModuleValues(self, Where)
+
+    def choose(self, kinds: List[Kind]) -> Kind:
+        """Where bindings or returns meet (``choices.choose``); too many candidates for a
+        choice are read at once: a convolutional model when every one is."""
+        return choices.choose(kinds, self.models.join)
 
     # -- the question ------------------------------------------------------------------------
     def answer(self, form: Form, where: Where) -> Answer:
@@ -241,7 +246,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
         def evaluate(arg: Form) -> Kind:
             return self._eval(arg, where, depth + 1)
 
-        if (found := self.models.library_call(form, evaluate, where.path)) is not None:
+        if (found := self.models.library_call(form, evaluate, where.path, where, depth)) is not None:
             return found  # models, argparse, other frameworks
         if type(func) is Ref:
             if func.name == "<enter>":  # `with h5py.File(p) as f`, `with tqdm(loader) as bar`: the object itself
@@ -287,7 +292,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             owner = func.value.name[: -len(".__dict__")]
             return self.models.call_by_name(owner, func.index, where, depth)
         if type(func) is Item and (table := dict_display(func.value, where, self.index)) is not None:  # `models[name](...)`
-            return choices.choose([self._call_kind(self._eval(e, table[1], depth + 1), depth, form, where) for e in candidates(table[0], func.index)])
+            return self.choose([self._call_kind(self._eval(e, table[1], depth + 1), depth, form, where) for e in candidates(table[0], func.index)])
         return UNKNOWN
 
     _free = staticmethod(free)  # no scope around a `Where` binds the name: a builtin
@@ -407,7 +412,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             return UNKNOWN
         outer = Where(definition.path)
         kinds = [self._eval(form, Where(definition.path, scope, line, outer, this), depth + 1) for line, _, form in scope.returns]
-        return choices.choose(kinds)  # several classes: one of them
+        return self.choose(kinds)  # several classes: one of them
 
     # -- items, iteration (attributes: ``attribute_values.AttributeFlow``) ---------------------
     def _item(self, form: Item, where: Where, depth: int) -> Kind:
@@ -428,7 +433,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             return found  # `MODELS[name]`: one of the registered definitions
         known = loaders.item(receiver, index) or library.item(receiver, index, lambda arg: self._eval(arg, where, depth + 1))
         if known is None and (table := dict_display(form.value, where, self.index)) is not None:  # `models[name]`
-            known = choices.choose([self._eval(entry, table[1], depth + 1) for entry in candidates(table[0], index)])  # one of them
+            known = self.choose([self._eval(entry, table[1], depth + 1) for entry in candidates(table[0], index)])  # one of them
         return UNKNOWN if known is None else known
 
     def _element(self, iterable: Kind, depth: int = 0) -> Kind:

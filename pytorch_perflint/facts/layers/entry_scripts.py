@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 from ...analysis.ast_index import ast_dotted
 from ...project import ProjectIndex
@@ -45,8 +45,9 @@ class ScriptFacts:
     decides: bool
 
 
-def entry_scripts_decide(index: ProjectIndex, path: str) -> bool:
-    """Every entry script that imports ``path`` (there is at least one) decides the setting."""
+def entry_scripts_decide(index: ProjectIndex, path: str, answers: Optional[Callable[[str, ast.Module], bool]] = None) -> bool:
+    """Every entry script that imports ``path`` (there is at least one) decides the setting,
+    or (``answers``, given the script's path and tree) answers for the finding itself."""
     entries = 0
     for module in sorted(index.importers(path)):
         if is_test_file(module, index.root):
@@ -55,7 +56,7 @@ def entry_scripts_decide(index: ProjectIndex, path: str) -> bool:
         if facts is None:
             return False  # an importer that cannot be read: not known
         if facts.entry:
-            if not facts.decides:
+            if not facts.decides and not (answers is not None and answers(module, parse(index.text(module) or "", module)[0])):  # type: ignore[arg-type]
                 return False
             entries += 1
     return entries > 0

@@ -12,6 +12,8 @@ bias parameter is true are the rule's questions). Once per file, this finds:
   statement's last item), ``super().__init__(...)`` of Sequential subclasses; an item named
   by a variable rebound elsewhere is the layer bound just before in its block, read nowhere
   else (``conv2d = nn.Conv2d(...); layers += [conv2d, nn.BatchNorm2d(v)]`` in a loop's arm);
+  ``if flag: layers += [bn]`` (no ``else``) is straight-line code where the value engine
+  knows the flag is true (every project caller of the function passes ``True``);
 * the data flow in methods: ``self.bn(self.conv(x))``, ``x = self.conv(x); x = self.bn(x)``,
   and through an ``if``/``else`` whose every arm's first reader is that layer.
 Anything not known is left out; a call that may be a project helper is a ``HELPER`` layer.
@@ -24,14 +26,14 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
-from ...analysis.scope import Scope, ScopeNode, dotted_name
+from ...analysis.scope import Scope, ScopeNode
 from ...analysis.walk import descendants
 from ...context import FileContext
 from .module_parts import (
     HELPER, Fresh, _each_read_once, _fresh_binding, _MOVES, _ORDERED_DICTS, _SEQUENTIAL, Feed, Layer, ModuleClass, Visited, _blocks,
     _chain_to, _dotted, _mentions_target, _methods, _name_count, _only_read, _pairs, _drops_last,
     _may_be_helper, _parents, exclusive, _returned, _self_attrs, _self_layer, _self_name, _unique,
-    mentions, variables, walk_scoped, arm_readers,
+    mentions, variables, walk_scoped, arm_readers, subclass_uses, switched_add,
 )
 
 
@@ -231,6 +233,8 @@ class ModuleFactsBuilder:
         added = None
         if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
             added = self._added(statement.body[0], name, scope, just)
+        elif last is not None and (small := switched_add(statement, self.context)) is not None:
+            added = self._added(small, name, scope, just)  # `if batch_norm: layers += [bn]`, every caller's flag true
         if added is None:
             if isinstance(statement, cst.BaseCompoundStatement):
                 return all(self._block(block, name, scope, found) for block in _blocks(statement))
@@ -478,19 +482,7 @@ class ModuleFactsBuilder:
         return ModuleFacts(tuple(self.classes), tuple(_unique(self.feeds)))
 
     def _subclass_uses(self, module_class: ModuleClass) -> Set[str]:
-        """Attributes of ``module_class`` that a subclass in this file touches."""
-        name = module_class.node.name.value
-        touched: Set[str] = set()
-        for other in self.class_nodes:
-            node = other.node
-            assert isinstance(node, cst.ClassDef)
-            if node is module_class.node:
-                continue
-            if any((dotted_name(b.value) or "").split(".")[-1] == name for b in node.bases):
-                for sub in descendants(node.body):
-                    if isinstance(sub, cst.Attribute) and module_class.layers(sub.attr.value):
-                        touched.add(sub.attr.value)
-        return touched
+        return subclass_uses(module_class, self.class_nodes)
 
 
 def module_facts(context: FileContext) -> ModuleFacts:

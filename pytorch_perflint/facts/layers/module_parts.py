@@ -10,6 +10,8 @@ import libcst as cst
 from ...analysis.calls import Argument, argument
 from ...analysis.scope import Scope, ScopeNode, dotted_name
 from ...analysis.walk import child_nodes, descendants
+from ...context import FileContext
+from ...project.kinds import Flag
 
 _SCOPE_TYPES = (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _SEQUENTIAL = "torch.nn.Sequential"
@@ -321,3 +323,36 @@ def _each_read_once(owner: cst.CSTNode, name: str, reads: int) -> bool:
     the ``reads`` items it was followed to: no layer object bound to it is shared."""
     bindings = sum(1 for node in descendants(owner) if _fresh_binding(node) is not None and _fresh_binding(node)[0] == name)  # type: ignore[index]
     return _name_count(owner, name) == bindings + reads
+
+
+def subclass_uses(module_class: ModuleClass, class_nodes: Sequence["Visited"]) -> Set[str]:
+    """Attributes of ``module_class`` that a subclass in this file touches."""
+    name = module_class.node.name.value
+    touched: Set[str] = set()
+    for other in class_nodes:
+        node = other.node
+        assert isinstance(node, cst.ClassDef)
+        if node is module_class.node:
+            continue
+        if any((dotted_name(b.value) or "").split(".")[-1] == name for b in node.bases):
+            for sub in descendants(node.body):
+                if isinstance(sub, cst.Attribute) and module_class.layers(sub.attr.value):
+                    touched.add(sub.attr.value)
+    return touched
+
+
+def switched_add(statement: cst.BaseStatement, context: FileContext) -> Optional[cst.BaseSmallStatement]:
+    """The one statement of ``if flag: <statement>`` (no ``else``, a name or attribute as
+    the test) when the value engine knows the flag is true where it is read (a parameter
+    every project caller passes ``True``, a true default no caller changes): the layers it
+    adds follow the ones before, as in straight-line code. None otherwise."""
+    if type(statement) is not cst.If or statement.orelse is not None or type(statement.body) is not cst.IndentedBlock:
+        return None
+    body = statement.body.body
+    if len(body) != 1 or type(body[0]) is not cst.SimpleStatementLine or len(body[0].body) != 1:
+        return None
+    test = statement.test
+    if type(test) not in (cst.Name, cst.Attribute) or context.project is None:
+        return None
+    top = next((s for s in context.module.body if s is statement or any(n is statement for n in descendants(s))), None)
+    return body[0].body[0] if top is not None and context.value_of(test, top) == Flag(True) else None

@@ -38,6 +38,8 @@ class ModelBuild:
     conv: bool
     inside_model: bool = False  # in the body of an nn.Module class (a sub-network)
     trainer: bool = False  # an object of a project trainer class that is no nn.Module
+    home: Optional[str] = None  # that class's module
+    within: Optional[str] = None  # the module-level class whose body holds the statement
 
 
 def _targets(small: cst.BaseSmallStatement) -> List[Tuple[str, int]]:
@@ -109,7 +111,9 @@ def model_builds(context: FileContext, wanted: Iterable[str]) -> Tuple[ModelBuil
                     kind = items[position] if items is not None and position < len(items) else None
                 conv = kind is not None and models.conv(kind)
                 inside = cls is not None and _is_module_class(context, cls)
-                out.append(ModelBuild(node, small, target, conv, inside, _a_trainer(context, kind)))
+                trainer = _a_trainer(context, kind)
+                within = statement.name.value if type(statement) is cst.ClassDef else None  # type: ignore[attr-defined]
+                out.append(ModelBuild(node, small, target, conv, inside, trainer, kind.klass.path if trainer else None, within))  # type: ignore[union-attr]
     return tuple(out)
 
 

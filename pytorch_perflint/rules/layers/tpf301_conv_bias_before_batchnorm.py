@@ -12,12 +12,13 @@ from ...analysis.ast_index import tree_index
 from ...analysis.call_edits import keyword_arg, with_keywords
 from ...analysis.calls import MISSING
 from ...analysis.values import UNKNOWN
+from ...analysis.walk import descendants
 from ...context import FileContext
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...analysis.scope import Scope
-from ...project.kinds import Flag
+from ...project.kinds import Flag, Options
 from ...facts.layers.bias_sources import HelperLayer, HelperLayers
 from ...facts.layers.module_facts import Feed, Layer, ModuleFacts, module_facts
 from ...facts.layers.module_parts import HELPER, variables
@@ -68,6 +69,7 @@ class Flagged:
     position: Optional[int]
     helper: Optional[str] = None
     owner: Optional[str] = None
+    spread: Optional[str] = None  # the ``**kwargs`` it is built with, that no caller gives the bias
 
 
 def _dims_match(source: str, norm: str) -> bool:
@@ -99,7 +101,40 @@ def _decide(layer: Layer, helpers: HelperLayers, context: FileContext) -> Option
         owner = _parameter_owner(context, passed.node.value, layer)
         if owner is not None:
             return Flagged(layer, qualname, keyword, position, name, owner)
+    if value is UNKNOWN and passed.node is None and default is True:
+        spread = _spread_without(context, layer, keyword, position)
+        if spread is not None:
+            return Flagged(layer, qualname, keyword, position, name, spread=spread)
     return None
+
+
+def _spread_without(context: FileContext, layer: Layer, keyword: str, position: Optional[int]) -> Optional[str]:
+    """``nn.Conv2d(a, b, k, **kwargs)`` where ``kwargs`` is the ``**`` parameter of the
+    enclosing function or constructor, passed on untouched, and the value engine says no
+    project caller gives it ``keyword`` (every caller known, none passing an unknown dict):
+    the layer's default holds. The parameter's name, else None."""
+    spreads = [a for a in layer.call.args if a.star == "**"]
+    if context.project is None or len(spreads) != 1 or type(spreads[0].value) is not cst.Name:
+        return None
+    if any(a.star == "*" for a in layer.call.args) or (position is not None and sum(1 for a in layer.call.args if not a.star and a.keyword is None) > position):
+        return None
+    name = spreads[0].value.value  # type: ignore[attr-defined]
+    owner = _binding_scope(layer.scope, name)
+    function = owner.node if owner is not None else None
+    if type(function) is not cst.FunctionDef or owner.parent is None:  # type: ignore[union-attr]
+        return None
+    star = function.params.star_kwarg
+    if not isinstance(star, cst.Param) or star.name.value != name:
+        return None
+    spread = sum(1 for n in descendants(function) if type(n) is cst.Arg and n.star == "**" and type(n.value) is cst.Name and n.value.value == name)
+    if sum(1 for n in descendants(function) if type(n) is cst.Name and n.value == name) != spread + 1:
+        return None  # read, changed or rebound otherwise (`kwargs["bias"] = True`, `kwargs.pop(...)`)
+    outer = owner.parent.node  # type: ignore[union-attr]
+    top = next((s for s in context.module.body if s is function or s is outer), None)
+    if top is None or (top is outer and type(outer) is not cst.ClassDef):
+        return None
+    kind = context.value_of(spreads[0].value, top)
+    return name if type(kind) is Options and not kind.open and keyword not in dict(kind.items) else None
 
 
 def _parameter_owner(context: FileContext, value: cst.BaseExpression, layer: Layer) -> Optional[str]:
@@ -166,7 +201,12 @@ class ConvBiasBeforeBatchnorm(Rule):
     binds `self.conv = nn.Conv2d(..., bias=bias)`, its `forward` ends in `return
     self.conv(x)`, as a same-padding conv does): then the helper call is reported. `bias=bias` counts as
     true when `bias` is a parameter of the enclosing function or constructor that defaults
-    to `True` and no caller in the project passes anything else.
+    to `True` and no caller in the project passes anything else; a layer built with the
+    `**kwargs` of its function or constructor (`nn.Conv2d(cin, cout, k, **kwargs)`, passed
+    on untouched) keeps its default bias when no project caller passes `bias` (every caller
+    known, none with an unknown `**` dict). `if batch_norm: layers += [nn.BatchNorm2d(c)]`
+    (no `else`) right after the conv is added counts as adjacent when every project caller
+    turns the flag on.
 
     ## Why is this bad?
     BatchNorm subtracts the per-channel mean of its input, so a per-channel constant added
@@ -281,6 +321,8 @@ class ConvBiasBeforeBatchnorm(Rule):
         layer = found.layer
         if layer.via_name is not None and self._shared(layer):
             return None
+        if found.spread is not None:
+            return self.fix([], message=_SPREAD_BIAS.format(spread=found.spread), applicability=Applicability.DISPLAY_ONLY)
         if found.owner is not None:
             message = _PARAMETER_BIAS.format(name=found.owner, parameter=_argument_code(self.context, layer, found))
             return self.fix([], message=message, applicability=Applicability.DISPLAY_ONLY)
@@ -321,6 +363,10 @@ _EXPLICIT_BIAS = (
 _PARAMETER_BIAS = (
     "The bias is `{parameter}`, a parameter of `{name}` that defaults to True and that no "
     "caller in the project sets to False: pass `bias=False` here, or make the default False"
+)
+_SPREAD_BIAS = (
+    "The bias comes through `**{spread}`, to which no caller in the project passes `bias`, so "
+    "it is on: pass `bias=False` here (or from the callers)"
 )
 _HELPER_BIAS = (
     "`{helper}` builds `{layer}` with its bias: give it a `bias` parameter and pass "

@@ -5,18 +5,17 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from ...analysis.ast_index import per_tree, tree_index
+from ...analysis.ast_index import tree_index
 from ...analysis.scope import ScopeNode, dotted_name
 from ...analysis.values import literal_value
 from ...analysis.walk import descendants
 from ...context import FileContext
 from ...finding import NodeFix
-from ...project.call_values import own_path, training_reach, trains
-from ...project.forms import dotted as ast_dotted
+from ...project.call_values import own_path, trains
 from ...project.values import engine_for
 from ...rule import Invalid, Rule
 from ...types import Applicability
@@ -24,9 +23,10 @@ from ...facts.training.loop_training import loops_may_train
 from ...facts.training.loops import training_facts
 from ...facts.training.screens import could_have_training_loop, loop_calls_step_by_name
 from ...facts.training.trainer_calls import handed_data
-from ...facts.layers.entry_scripts import entry_scripts_decide
+from ...facts.layers.entry_scripts import entry_scripts_decide, script_facts
 from ...facts.layers.module_parts import walk_scoped
 from ...facts.layers.script_settings import insert_after_imports, is_entry_script, training_receivers
+from ...facts.layers.handed_models import a_trainer, handed_to_trainers, hands_to_an_object, makes_and_runs, trained_objects
 from ...facts.layers.trained_models import ModelBuild, class_trains, model_builds
 
 if TYPE_CHECKING:
@@ -77,39 +77,6 @@ def _loop_steps_a_built_object(tree: ast.Module) -> bool:
     return False
 
 
-def _class_like(func: ast.AST) -> Optional[str]:
-    """``Trainer`` / ``cm.TrainLoop``: a callee spelled like a class."""
-    spelled = ast_dotted(func)
-    return spelled if spelled is not None and spelled.rpartition(".")[2][:1].isupper() else None
-
-
-@per_tree  # the screen and the question both ask
-def _hands_to_an_object(tree: ast.Module) -> FrozenSet[str]:
-    """The screen of ``_handed_to_trainers``: the classes (as spelled) of objects made with
-    a name that then have a method called (``Trainer(model).fit()``, or ``t.fit()`` with
-    ``t = Trainer(model)`` here)."""
-    index = tree_index(tree)
-
-    def made_with_a_name(call: ast.AST) -> Optional[str]:
-        if not isinstance(call, ast.Call) or not any(isinstance(a, ast.Name) for a in (*call.args, *(k.value for k in call.keywords if k.arg))):
-            return None
-        return _class_like(call.func)
-
-    made: Dict[str, str] = {}
-    for node in index.assignments:
-        if isinstance(node, ast.Assign) and (spelled := made_with_a_name(node.value)) is not None:
-            made.update((t.id, spelled) for t in node.targets if isinstance(t, ast.Name))
-    out: Set[str] = set()
-    for call in index.calls:
-        func = call.func
-        if isinstance(func, ast.Attribute):
-            value = func.value
-            spelled = made_with_a_name(value) if isinstance(value, ast.Call) else made.get(value.id) if isinstance(value, ast.Name) else None
-            if spelled is not None:
-                out.add(spelled)
-    return frozenset(out)
-
-
 @dataclass(frozen=True)
 class _Decision:
     """What TPF403 reports in a file: ``benchmark = False`` assignments, or the model build."""
@@ -137,55 +104,10 @@ def _trains_through(context: FileContext, call: cst.Call) -> bool:
     return bool(callees) and all(d.function is not None and trains(d.function) for d in callees)
 
 
-def _names_passed(call: cst.Call) -> Set[str]:
-    """The names passed to a call of a class-like callee (``Trainer(model, loader)``)."""
-    spelled = dotted_name(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
-    if spelled is None or not spelled.rpartition(".")[2][:1].isupper():
-        return set()
-    return {a.value.value for a in call.args if type(a.value) is cst.Name and a.star == ""}  # type: ignore[union-attr]
-
-
-def _handed_to_trainers(context: FileContext) -> Set[str]:
-    """Names a statement of the module hands to a project object that trains them: a call
-    statement of a method that runs a training step (the value engine's dispatch and
-    ``training_reach``) on an object made with the name (``TrainLoop(model=model).
-    run_loop()``; ``t = Trainer(model); t.fit()``). The model is built here, so the
-    finding is here (``_hands_to_an_object`` is its screen)."""
-    values = context.values() if context.project is not None else None
-    if values is None:
-        return set()
-    constructed: Dict[str, List[cst.Call]] = {}
-    statements: List[Tuple[cst.CSTNode, cst.Call]] = []
-    for top in context.module.body:
-        for node in descendants(top):
-            if type(node) is cst.Assign and type(node.value) is cst.Call and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
-                constructed.setdefault(node.targets[0].target.value, []).append(node.value)  # type: ignore[union-attr]
-            elif type(node) is cst.Expr and type(node.value) is cst.Call:
-                statements.append((top, node.value))  # type: ignore[arg-type]
-    out: Set[str] = set()
-    for top, call in statements:
-        func = call.func
-        passed: Set[str] = set()
-        if type(func) is cst.Attribute and type(func.value) is cst.Call:
-            passed = _names_passed(func.value)
-        elif type(func) is cst.Attribute and type(func.value) is cst.Name:
-            for made in constructed.get(func.value.value, ()):
-                passed |= _names_passed(made)
-        if not passed - out:
-            continue
-        callees = values.callees(call, top, objects=False)
-        if not callees or any(training_reach(values.engine, d) is None for d in callees):
-            continue
-        index = values.engine.index
-        if all(d.path is not None and class_trains(index, index.resolve(d.path, d.name.split(".")[0])) for d in callees):
-            out |= passed  # a method of a trainer class (the screen's question too) that trains
-    return out
-
-
 def _decide(context: FileContext) -> _Decision:
     called = training_receivers(context)  # first: TPF202 and TPF601 share these facts
     if called is None:
-        if not context.fact(_handed_to_trainers):
+        if not handed_to_trainers(context) and not trained_objects(context):
             return _Decision()
         called = set()
     false_values: List[cst.BaseExpression] = []
@@ -225,7 +147,7 @@ def _decide(context: FileContext) -> _Decision:
     wanted = trained | called | {receiver for receiver, _, _ in through}
     builds = [b for b in model_builds(context, wanted) if b.conv]
     # ``x.train()`` switches a model to training mode; on a trainer object it runs training,
-    # and the trainer's own module answers for the models it builds.
+    # and is linked below (``trained_objects``) when its module leaves the setting to the script.
     linked = [b for b in builds if (b.target in trained and not b.trainer) or b.target in called]
     if not linked and through:
         # The model lives in a project object the loop trains through (``agent.learn(...)``).
@@ -234,8 +156,15 @@ def _decide(context: FileContext) -> _Decision:
         linked = [b for b in builds if b.target in stepped]
     if not linked:
         # The model built here is handed to a project trainer (``TrainLoop(model=model)``).
-        handed = context.fact(_handed_to_trainers)
+        handed = handed_to_trainers(context)
         linked = [b for b in model_builds(context, handed) if b.conv]
+    if not linked:
+        # An object of a trainer class whose models are convolutional, trained by a call
+        # here (``gan = DCGAN(args); gan.train(loader)``), its module leaving the setting
+        # to the script (``script_facts``: it never assigns it nor asks for determinism).
+        index = context.project
+        objects = [b for b in model_builds(context, trained_objects(context)) if b.conv and b.trainer and b.home is not None]
+        linked = [b for b in objects if index is not None and (facts := script_facts(index, b.home)) is not None and not facts.decides]  # type: ignore[arg-type]
     linked.sort(key=lambda b: b.inside_model)
     if not linked:
         return _Decision()
@@ -255,7 +184,13 @@ def _set_by_entry_scripts(context: FileContext, build: ModelBuild) -> bool:
     at_module_level = any(statement is build.line for statement in context.module.body)
     if is_entry_script(context, at_module_level):
         return False  # run on its own, it trains without the setting
-    return entry_scripts_decide(context.project, own_path(context))
+    project, path = context.project, own_path(context)
+    klass = project.resolve(path, build.within) if build.within is not None and path is not None else None
+    if klass is not None and klass.kind == "class" and not project.is_nn_module(klass) and class_trains(project, klass):
+        # A trainer class (``gan = DCGAN(args); gan.train(loader)`` in the script): the
+        # scripts that make and run its objects are reported where they make them.
+        return entry_scripts_decide(project, path, makes_and_runs(project, klass))
+    return entry_scripts_decide(project, path)
 
 
 class CudnnBenchmarkDisabled(Rule):
@@ -278,10 +213,14 @@ class CudnnBenchmarkDisabled(Rule):
     constructor builds one) counts as trained when the loop calls one of its methods that
     runs a training step (`agent.learn(batch)`). A model the script hands to a project
     object that trains it (`model, diffusion = create_model_and_diffusion()`, then
-    `TrainLoop(model=model).run_loop()`, or `t = Trainer(model); t.fit()`) is flagged at
-    the script's statement that builds it; `self.model = model` in the trainer builds
-    nothing and is never the anchor. A factory may choose among project classes by a name
-    only known at run time: a class looked up with `importlib` by a computed module name,
+    `TrainLoop(model=model).run_loop()`, or `t = Trainer(model); t.fit()`), or to a
+    project function that trains it in its own body (`train_and_test(model, optimizer,
+    criterion, ...)`), is flagged at the script's statement that builds it; `self.model = model` in the trainer builds
+    nothing and is never the anchor. An object of a project trainer class that is no `nn.Module`
+    (`gan = DCGAN(args); gan.train(loader)`) whose class builds convolutional models is
+    flagged where the script makes it, unless the trainer's module sets `benchmark` (or
+    asks for determinism) itself; the trainer's module is then not flagged again.
+    A factory may choose among project classes by a name only known at run time: a class looked up with `importlib` by a computed module name,
     a registry's `get(name)` over `@REGISTRY.register()`-ed definitions, a builder whose
     `if`/`elif` arms build different classes: the model is convolutional when every
     candidate is. What a model is comes from the value engine (`project/module_values.py`,
@@ -355,22 +294,23 @@ class CudnnBenchmarkDisabled(Rule):
         other modules (which leaves out containers: ``seen = OrderedSet(); seen.update(x)``),
         less its bare function calls; or an object made with a name whose method is called
         (``TrainLoop(model=model).run_loop()``: the model may be handed to a trainer)."""
-        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)) or bool(_hands_to_an_object(tree))
+        return could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)) or bool(hands_to_an_object(tree))
 
     @classmethod
     def project_question(cls, tree: ast.Module) -> Tuple[bool, Tuple[str, ...]]:
         """Whether a loop here trains, else the classes (as spelled) objects are handed to:
         a file that passed only for handing a name to an object (no training loop of its
-        own) needs the object's class to be a project trainer (``trained_models.class_trains``)."""
+        own) needs the object's class to be a project trainer, or the function one that
+        trains (``handed_models.a_trainer``)."""
         if could_have_training_loop(tree) or (loop_calls_step_by_name(tree) and _loop_steps_a_built_object(tree)):
             return True, ()
-        return False, tuple(sorted(_hands_to_an_object(tree)))
+        return False, tuple(sorted(hands_to_an_object(tree)))
 
     @classmethod
     def could_fire_answering(cls, question: Tuple[bool, Tuple[str, ...]], path: str, project: "ProjectIndex") -> Optional[bool]:
         """A file whose loops may train is decided with the tree (``could_fire_project``)."""
         trains, handed = question
-        return None if trains else any(class_trains(project, project.resolve(path, spelled)) for spelled in handed)
+        return None if trains else any(a_trainer(project, project.resolve(path, spelled)) for spelled in handed)
 
     @classmethod
     def could_fire_project(cls, tree: ast.Module, path: str, project: "ProjectIndex") -> bool:
@@ -379,7 +319,7 @@ class CudnnBenchmarkDisabled(Rule):
         calls does (``loop_training``), or a class an object is made of trains."""
         if cls.project_question(tree)[0] and loops_may_train(engine_for(project), path, tree):
             return True
-        return any(class_trains(project, project.resolve(path, spelled)) for spelled in _hands_to_an_object(tree))
+        return any(a_trainer(project, project.resolve(path, spelled)) for spelled in hands_to_an_object(tree))
 
     _PROLOGUE = (
         "import torch\nimport torch.nn as nn\n"
