@@ -206,6 +206,14 @@ def _state_of(project) -> Tuple[Any, Optional[str]]:
     return kept[1], kept[2]
 
 
+def built_state(project, used) -> Any:
+    """The project state when the lint that read ``used`` built the import graph, kept for
+    the next run even when that lint's own result is not (``stamp_of`` said None)."""
+    from .project.index import ALL_FILES
+
+    return _state_of(project)[0] if ALL_FILES in used else None
+
+
 def stamp_of(projects: RunProjects, project, path: Path, key, digest: str, used) -> Optional[Tuple[Stamp, Any]]:
     """What a fresh result of ``path`` depended on (``Stamp``), and the project state when
     this worker built the graph; None when a module it read changed meanwhile (not cached)."""

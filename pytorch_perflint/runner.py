@@ -27,7 +27,7 @@ from .progress import LongFileStatus
 from .types import Applicability, FileResult, RunSummary
 from .cache import Stamp as _Stamp
 from .run_cache import Done as _Done, LazyProjects, cache_lookup as _cache_lookup, merge as _merge, open_cache as _open_cache
-from .run_cache import prepare_projects as _prepare_projects, save_project as _save_project, stamp_of as _stamp_of
+from .run_cache import built_state as _built_state, prepare_projects as _prepare_projects, save_project as _save_project, stamp_of as _stamp_of
 from .run_cache import in_order as _in_order, summaries_built as _summaries_built
 from .fix_passes import Reads, fix_until_settled
 from .tree_files import read_source, stat_key
@@ -281,8 +281,9 @@ def _linted(
         return _Done(result)  # changed while it was linted: not cached
     stamped_as = _stamp_of(projects, project, path, key, digest, used)  # type: ignore[arg-type]
     summaries = (project.root, projects.new_entries(project))  # type: ignore[union-attr]
-    if stamped_as is None:
-        return _Done(result, None, summaries)
+    if stamped_as is None:  # not kept; the project's state, when this lint built it, is
+        state = None if inherited else _built_state(project, used)
+        return _Done(result, None, summaries, (project.root, state) if state is not None else None)
     stamp, state = stamped_as
     return _Done(result, stamp, summaries, (project.root, state) if state is not None and not inherited else None)
 

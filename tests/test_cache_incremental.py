@@ -269,3 +269,17 @@ def test_a_warm_run_re_lints_nothing_and_a_comment_in_a_widely_imported_module_r
     spelled, summary = _scratch_run(root)
     assert summary.linted == 2
     assert spelled == cold
+
+
+def test_the_project_state_is_kept_when_the_file_that_built_the_graph_is_not(tmp_path):
+    """A small run takes no snapshot of every module's text, so a result that read texts
+    by word (who calls ``Net``'s forward) is not kept; when that file was the one whose
+    lint built the import graph, the project's state must still be kept: without it the
+    next run, and the language server's first answer, find no project in the cache."""
+    root = tmp_path / "small"
+    (root / ".git").mkdir(parents=True)
+    (root / "model.py").write_text("import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n")
+    (root / "train.py").write_text("from torch.utils.data import DataLoader\nfrom model import Net\n\nloader = DataLoader(ds, num_workers=2)\nnet = Net()\n")
+    assert "train.py:4" in run(["check", "-j", "1", "--output-format", "concise", "."], root).output
+    state = json.loads((root / CACHE_DIR / "lint.json").read_text())["projects"]
+    assert str(root) in state

@@ -262,11 +262,11 @@ APPENDED = {
             return torch.Tensor(zs[0])
 
 
-        def looped():
+        def looped():  # every item the loop appends is an array
             ws = []
             for i in range(3):
                 ws.append(np.zeros(3))
-            return torch.Tensor(ws[0])
+            return torch.Tensor(ws[0])  #!
 
 
         def later_in_loop():
