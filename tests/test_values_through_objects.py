@@ -440,6 +440,42 @@ def test_the_other_arm_of_an_if_reaches_only_round_a_loop():
     assert _bound_lines(looped.value_at("x", 8)) == [3, 6]
 
 
+def test_the_other_arm_of_an_if_reaches_no_read_when_earlier_bindings_are_in_arms_too():
+    """``x`` bound in both arms of one ``if``, then rebound in the body of a second one: a
+    read in the second one's ``else`` sees the first ``if``'s arms only (review-10's
+    wavenet collate function: ``torch.FloatTensor(y)`` after ``y = torch.LongTensor(y)``
+    in the other arm); round a loop the other arm reaches it again."""
+    straight = _scope_of(
+        """
+        def f(c):
+            if c:
+                x = 1
+            else:
+                x = 2
+            if c:
+                x = 3
+            else:
+                y = x
+        """
+    )
+    assert _bound_lines(straight.value_at("x", 10)) == [4, 6]
+    looped = _scope_of(
+        """
+        def f(c):
+            for i in range(3):
+                if c:
+                    x = 1
+                else:
+                    x = 2
+                if c:
+                    x = 3
+                else:
+                    y = x
+        """
+    )
+    assert _bound_lines(looped.value_at("x", 11)) == [5, 7, 9]
+
+
 def test_an_if_whose_arms_all_rebind_or_raise_hides_the_first_binding():
     scope = _scope_of(
         """

@@ -163,8 +163,9 @@ class Scope:
             return ("unknown", None, 0)  # a closure reads the parameter's last value
         start = before.index(enclosing[-1]) if enclosing else 0
         reaching = before[start:]  # the latest binding around the read, and those in branches after it
-        if enclosing and len(reaching) > 1:  # not from the other arm of an `if` around the read
-            reaching = [reaching[0], *(e for e in reaching[1:] if not other_arm(e.blocks, here, self.tests))]
+        if len(reaching) > 1:  # not from the other arm of an `if` around the read
+            first = reaching[:1] if enclosing else []  # (round a loop it is ``carried``)
+            reaching = [*first, *(e for e in reaching[len(first):] if not other_arm(e.blocks, here, self.tests))]
         if enclosing and len(reaching) > 1 and overwritten(self, reaching[0], line, name):
             reaching = reaching[1:]  # an `if`/`else` after it rebinds it (or raises) on every path
         if passed:
