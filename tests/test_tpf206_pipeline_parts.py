@@ -6,7 +6,8 @@ denoiser and the autoencoder go by their conventional names (``unet``, ``vae``, 
 Look-alikes that stay silent: a loop that only steps the scheduler (no model), the cache
 emptied once after the loops, a loop that builds a new denoiser every iteration (also when the
 new model is moved or switched on the way, ``UNet(cfg).cuda()``,
-``Net(cfg).to("cuda").eval()``), and a loss helper whose name only
+``Net(cfg).to("cuda").eval()``, and a factory function's result, ``model =
+make_model(name)``, new-rules-9's QuaRot benchmark), and a loss helper whose name only
 contains the word (``vae_loss(x)``)."""
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from test_tensors_project import _findings, _marked
 
 PAINTER = """
     import torch
+
+
+    def tidy():
+        torch.cuda.empty_cache()
 
 
     class Painter:
@@ -61,6 +66,26 @@ PAINTER = """
                 net = Net(cfg).to("cuda").eval()
                 print(net(latents))
                 torch.cuda.empty_cache()
+
+        @torch.no_grad()
+        def per_factory(self, names, latents):
+            for name in names:
+                model = make_model(name)
+                print(model(latents))
+                torch.cuda.empty_cache()
+
+        @torch.no_grad()
+        def per_factory_helpers(self, names, latents):
+            for name in names:
+                model = make_model(name)
+                self.timed(model, latents)
+                del model
+                tidy()
+
+        def timed(self, model, latents):
+            out = model(latents)
+            tidy()
+            return out
 
         @torch.no_grad()
         def losses(self, batches):

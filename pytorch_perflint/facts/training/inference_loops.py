@@ -102,7 +102,7 @@ def _project_forward(context: "FileContext", call: cst.Call, statement: cst.CSTN
 def _loads_model(context: "FileContext", loop: cst.CSTNode) -> bool:
     """The loop's own body loads or builds a model: ``model.load_state_dict(...)``,
     ``torch.load(...)``, ``torch.jit.trace(...)``, ``model = eval(name)(...)``, ``net =
-    Net(...)``."""
+    Net(...)``, ``model = make_model(name)``."""
     stack: List[cst.CSTNode] = [loop.body]  # type: ignore[attr-defined]
     while stack:
         node = stack.pop()
@@ -110,8 +110,9 @@ def _loads_model(context: "FileContext", loop: cst.CSTNode) -> bool:
             continue
         if type(node) is cst.Call and (method_name(node) in _LOADS or context.qualname(node.func) in _LOADERS):
             return True
-        if type(node) is cst.Assign and type(node.value) is cst.Call and _builds(node.value):
-            if any(is_model_name(dotted_name(t.target)) for t in node.targets if type(t.target) in (cst.Name, cst.Attribute)):
+        if type(node) is cst.Assign and type(node.value) is cst.Call:
+            named = [dotted_name(t.target) for t in node.targets if type(t.target) in (cst.Name, cst.Attribute)]
+            if any(is_model_name(n) for n in named) and (_builds(node.value) or _factory(node.value, named)):
                 return True
         stack.extend(child_nodes(node))
     return False
@@ -129,6 +130,15 @@ def _builds(call: cst.Call) -> bool:
         return True
     name = dotted_name(call.func) if type(call.func) in (cst.Name, cst.Attribute) else None
     return name is not None and name.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _factory(call: cst.Call, named: Sequence[Optional[str]]) -> bool:
+    """``model = make_model(name)``: a function's new result, not one handed the model it
+    replaces (``model = wrap(model)`` keeps the model)."""
+    if type(call.func) is not cst.Name:
+        return False
+    handed = {dotted_name(a.value) for a in call.args if type(a.value) in (cst.Name, cst.Attribute)}
+    return not handed.intersection(named)
 
 
 def _class_of(ancestors: Sequence[cst.CSTNode]) -> Optional[str]:
