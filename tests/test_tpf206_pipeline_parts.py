@@ -7,7 +7,8 @@ Look-alikes that stay silent: a loop that only steps the scheduler (no model), t
 emptied once after the loops, a loop that builds a new denoiser every iteration (also when the
 new model is moved or switched on the way, ``UNet(cfg).cuda()``,
 ``Net(cfg).to("cuda").eval()``, and a factory function's result, ``model =
-make_model(name)``, new-rules-9's QuaRot benchmark), and a loss helper whose name only
+make_model(name)``, new-rules-9's QuaRot benchmark, though not ``model_kwargs =
+dict(...)``), and a loss helper whose name only
 contains the word (``vae_loss(x)``)."""
 
 from __future__ import annotations
@@ -82,6 +83,13 @@ PAINTER = """
                 del model
                 tidy()
 
+        @torch.no_grad()
+        def with_options(self, chunks, latents):
+            for chunk in chunks:
+                model_kwargs = dict(y=chunk)
+                print(self.unet(latents, **model_kwargs))
+                torch.cuda.empty_cache()  #!
+
         def timed(self, model, latents):
             out = model(latents)
             tidy()
@@ -97,5 +105,5 @@ PAINTER = """
 
 def test_a_pipelines_denoising_and_decoding_loops_evaluate(tmp_path):
     files = {"painter.py": PAINTER}
-    assert len(_marked(files)) == 2
+    assert len(_marked(files)) == 3
     assert _findings(tmp_path, files, "TPF206") == _marked(files)

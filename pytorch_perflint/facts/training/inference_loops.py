@@ -15,6 +15,7 @@ one whose forward needs gradients are not evaluation loops.
 
 from __future__ import annotations
 
+import builtins
 import re
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
@@ -38,6 +39,9 @@ _PART_NAME = re.compile(r"(?:^|[._])(?:encoder|decoder|unet|vae|denoiser)$", re.
 # Calls that put a new model in place: a loop around them evaluates one model per iteration.
 _LOADS = frozenset({"load_state_dict", "load_checkpoint"})
 _LOADERS = frozenset({"torch.load", "torch.jit.load", "torch.jit.trace", "torch.jit.script"})
+# A model's own name, for a factory function's result (``_factory``).
+_FACTORY_TARGET = re.compile(r"(?:\w+_)?(?:model|net|network|unet|vae)", re.IGNORECASE)
+_BUILTINS = frozenset(dir(builtins))
 
 
 def evaluation_loop_around(context: "FileContext", ancestors: Sequence[cst.CSTNode], index: int) -> Optional[int]:
@@ -112,7 +116,7 @@ def _loads_model(context: "FileContext", loop: cst.CSTNode) -> bool:
             return True
         if type(node) is cst.Assign and type(node.value) is cst.Call:
             named = [dotted_name(t.target) for t in node.targets if type(t.target) in (cst.Name, cst.Attribute)]
-            if any(is_model_name(n) for n in named) and (_builds(node.value) or _factory(node.value, named)):
+            if (any(is_model_name(n) for n in named) and _builds(node.value)) or _factory(node.value, named):
                 return True
         stack.extend(child_nodes(node))
     return False
@@ -133,9 +137,12 @@ def _builds(call: cst.Call) -> bool:
 
 
 def _factory(call: cst.Call, named: Sequence[Optional[str]]) -> bool:
-    """``model = make_model(name)``: a function's new result, not one handed the model it
-    replaces (``model = wrap(model)`` keeps the model)."""
-    if type(call.func) is not cst.Name:
+    """``model = make_model(name)``: a function's new result bound to a name that is a model's
+    own (``model``, ``fp16_net``; not ``model_kwargs = dict(...)``), not one handed the model
+    it replaces (``model = wrap(model)`` keeps the model)."""
+    if type(call.func) is not cst.Name or call.func.value in _BUILTINS:
+        return False
+    if not any(n is not None and _FACTORY_TARGET.fullmatch(n.rsplit(".", 1)[-1]) for n in named):
         return False
     handed = {dotted_name(a.value) for a in call.args if type(a.value) in (cst.Name, cst.Attribute)}
     return not handed.intersection(named)
