@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytorch_perflint.facts.dataloader.project_iterations import _mentions
+from pytorch_perflint.facts.dataloader.caller_scopes import mentions as _mentions
 from pytorch_perflint.project import ProjectIndex
 from pytorch_perflint.project.choices import _lacks
 from pytorch_perflint.project.index import TEXT_OF, TEXTS_NAMING

@@ -19,9 +19,9 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from ...project import ProjectIndex
 from ...project.forms import dotted
 from ...project.summarizer import parse_tree
-from ...project.reads import spells
 from .global_walks import walked_through_free_name
 from .endless_walks import walks_endlessly
+from .caller_scopes import caller_scopes, mentions as _mentions, scope_body as _scope_body
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -188,29 +188,6 @@ class _Walker:
         return not rebound and any(not any(_holds(g, n) for g in guarded) for n in walks)
 
 
-def _mentions(index: ProjectIndex, path: str, text: str, word: str) -> bool:
-    """``word`` is in the module's text or in a project module it imports (one that cannot
-    be read counts as mentioning it)."""
-    if word in text:
-        return True
-    for imported in index.imported_modules(path):
-        if spells(index, imported, word) is not False:
-            return True
-    return False
-
-
-def _scope_body(tree: ast.Module, caller: str) -> Optional[List[ast.stmt]]:
-    """The statements of the function ``caller`` names (``""``: the module, ``f``,
-    ``Class.method``), when exactly one top-level definition matches."""
-    body: List[ast.stmt] = tree.body
-    for part in caller.split(".") if caller else ():
-        matches = [s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == part]
-        if len(matches) != 1:
-            return None
-        body = matches[0].body
-    return body
-
-
 def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
     """The nodes of a scope's statements, not those of nested functions or classes."""
     stack: List[ast.AST] = list(body)
@@ -359,24 +336,9 @@ def _wraps_itself(body: Sequence[ast.stmt], store: ast.Name) -> bool:
 def _results_bound_once(
     index: ProjectIndex, path: str, helper: str, unless_text: str
 ) -> Iterator[Tuple[str, Sequence[ast.stmt], ast.Assign, List[str]]]:
-    """For module-level function ``helper`` of ``path``: each call of it from another module
-    (outside loops, no ``*``/``**``), in a module that never mentions ``unless_text``, whose
-    result is bound once to a plain name; with the caller's path, the scope's body, the
-    assignment and the helper's positional parameters."""
-    path = os.path.abspath(path)
-    found = index.resolve(path, helper)
-    if found is None or found.kind != "function" or found.path != path or found.function is None:
-        return
-    params = [p.name for p in found.function.params if p.kind == "positional"]
-    for caller_path, site in index.callers(found) or ():
-        if caller_path == path or site.in_loop or site.star or site.dstar:
-            continue
-        text = index.text(caller_path)
-        if text is None or _mentions(index, caller_path, text, unless_text):
-            continue
-        tree = parse_tree(text)
-        body = _scope_body(tree, site.caller) if tree is not None else None
-        assign = _assignment(body, site.line, site.callee) if body is not None else None
+    """``caller_scopes`` whose result is bound once to a plain name, with the assignment."""
+    for caller_path, site, body, params in caller_scopes(index, path, helper, unless_text):
+        assign = _assignment(body, site.line, site.callee)
         if assign is None or type(assign.targets[0]) is not ast.Name or not _bound_once(body, assign.targets[0].id):  # type: ignore[attr-defined]
             continue
         yield caller_path, body, assign, params  # type: ignore[misc]

@@ -13,15 +13,14 @@ project module that does) never counts.
 from __future__ import annotations
 
 import ast
-import os
 import re
 from typing import List, Optional, Sequence, Tuple
 
 from ...project import ProjectIndex
 from ...project.forms import dotted
-from ...project.summarizer import parse_tree
+from .caller_scopes import caller_scopes
 from .project_iterations import (
-    _Walker, _assignment, _holds_in_loop, _loader_taking, _mentions, _name_walked, _passes_true, _scope_body,
+    _Walker, _assignment, _holds_in_loop, _loader_taking, _name_walked, _passes_true,
     sampler_walked_every_epoch as _bound_sampler_walked,
 )
 
@@ -41,21 +40,7 @@ def sampler_walked_every_epoch(
 def _inline_sampler_walked(
     index: ProjectIndex, path: str, helper: str, shuffle: Optional[str], unless_text: str, unless_name: "re.Pattern[str]"
 ) -> bool:
-    path = os.path.abspath(path)
-    found = index.resolve(path, helper)
-    if found is None or found.kind != "function" or found.path != path or found.function is None:
-        return False
-    params = [p.name for p in found.function.params if p.kind == "positional"]
-    for caller_path, site in index.callers(found) or ():
-        if caller_path == path or site.in_loop or site.star or site.dstar:
-            continue
-        text = index.text(caller_path)
-        if text is None or _mentions(index, caller_path, text, unless_text):
-            continue
-        tree = parse_tree(text)
-        body = _scope_body(tree, site.caller) if tree is not None else None
-        if body is None:
-            continue
+    for caller_path, site, body, params in caller_scopes(index, path, helper, unless_text):
         loader, sampler = _loader_of(body, site.line, site.callee)
         if loader is None or sampler is None:
             continue
