@@ -281,7 +281,7 @@ def _linted(
         return _Done(result)  # changed while it was linted: not cached
     stamped_as = _stamp_of(projects, project, path, key, digest, used)  # type: ignore[arg-type]
     summaries = (project.root, projects.new_entries(project))  # type: ignore[union-attr]
-    if stamped_as is None:  # not kept; the project's state, when this lint built it, is
+    if stamped_as is None:  # not kept, but the project's state is when this lint built it
         state = None if inherited else _built_state(project, used)
         return _Done(result, None, summaries, (project.root, state) if state is not None else None)
     stamp, state = stamped_as
