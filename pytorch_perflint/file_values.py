@@ -85,15 +85,10 @@ class FileValues:
     def answer(self, node: cst.BaseExpression, statement: Optional[cst.CSTNode] = None) -> Answer:
         """The engine's answer for an expression under the current node of the pass, or
         (``statement``: the top-level statement that holds it) anywhere in the module."""
-        found = self._locate(node, statement)
-        if found is None:
+        placed = self._placed(node, statement)
+        if placed is None:
             return Answer(UNKNOWN)
-        expression, chain = found
-        # Read at its statement's first line: a name in `z = (\n z.cuda())` is the one bound before.
-        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
-        where = self._where([*chain, expression], line)
-        if where is None:
-            return Answer(UNKNOWN)
+        expression, where, _ = placed
         assert where.scope is not None
         return self.engine.answer(expression_form(expression, where.scope), where)
 
@@ -102,14 +97,9 @@ class FileValues:
         (under the current node of the pass): (module, line, argument form, kind) for each
         caller (``ParameterFlow.passed``); None when it is no parameter there, or its callers
         are not all known."""
-        found = self._locate(node)
-        if found is None:
-            return None
-        expression, chain = found
-        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
-        where = self._where([*chain, expression], line)
-        scope = None if where is None else where.scope
-        if scope is None or scope.value_at(node.value, line)[0] != "param":
+        placed = self._placed(node)
+        scope = None if placed is None else placed[1].scope
+        if scope is None or scope.value_at(node.value, placed[2])[0] != "param":  # type: ignore[index]
             return None
         engine = self.engine
         return engine._question(lambda: engine.passed(scope, node.value), scope)
@@ -120,14 +110,9 @@ class FileValues:
         (``Scope.imported_at``); a function may rebind a module's name when it runs
         (``global``), so a read at module level is not answered when one does.
         ``statement``: the top-level statement holding it, when not under the pass's node."""
-        found = self._locate(node, statement)
-        if found is None:
-            return False
-        expression, chain = found
-        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
-        where = self._where([*chain, expression], line)
-        scope = None if where is None else where.scope
-        if scope is None or not scope.imported_at(node.value, line):
+        placed = self._placed(node, statement)
+        scope = None if placed is None else placed[1].scope
+        if scope is None or not scope.imported_at(node.value, placed[2]):  # type: ignore[index]
             return False
         return not (scope.module and re.search(rf"\bglobal\b[^\n]*\b{re.escape(node.value)}\b", self.text))
 
@@ -299,6 +284,18 @@ class FileValues:
         return best
 
     # -- scopes ----------------------------------------------------------------------------
+    def _placed(self, node: cst.CSTNode, statement: Optional[cst.CSTNode] = None) -> Optional[Tuple[ast.AST, Where, int]]:
+        """The ``ast`` expression at the LibCST node, the scopes around it and the line it is
+        read at: its statement's first line (a name in `z = (\n z.cuda())` is the one bound
+        before). None when it cannot be placed."""
+        found = self._locate(node, statement)
+        if found is None:
+            return None
+        expression, chain = found
+        line = next((n.lineno for n in reversed(chain) if isinstance(n, ast.stmt)), getattr(expression, "lineno", 0))
+        where = self._where([*chain, expression], line)
+        return None if where is None else (expression, where, line)
+
     def _where(self, chain: List[ast.AST], line: int) -> Optional[Where]:
         """The scopes around an expression (``tree_wheres.TreeWheres``, one per tree)."""
         return self._wheres_of(chain[0]).where(chain, line)

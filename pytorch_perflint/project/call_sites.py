@@ -53,7 +53,7 @@ def loop_call_sites(engine: ValueEngine, definition: Definition) -> Optional[Lis
             if path == definition.path and site.caller.split(".")[0] == class_name:
                 out.append((path, site.line, short))
             continue
-        where = engine._caller_where(path, site.caller, site.line) if site.caller else Where(path)
+        where = engine._site_where(path, site)
         if where is not None and _may_be(engine, receiver, where, definition):
             out.append((path, site.line, short))
     return out

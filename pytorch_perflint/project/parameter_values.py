@@ -82,7 +82,7 @@ class ParameterFlow:
             return None
         out = []
         for path, site, form in found:
-            where = Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
+            where = self._site_where(path, site)
             if where is None:
                 return None
             out.append((path, site.line if site is not None else definition.function.line, form, self._eval(form, where, 1)))
@@ -91,9 +91,7 @@ class ParameterFlow:
     def _own_selves(self, definition: Definition, sites: Tuple) -> Tuple:
         """A public method's calls less the ``self.name(...)`` calls made in methods of
         unrelated project classes (they run their own class's method)."""
-        owner = definition.name.rpartition(".")[0]
-        klass = Definition("class", definition.path, owner, klass=definition.klass)
-        related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
+        related = self._related(definition)
         kept = []
         for path, site in sites:
             if site.callee.startswith("self.") and "." in site.caller:
@@ -119,7 +117,7 @@ class ParameterFlow:
             return UNKNOWN
         found: List[Options] = []
         for path, site in sites:
-            where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
+            where = self._site_where(path, site)
             if where is None or site.arguments is None:
                 return UNKNOWN
             items: Dict[str, str] = {}
@@ -149,7 +147,7 @@ class ParameterFlow:
             return UNKNOWN
         kinds = []
         for path, site, form in found:
-            where = Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
+            where = self._site_where(path, site)
             if where is None:
                 return UNKNOWN
             kind = self._eval(form, where, depth + 1)
@@ -166,15 +164,13 @@ class ParameterFlow:
         key = ("receivers", definition.path, definition.name)
         if key not in self._sites:
             self._sites[key] = (sites, frozenset())  # while they are read: every call kept
-            owner = definition.name.rpartition(".")[0]
-            klass = Definition("class", definition.path, owner, klass=definition.klass)
-            related = {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
+            related = self._related(definition)
             method = definition.name.rpartition(".")[2]
             kept = []
             with self.index.recording() as used:  # type: ignore[union-attr]
                 for path, site in sites:
                     receiver = site.callee[: -len(method) - 1]
-                    where = Where(path) if not site.caller else self._caller_where(path, site.caller, site.line)
+                    where = self._site_where(path, site)
                     dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
                     kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN
                     if type(kind) is not Instance or kind.klass.key in related or any(s.key in related for s in self.index.resolution.subclasses(kind.klass)):  # type: ignore[union-attr]
@@ -184,6 +180,17 @@ class ParameterFlow:
         for read in reads:  # what reading the receivers read, told again on a hit (``Memo._public_sites``)
             self.index.note_read(read)  # type: ignore[union-attr]
         return found
+
+    def _related(self, definition: Definition) -> set:
+        """The keys of a method's class, its bases and its subclasses in the project."""
+        owner = definition.name.rpartition(".")[0]
+        klass = Definition("class", definition.path, owner, klass=definition.klass)
+        return {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
+
+    def _site_where(self, path: str, site) -> Optional[Where]:
+        """Where a call site's arguments are read: its calling function, or the module for a
+        module-level call and for a default (no site)."""
+        return Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
 
     def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
         definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
