@@ -46,7 +46,12 @@ def scripts_section(scripts: Dict[str, Optional[Dict[str, Any]]]) -> List[str]:
     if not scripts:
         return lines + ["No script was measured.", ""]
     lines += ["| script | device | fixes | before | after | speed-up [range] | noise | verdict | result |", "|---|---|---|---|---|---|---|---|---|"]
+    notes = []
     for name, data in scripts.items():
+        if data is not None and data.get("stopped"):
+            notes.append(f"- {name}: the run was {data['stopped']}; the rows use the rounds that finished.")
+        if data is not None:
+            notes.extend(f"- {name}: {note}" for note in data.get("measurement_notes", ()))
         if data is None:
             lines.append(f"| {name} | - | - | - | - | - | - | no JSON: the run failed or ran out of time (see its log) | - |")
             continue
@@ -61,7 +66,7 @@ def scripts_section(scripts: Dict[str, Optional[Dict[str, Any]]]) -> List[str]:
                 f"| {name} | {device} | {row.get('label', row.get('program'))} | {format_seconds(verdict.get('before_median_s'))} "
                 f"| {format_seconds(verdict.get('after_median_s'))} | {_speedup(verdict)} | {_noise(verdict)} | {_verdict(verdict)} | {same} |"
             )
-    return lines + [""]
+    return lines + [""] + (notes + [""] if notes else [])
 
 
 def scenarios_section(bench: Optional[Dict[str, Any]]) -> List[str]:

@@ -300,6 +300,7 @@ def run_dict(session: Session, machine: Machine, started: datetime.datetime, fin
         "load_average": [list(load) if load else None for load in session.load],
         "link_changes": list(session.link_changes),
         "notes": list(session.notes),
+        "stopped": session.stopped,
         "problems": list(session.problems),
         "ok": session.ok,
     }
