@@ -280,3 +280,34 @@ def test_a_stop_before_anything_was_timed_is_still_an_interruption(tmp_path, mon
     fake = StoppedAt(("control", 0), {"before": 0.1})
     with pytest.raises(script_session.Interrupted):
         session_for(tmp_path, monkeypatch, LOADER, fake, rounds=2, per_rule=False)
+
+
+class EpochBoundary(FakeRuns):
+    """The H200's train_cifar runs: the fixed copy's steps take 2.5 ms except the one that
+    crosses an epoch boundary, where its new DataLoader workers start (260 ms)."""
+
+    def __call__(self, copy, program, index, *rest, **kwargs):
+        run = super().__call__(copy, program, index, *rest, **kwargs)
+        steady = {"before": 0.007, "control": 0.007}.get(program, 0.0025)
+        boundary = {"before": 0.045, "control": 0.045}.get(program, 0.26)
+        times = (steady,) * 4 + (boundary,) + (steady,) * 5
+        return Run(**{**run.__dict__, "step_times": times})
+
+
+def test_a_fix_that_adds_workers_gets_a_note_when_start_up_dominates(tmp_path, monkeypatch):
+    from pytorch_perflint.bench.script.startup import startup_notes
+
+    session = session_for(tmp_path, monkeypatch, LOADER, EpochBoundary({"before": 0.1}), rounds=2, per_rule=True)
+    outcome = next(o for o in session.outcomes if o.program.name == "after")
+    assert outcome.verdict.kind is Kind.SLOWER  # measured as it is: the note explains, never changes it
+    notes = startup_notes(session)
+    labels = [note.split(":")[0] for note in notes]
+    assert labels == ["all fixes", "TPF101"]  # the copies with TPF101's workers, not TPF204's or TPF401's
+    assert "up to 260 ms, against a median step of 2.5 ms" in notes[0] and "before 7 ms, after 2.5 ms (2.80x)" in notes[0]
+
+
+def test_no_start_up_note_without_a_dominating_slow_step(tmp_path, monkeypatch):
+    from pytorch_perflint.bench.script.startup import startup_notes
+
+    session = session_for(tmp_path, monkeypatch, LOADER, FakeRuns({"before": 0.1, "after": 0.05}), rounds=2, per_rule=False)
+    assert startup_notes(session) == []

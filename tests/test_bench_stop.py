@@ -73,3 +73,12 @@ def test_a_killed_run_still_says_it_did_not_finish(tmp_path):
     complete = {"results": []}  # a JSON from before these fields: complete
     (tmp_path / "bench.json").write_text(json.dumps(complete))
     assert "did not finish" not in markdown(tmp_path)
+
+
+def test_the_summary_names_a_stopped_script_and_its_notes():
+    from pytorch_perflint.bench.summary import scripts_section
+
+    data = {"device": "cuda", "results": [], "stopped": "stopped by SIGTERM after 1 of 2 measured rounds", "measurement_notes": ["all fixes: workers start"]}
+    text = "\n".join(scripts_section({"train_cifar": data}))
+    assert "- train_cifar: the run was stopped by SIGTERM after 1 of 2 measured rounds; the rows use the rounds that finished." in text
+    assert "- train_cifar: all fixes: workers start" in text
