@@ -18,6 +18,7 @@ from typing import Any, Dict, Optional, Sequence
 from .. import __version__ as tool_version
 from .harness import Options, ScenarioResult
 from .machine import Machine
+from .strict import CHECK_SETTINGS
 from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, as_dict
 
 # 2: the verdict's speed-up is the ratio of the medians ("speedup", with "before_median_s" and
@@ -78,6 +79,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
             "messages": list(check.messages),
             "errors": list(check.errors),
             "equivalence": _equivalence(result.equivalence),
+            "check_settings": CHECK_SETTINGS,
             "determinism": _equivalence(result.determinism),
             "orders": _orders(result.orders),
             "result": list(result.result_shape),

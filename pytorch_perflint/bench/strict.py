@@ -39,6 +39,11 @@ STRICT: Dict[str, Any] = {"cudnn_deterministic": True, "cudnn_allow_tf32": False
 # precision, the torch >= 2.9 API), kept or replaced together.
 MATMUL = ("matmul_allow_tf32", "matmul_precision", "matmul_fp32_precision")
 CUBLAS_CONFIG = ":4096:8"
+# What the JSON says the check ran with.
+CHECK_SETTINGS = (
+    "deterministic algorithms (cudnn.deterministic, use_deterministic_algorithms warn_only) and full float32 "
+    "(cudnn.allow_tf32 off, float32 matmul precision highest) where the program kept the defaults; timing keeps the defaults"
+)
 
 
 def strict_flags(flags: Any, defaults: Any) -> Any:
