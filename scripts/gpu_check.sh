@@ -15,8 +15,9 @@
 #    .png and .log per example, and summary.md (printed at the end).
 #
 # Sizes and rounds are chosen so that --device cuda ends within 8 minutes on one H100 or
-# H200 (PERFLINT_CHECK_BUDGET_S, default 460 s, bounds it: a step that would start with too
-# little time left is skipped and the summary says so). --quick: quick sizes, 2 rounds,
+# H200 (PERFLINT_CHECK_BUDGET_S, default 460 s, bounds it: the scenarios get what is left
+# after 120 s per example, each example an even share of the rest; a step that would start
+# with too little time left is skipped and the summary says so). --quick: quick sizes, 2 rounds,
 # tiny script runs (the test runs it this way on a CPU). PERFLINT_CHECK_RULES="TPF204 ..."
 # limits the scenarios, PERFLINT_CHECK_EXAMPLES="train_cifar.py ..." the scripts.
 # --deps-only: step 1 alone (PERFLINT_CHECK_NEEDS overrides the modules it requires).
@@ -105,33 +106,43 @@ if [ "$DEVICE" = cuda ] && ! grep -q '^cuda available: True' "$OUT/machine.txt";
 fi
 
 # -- 3. every rule's scenario -----------------------------------------------------------------
-if [ "$QUICK" = 1 ]; then
-    bench_args=(--quick --rounds 2 --min-run-time 0.01)
-else
-    bench_args=(--rounds 5 --min-run-time 0.25)
-fi
-for code in ${PERFLINT_CHECK_RULES:-}; do bench_args+=(--rule "$code"); done
-scenario_limit=$(( $(left) - (QUICK ? 30 : 150) ))  # what the scripts need is kept back
-[ "$scenario_limit" -lt 60 ] && scenario_limit=60
-echo
-echo "== bench --device $DEVICE (${scenario_limit} s at most)"
-timeout --kill-after=10 "$scenario_limit" "$PY" -m pytorch_perflint bench --device "$DEVICE" "${bench_args[@]}" \
-    --json "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.log"
-rc=${PIPESTATUS[0]}
-[ "$rc" -ne 0 ] && status=1 && echo "bench ended with exit status $rc" | tee -a "$OUT/bench.log"
-
-# -- 4. bench SCRIPT on the examples ----------------------------------------------------------
+# The budget's split, from the first H200 run (docs/benchmarks/README.md, "The device check"):
+# the 20 scenarios at their "cuda" sizes take about 180 s with --rounds 5 --min-run-time 0.2;
+# a `bench SCRIPT` run is a fresh process (about 12 s each on the H200: interpreter, torch,
+# CUDA context), 9 runs with --rounds 2, so each example keeps about 120 s back.
 if [ "$DEVICE" = cuda ]; then
     default_examples="train_gpu_ready.py train_cifar.py"
 else
     default_examples="train_anomaly_left_on.py"
 fi
-for example in ${PERFLINT_CHECK_EXAMPLES:-$default_examples}; do
+examples=(${PERFLINT_CHECK_EXAMPLES:-$default_examples})
+if [ "$QUICK" = 1 ]; then
+    bench_args=(--quick --rounds 2 --min-run-time 0.01)
+    per_example=15
+else
+    bench_args=(--rounds 5 --min-run-time 0.2)
+    per_example=120
+fi
+for code in ${PERFLINT_CHECK_RULES:-}; do bench_args+=(--rule "$code"); done
+scenario_limit=$(( $(left) - 10 - per_example * ${#examples[@]} ))  # what the scripts need is kept back
+[ "$scenario_limit" -lt 60 ] && scenario_limit=60
+echo
+echo "== bench --device $DEVICE (${scenario_limit} s at most)"
+# On `timeout`'s SIGTERM bench writes the JSON and chart of the scenarios that finished (it
+# rewrites the JSON after each one, so even the SIGKILL 10 s later loses none of them).
+timeout --kill-after=10 "$scenario_limit" "$PY" -m pytorch_perflint bench --device "$DEVICE" "${bench_args[@]}" \
+    --json "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.log"
+rc=${PIPESTATUS[0]}
+[ "$rc" -ne 0 ] && status=1 && echo "bench ended with exit status $rc$([ "$rc" -eq 124 ] && echo " (stopped at its ${scenario_limit} s limit)")" | tee -a "$OUT/bench.log"
+
+# -- 4. bench SCRIPT on the examples ----------------------------------------------------------
+remaining=${#examples[@]}
+for example in "${examples[@]}"; do
     stem=${example%.py}
     if [ "$QUICK" = 1 ]; then
         script_args=(--steps 2 --warmup 1 --rounds 1 --no-per-rule)
     else
-        script_args=(--steps 20 --warmup 5 --rounds 3 --no-per-rule)
+        script_args=(--steps 20 --warmup 5 --rounds 2 --no-per-rule)
     fi
     own_args=()  # the script's own arguments, after `--` (--quick: a small dataset and model)
     [ "$QUICK" = 1 ] && own_args=(-- --items 256)
@@ -139,17 +150,21 @@ for example in ${PERFLINT_CHECK_EXAMPLES:-$default_examples}; do
         evaluate.py) script_args+=(--unit forward) ;;
         train_anomaly_left_on.py) [ "$QUICK" = 1 ] && own_args+=(--depth 2) ;;
         # 512 images in batches of 64 for 2 epochs: 16 optimizer steps in all, no arguments
-        train_cifar.py) own_args=(); [ "$QUICK" = 1 ] || script_args=(--steps 10 --warmup 4 --rounds 3 --no-per-rule) ;;
+        train_cifar.py) own_args=(); [ "$QUICK" = 1 ] || script_args=(--steps 10 --warmup 4 --rounds 2 --no-per-rule) ;;
     esac
-    limit=$(( $(left) - 10 ))
+    # An even share of what is left, so the first example cannot starve the next; time it
+    # does not use goes to those after it.
+    limit=$(( ($(left) - 10) / remaining ))
+    remaining=$((remaining - 1))
     echo
     if [ "$limit" -lt 30 ]; then
-        echo "== bench $example: skipped, ${limit} s left of the ${BUDGET} s budget" | tee "$OUT/script-$stem.log"
+        echo "== bench $example: skipped, ${limit} s left for it of the ${BUDGET} s budget" | tee "$OUT/script-$stem.log"
         status=1
         continue
     fi
     echo "== bench examples/$example (${limit} s at most)"
     if [ "$DEVICE" = cpu ]; then hide=(env CUDA_VISIBLE_DEVICES=); else hide=(); fi
+    # SIGTERM in the measured rounds: bench SCRIPT writes what the finished rounds measured.
     timeout --kill-after=10 "$limit" "${hide[@]}" "$PY" -m pytorch_perflint bench "examples/$example" --unsafe-fixes "${script_args[@]}" \
         --json "$OUT/script-$stem.json" --plot "$OUT/script-$stem.png" "${own_args[@]}" 2>&1 | tee "$OUT/script-$stem.log"
     rc=${PIPESTATUS[0]}

@@ -70,10 +70,12 @@ class FakeRuns:
         self.fingerprints = fingerprints or {}
         self.status = status or {}
         self.calls: List[tuple] = []
+        self.strict: List[tuple] = []
         self.sources: Dict[str, str] = {}
 
-    def __call__(self, copy, program, index, request, folder, profile=False):
+    def __call__(self, copy, program, index, request, folder, profile=False, strict=False):
         self.calls.append((program, index))
+        self.strict.append((program, index, strict))
         self.sources[program] = copy.script.read_text()
         status = self.status.get(program, "done")
         step = self.times.get(program, self.times["before"])
@@ -167,6 +169,38 @@ def test_a_script_that_is_not_deterministic_cannot_be_checked(tmp_path, monkeypa
     assert session.outcomes[0].agreement is None  # before vs after would mean nothing
 
 
+class NoisyTimedRuns(FakeRuns):
+    """A GPU script under its own settings: the timed rounds' fingerprints differ run to run
+    (cuDNN's atomics, TF32); the check round's, made deterministic, repeat exactly."""
+
+    def __call__(self, copy, program, index, request, folder, profile=False, strict=False):
+        run = super().__call__(copy, program, index, request, folder, profile, strict)
+        if strict:
+            return run
+        noise = 1e-3 * (len(self.calls) + 1)
+        fingerprint = {**run.fingerprint, "sum": run.fingerprint["sum"] + noise, "each": [[1.0 + noise, 1.0]]}
+        return Run(**{**run.__dict__, "fingerprint": fingerprint})
+
+
+def test_only_the_check_round_is_compared_and_it_runs_strict(tmp_path, monkeypatch):
+    """The first GPU run: train_cifar "is not deterministic" because its timed runs differed
+    (conv backward on CUDA); the check runs are deterministic and decide."""
+    fake = NoisyTimedRuns({"before": 0.1, "after": 0.05})
+    session = session_for(tmp_path, monkeypatch, LOADER, fake, rounds=2, per_rule=False)
+    assert {(index, strict) for _, index, strict in fake.strict} == {(0, True), (1, False), (2, False)}
+    assert session.determinism.same is True and session.ok, session.problems
+    assert session.outcomes[0].agreement.same is True and session.outcomes[0].verdict.kind is not Kind.SKIPPED
+
+
+def test_the_check_round_still_catches_a_real_change(tmp_path, monkeypatch):
+    other = {**FINGERPRINT, "loss": 0.75}
+    fake = NoisyTimedRuns({"before": 0.1}, fingerprints={"after": other})
+    session = session_for(tmp_path, monkeypatch, GPU_SAFE, fake, unsafe=False, rounds=2)
+    outcome = next(o for o in session.outcomes if o.program.name == "after")
+    assert outcome.agreement.same is False and outcome.agreement.explained_by == ()
+    assert session.determinism.same is True and not session.ok
+
+
 def test_bias_false_explains_a_different_parameter_list(tmp_path, monkeypatch):
     fewer = {**FINGERPRINT, "tensors": 0, "shapes": [], "each": []}
     fake = FakeRuns({"before": 0.1}, fingerprints={"after": fewer})
@@ -211,3 +245,69 @@ def test_a_failing_before_run_stops_everything_with_the_script_s_error(tmp_path,
         session_for(tmp_path, monkeypatch, LOADER, fake, rounds=1)
     assert fake.calls == [("before", 0)]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(script_session.TEMP_PREFIX)] == []
+
+
+class StoppedAt(FakeRuns):
+    """A signal (SIGTERM from a device check's `timeout`, Ctrl-C) arrives when ``at`` starts."""
+
+    def __init__(self, at, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.at = at
+
+    def __call__(self, copy, program, index, *rest, **kwargs):
+        if (program, index) == self.at:
+            raise KeyboardInterrupt
+        return super().__call__(copy, program, index, *rest, **kwargs)
+
+
+def test_a_stop_in_the_measured_rounds_keeps_the_rounds_that_finished(tmp_path, monkeypatch):
+    """The first GPU run: a script step stopped by `timeout` left no JSON at all."""
+    from pytorch_perflint.bench.machine import describe
+    from pytorch_perflint.bench.script import report as script_report
+
+    fake = StoppedAt(("after", 3), {"before": 0.1, "control": 0.1, "after": 0.05})
+    session = session_for(tmp_path, monkeypatch, LOADER, fake, rounds=3, per_rule=False)
+    assert session.stopped == "stopped by SIGINT (Ctrl-C) after 2 of 3 measured rounds"
+    outcome = session.outcomes[0]
+    assert len(outcome.ratios) == 2 and outcome.verdict.speedup == pytest.approx(2.0)
+    assert any("stopped by SIGINT" in p for p in session.problems)
+    data = script_report.run_dict(session, describe(), *([__import__("datetime").datetime.now()] * 2))
+    assert data["stopped"] == session.stopped and not data["ok"]
+    assert not list(tmp_path.glob("perflint-bench-script-*"))  # the copies are gone all the same
+
+
+def test_a_stop_before_anything_was_timed_is_still_an_interruption(tmp_path, monkeypatch):
+    fake = StoppedAt(("control", 0), {"before": 0.1})
+    with pytest.raises(script_session.Interrupted):
+        session_for(tmp_path, monkeypatch, LOADER, fake, rounds=2, per_rule=False)
+
+
+class EpochBoundary(FakeRuns):
+    """The H200's train_cifar runs: the fixed copy's steps take 2.5 ms except the one that
+    crosses an epoch boundary, where its new DataLoader workers start (260 ms)."""
+
+    def __call__(self, copy, program, index, *rest, **kwargs):
+        run = super().__call__(copy, program, index, *rest, **kwargs)
+        steady = {"before": 0.007, "control": 0.007}.get(program, 0.0025)
+        boundary = {"before": 0.045, "control": 0.045}.get(program, 0.26)
+        times = (steady,) * 4 + (boundary,) + (steady,) * 5
+        return Run(**{**run.__dict__, "step_times": times})
+
+
+def test_a_fix_that_adds_workers_gets_a_note_when_start_up_dominates(tmp_path, monkeypatch):
+    from pytorch_perflint.bench.script.startup import startup_notes
+
+    session = session_for(tmp_path, monkeypatch, LOADER, EpochBoundary({"before": 0.1}), rounds=2, per_rule=True)
+    outcome = next(o for o in session.outcomes if o.program.name == "after")
+    assert outcome.verdict.kind is Kind.SLOWER  # measured as it is: the note explains, never changes it
+    notes = startup_notes(session)
+    labels = [note.split(":")[0] for note in notes]
+    assert labels == ["all fixes", "TPF101"]  # the copies with TPF101's workers, not TPF204's or TPF401's
+    assert "up to 260 ms, against a median step of 2.5 ms" in notes[0] and "before 7 ms, after 2.5 ms (2.80x)" in notes[0]
+
+
+def test_no_start_up_note_without_a_dominating_slow_step(tmp_path, monkeypatch):
+    from pytorch_perflint.bench.script.startup import startup_notes
+
+    session = session_for(tmp_path, monkeypatch, LOADER, FakeRuns({"before": 0.1, "after": 0.05}), rounds=2, per_rule=False)
+    assert startup_notes(session) == []

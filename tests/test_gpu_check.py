@@ -127,3 +127,28 @@ def test_the_device_check_runs_end_to_end_on_the_cpu(tmp_path):
     assert script["results"][0]["label"] in summary
     assert "What the fixes gain on whole scripts" in summary.split("micro-benchmarks")[0]  # the headline first
     assert "[1/2] TPF204 cpu:" in result.stdout  # a log line per scenario
+
+
+@needs_torch
+def test_the_budget_keeps_time_for_every_example_and_shares_it(tmp_path):
+    """The first H200 run: the scenario step kept 150 s back for two examples that needed
+    about 150 s each, and the first example could take all that was left (train_cifar got
+    11 s and was skipped). Now the scenarios leave a share per example (15 s each with
+    --quick) and each example gets an even share of what is left."""
+    result = _run(
+        tmp_path,
+        "--device",
+        "cpu",
+        "--quick",
+        timeout=300,
+        PERFLINT_CHECK_BUDGET_S="400",
+        PERFLINT_CHECK_RULES="TPF501",
+        PERFLINT_CHECK_EXAMPLES="no_such_a.py no_such_b.py",  # each fails at once: only the limits matter
+    )
+    import re
+
+    scenario = int(re.search(r"== bench --device cpu \((\d+) s at most\)", result.stdout).group(1))
+    first, second = (int(n) for n in re.findall(r"== bench examples/no_such_\w\.py \((\d+) s at most\)", result.stdout))
+    assert 400 - 10 - 2 * 15 - 15 <= scenario <= 400 - 10 - 2 * 15  # the machine step takes a few seconds
+    assert first <= (400 - 10) // 2 and second >= first - 15  # an even share, not all that is left
+    assert result.returncode == 1  # the examples failed

@@ -80,6 +80,7 @@ def bench(
 
     from . import export, harness, machine, report, scenario
     from .plot import write_plot
+    from .record import Recorder, StopSignals, Stopped, describe_stop, json_writer, planned_runs, progress_fields, stop_reason
 
     try:
         scenarios = scenario.select(rules)
@@ -91,18 +92,35 @@ def bench(
     info = machine.describe()
     load_start = machine.load_average()
     started = datetime.datetime.now().astimezone()
-    results = _run_with_progress(console, scenarios, device_list, options)
+    # The JSON is rewritten after every finished scenario, and a stop (SIGTERM from a
+    # device check's `timeout`, SIGHUP, Ctrl-C) keeps what finished: bench/record.py.
+    signals = StopSignals().install()
+    recorder = Recorder(
+        planned_runs(scenarios, device_list),
+        json_writer(json_path, info, options, started, load_start) if json_path is not None else None,
+        signals,
+    )
+    try:
+        _run_with_progress(console, scenarios, device_list, options, recorder.add)
+    except (Stopped, KeyboardInterrupt) as error:
+        recorder.stopped = stop_reason(error)
+    finally:
+        signals.hold()  # the files below are written whatever comes next
+    results = recorder.results
     finished = datetime.datetime.now().astimezone()
+    if recorder.stopped is not None:
+        console.print(describe_stop(recorder), markup=False, highlight=False)
     report.print_report(console, results, info, options)
     if json_path is not None:
-        data = export.run_dict(results, info, options, started, finished, load_start, machine.load_average())
+        data = export.run_dict(results, info, options, started, finished, load_start, machine.load_average(), progress_fields(recorder))
         export.write(json_path, data)
         console.print(f"[dim]JSON written to {json_path}[/]")
-    if plot_path is not None:
+    if plot_path is not None and results:
         title = f"pytorch-perflint bench (micro-benchmarks) on {info.gpus[0] if info.gpus and 'cuda' in device_list else info.cpu_model}"
         write_plot(plot_path, results, title)
         console.print(f"[dim]chart written to {plot_path}[/]")
-    ctx.exit(0 if all(r.ok for r in results) else 1)
+    signals.restore()
+    ctx.exit(0 if recorder.complete and all(r.ok for r in results) else 1)
 
 
 def unwritable(path: Path) -> Optional[str]:
@@ -134,9 +152,10 @@ def unwritable(path: Path) -> Optional[str]:
     return None
 
 
-def _run_with_progress(console, scenarios, devices, options):
+def _run_with_progress(console, scenarios, devices, options, on_result):
     """A live bar on a terminal; in a log (CI, a device run) one line per scenario as it
-    finishes, with a time left that only counts down."""
+    finishes, with a time left that only counts down. ``on_result`` hears of each result
+    first (it keeps it and rewrites the JSON)."""
     import time
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -152,6 +171,7 @@ def _run_with_progress(console, scenarios, devices, options):
     done = [0, 0]  # steps, scenarios
 
     def line(result) -> None:
+        on_result(result)
         done[1] += 1
         verdict = result.verdict
         figures = ""
@@ -185,7 +205,7 @@ def _run_with_progress(console, scenarios, devices, options):
             done[0] += steps
             progress.update(task, advance=steps, description=text, left=eta_text(eta.update(done[0], total)) if steps else progress.tasks[0].fields["left"])
 
-        return harness.run_all(scenarios, devices, options, advance)
+        return harness.run_all(scenarios, devices, options, advance, on_result)
 
 
 def main() -> None:  # pragma: no cover - python -m pytorch_perflint.bench

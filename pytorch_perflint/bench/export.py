@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 from .. import __version__ as tool_version
 from .harness import Options, ScenarioResult
 from .machine import Machine
+from .strict import CHECK_SETTINGS
 from .verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, as_dict
 
 # 2: the verdict's speed-up is the ratio of the medians ("speedup", with "before_median_s" and
@@ -77,6 +79,7 @@ def result_dict(result: ScenarioResult) -> Dict[str, Any]:
             "messages": list(check.messages),
             "errors": list(check.errors),
             "equivalence": _equivalence(result.equivalence),
+            "check_settings": CHECK_SETTINGS,
             "determinism": _equivalence(result.determinism),
             "orders": _orders(result.orders),
             "result": list(result.result_shape),
@@ -116,8 +119,13 @@ def run_dict(
     finished: datetime.datetime,
     load_start: Any = None,
     load_end: Any = None,
+    progress: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
-    """The whole run."""
+    """The whole run. ``progress`` (``record.progress_fields``) says whether it finished:
+    ``complete``, ``stopped`` (why it ended early), ``planned`` and ``not_run``; without
+    it the run is taken as complete."""
+    every = [f"{r.code} {r.device}" for r in results]
+    progress = progress or {"complete": True, "stopped": None, "planned": every, "not_run": []}
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "pytorch-perflint", "version": tool_version},
@@ -135,10 +143,18 @@ def run_dict(
             "seed": options.seed,
         },
         "thresholds": {"noise_floor": NOISE_FLOOR, "meaningful": MEANINGFUL, "min_rounds": MIN_ROUNDS},
+        **progress,
         "results": [result_dict(r) for r in results],
     }
 
 
 def write(path: Path, data: Dict[str, Any]) -> None:
+    """Atomically: the JSON is rewritten after every scenario, and a run stopped mid-write
+    must leave the previous complete file, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)

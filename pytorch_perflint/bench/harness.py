@@ -7,7 +7,10 @@ For each scenario and device:
 2. load three programs in fresh modules: before, after, and a control (a second copy of
    before, for the A/A noise estimate); set each up from the same seed;
 3. run each once from the same seed and compare the results (before vs after must agree;
-   before vs control shows the program is deterministic at all). These runs double as warm-up;
+   before vs control shows the program is deterministic at all), with deterministic
+   algorithms and full float32 unless the program chose otherwise (``bench.strict``: on a
+   GPU, cuDNN's nondeterministic algorithms and TF32 convolutions otherwise blur the check).
+   These runs double as warm-up;
 4. unless the device cannot show the effect, time ``rounds + 1`` rounds of before, after and
    control, the order reversed every round, the first round discarded as warm-up;
 5. decide the verdict from the measured rounds (``verdicts.judge``): the speed-up is
@@ -247,7 +250,10 @@ def run_one(programs: Programs, device: str, options: Options, workspace: Any, r
             loaded[name] = workspace.load(source, f"{stem}_{name}", f"{scenario.code} {name}")
         for program in loaded.values():
             program.setup(size, torch_device, options.seed)
-        outputs = {name: program.run_once(options.seed) for name, program in loaded.items()}
+        # The check's runs: deterministic algorithms, full float32 (bench/strict.py), so
+        # before, after and control differ only by what the fix changes; timing below keeps
+        # the defaults.
+        outputs = {name: program.run_once(options.seed, strict=True) for name, program in loaded.items()}
     except Exception as error:  # noqa: BLE001 - a broken program is a result, not a crash
         return finish(skipped("error"), error=_describe(error))
     if programs.after == programs.before:

@@ -27,6 +27,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 
+from .strict import CUBLAS_WARNING, strict_flags, unimpose
+
 _counter = itertools.count(1)
 
 
@@ -48,6 +50,7 @@ class GlobalFlags:
     matmul_fp32_precision: Optional[str]  # the new API (torch >= 2.9), None before
     deterministic_algorithms: bool
     default_dtype: torch.dtype
+    deterministic_warn_only: bool = False
 
     @classmethod
     def capture(cls) -> "GlobalFlags":
@@ -64,6 +67,7 @@ class GlobalFlags:
             matmul_fp32_precision=getattr(torch.backends.cuda.matmul, "fp32_precision", None),
             deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
             default_dtype=torch.get_default_dtype(),
+            deterministic_warn_only=torch.is_deterministic_algorithms_warn_only_enabled(),
         )
 
     def apply(self) -> None:
@@ -81,8 +85,14 @@ class GlobalFlags:
             torch.set_float32_matmul_precision(self.matmul_precision)
         elif new_api:
             torch.backends.cuda.matmul.fp32_precision = self.matmul_fp32_precision
-        torch.use_deterministic_algorithms(self.deterministic_algorithms)
+        torch.use_deterministic_algorithms(self.deterministic_algorithms, warn_only=self.deterministic_warn_only)
         torch.set_default_dtype(self.default_dtype)
+
+    def strict(self, defaults: "GlobalFlags") -> "GlobalFlags":
+        """These flags for an equivalence check (``bench.strict``): deterministic algorithms
+        and full float32 wherever the program kept the process defaults; what it set itself
+        (TF32 on purpose, deterministic algorithms) stays."""
+        return strict_flags(self, defaults)
 
 
 def _legacy(read: Callable[[], Any]) -> Any:
@@ -124,21 +134,27 @@ class Program:
                 raise ProgramError(f"{label}: the program defines no {name}() function")
 
     @contextlib.contextmanager
-    def active(self) -> Iterator[None]:
+    def active(self, strict: bool = False) -> Iterator[None]:
         """Put this program's flags in place; keep what it changed; restore the defaults.
 
+        ``strict``: the equivalence check's settings on top (``GlobalFlags.strict``); what
+        the program changes during the call is still kept, the check's own switches are not.
         Warnings the program raises are collected (once each) rather than printed over the
         progress bar; the report lists them.
         """
-        self._flags.apply()
+        own = self._flags
+        imposed = own.strict(self._defaults) if strict else own
+        imposed.apply()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")
             try:
                 yield
             finally:
-                self._flags = GlobalFlags.capture()
+                self._flags = unimpose(GlobalFlags.capture(), imposed, own)
                 self._defaults.apply()
                 for item in caught:
+                    if strict and CUBLAS_WARNING in str(item.message):
+                        continue
                     text = f"{item.category.__name__}: {str(item.message).splitlines()[0] if str(item.message) else ''}"
                     self._warnings.setdefault(text, None)
 
@@ -151,8 +167,9 @@ class Program:
             seed_everything(seed)
             self.state = self.module.setup(dict(size), device)
 
-    def run_once(self, seed: Optional[int] = None) -> Any:
-        with self.active():
+    def run_once(self, seed: Optional[int] = None, strict: bool = False) -> Any:
+        """One run; ``strict`` for the equivalence check (deterministic, full float32)."""
+        with self.active(strict):
             if seed is not None:
                 seed_everything(seed)
             return self.module.run(self.state)

@@ -46,7 +46,12 @@ def scripts_section(scripts: Dict[str, Optional[Dict[str, Any]]]) -> List[str]:
     if not scripts:
         return lines + ["No script was measured.", ""]
     lines += ["| script | device | fixes | before | after | speed-up [range] | noise | verdict | result |", "|---|---|---|---|---|---|---|---|---|"]
+    notes = []
     for name, data in scripts.items():
+        if data is not None and data.get("stopped"):
+            notes.append(f"- {name}: the run was {data['stopped']}; the rows use the rounds that finished.")
+        if data is not None:
+            notes.extend(f"- {name}: {note}" for note in data.get("measurement_notes", ()))
         if data is None:
             lines.append(f"| {name} | - | - | - | - | - | - | no JSON: the run failed or ran out of time (see its log) | - |")
             continue
@@ -61,13 +66,14 @@ def scripts_section(scripts: Dict[str, Optional[Dict[str, Any]]]) -> List[str]:
                 f"| {name} | {device} | {row.get('label', row.get('program'))} | {format_seconds(verdict.get('before_median_s'))} "
                 f"| {format_seconds(verdict.get('after_median_s'))} | {_speedup(verdict)} | {_noise(verdict)} | {_verdict(verdict)} | {same} |"
             )
-    return lines + [""]
+    return lines + [""] + (notes + [""] if notes else [])
 
 
 def scenarios_section(bench: Optional[Dict[str, Any]]) -> List[str]:
     lines = ["## Each rule's scenario (micro-benchmarks)", ""]
     if bench is None:
         return lines + ["No JSON from the scenario run: it failed or ran out of time (its log shows the scenarios that finished).", ""]
+    lines += _progress(bench)
     lines += [
         "Each scenario times one rule's pattern in a small program built to show it; \"op alone\" times the "
         "operation and nothing else, an upper bound of what a program gains. Speed-up = median before / median "
@@ -92,6 +98,18 @@ def scenarios_section(bench: Optional[Dict[str, Any]]) -> List[str]:
         lines += ["", "GPU rules whose fix was not `faster` above the A/A noise here (their docs must say why, or the rule change):", ""]
         lines += [f"- {r.get('code')}: {_verdict(r.get('verdict', {}))}" for r in not_faster]
     return lines + [""]
+
+
+def _progress(bench: Dict[str, Any]) -> List[str]:
+    """Whether the scenario run finished; if not, why and what did not run. A JSON without
+    the fields (written before they existed) is taken as complete."""
+    if bench.get("complete", True):
+        return []
+    done = len(bench.get("results", ()))
+    planned = len(bench.get("planned", ())) or done
+    missing = ", ".join(bench.get("not_run", ())) or "none"
+    why = bench.get("stopped") or "killed before it could finish (the JSON holds the scenarios finished before that)"
+    return [f"**The scenario run did not finish**: {why}, after {done} of {planned} scenario runs. Not run: {missing}.", ""]
 
 
 def markdown(out: Path) -> str:

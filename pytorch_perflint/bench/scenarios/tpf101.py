@@ -56,7 +56,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"records": 16, "features": 8, "read_ms": 1, "batch_size": 4},
         "cpu": {"records": 256, "features": 64, "read_ms": 3, "batch_size": 8},
-        "cuda": {"records": 256, "features": 64, "read_ms": 3, "batch_size": 8},
+        "cuda": {"records": 64, "features": 64, "read_ms": 3, "batch_size": 8},
     },
     rationale="I/O-bound items: workers overlap the waits even when cores are few",
 )

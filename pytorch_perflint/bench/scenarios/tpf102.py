@@ -55,7 +55,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"batches": 2, "batch": 2, "resolution": 8},
         "cpu": {"batches": 16, "batch": 64, "resolution": 128},
-        "cuda": {"batches": 32, "batch": 64, "resolution": 128},
+        "cuda": {"batches": 8, "batch": 64, "resolution": 128},
     },
     rtol=1e-4,
     atol=1e-3,

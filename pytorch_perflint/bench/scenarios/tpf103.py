@@ -62,7 +62,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"items": 8, "features": 4, "open_ms": 5, "batch_size": 4, "epochs": 2},
         "cpu": {"items": 64, "features": 16, "open_ms": 50, "batch_size": 8, "epochs": 4},
-        "cuda": {"items": 64, "features": 16, "open_ms": 50, "batch_size": 8, "epochs": 4},
+        "cuda": {"items": 64, "features": 16, "open_ms": 50, "batch_size": 8, "epochs": 3},
     },
     rationale="worker start-up (fork plus opening the shard) paid once vs every epoch",
 )

@@ -70,7 +70,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"items": 8, "resolution": 8, "classes": 10, "batch_size": 4},
         "cpu": {"items": 256, "resolution": 64, "classes": 10, "batch_size": 32},
-        "cuda": {"items": 2048, "resolution": 128, "classes": 10, "batch_size": 64},
+        "cuda": {"items": 512, "resolution": 128, "classes": 10, "batch_size": 64},
     },
     rtol=1e-4,
     atol=1e-5,

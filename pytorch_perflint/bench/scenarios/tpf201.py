@@ -48,7 +48,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"width": 32, "depth": 2, "classes": 10, "batch": 4, "steps": 2},
         "cpu": {"width": 1024, "depth": 8, "classes": 10, "batch": 4, "steps": 1},
-        "cuda": {"width": 2048, "depth": 24, "classes": 100, "batch": 16, "steps": 10},
+        "cuda": {"width": 2048, "depth": 24, "classes": 100, "batch": 16, "steps": 5},
     },
     rtol=1e-4,
     atol=1e-6,

@@ -68,7 +68,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"features": 16, "hidden": 32, "classes": 10, "batch": 4, "steps": 4},
         "cpu": {"features": 256, "hidden": 512, "classes": 10, "batch": 32, "steps": 20},
-        "cuda": {"features": 1024, "hidden": 1024, "classes": 100, "batch": 64, "steps": 100},
+        "cuda": {"features": 1024, "hidden": 1024, "classes": 100, "batch": 64, "steps": 50},
     },
     rtol=1e-5,
     atol=1e-6,

@@ -60,7 +60,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"features": 16, "hidden": 32, "classes": 10, "batch": 4, "batches": 4},
         "cpu": {"features": 32, "hidden": 64, "classes": 10, "batch": 8, "batches": 50},
-        "cuda": {"features": 1024, "hidden": 4096, "classes": 1000, "batch": 256, "batches": 100},
+        "cuda": {"features": 1024, "hidden": 4096, "classes": 1000, "batch": 256, "batches": 50},
     },
     rtol=1e-5,
     atol=1e-6,

@@ -44,7 +44,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"width": 32, "layers": 2, "classes": 10, "batch": 8, "steps": 2},
         "cpu": {"width": 128, "layers": 6, "classes": 10, "batch": 32, "steps": 4},
-        "cuda": {"width": 1024, "layers": 8, "classes": 100, "batch": 256, "steps": 10},
+        "cuda": {"width": 1024, "layers": 8, "classes": 100, "batch": 256, "steps": 3},
     },
     rtol=1e-4,
     atol=1e-5,

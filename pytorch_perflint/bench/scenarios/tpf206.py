@@ -68,7 +68,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"width": 32, "depth": 2, "classes": 10, "batch": 8, "steps": 2},
         "cpu": {"width": 256, "depth": 2, "classes": 10, "batch": 64, "steps": 3},
-        "cuda": {"width": 2048, "depth": 4, "classes": 1000, "batch": 1024, "steps": 10},
+        "cuda": {"width": 2048, "depth": 4, "classes": 1000, "batch": 1024, "steps": 5},
     },
     rationale="large activations freed and allocated again every step",
     measure_memory=True,

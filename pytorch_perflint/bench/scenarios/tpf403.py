@@ -68,7 +68,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"channels": 4, "classes": 10, "batch": 2, "resolution": 8, "steps": 1},
         "cpu": {"channels": 16, "classes": 10, "batch": 8, "resolution": 32, "steps": 2},
-        "cuda": {"channels": 64, "classes": 100, "batch": 64, "resolution": 112, "steps": 10},
+        "cuda": {"channels": 64, "classes": 100, "batch": 64, "resolution": 112, "steps": 5},
     },
     # Different cuDNN algorithms round differently.
     rtol=1e-3,

@@ -69,7 +69,7 @@ SCENARIO = Scenario(
     sizes={
         "quick": {"width": 32, "depth": 2, "classes": 10, "batch": 8, "steps": 2},
         "cpu": {"width": 256, "depth": 4, "classes": 10, "batch": 64, "steps": 3},
-        "cuda": {"width": 4096, "depth": 8, "classes": 1000, "batch": 512, "steps": 10},
+        "cuda": {"width": 4096, "depth": 8, "classes": 1000, "batch": 512, "steps": 5},
     },
     rtol=2e-2,
     atol=2e-2,

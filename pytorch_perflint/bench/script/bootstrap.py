@@ -91,6 +91,8 @@ class Measurement:
         torch.manual_seed(int(self.config["seed"]))
         if self.config.get("threads"):
             torch.set_num_threads(int(self.config["threads"]))
+        if self.config.get("strict"):
+            strict_settings(torch)
         if self.unit == "forward":
             from torch.nn.modules import module as nn_module
 
@@ -261,6 +263,22 @@ class Measurement:
             "outputs": [[item["sum"], item["norm"]] for item in out],
             "loss": loss,
         }
+
+
+def strict_settings(torch):
+    """A check run (the warm-up round, whose fingerprints are compared): deterministic
+    algorithms and full float32, as the scenario harness's check (bench/strict.py), set
+    when the script imports torch so that whatever the script sets itself wins. On a GPU,
+    cuDNN's default algorithms (atomics in the weight gradient) and TF32 convolutions make
+    two runs of one script differ; the timed rounds keep the script's own settings."""
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+    except RuntimeError:  # the new fp32_precision API was used first (torch >= 2.9)
+        pass
+    torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def _summary(tensor, torch):

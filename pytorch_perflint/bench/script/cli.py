@@ -194,6 +194,8 @@ def bench_script(
     started = datetime.datetime.now().astimezone()
     session = _run(ctx, project, settings, request, options)
     _output(session, json_path, plot_path, started)
+    if session.stopped:  # a signal in the measured rounds: what finished is written above
+        ctx.exit(EXIT_INTERRUPTED)
     ctx.exit(EXIT_OK if session.ok else EXIT_FINDINGS)
 
 

@@ -17,6 +17,7 @@ from ..machine import Machine
 from ..report import _STYLES, format_seconds
 from .fingerprints import Agreement, reasons
 from .session import Outcome, Session
+from .startup import startup_notes
 from ..verdicts import MEANINGFUL, MIN_ROUNDS, NOISE_FLOOR, Kind, Verdict, as_dict, speedup_text
 
 SCHEMA_VERSION = 2  # as the scenario harness's: the speed-up is the ratio of the medians
@@ -179,6 +180,8 @@ def print_report(console: Any, session: Session, machine: Machine) -> None:
     )
     for note in session.notes:
         console.print(f"note: {note}")
+    for note in startup_notes(session):
+        console.print(f"note: {note}")
     busy = max((load[0] for load in session.load if load), default=0.0)
     if not request.threads and busy > machine.cpus_available and machine.default_num_threads > 1:
         console.print(
@@ -300,6 +303,8 @@ def run_dict(session: Session, machine: Machine, started: datetime.datetime, fin
         "load_average": [list(load) if load else None for load in session.load],
         "link_changes": list(session.link_changes),
         "notes": list(session.notes),
+        "measurement_notes": startup_notes(session),
+        "stopped": session.stopped,
         "problems": list(session.problems),
         "ok": session.ok,
     }

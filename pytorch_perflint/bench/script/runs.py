@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from . import guard, reaper
+from ..strict import CUBLAS_CONFIG
 from .copies import Copy
 
 BOOTSTRAP = Path(__file__).resolve().with_name("bootstrap.py")
@@ -85,9 +86,12 @@ class Run:
         return bool(self.torch and self.torch.get("cuda_used"))
 
 
-def start(copy: Copy, program: str, index: int, request: Request, folder: Path, profile: bool = False) -> Run:
+def start(copy: Copy, program: str, index: int, request: Request, folder: Path, profile: bool = False, strict: bool = False) -> Run:
     """Run ``copy``'s script once; never raises for a failing script (KeyboardInterrupt
-    passes through, after the process group is killed)."""
+    passes through, after the process group is killed). ``strict``: a check run, with
+    deterministic algorithms and full float32 (``bootstrap.strict_settings``) and
+    deterministic cuBLAS (``CUBLAS_WORKSPACE_CONFIG``, unless set): its fingerprint is
+    compared, its time is not."""
     stem = folder / f"{program}-{'profile' if index < 0 else index}"
     out = Path(f"{stem}.result.json")
     config = {
@@ -102,6 +106,7 @@ def start(copy: Copy, program: str, index: int, request: Request, folder: Path, 
         "seed": request.seed,
         "profile_out": profile,
         "threads": request.threads,
+        "strict": strict,
     }
     config_path = Path(f"{stem}.config.json")
     config_path.write_text(json.dumps(config), encoding="utf-8")
@@ -110,6 +115,8 @@ def start(copy: Copy, program: str, index: int, request: Request, folder: Path, 
     # Modules imported from linked (not copied) folders must not get __pycache__ written
     # into the user's tree.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if strict:
+        env.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_CONFIG)
     if request.threads:
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env[name] = str(request.threads)

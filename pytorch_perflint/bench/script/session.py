@@ -12,7 +12,10 @@
    broken fix, reported, not timed. Then ``rounds`` measured rounds, the order reversed
    every round (``harness.ORDER``'s idea: before, the fixed copies, control).
 5. Fingerprints: before against control (is the script deterministic at all?) and against
-   every fixed copy, in every round. Verdicts: ``verdicts.judge`` on the runs' step times
+   every fixed copy, in the warm-up round, whose runs are check runs: deterministic
+   algorithms and full float32 (``bootstrap.strict_settings``; on a GPU cuDNN's default
+   algorithms and TF32 make two runs of one script differ). The timed rounds keep the
+   script's own settings. Verdicts: ``verdicts.judge`` on the runs' step times
    (each run's mean: its throughput), paired by round: the speed-up is the ratio of the
    medians over the rounds where before, the fixed copy and the control all ran, with the
    per-round ratios as its range and the A/A ratios as the noise.
@@ -38,6 +41,9 @@ from .runs import Request, Run, describe_failure, start
 from ..verdicts import Verdict, judge, skipped
 
 TEMP_PREFIX = "perflint-bench-script-"
+# The round whose runs are checked (fingerprints compared), made with deterministic
+# algorithms and full float32: the warm-up round, never timed.
+CHECK_ROUND = 0
 
 
 class ScriptFailed(Exception):
@@ -107,6 +113,9 @@ class Session:
     lint_errors: Tuple[str, ...] = ()
     copies: Dict[str, str] = field(default_factory=dict)  # program -> its temporary root
     load: Tuple[Optional[Tuple[float, float, float]], ...] = ()  # load averages at start and end
+    # Why the measured rounds ended early (a signal: a device check's `timeout`, Ctrl-C);
+    # the rounds that finished are kept and judged.
+    stopped: Optional[str] = None
 
     @property
     def problems(self) -> Tuple[str, ...]:
@@ -114,6 +123,8 @@ class Session:
         if self.determinism is not None and self.determinism.same is False:
             found.append(f"the script is not deterministic: two runs of the same copy differ ({self.determinism.detail})")
         found.extend(self.lint_errors)
+        if self.stopped:
+            found.append(f"the run was {self.stopped}: the verdicts use the rounds that finished")
         return tuple(found)
 
     @property
@@ -139,9 +150,10 @@ def run(
     script_copies.CopyError; the temporary folder is gone whichever way it returns."""
     report = progress or (lambda text, planned: None)
     folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=temp_parent))
-    previous = _trap_termination()
+    received: List[str] = []
+    previous = _trap_termination(received)
     try:
-        return _measure(project, settings, request, options, folder, report)
+        return _measure(project, settings, request, options, folder, report, received)
     except KeyboardInterrupt:
         raise Interrupted("interrupted: the runs were stopped and the temporary copies removed") from None
     finally:
@@ -149,10 +161,12 @@ def run(
         _restore(previous)
 
 
-def _trap_termination():
-    """SIGTERM and SIGHUP end bench the way Ctrl-C does: runs killed, copies removed."""
+def _trap_termination(received: List[str]):
+    """SIGTERM and SIGHUP end bench the way Ctrl-C does: runs killed, copies removed. The
+    signal's name goes into ``received``."""
 
     def handler(signum, frame):
+        received.append(signal.Signals(signum).name)
         raise KeyboardInterrupt
 
     previous = {}
@@ -172,7 +186,9 @@ def _restore(previous) -> None:
         signal.signal(number, handler)
 
 
-def _measure(project: Project, settings: Settings, request: Request, options: Options, folder: Path, report: Progress) -> Session:
+def _measure(
+    project: Project, settings: Settings, request: Request, options: Options, folder: Path, report: Progress, received: Sequence[str] = ()
+) -> Session:
     runs_folder = folder / "runs"
     runs_folder.mkdir()
     skip = [folder]
@@ -190,7 +206,9 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
 
     def run_one(name: str, index: int, profile: bool = False) -> Run:
         report(f"{name}, round {index}" if index >= 0 else f"{name}, profiled", planned())
-        outcome = start(copies[name], name, index, request, runs_folder, profile)
+        # The warm-up round is the check round: deterministic, full float32 (strict); its
+        # fingerprints are compared, and the timed rounds keep the script's own settings.
+        outcome = start(copies[name], name, index, request, runs_folder, profile, strict=index == CHECK_ROUND)
         runs.append(outcome)
         return outcome
 
@@ -223,18 +241,16 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
         raise ScriptFailed("a second, identical run of the script failed: " + describe_failure(control, request))
     broken = {r.program: describe_failure(r, request) for r in runs if not r.ok}
     measured = [n for n in names if n not in broken]
+    stopped: Optional[str] = None
     if programs and len(measured) > 2:
-        for index in range(1, options.rounds + 1):
-            order = measured if index % 2 == 0 else list(reversed(measured))
-            for name in order:
-                if name in broken:  # failed earlier in this round's order: not run again
-                    continue
-                result = run_one(name, index)
-                if not result.ok and name in ("before", "control"):
-                    raise ScriptFailed(f"round {index}: " + describe_failure(result, request))
-                if not result.ok:
-                    broken[name] = describe_failure(result, request)
-    profile_run = run_one("before", -1, profile=True) if options.profile else None
+        try:
+            _rounds(options, measured, broken, run_one, request)
+        except KeyboardInterrupt:  # a stop in the measured rounds keeps the rounds that finished
+            signal_name = received[-1] if received else "SIGINT (Ctrl-C)"
+            live = [n for n in measured if n not in broken]
+            complete = sum(all(any(r.program == n and r.round == i for r in runs) for n in live) for i in range(1, options.rounds + 1))
+            stopped = f"stopped by {signal_name} after {complete} of {options.rounds} measured rounds"
+    profile_run = run_one("before", -1, profile=True) if options.profile and stopped is None else None
     reference = first.fingerprint
     determinism = _agreement(runs, ("before", "control"), reference)
     deterministic = determinism is None or determinism.same is not False
@@ -256,7 +272,23 @@ def _measure(project: Project, settings: Settings, request: Request, options: Op
         lint_errors=tuple(lint_errors),
         copies={name: str(copy.root) for name, copy in copies.items()},
         load=(load_start, load_average()),
+        stopped=stopped,
     )
+
+
+def _rounds(options: Options, measured: List[str], broken: Dict[str, str], run_one, request: Request) -> None:
+    """The measured rounds, the order reversed every round; a fixed copy that fails is not
+    run again, a failing before or control stops everything (``ScriptFailed``)."""
+    for index in range(1, options.rounds + 1):
+        order = measured if index % 2 == 0 else list(reversed(measured))
+        for name in order:
+            if name in broken:  # failed earlier in this round's order: not run again
+                continue
+            result = run_one(name, index)
+            if not result.ok and name in ("before", "control"):
+                raise ScriptFailed(f"round {index}: " + describe_failure(result, request))
+            if not result.ok:
+                broken[name] = describe_failure(result, request)
 
 
 def _per_rule(fixed: FixResult, findings, settings, options: Options, first: Run, ran, mirror, copies, notes) -> List[Program]:
@@ -295,10 +327,12 @@ def device_skip(code: str, first: Optional[Run]) -> Optional[str]:
 
 
 def _agreement(runs: Sequence[Run], names: Sequence[str], reference) -> Optional[Agreement]:
-    """The first disagreement of any run of ``names`` with the reference, else agreement."""
+    """The first disagreement of a check run of ``names`` with the reference, else agreement.
+    Only the check round counts: timed runs keep the script's settings, under which a GPU
+    script need not repeat itself bit for bit."""
     worst: Optional[Agreement] = None
     for run_ in runs:
-        if run_.program not in names or not run_.ok or run_.round < 0:
+        if run_.program not in names or not run_.ok or run_.round != CHECK_ROUND:
             continue
         agreement = script_fingerprints.compare(reference, run_.fingerprint)
         if agreement.same is False:
