@@ -210,7 +210,15 @@ class DType:
 
 @dataclass(frozen=True)
 class DeviceTensor:
-    """A ``torch.Tensor`` on an accelerator."""
+    """A ``torch.Tensor`` on an accelerator (or what a model there computes from inputs
+    there: a tensor, or an output object holding such tensors)."""
+
+
+@dataclass(frozen=True)
+class OnDevice:
+    """Something moved to the accelerator whose type is not known (``vae.to("cuda")``,
+    ``x.cuda()``): a tensor or a model. Its ``.device`` is the accelerator; calling it, or a
+    method of it, on inputs there gives a ``DeviceTensor`` (``device_values``)."""
 
 
 @dataclass(frozen=True)
@@ -222,7 +230,8 @@ class GraphTensor:
 @dataclass(frozen=True)
 class Dataset:
     """A ``torch.utils.data`` dataset: ``storage`` is ``memory`` (a ``TensorDataset``),
-    ``map`` or ``iterable`` (``""``: not known)."""
+    ``device`` (its tensors are on the accelerator: they cannot be pinned, nor shared with
+    workers), ``map`` or ``iterable`` (``""``: not known)."""
 
     storage: str = ""
 
@@ -232,7 +241,7 @@ class Loader:
     """A ``torch.utils.data.DataLoader``: its known arguments (name -> ``describe`` of the
     value: ``"True"``, ``"0"``, ``"None"``, ``"?"`` when not known; a name absent was not
     passed, unless ``("*", "?")`` says an unknown ``*args``/``**kwargs`` may pass it) and
-    its dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
+    its dataset's kind (``memory``, ``device``, ``map``, ``iterable`` or ``""`` when not known)."""
 
     arguments: Tuple[Tuple[str, str], ...] = ()
     dataset: str = ""
@@ -315,7 +324,7 @@ class Foreign:
 
 Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
-    Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor,
+    Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor, OnDevice,
     GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign, OneOf, ProjectModules,
     TensorType, DType, SparseMatrix,
 ]

@@ -163,6 +163,7 @@ class CallSite:
     contexts: Tuple[str, ...] = ()
     in_loop: bool = False
     arguments: Optional[Call] = None
+    command_line: bool = False
 
 
 @serialisable

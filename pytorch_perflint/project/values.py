@@ -27,7 +27,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from . import autograd_values as autograd, choices, generators, library_values as library, loader_values as loaders
+from . import autograd_values as autograd, choices, device_values as devices, generators, library_values as library, loader_values as loaders
 from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
@@ -339,7 +339,8 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             if self.index.is_nn_module(callee.klass):  # type: ignore[union-attr]
                 return self._dispatch(callee, "forward", depth)
             return UNKNOWN
-        return autograd.called(callee) or UNKNOWN  # a loss module's result
+        evaluate = None if where is None else (lambda arg: self._eval(arg, where, depth + 1))
+        return autograd.called(callee) or devices.called(callee, form, evaluate) or UNKNOWN  # a loss module's result; a model's output on the accelerator
 
     def _call_callable(self, callee: ProjectCallable, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         definition = callee.definition
