@@ -255,7 +255,14 @@ class Loader:
 
     @property
     def pinned(self) -> bool:
-        return self.argument("pin_memory") == "True"
+        """Batches come pinned: ``pin_memory=True``, and not wrapped by a framework that
+        moves them itself (``accelerator.prepare(loader)``: ``prepared``)."""
+        return self.argument("pin_memory") == "True" and not self.prepared
+
+    @property
+    def prepared(self) -> bool:
+        """Handed to ``accelerator.prepare`` (on some path): Accelerate moves its batches."""
+        return any(name == "prepared" for name, _ in self.arguments)
 
     @property
     def custom_collate(self) -> bool:
@@ -300,6 +307,12 @@ class Accelerator:
 
 
 @dataclass(frozen=True)
+class Accelerate:
+    """An ``accelerate.Accelerator()``: ``prepare(a, b, ...)`` gives back what it is handed,
+    wrapped, in order (``accelerate_values``); its ``.device`` is the accelerator."""
+
+
+@dataclass(frozen=True)
 class Parser:
     """An ``argparse.ArgumentParser`` built in module ``path`` (its options' defaults are
     that module's summary's)."""
@@ -325,7 +338,7 @@ class Foreign:
 Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
     Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor, OnDevice,
-    GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign, OneOf, ProjectModules,
+    GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Accelerate, Parser, Namespace, Foreign, OneOf, ProjectModules,
     TensorType, DType, SparseMatrix,
 ]
 UNKNOWN = Unknown()
