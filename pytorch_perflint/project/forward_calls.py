@@ -49,10 +49,12 @@ from .summary import ModuleSummary
 from .values import ValueEngine, Where
 
 MAX_DEPTH = 2
-# The last name of a callee that is a model: model, net, self.model, netG, base_model.
-MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
+# The last name of a callee that is a model: model, net, self.model, netG, base_model. Both
+# alternatives are anchored at the start, as callers ``match`` (a suffix alternative
+# without its own ``^\w*`` never matched: ``base_model`` was missed).
+MODEL_NAME = re.compile(r"^(?:(?:model|net|network)\w*|\w*_(?:model|net))$", re.IGNORECASE)
 # ... and a diffusion pipeline's parts, by their conventional names: self.unet, ema_unet, vae.
-GENERATIVE_NAME = re.compile(r"^(?:unet|vae|denoiser)$|_(?:unet|vae|denoiser)$", re.IGNORECASE)
+GENERATIVE_NAME = re.compile(r"^(?:\w*_)?(?:unet|vae|denoiser)$", re.IGNORECASE)
 # Methods of a model that run it (``net_g.infer(x)``): its forward under another name.
 # A speech model's are ``tts``/``synthesize`` (``model.tts_to_file(text, speaker)``); a
 # chat model's (the remote code of vision-language models) ``model.chat(tokenizer, ...)``.
