@@ -48,7 +48,8 @@ def _list_items(form: object) -> Optional[Tuple[object, ...]]:
 def appended(scope: "Scope", name: str, entries: List["Entry"], line: int) -> Optional[object]:
     """``xs = []`` (or ``nn.ModuleList([...])``), then ``xs.append(a)`` statements in the
     same block, all before the read: the list's items in order (``Appended``); with some
-    append in a loop or a branch of its own, what each item may be (``Collected``).
+    append in a loop or a branch of its own, or a read after the block of the list's only
+    binding (``if c: xs = []`` ... ``if c: use(xs)``), what each item may be (``Collected``).
     ``CHANGED`` when the list may be changed otherwise before the read, or in a loop
     around it (``list_uses``); None when the read is not of such a list."""
     before = [e for e in entries if 0 < e.line < line]

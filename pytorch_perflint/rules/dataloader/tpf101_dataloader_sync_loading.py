@@ -39,8 +39,10 @@ class DataloaderSyncLoading(Rule):
     memory (`TensorDataset`, or a project class, in this module or imported from another
     one, whose `__getitem__` only indexes tensors that `__init__` builds: `return self.x[i],
     self.y[i]`, or straight-line lookups with no call such as `traj, j = self.index[i];
-    return self.data["states"][traj][j]` over a dict or list `__init__` fills), and a loader
-    that is only ever read once, as `next(iter(loader))`, where workers would start up to
+    return self.data["states"][traj][j]` over a dict or list `__init__` fills), a dataset
+    known to hold tensors already on the accelerator (a `TensorDataset` of moved tensors, a
+    list filled with a model's outputs there: worker processes cannot share CUDA tensors),
+    and a loader that is only ever read once, as `next(iter(loader))`, where workers would start up to
     load one batch.
 
     ## Why is this bad?
