@@ -2,7 +2,8 @@
 ``forward_calls.MODEL_NAME`` and ``GENERATIVE_NAME`` are used with ``re.match``, so their
 suffix alternatives never matched a name that does not start with ``_``. An evaluation
 function running ``base_model`` on each batch outside no-grad is TPF203's; a callee whose
-name only contains a model word (``cabinet``, ``my_model_stats``) stays silent."""
+name only contains a model word (``cabinet``, ``my_model_stats``) or starts with a verb
+(``load_model``, ``save_model``: what is done to a model) stays silent."""
 
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ PROJECT = {
             for images, labels in loader:
                 seen += cabinet(images)
             return seen
+
+
+        def test_snapshots(loader, load_model, save_model):
+            for images, labels in loader:
+                save_model(load_model(images))
     ''',
 }
 
