@@ -48,7 +48,8 @@ def _list_items(form: object) -> Optional[Tuple[object, ...]]:
 def appended(scope: "Scope", name: str, entries: List["Entry"], line: int) -> Optional[object]:
     """``xs = []`` (or ``nn.ModuleList([...])``), then ``xs.append(a)`` statements in the
     same block, all before the read: the list's items in order (``Appended``); with some
-    append in a loop or a branch of its own, what each item may be (``Collected``).
+    append in a loop or a branch of its own, or a read after the block of the list's only
+    binding (``if c: xs = []`` ... ``if c: use(xs)``), what each item may be (``Collected``).
     ``CHANGED`` when the list may be changed otherwise before the read, or in a loop
     around it (``list_uses``); None when the read is not of such a list."""
     before = [e for e in entries if 0 < e.line < line]
@@ -59,10 +60,14 @@ def appended(scope: "Scope", name: str, entries: List["Entry"], line: int) -> Op
     if items is None or (type(base.form) is not Seq and name not in scope.appends):
         return None
     here = scope.blocks_at(line)
-    if base.blocks != here[: len(base.blocks)]:
+    outside = base.blocks != here[: len(base.blocks)]
+    if outside and (len(entries) != 1 or name not in scope.appends):
         return CHANGED if name in scope.appends else None
+    shared = 0  # the blocks around both the binding and the read
+    while shared < min(len(base.blocks), len(here)) and base.blocks[shared] == here[shared]:
+        shared += 1
     end = line
-    for block, _ in here[len(base.blocks):]:  # a loop around the read: its later lines run before it too
+    for block, _ in here[shared:]:  # a loop around the read: its later lines run before it too
         end = max(end, scope.loops.get(block, (0, 0))[1] + 1)
     if any(line <= e.line < end for e in entries):
         return None  # rebound later in a loop around the read
@@ -73,7 +78,7 @@ def appended(scope: "Scope", name: str, entries: List["Entry"], line: int) -> Op
         scope.uses = list_uses(scope.node)
     if any(not safe and (at == ANY_TIME or base.line < at < end) for at, safe in scope.uses.get(name, ())):
         return CHANGED
-    if loose:
+    if loose or outside:  # read after the block that binds it (its one binding): any of them
         return Collected(tuple((item, base.line) for item in items) + tuple((a, at) for at, _, a in appends if base.line < at < end))
     added = [(a, at) for at, _, a in appends if base.line < at < line]
     return Appended(tuple((item, base.line) for item in items) + tuple(added))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Tuple
 
-from . import choices, library_values as library
+from . import accelerate_values as accelerate, choices, library_values as library
 from .kinds import UNKNOWN, Instance, Kind, OneOf, ProjectCallable, ProjectModules, Unknown, join_all, present
 from .resolution import Definition
 from .scopes import mutable_display
@@ -30,7 +30,7 @@ class AttributeFlow:
             return self._definition(found, depth)
         if type(receiver) in (OneOf, ProjectModules):  # each choice's / each module's
             return choices.attribute(self, receiver, name, depth)
-        return self.models.attribute(receiver, name) or library.attribute(receiver, name)
+        return self.models.attribute(receiver, name) or accelerate.attribute(receiver, name) or library.attribute(receiver, name)
 
     def _instance_attribute(self, klass: Definition, name: str, exact: bool, depth: int, key: Tuple = ()) -> Kind:
         """Every ``self.name = ...`` in the methods of the class and its project bases (and

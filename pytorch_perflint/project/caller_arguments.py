@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from .forms import Form, Ref
+from .forms import Call, Form, Lit, Ref
 from .summary import CallSite, Param
 from .definition import Definition
 
@@ -13,6 +13,17 @@ Site = Tuple[str, CallSite]  # (the calling module's path, the call)
 
 # Decorators that leave a function's parameters as written.
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
+# Decorator calls that keep the function's signature: torch's grad modes wrap it with
+# ``functools.wraps`` and pass ``*args, **kwargs`` through (``@torch.no_grad()``).
+_GRAD_MODES = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
+
+
+def plain_decorator(decorator) -> bool:
+    """A decorator after which callers' arguments still fill the function's parameters."""
+    if isinstance(decorator, Ref):
+        return (decorator.qualname or decorator.name) in _PLAIN_DECORATORS
+    func = getattr(decorator, "func", None)
+    return isinstance(decorator, Call) and isinstance(func, Ref) and func.qualname in _GRAD_MODES and not decorator.star and not decorator.dstar
 
 
 class CallerArguments:
@@ -85,6 +96,8 @@ class CallerArguments:
                 value, where = (arguments.args[position] if position < len(arguments.args) else None), site
             else:
                 value, where, path = param.default, None, definition.path
+                if site.command_line and type(value) is Lit and value.value is False:
+                    return None  # an option made to turn a feature on: not known off
             if value is None:
                 return None
             values.append((path, where, value))
@@ -92,6 +105,4 @@ class CallerArguments:
             values.append((definition.path, None, param.default))
         return tuple(values)
 
-    @staticmethod
-    def _plain(decorator) -> bool:
-        return isinstance(decorator, Ref) and (decorator.qualname or decorator.name) in _PLAIN_DECORATORS
+    _plain = staticmethod(plain_decorator)

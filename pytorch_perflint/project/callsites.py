@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional, Set, Tuple
 
-from .forms import Call, FormBuilder, dotted, qualify, spread_comprehension
+from .forms import Call, FormBuilder, Ref, dotted, qualify, spread_comprehension
 from .scan import lines_with, nodes_on_lines
 from .summary import CallSite
 
@@ -165,7 +165,20 @@ def _site(callee: str, node: ast.AST, parent: Optional[ast.AST], ancestors: Tupl
             callee, node.lineno, positional=positional, keywords=keywords, star=star, dstar=dstar,  # type: ignore[attr-defined]
             arguments=arguments if isinstance(arguments, Call) else None, **common,
         )  # fmt: skip
+    if _command_line(node, parent, aliases):
+        return CallSite(callee, node.lineno, arguments=Call(Ref(callee)), command_line=True, **common)  # type: ignore[attr-defined]
     return CallSite(callee, node.lineno, called=False, **common)  # type: ignore[attr-defined]
+
+
+_COMMAND_LINES = frozenset({"fire.Fire"})
+
+
+def _command_line(node: ast.AST, parent: Optional[ast.AST], aliases) -> bool:
+    """``fire.Fire(train)``: the function is the command line's entry point."""
+    if not isinstance(parent, ast.Call) or not parent.args or parent.args[0] is not node or len(parent.args) > 1:
+        return False
+    name = dotted(parent.func)
+    return name is not None and (qualify(name, aliases) or name) in _COMMAND_LINES
 
 
 def method_call_sites(tree: ast.Module, text: str, method: str, aliases) -> Tuple[CallSite, ...]:

@@ -49,10 +49,21 @@ from .summary import ModuleSummary
 from .values import ValueEngine, Where
 
 MAX_DEPTH = 2
-# The last name of a callee that is a model: model, net, self.model, netG, base_model.
-MODEL_NAME = re.compile(r"^(?:model|net|network)\w*$|(?:^|_)(?:model|net)$", re.IGNORECASE)
+# A name that starts with a verb names what is done to a model (``load_model``,
+# ``self._build_net``), not the model.
+_VERB = (
+    r"(?!_*(?:load|loads|save|saves|build|builds|get|gets|create|creates|make|makes|init|initialize|reset|copy|"
+    r"update|freeze|unfreeze|set|prepare|wrap|export|print|eval|evaluate|train|test|run|fit|restore|convert|"
+    r"define|construct|setup|check|validate|new|to|from|is|has|add|register|apply|clone|merge|average|swap|sync|"
+    r"move|put|push|pull|download|upload|show|log|dump|parse|select|choose|find|resolve|replace|patch|quantize|"
+    r"prune|compile|trace|script|summarize|count|describe|remove|delete|del|use|with|on|of|for|in)_)"
+)
+# The last name of a callee that is a model: model, net, self.model, netG, base_model. Both
+# alternatives are anchored at the start, as callers ``match`` (the suffix alternative was
+# written without its own ``^\w*``, so it never matched and ``base_model`` was missed).
+MODEL_NAME = re.compile(rf"^(?:(?:model|net|network)\w*|{_VERB}\w*_(?:model|net))$", re.IGNORECASE)
 # ... and a diffusion pipeline's parts, by their conventional names: self.unet, ema_unet, vae.
-GENERATIVE_NAME = re.compile(r"^(?:unet|vae|denoiser)$|_(?:unet|vae|denoiser)$", re.IGNORECASE)
+GENERATIVE_NAME = re.compile(rf"^(?:{_VERB}\w*_)?(?:unet|vae|denoiser)$", re.IGNORECASE)
 # Methods of a model that run it (``net_g.infer(x)``): its forward under another name.
 # A speech model's are ``tts``/``synthesize`` (``model.tts_to_file(text, speaker)``); a
 # chat model's (the remote code of vision-language models) ``model.chat(tokenizer, ...)``.

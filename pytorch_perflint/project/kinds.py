@@ -210,7 +210,15 @@ class DType:
 
 @dataclass(frozen=True)
 class DeviceTensor:
-    """A ``torch.Tensor`` on an accelerator."""
+    """A ``torch.Tensor`` on an accelerator (or what a model there computes from inputs
+    there: a tensor, or an output object holding such tensors)."""
+
+
+@dataclass(frozen=True)
+class OnDevice:
+    """Something moved to the accelerator whose type is not known (``vae.to("cuda")``,
+    ``x.cuda()``): a tensor or a model. Its ``.device`` is the accelerator; calling it, or a
+    method of it, on inputs there gives a ``DeviceTensor`` (``device_values``)."""
 
 
 @dataclass(frozen=True)
@@ -222,7 +230,8 @@ class GraphTensor:
 @dataclass(frozen=True)
 class Dataset:
     """A ``torch.utils.data`` dataset: ``storage`` is ``memory`` (a ``TensorDataset``),
-    ``map`` or ``iterable`` (``""``: not known)."""
+    ``device`` (its tensors are on the accelerator: they cannot be pinned, nor shared with
+    workers), ``map`` or ``iterable`` (``""``: not known)."""
 
     storage: str = ""
 
@@ -232,7 +241,7 @@ class Loader:
     """A ``torch.utils.data.DataLoader``: its known arguments (name -> ``describe`` of the
     value: ``"True"``, ``"0"``, ``"None"``, ``"?"`` when not known; a name absent was not
     passed, unless ``("*", "?")`` says an unknown ``*args``/``**kwargs`` may pass it) and
-    its dataset's kind (``memory``, ``map``, ``iterable`` or ``""`` when not known)."""
+    its dataset's kind (``memory``, ``device``, ``map``, ``iterable`` or ``""`` when not known)."""
 
     arguments: Tuple[Tuple[str, str], ...] = ()
     dataset: str = ""
@@ -246,7 +255,14 @@ class Loader:
 
     @property
     def pinned(self) -> bool:
-        return self.argument("pin_memory") == "True"
+        """Batches come pinned: ``pin_memory=True``, and not wrapped by a framework that
+        moves them itself (``accelerator.prepare(loader)``: ``prepared``)."""
+        return self.argument("pin_memory") == "True" and not self.prepared
+
+    @property
+    def prepared(self) -> bool:
+        """Handed to ``accelerator.prepare`` (on some path): Accelerate moves its batches."""
+        return any(name == "prepared" for name, _ in self.arguments)
 
     @property
     def custom_collate(self) -> bool:
@@ -291,6 +307,12 @@ class Accelerator:
 
 
 @dataclass(frozen=True)
+class Accelerate:
+    """An ``accelerate.Accelerator()``: ``prepare(a, b, ...)`` gives back what it is handed,
+    wrapped, in order (``accelerate_values``); its ``.device`` is the accelerator."""
+
+
+@dataclass(frozen=True)
 class Parser:
     """An ``argparse.ArgumentParser`` built in module ``path`` (its options' defaults are
     that module's summary's)."""
@@ -315,8 +337,8 @@ class Foreign:
 
 Kind = Union[
     Unknown, Array, Arrays, ArrayArchive, H5File, H5Dataset, Frame, RandomGenerator, Number, Flag, Options, Iterator,
-    Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor,
-    GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Parser, Namespace, Foreign, OneOf, ProjectModules,
+    Text, NoneValue, MaybeNone, Items, Dataset, Instance, ProjectCallable, HostTensor, TensorStorage, DeviceTensor, OnDevice,
+    GraphTensor, Loader, Batch, Module, Optimizer, Wrapper, Accelerator, Accelerate, Parser, Namespace, Foreign, OneOf, ProjectModules,
     TensorType, DType, SparseMatrix,
 ]
 UNKNOWN = Unknown()

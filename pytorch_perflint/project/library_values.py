@@ -14,6 +14,7 @@ from typing import Callable, Optional
 from .forms import Call, Form, Lit, Seq, Unknown as UnknownForm
 from . import autograd_values as autograd
 from . import tensor_values as tensors
+from . import device_values as devices
 from .records import Record, record_item
 from .kinds import (
     UNKNOWN,
@@ -73,7 +74,8 @@ def knows(qualname: str) -> bool:
 def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
     """What calling the library function ``qualname`` with ``form``'s arguments gives."""
     if qualname.startswith("torch."):  # a loss, else a tensor factory (it reads `*sizes` itself)
-        return autograd.call(qualname) or tensors.call(qualname, form, evaluate)
+        made = devices.factory(form, evaluate) if qualname in tensors.FACTORIES or qualname in tensors.RANDOM else None
+        return autograd.call(qualname) or made or tensors.call(qualname, form, evaluate)
     if qualname in ARRAY_FUNCTIONS or qualname in OTHER_ARRAY_FUNCTIONS:
         return Array()
     if form.star or form.dstar:
@@ -190,7 +192,12 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
     if kind is SparseMatrix:  # `.toarray()` of a sparse matrix is dense; its conversions stay sparse
         return Array() if name in SPARSE_DENSE_METHODS else SparseMatrix() if name in SPARSE_METHODS else UNKNOWN
     if kind is HostTensor or kind is DeviceTensor:
-        return tensors.method(receiver, name, form, evaluate)
+        found = tensors.method(receiver, name, form, evaluate)
+        if type(found) is not Unknown:
+            return found
+    moved = devices.method(receiver, name, form, evaluate)  # to the accelerator, or computed there
+    if moved is not None:
+        return moved
     if kind is Text and name in _CASES and not form.args and not form.kwargs:  # `args.model.lower()`
         value, tail = receiver.value, receiver.tail  # type: ignore[union-attr]
         return Text(value=_CASES[name](value)) if value is not None else Text(tail=_CASES[name](tail))
@@ -202,6 +209,9 @@ _CASES = {"lower": str.lower, "upper": str.upper, "casefold": str.casefold}
 
 def attribute(receiver: Kind, name: str) -> Kind:
     kind = type(receiver)
+    there = devices.attribute(receiver, name)
+    if there is not None:
+        return there
     if name == "dtype" and kind in (HostTensor, DeviceTensor, Unknown):  # `x.dtype`: what `.to()` casts to
         return DType()
     if kind is Array and name == "T":
@@ -278,7 +288,7 @@ def arithmetic(op: str, left: Kind, right: Kind) -> Kind:
     unknown operand the result is unknown (``arr += series`` binds a pandas Series: NumPy
     defers to the operand's reflected operator)."""
     op = op[:-1] if op.endswith("=") else op
-    graph = autograd.arithmetic(op, left, right)
+    graph = autograd.arithmetic(op, left, right) or devices.arithmetic(op, left, right)
     if graph is not None:
         return graph
     if op in _ARITHMETIC:  # an archive takes no arithmetic: `np.load(path) / 255.0` is an array

@@ -43,6 +43,7 @@ from .kinds import (
     Unknown,
     join_all,
 )
+from . import device_values as devices
 from .library_values import literal
 from .loader_options import accelerator_arm
 from .records import Written, record
@@ -76,7 +77,7 @@ def describe(kind: Kind) -> str:
 
 
 # -- producers: library calls -> kinds -----------------------------------------------------
-def loader(form: Call, evaluate: Evaluate, spread: Callable[[Form], Optional[Options]], storage: Callable[[Kind], str] = lambda kind: "") -> Loader:
+def loader(form: Call, evaluate: Evaluate, spread: Callable[[Form], Optional[Options]], storage: Callable[[Kind, Form], str] = lambda kind, form: "") -> Loader:
     """``DataLoader(...)``: the arguments the rules read and the dataset's kind."""
     spreads = [spread(item) for item in form.dstar]
     arguments: List[Tuple[str, str]] = []
@@ -96,7 +97,7 @@ def loader(form: Call, evaluate: Evaluate, spread: Callable[[Form], Optional[Opt
         arguments.append(("*", "?"))
     dataset = form.keyword("dataset") or (form.args[0] if form.args else None)
     found = evaluate(dataset) if dataset is not None else UNKNOWN
-    return Loader(tuple(arguments), found.storage if type(found) is Dataset else storage(found))  # type: ignore[union-attr]
+    return Loader(tuple(arguments), found.storage if type(found) is Dataset else storage(found, dataset))  # type: ignore[union-attr,arg-type]
 
 
 def _spread_value(spreads: List[Optional[Options]], name: str) -> Optional[str]:
@@ -330,9 +331,9 @@ class LoaderFlow:
             return literal(arg.value) if type(arg) is Lit else self._eval(arg, where, depth + 1)  # type: ignore[attr-defined,union-attr]
 
         if qualname == DATALOADER:
-            return loader(form, evaluate, lambda item: self._spread(item, where, depth), self._storage)
-        if qualname in TENSOR_DATASETS:
-            return Dataset("memory")
+            return loader(form, evaluate, lambda item: self._spread(item, where, depth), lambda kind, dataset: self._storage(kind, dataset, where, depth))
+        if qualname in TENSOR_DATASETS:  # its tensors, in memory or all on the accelerator
+            return Dataset("device" if form.args and any(devices.holds(evaluate(arg)) for arg in form.args) else "memory")
         if qualname in TQDM:
             return wrapped(form, evaluate, lambda kind: self._element(kind, depth + 1))  # type: ignore[attr-defined]
         if qualname is None and func.name in BUILTINS and self._free(where, func.name):  # type: ignore[attr-defined]
@@ -355,8 +356,11 @@ class LoaderFlow:
             return Options((), True, element)
         return Iterator(element, indexable=form.kind == "list")
 
-    def _storage(self, dataset: Kind) -> str:
-        """A project dataset class's kind, from the library classes it derives from."""
+    def _storage(self, dataset: Kind, form: Optional[Form] = None, where: Any = None, depth: int = 0) -> str:
+        """A project dataset class's kind, from the library classes it derives from; a
+        dataset on the accelerator (``device_values``)."""
+        if devices.holds(dataset) or (form is not None and devices.filled_there(self, form, where, depth)):
+            return "device"
         if type(dataset) is not Instance or self.index is None:  # type: ignore[attr-defined]
             return ""
         bases = self.index.resolution.external_bases(dataset.klass)  # type: ignore[attr-defined,union-attr]

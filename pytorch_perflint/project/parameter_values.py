@@ -8,6 +8,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 
+from .caller_arguments import plain_decorator
 from .forms import Form, Ref
 from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join_all, present
 from .loader_values import describe
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from .scopes import Scope
 
 MAX_CALLERS = 16  # more callers than this: the parameter is not known
-_PLAIN = frozenset({"staticmethod", "classmethod", "property", "functools.lru_cache", "functools.cache"})
 
 
 class ParameterFlow:
@@ -39,7 +39,7 @@ class ParameterFlow:
                 return where.this
             owner = self.index.resolve(scope.path, scope.owner.split(".")[0])
             return Instance(owner, exact=not self._scannable()) if owner is not None and owner.kind == "class" else UNKNOWN
-        if not decorators <= _PLAIN or (definition.kind == "method" and "staticmethod" in decorators):
+        if not all(plain_decorator(d) for d in definition.function.decorators) or (definition.kind == "method" and "staticmethod" in decorators):
             return UNKNOWN  # a static method's arguments do not line up with its callers'
         method = definition.name.rpartition(".")[2]
         if definition.kind == "method" and method == "__init__":  # its callers are the class's

@@ -150,6 +150,9 @@ class CallSite:
     forms go); ``positional``/``keywords``/``star``/``dstar`` count them exactly. ``caller`` is the enclosing function (``Net.forward``; ``""`` at
     module level); ``contexts`` the ``with`` items around the site inside it
     (``torch.no_grad``); ``in_loop``: inside a loop or comprehension there.
+    ``command_line``: the function handed to ``fire.Fire(fn)``, which calls it with its
+    parameters from the command line: read as a call that passes nothing (the defaults, as
+    an ``argparse`` option's; a ``False`` default is not kept).
     """
 
     callee: str
@@ -163,6 +166,7 @@ class CallSite:
     contexts: Tuple[str, ...] = ()
     in_loop: bool = False
     arguments: Optional[Call] = None
+    command_line: bool = False
 
 
 @serialisable

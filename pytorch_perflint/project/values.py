@@ -27,7 +27,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from . import autograd_values as autograd, choices, generators, library_values as library, loader_values as loaders
+from . import accelerate_values as accelerate, autograd_values as autograd, choices, device_values as devices, generators, library_values as library, loader_values as loaders
 from .loader_classes import subclass_loader
 from .bodies import locate
 from .dict_values import candidates, dict_display
@@ -256,7 +256,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
                 if type(entered) is Instance:  # a project object: its `__enter__`'s return
                     return self._dispatch(entered, "__enter__", depth)
                 return entered if type(entered) is H5File or loaders.entered_bar(form.args[0], entered) else UNKNOWN
-            found = self._loader_call(func, form, where, depth)
+            found = self._loader_call(func, form, where, depth) or accelerate.call(func.qualname)
             if found is not None:
                 return found
             if func.name in _NUMBERING and func.qualname is None and form.args and not (form.kwargs or form.star) and self._free(where, func.name):
@@ -339,7 +339,8 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             if self.index.is_nn_module(callee.klass):  # type: ignore[union-attr]
                 return self._dispatch(callee, "forward", depth)
             return UNKNOWN
-        return autograd.called(callee) or UNKNOWN  # a loss module's result
+        evaluate = None if where is None else (lambda arg: self._eval(arg, where, depth + 1))
+        return autograd.called(callee) or devices.called(callee, form, evaluate) or UNKNOWN  # a loss module's result; a model's output on the accelerator
 
     def _call_callable(self, callee: ProjectCallable, depth: int, form: Optional[Call] = None, where: Optional[Where] = None) -> Kind:
         definition = callee.definition
@@ -353,7 +354,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             return choices.each(receiver, lambda one: self._method(one, name, form, evaluate, depth))
         if type(receiver) is Instance and not self.models.keeps(receiver, name):  # `Net().cuda()`: still it
             return self._dispatch(receiver, name, depth)
-        found = self.models.method(receiver, name, form) or loaders.method(receiver, name)
+        found = self.models.method(receiver, name, form) or loaders.method(receiver, name) or accelerate.method(receiver, name, form, evaluate)
         return library.method(receiver, name, form, evaluate) if found is None else found
 
     def _dispatch(self, receiver: Instance, name: str, depth: int) -> Kind:

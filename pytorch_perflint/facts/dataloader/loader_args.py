@@ -185,6 +185,15 @@ def dataset_on_device(call: cst.Call, lookup: Optional[Lookup], code_for) -> boo
     return False
 
 
+def dataset_on_accelerator(context: FileContext, call: cst.Call) -> bool:
+    """The value engine knows the loader's dataset holds tensors on the accelerator (a
+    ``TensorDataset`` of moved tensors, a list filled with a model's outputs there:
+    ``project/device_values.py``). Pinning them raises and workers cannot share them, so
+    TPF101 and TPF102 stay silent."""
+    loader = context.value_of(call)
+    return type(loader) is Loader and loader.dataset == "device"
+
+
 def _bound(expr: cst.BaseExpression, lookup: Optional[Lookup]) -> cst.BaseExpression:
     if isinstance(expr, cst.Name) and lookup is not None:
         return lookup(expr.value) or expr

@@ -87,7 +87,8 @@ def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None
             loops = source.epoch_loops
             if loops:
                 facts.reiterated.add(id(source.site.call))
-                facts.passes.setdefault(id(source.site.call), []).append((path, loops))
+                if not source.prepared:  # TPF105's passes: Accelerate sets a prepared loader's epoch
+                    facts.passes.setdefault(id(source.site.call), []).append((path, loops))
 
 
 def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:

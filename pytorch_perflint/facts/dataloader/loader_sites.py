@@ -33,6 +33,7 @@ class Source:
     site: LoaderSite
     loops: Tuple[cst.CSTNode, ...]
     creators: Tuple[Path, ...]
+    prepared: bool = False  # walked as ``accelerator.prepare``'s loader: Accelerate sets the sampler's epoch
 
     @property
     def reiterated(self) -> bool:
@@ -46,7 +47,7 @@ class Source:
 
     def through(self, loops: Sequence[cst.CSTNode], creator: Optional[Path] = None) -> "Source":
         creators = self.creators + ((creator,) if creator is not None else ())
-        return Source(self.site, self.loops + tuple(loops), creators)
+        return Source(self.site, self.loops + tuple(loops), creators, self.prepared)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -10,6 +11,7 @@ from ...analysis.scope import Scope, dotted_name, target_names
 from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
 from .iterable_wrappers import walked_argument
+from .prepared_loaders import prepared_binding
 from .loader_args import _TQDM, Path
 from .loader_sites import (
     _NOTHING,
@@ -199,6 +201,11 @@ class LoaderSourceResolver:
             if value_path is None:
                 return _NOTHING
             inner = self.resolve(value, value_path, depth + 1)
+            return self._with_caller_loops(inner, path, loops)
+        rewrapped = prepared_binding(self.context, self.recorded, expr.value, scope)
+        if rewrapped is not None:  # `model, loader = accelerator.prepare(model, loader)`: the same loader
+            inner = self.resolve(rewrapped[0], rewrapped[1], depth + 1)
+            inner = Resolution(tuple(replace(s, prepared=True) for s in inner.sources), inner.complete)
             return self._with_caller_loops(inner, path, loops)
         branches = self.branch_values(expr.value, scope)
         if branches is not None:

@@ -60,7 +60,7 @@ def device_target(expr: cst.BaseExpression, context: "FileContext", depth: int =
             # `t.get_device()` is -1 for a host tensor, and `.to(-1)` raises: a move that
             # runs goes to an accelerator
             return DeviceTarget(known=False)
-        return None
+        return _held_device(expr, context) if depth == 0 else None  # `default_device()`: a project function's device
     if isinstance(expr, cst.Name):
         bound = context.lookup(expr.value)
         if bound is not None:
@@ -80,9 +80,10 @@ def device_target(expr: cst.BaseExpression, context: "FileContext", depth: int =
     return None
 
 
-def _held_device(expr: cst.Attribute, context: "FileContext") -> Optional[DeviceTarget]:
+def _held_device(expr: cst.BaseExpression, context: "FileContext") -> Optional[DeviceTarget]:
     """What the value engine knows an attribute holds (``cfg.GLOBAL.DEVICE`` of a config
-    object, ``Settings.device`` of a class): the accelerator, or a device string."""
+    object, ``Settings.device`` of a class) or a call returns (a project function's
+    ``torch.device("cuda" if ... else "cpu")``): the accelerator, or a device string."""
     kind = context.value_of(expr)
     if type(kind) is kinds.Accelerator:
         return DeviceTarget(known=False)

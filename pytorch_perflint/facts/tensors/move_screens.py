@@ -42,7 +42,7 @@ def _assigned_names(index: TreeIndex) -> Set[str]:
         value = node.value
         if isinstance(value, _NEVER_DEVICES):
             continue
-        if isinstance(value, ast.Call) and ast_dotted(value.func).rsplit(".", 1)[-1] not in ("device", "current_device"):
+        if isinstance(value, ast.Call) and not _device_call(value):
             continue
         names.update(targets)
     return names
@@ -57,13 +57,19 @@ def _could_be_device(node: ast.AST, bound: Callable[[], Set[str]]) -> bool:
             return is_device_string(value, host=False)
         return isinstance(value, int) and not isinstance(value, bool) and value >= 0
     if isinstance(node, ast.Call):
-        return ast_dotted(node.func).rsplit(".", 1)[-1] in ("device", "current_device", "get_device")
+        return _device_call(node)
     if isinstance(node, ast.Name):
         return node.id in bound() or is_device_name(node.id)
     if isinstance(node, ast.Attribute):  # a device held by an object (`cfg.GLOBAL.DEVICE`): the engine's to say
         root = ast_dotted(node).partition(".")[0]
         return node.attr not in _NOT_DEVICES and not node.attr.endswith("dtype") and root not in ("torch", "np", "numpy")
     return False
+
+
+def _device_call(node: ast.Call) -> bool:
+    """``torch.device(...)``, ``t.get_device()``, or a function named for the device it
+    returns (``default_device()``: the engine reads what it returns)."""
+    return "device" in ast_dotted(node.func).rsplit(".", 1)[-1].lower()
 
 
 @per_tree  # the screen and the narrowing both ask

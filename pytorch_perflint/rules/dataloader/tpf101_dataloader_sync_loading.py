@@ -14,7 +14,7 @@ from ...project.kinds import Loader
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.dataloader.datasets import dataset_facts
-from ...facts.dataloader.loader_args import is_dataloader, known_loader_args, names_dataloader_class, project_loader, subclass_loader_args
+from ...facts.dataloader.loader_args import dataset_on_accelerator, is_dataloader, known_loader_args, names_dataloader_class, project_loader, subclass_loader_args
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
 _STREAM = (
@@ -39,8 +39,10 @@ class DataloaderSyncLoading(Rule):
     memory (`TensorDataset`, or a project class, in this module or imported from another
     one, whose `__getitem__` only indexes tensors that `__init__` builds: `return self.x[i],
     self.y[i]`, or straight-line lookups with no call such as `traj, j = self.index[i];
-    return self.data["states"][traj][j]` over a dict or list `__init__` fills), and a loader
-    that is only ever read once, as `next(iter(loader))`, where workers would start up to
+    return self.data["states"][traj][j]` over a dict or list `__init__` fills), a dataset
+    known to hold tensors already on the accelerator (a `TensorDataset` of moved tensors, a
+    list filled with a model's outputs there: worker processes cannot share CUDA tensors),
+    and a loader that is only ever read once, as `next(iter(loader))`, where workers would start up to
     load one batch.
 
     ## Why is this bad?
@@ -203,6 +205,8 @@ class DataloaderSyncLoading(Rule):
         dataset = dataset_facts(self.context, node, self.context.scope)
         if dataset.in_memory or _in_memory(self.context.value_of(node)):
             return  # items come from memory: workers only add start-up cost
+        if dataset_on_accelerator(self.context, node):
+            return  # tensors on the accelerator: workers cannot share them
         handle = dataset.handle
         if handle is not None:
             self.report(node, message=_HANDLE_MESSAGE.format(h=handle))

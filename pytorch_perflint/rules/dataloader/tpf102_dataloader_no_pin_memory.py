@@ -9,7 +9,7 @@ import libcst as cst
 from ...analysis.call_edits import with_argument_value, with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ...facts.dataloader.loader_args import dataset_on_device, is_dataloader, known_loader_args, names_dataloader_class, project_loader, subclass_loader_args
+from ...facts.dataloader.loader_args import dataset_on_accelerator, dataset_on_device, is_dataloader, known_loader_args, names_dataloader_class, project_loader, subclass_loader_args
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
 
@@ -104,7 +104,7 @@ class DataloaderNoPinMemory(Rule):
         pin = (known_loader_args(self.context, node) if subclass is None else subclass_loader_args(subclass)).pin_memory
         if not (pin.missing or pin.value is False):
             return
-        if dataset_on_device(node, self.context.lookup, self.context.code_for) or self._cpu_preview():
+        if dataset_on_device(node, self.context.lookup, self.context.code_for) or dataset_on_accelerator(self.context, node) or self._cpu_preview():
             return
         if subclass is not None:  # what its call passes may be changed on the way: no fix
             self.report(node)
