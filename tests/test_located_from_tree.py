@@ -48,6 +48,20 @@ TEXT = textwrap.dedent(
     @dataclass
     class Config:
         lr: float = 0.1
+
+    try:
+        import numpy
+    except ImportError:
+        def fallback(x):
+            return x
+    else:
+        with open(__file__) as handle:
+            class Kept:
+                pass
+    match numpy:
+        case None:
+            def missing():
+                return None
     '''
 )
 
@@ -66,13 +80,15 @@ def _located(text: str, node: ast.AST):
 def test_a_definition_from_the_offered_tree_is_the_one_its_lines_parse_to() -> None:
     tree = ast.parse(TEXT)
     found = list(_definitions(tree))
-    assert len(found) == 8
+    assert len(found) == 11
     parsed = [_located(TEXT, node) for node in found]  # nothing offered: each from its own lines
     bodies.offer_tree(TEXT, tree)
     try:
         offered = [_located(TEXT, node) for node in found]
+        taken = [bodies._from_offered(TEXT, n.lineno, n.name, isinstance(n, ast.ClassDef)) for n in found]
     finally:
         bodies.offer_tree(None, None)
+    assert all(node is not None for node in taken)  # each answered from the tree, not parsed
     for before, after in zip(parsed, offered):
         assert before is not None and after is not None
         assert ast.dump(after, include_attributes=True) == ast.dump(before, include_attributes=True)

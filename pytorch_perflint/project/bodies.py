@@ -172,13 +172,24 @@ def _from_offered(text: str, line: int, name: str, want_class: bool) -> Optional
 
 @per_tree
 def _definitions(tree: ast.Module) -> Dict[Tuple[int, str, bool], ast.AST]:
-    """Every ``def``/``class`` of the tree by its header line, name and kind (the first of
-    a line, as ``ast.walk`` meets them)."""
+    """Every ``def``/``class`` of the tree by its header line, name and kind. Definitions
+    are statements: the walk goes through statement blocks only, not expressions."""
     out: Dict[Tuple[int, str, bool], ast.AST] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.ClassDef, *_DEFS)):
-            out.setdefault((node.lineno, node.name, type(node) is ast.ClassDef), node)  # type: ignore[attr-defined]
+    todo: List[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is ast.ClassDef or kind in _DEFS:
+            out.setdefault((node.lineno, node.name, kind is ast.ClassDef), node)  # type: ignore[attr-defined]
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if type(block) is list:
+                todo.extend(block)
     return out
+
+
+# The fields that hold statements (``match`` cases and ``except`` handlers hold blocks).
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 @functools.lru_cache(maxsize=64)
