@@ -136,3 +136,28 @@ def test_recent_texts_keep_only_the_last_few(tmp_path) -> None:
 @pytest.mark.parametrize("missing", ["absent.py"])
 def test_recent_texts_of_a_missing_file_is_none(tmp_path, missing) -> None:
     assert RecentTexts().read(str(tmp_path / missing)) is None
+
+
+def test_a_module_read_again_for_its_call_sites_is_the_offered_tree(tmp_path, monkeypatch) -> None:
+    """``Details.uses`` and ``method_calls`` of the linted module read the offered tree
+    (not a second parse) and find the same call sites as a parse of its text."""
+    from pytorch_perflint.project import ProjectIndex, details
+
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "helpers.py").write_text("def fit(x):\n    return x\n", encoding="utf-8")
+    text = "from helpers import fit\n\nclass Loop:\n    def run(self, xs):\n        for x in xs:\n            fit(x)\n            self.learn(x)\n\n    def learn(self, x):\n        return x\n"
+    path = tmp_path / "train.py"
+    path.write_text(text, encoding="utf-8")
+    expected = (ProjectIndex(str(tmp_path)).uses(str(path)), ProjectIndex(str(tmp_path)).method_calls("learn"))
+    assert expected[0] and expected[1]
+    parsed: list = []
+    real = details.parse
+    monkeypatch.setattr(details, "parse", lambda source, *a: parsed.append(source) or real(source, *a))
+    index = ProjectIndex(str(tmp_path))
+    bodies.offer_tree(text, ast.parse(text))
+    try:
+        found = (index.uses(str(path)), index.method_calls("learn"))
+    finally:
+        bodies.offer_tree(None, None)
+    assert found == expected
+    assert text not in parsed  # the linted module itself was not parsed again

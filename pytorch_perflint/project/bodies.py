@@ -156,6 +156,13 @@ def offer_tree(text: Optional[str], tree: Optional[ast.Module]) -> None:
     _OFFERED[0] = None if text is None or tree is None else (text, tree)
 
 
+def offered_tree(text: str) -> Optional[ast.Module]:
+    """The offered tree when ``text`` is its text (a module's whole text read again for its
+    call sites, ``Details``), else None. Callers only read it."""
+    offered = _OFFERED[0]
+    return offered[1] if offered is not None and offered[0] == text else None
+
+
 def _from_offered(text: str, line: int, name: str, want_class: bool) -> Optional[ast.AST]:
     """The definition from the offered tree, as parsing its own lines gives it: the same
     node less its decorators (they stand above ``line``); None when ``text`` is another."""
