@@ -43,6 +43,7 @@ from .file_values import FileValues
 from .finding import Finding, NodeFix
 from .positions import NodePositions
 from .project.index import ProjectIndex
+from .project.bodies import offer_tree
 from .project.index import collector_paused as _collector_paused  # LibCST trees: see there
 from .project.linted import runs_on_accelerator
 from .pyparse import compile_python, verdict  # noqa: F401 - compile_python: the fixer's, the notebooks'
@@ -309,6 +310,7 @@ def lint_source(
             return _lint_source(source, path, settings, with_edits, chosen, keep_module, module, tree, project, screen_only, passed)
         finally:
             forget_trees()  # the screens' caches: the tree goes with the caller's last reference
+            offer_tree(None, None)
 
 
 def _lint_source(
@@ -360,6 +362,8 @@ def _lint_source(
             if "TPF001" in codes:
                 result.diagnostics.append(_syntax_error(path, rejected))
             return result
+    if project is not None and tree is not None and active:
+        offer_tree(source, tree)  # the engine takes this file's functions from the tree
     if screen_only and active:
         result.deferred = True
         result.passed = {r.code: screening.project_question(r, tree) for r in active}

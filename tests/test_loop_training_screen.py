@@ -157,3 +157,36 @@ def test_the_lint_phase_asks_it_with_the_tree_where_the_question_says_a_loop_may
     result = lint_source(text, path, settings, project=index, passed={"TPF403": question, "TPF205": None}, keep_module=False)
     assert parsed  # the tree, for the screen
     assert sorted({d.code for d in result.diagnostics}) == [c for c in expected if c in ("TPF205", "TPF403")]
+
+
+def _function(tree: ast.Module, name: str):
+    return next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+@pytest.mark.parametrize(
+    ("source", "function", "trains"),
+    [(THROUGH_A_LOCAL_FUNCTION, "one_step", True), (NO_TRAINING, "prepare", False), (NO_TRAINING, "check_gradients", True)],
+    ids=["a-project-step-met-by-the-loops", "a-helper-that-trains-nothing", "backward-in-its-own-body"],
+)
+def test_a_step_function_walk_reuses_the_calls_the_loops_walk_answered(tmp_path, monkeypatch, source, function, trains):
+    """TPF202's step-function walk (``frames_may_train``) meets calls that the loops' walk
+    already dispatched: their answers are kept per tree, not asked of the engine again,
+    and the walk answers as it does on a tree nothing was asked of."""
+    from pytorch_perflint.facts.training import loop_training
+    from pytorch_perflint.project.tree_wheres import TreeWheres
+
+    _, _, index, _, path = _screen_and_codes(tmp_path, source)
+    text = path.read_text(encoding="utf-8")
+    engine, own = engine_for(index), str(path.resolve())
+    fresh = ast.parse(text)
+    expected = loop_training.frames_may_train(engine, own, fresh, [(_function(fresh, function), [fresh])])
+    assert expected is trains
+    tree = ast.parse(text)
+    loops_may_train(engine, own, tree)
+    answered = dict(loop_training._call_answers(tree)[(own, id(engine))])
+    assert answered  # the loops' walk dispatched calls and kept what they do
+    asked: list = []
+    real = TreeWheres.callees
+    monkeypatch.setattr(TreeWheres, "callees", lambda self, call, *a, **k: asked.append(call) or real(self, call, *a, **k))
+    assert loop_training.frames_may_train(engine, own, tree, [(_function(tree, function), [tree])]) is expected
+    assert not any(id(call) in answered for call in asked)  # a call answered once is not dispatched again

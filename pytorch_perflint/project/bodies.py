@@ -10,10 +10,12 @@ indentation) and falls back to the whole module when that does not give the defi
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar
 
+from ..analysis.ast_index import per_tree
 from .codec import serialisable
 from .forms import Attr, BinOp, Call, Either, Form, FormBuilder, Item, Ref, Seq, Unknown
 from .forms import Dict as DictForm
@@ -141,8 +143,67 @@ def locate(text: str, line: int, end_line: int, name: str, want_class: bool) -> 
     return _located(text, line, end_line, name, want_class)
 
 
+# The text being linted and its ``ast`` tree (``offer_tree``): a function of that very text
+# is taken from the tree, not parsed again from its lines.
+_OFFERED: List[Optional[Tuple[str, ast.Module]]] = [None]
+
+
+def offer_tree(text: Optional[str], tree: Optional[ast.Module]) -> None:
+    """``tree`` is ``ast.parse(text)`` (None, None: forget it). The engine asks for the
+    functions and classes of the file it lints, whose tree the screens already parsed:
+    about half of the definitions it located on the torch package, each parsed again
+    from its lines. Only a text equal to ``text`` is answered from ``tree``."""
+    _OFFERED[0] = None if text is None or tree is None else (text, tree)
+
+
+def offered_tree(text: str) -> Optional[ast.Module]:
+    """The offered tree when ``text`` is its text (a module's whole text read again for its
+    call sites, ``Details``), else None. Callers only read it."""
+    offered = _OFFERED[0]
+    return offered[1] if offered is not None and offered[0] == text else None
+
+
+def _from_offered(text: str, line: int, name: str, want_class: bool) -> Optional[ast.AST]:
+    """The definition from the offered tree, as parsing its own lines gives it: the same
+    node less its decorators (they stand above ``line``); None when ``text`` is another."""
+    offered = _OFFERED[0]
+    if offered is None or offered[0] != text:
+        return None
+    node = _definitions(offered[1]).get((line, name, want_class))
+    if node is None or not node.decorator_list:  # type: ignore[attr-defined]
+        return node
+    bare = copy.copy(node)  # shallow: the body is the tree's, read only
+    bare.decorator_list = []  # type: ignore[attr-defined]
+    return bare
+
+
+@per_tree
+def _definitions(tree: ast.Module) -> Dict[Tuple[int, str, bool], ast.AST]:
+    """Every ``def``/``class`` of the tree by its header line, name and kind. Definitions
+    are statements: the walk goes through statement blocks only, not expressions."""
+    out: Dict[Tuple[int, str, bool], ast.AST] = {}
+    todo: List[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is ast.ClassDef or kind in _DEFS:
+            out.setdefault((node.lineno, node.name, kind is ast.ClassDef), node)  # type: ignore[attr-defined]
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if type(block) is list:
+                todo.extend(block)
+    return out
+
+
+# The fields that hold statements (``match`` cases and ``except`` handlers hold blocks).
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 @functools.lru_cache(maxsize=64)
 def _located(text: str, line: int, end_line: int, name: str, want_class: bool) -> Optional[ast.AST]:
+    offered = _from_offered(text, line, name, want_class)
+    if offered is not None:
+        return offered
     kinds = (ast.ClassDef,) if want_class else _DEFS
     lines = _lines(text)[line - 1 : end_line]
     if lines:

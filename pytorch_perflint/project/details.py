@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple, Union
 
-from .bodies import ClassBody, FunctionBody, class_body, function_body, locate
+from .bodies import ClassBody, FunctionBody, class_body, function_body, locate, offered_tree
 from .callsites import call_sites, method_call_sites
 from .reads import ALL_TEXTS, TEXTS_NAMING
 from .resolution import Definition
@@ -69,7 +69,7 @@ class Details:
 
         def compute(summary: ModuleSummary) -> Tuple[CallSite, ...]:
             text = self.text(path)  # type: ignore[attr-defined]
-            tree = None if text is None or not summary.ok else parse(text)[0]
+            tree = None if text is None or not summary.ok else offered_tree(text) or parse(text)[0]
             if tree is None:
                 return ()
             names = {f.name for f in summary.functions} | {c.name for c in summary.classes}
@@ -100,7 +100,7 @@ class Details:
                 continue
 
             def compute(summary: ModuleSummary, path: str = path, text: str = text) -> Tuple[CallSite, ...]:
-                tree = parse(text)[0]
+                tree = offered_tree(text) or parse(text)[0]
                 return () if tree is None else call_sites(tree, line_text(text), {name}, (), dict(summary.aliases))
 
             known = {(site.line, site.callee) for site in self.uses(path)}
@@ -118,7 +118,7 @@ class Details:
                 continue
 
             def compute(summary: ModuleSummary, path: str = path, text: str = text) -> Tuple[CallSite, ...]:
-                tree = parse(text)[0] if summary.ok else None
+                tree = (offered_tree(text) or parse(text)[0]) if summary.ok else None
                 return () if tree is None else method_call_sites(tree, line_text(text), method, dict(summary.aliases))
 
             out.extend((path, site) for site in self._detail(path, f"calls .{method}", compute))

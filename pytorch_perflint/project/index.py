@@ -28,7 +28,7 @@ from .reads import ALL_FILES, TEXT_OF  # noqa: F401 - exported here
 from .recordings import Recordings
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
-from .sources import MAX_BYTES, WordReads, collector_paused, read_source
+from .sources import MAX_BYTES, RecentTexts, WordReads, collector_paused, read_source
 from .summarizer import Summarizer, registered_summarizers, summarize
 from .summary import Evidence, ImportRecord, ModuleSummary, failed
 
@@ -79,6 +79,7 @@ class ProjectIndex(Recordings, Details):
         # and the workers forked from it).
         self._texts: Dict[str, Tuple[int, int]] = {}
         self._word_reads = WordReads()  # text_naming's reads
+        self._recent = RecentTexts()  # text's reads of unchanged files
         # Every path whose on-disk entry was set, in order (``entries_since``).
         self._order: List[str] = []
         # Summaries kept by a cache, asked for a module only when it is needed:
@@ -256,7 +257,7 @@ class ProjectIndex(Recordings, Details):
         path = os.path.abspath(path)
         self.note_text(path)
         kept = self._in_memory.get(path)
-        return kept[0] if kept is not None else read_source(path, self.max_bytes)[0]
+        return kept[0] if kept is not None else self._recent.read(path, self.max_bytes)
 
     # -- imports -------------------------------------------------------------------------------
     def import_target(self, path: str, record: ImportRecord) -> Optional[Target]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import io
 import os
+import threading
 import tokenize
 from contextlib import contextmanager
 from typing import Dict, Iterator, Optional, Set, Tuple
@@ -48,6 +49,34 @@ def read_source(path: str, max_bytes: int = MAX_BYTES) -> Tuple[Optional[str], O
         return data.decode(encoding), None
     except (SyntaxError, LookupError, UnicodeDecodeError) as error:
         return None, f"cannot decode: {error}"
+
+
+class RecentTexts:
+    """The last few module texts read from disk, each with the ``stat`` key it was read
+    at: the engine reads one module's text again and again (every function of it that a
+    question locates, every body it reads), which cost thousands of reads and decodes per
+    run on the torch package. A file whose ``stat`` key changed is read again."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._size = size
+        self._kept: Dict[str, Tuple[StatKey, str]] = {}
+        self._lock = threading.Lock()
+
+    def read(self, path: str, max_bytes: int = MAX_BYTES) -> Optional[str]:
+        """``read_source(path)``'s text, the same string while the file is unchanged."""
+        key = stat_key(path)
+        with self._lock:
+            kept = self._kept.get(path)
+        if key is not None and kept is not None and kept[0] == key:
+            return kept[1]
+        text = read_source(path, max_bytes)[0]
+        if key is not None and text is not None:
+            with self._lock:
+                self._kept.pop(path, None)
+                self._kept[path] = (key, text)
+                while len(self._kept) > self._size:
+                    del self._kept[next(iter(self._kept))]
+        return text
 
 
 class WordReads:

@@ -91,11 +91,23 @@ def _may_train(engine: ValueEngine, path: str, tree: ast.Module, start: Optional
     if not calls or not project_trains(engine):
         return False  # no project function runs a step: none of these calls trains
     wheres = TreeWheres.of(path, tree, engine)
+    known = _call_answers(tree).setdefault((path, id(engine)), {})  # shared by every start
     for call, ancestors in calls:
-        callees = wheres.callees(call, ancestors, objects=False)  # type: ignore[arg-type]
-        if callees and all(training_reach(engine, d) is not None for d in callees):
+        trains = known.get(id(call))
+        if trains is None:
+            callees = wheres.callees(call, ancestors, objects=False)  # type: ignore[arg-type]
+            trains = known[id(call)] = bool(callees) and all(training_reach(engine, d) is not None for d in callees)
+        if trains:
             return True
     return False
+
+
+@per_tree
+def _call_answers(tree: ast.Module) -> Dict[Tuple[str, int], Dict[int, bool]]:
+    """Whether each dispatched call of the tree runs project code that trains, per engine:
+    the loops' walk and every step function's walk (``frames_may_train``, once per
+    function TPF202's screen asks) meet the same calls again."""
+    return {}
 
 
 def _followed_by_name(call: ast.Call, kind: type, name: object, ancestors: List[ast.AST], defs: Dict[str, List[Chained]]) -> bool:
