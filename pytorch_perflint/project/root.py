@@ -135,6 +135,14 @@ class ModuleMap:
             return Target(namespace=folder)
         return None
 
+    def lookup_under(self, base: str, dotted: str) -> Optional[Target]:
+        """The module ``dotted`` below project folder ``base`` (a folder a script put on
+        ``sys.path``): a module or package first, as Python prefers, else a namespace."""
+        parts = dotted.split(".")
+        if not all(part.isidentifier() for part in parts):
+            return None
+        return self._lookup(base, parts, False) or self._lookup(base, parts, True)
+
     def _bases_for(self, importer: str) -> List[str]:
         own = os.path.dirname(os.path.abspath(importer))
         if self._is_package(own):
