@@ -118,7 +118,7 @@ class _Reader:
         if isinstance(node, ast.Name):
             return _FILE if node.id == "__file__" else self.names.get(node.id)
         if isinstance(node, ast.Call) and not node.keywords:
-            name = self.dotted(node.func)
+            name = "str" if isinstance(node.func, ast.Name) and node.func.id == "str" else self.dotted(node.func)
             args = [self.value(a) for a in node.args]
             if name in _OS_PATH or name in _PATH or name == "str":
                 return _function(name.rsplit(".", 1)[-1], args)  # type: ignore[union-attr]
