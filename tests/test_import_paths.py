@@ -148,3 +148,21 @@ def test_an_edited_text_that_changes_the_added_folders_rebuilds_the_graph_in_mem
     assert nets in index.import_graph()[train]
     index.summary(root / "tools/_paths.py", source=PATHS.format(where="../vendor"))
     assert nets not in index.import_graph()[train]
+
+
+def test_an_import_no_project_name_spells_reads_no_helper_module(tmp_path):
+    """``import yaml`` after ``import _paths``: no project module is called ``yaml``, so the
+    answer reads neither ``_paths.py`` (the script's cached result does not depend on it)."""
+    root = _write(
+        tmp_path,
+        {"pyproject.toml": "", "tools/_paths.py": PATHS.format(where="../lib"), "tools/train.py": "import _paths\nimport yaml\nimport nets\n", "lib/nets.py": NETS},
+    )
+    index = ProjectIndex(root)
+    train = str(root / "tools/train.py")
+    records = {r.module: r for r in index.summary(train).imports}
+    with index.recording() as used:
+        assert index.import_target(train, records["yaml"]).external == "yaml"
+    assert str(root / "tools/_paths.py") not in used
+    with index.recording() as used:
+        assert index.import_target(train, records["nets"]).path == str(root / "lib/nets.py")
+    assert str(root / "tools/_paths.py") in used  # the answer depends on the module that adds lib/

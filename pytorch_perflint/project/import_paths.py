@@ -211,8 +211,8 @@ def resolve_through_added(index: "ProjectIndex", path: str, record: ImportRecord
     """The project module an absolute import names through a folder the script added to
     ``sys.path`` (None: none does)."""
     top = record.module.split(".")[0]
-    if top in EXTERNAL_PACKAGES or top in STDLIB_MODULES:
-        return None
+    if top in EXTERNAL_PACKAGES or top in STDLIB_MODULES or not index.modules.names_somewhere(top):
+        return None  # (``import yaml`` reads nothing more)
     for base in added_roots(index, path, record, summary):
         found = index.modules.lookup_under(base, record.module)
         if found is not None:
