@@ -166,3 +166,18 @@ def test_an_import_no_project_name_spells_reads_no_helper_module(tmp_path):
     with index.recording() as used:
         assert index.import_target(train, records["nets"]).path == str(root / "lib/nets.py")
     assert str(root / "tools/_paths.py") in used  # the answer depends on the module that adds lib/
+
+
+def test_a_dotted_import_binds_the_package_found_in_the_added_folder(tmp_path):
+    """``import detect.nets`` binds ``detect``: ``detect.nets.ConvNet`` is the project class."""
+    root = _write(
+        tmp_path,
+        {
+            "pyproject.toml": "",
+            "run/go.py": "import sys\nsys.path.insert(0, '../lib')\nimport detect.nets\n",
+            "lib/detect/__init__.py": "",
+            "lib/detect/nets.py": NETS,
+        },
+    )
+    found = ProjectIndex(root).resolve(root / "run/go.py", "detect.nets.ConvNet")
+    assert found is not None and found.kind == "class" and found.path == str(root / "lib/detect/nets.py")
