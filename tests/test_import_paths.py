@@ -38,6 +38,10 @@ def _added(source: str):
         ("import sys\ndef helper():\n    sys.path.append('lib')\n", []),  # never called at import
         ("import sys\nsys.path.append('{}/python'.format(root))\n", []),
         ("path = []\npath.append('lib')\nimport sys\n", []),  # not sys.path
+        ("import sys\nlib = 'lib'\nfor lib in find():\n    pass\nsys.path.append(lib)\n", []),  # rebound by a loop
+        ("import sys\nlib = 'lib'\nlib += '2'\nsys.path.append(lib)\n", []),
+        ("import sys\nif fast:\n    lib = 'a'\nelse:\n    lib = 'b'\nsys.path.append(lib)\n", []),  # either branch
+        ("import sys, os\nhere = os.path.dirname(__file__)\nhere = os.path.join(here, 'x')\nsys.path.append(here)\n", ["x"]),
     ],
 )
 def test_the_folders_a_module_adds_are_read_only_from_what_is_known(source, folders):

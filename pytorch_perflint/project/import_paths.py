@@ -53,7 +53,8 @@ class _Reader:
         self.helpers: Dict[str, str] = {}  # module-level function -> the parameter it inserts
         self.out: List[Tuple[int, str]] = []
 
-    def statements(self, body: List[ast.stmt]) -> None:
+    def statements(self, body: List[ast.stmt], nested: bool = False) -> None:
+        """``nested``: a branch's body (a name bound differently in two branches is unknown)."""
         for stmt in body:
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
@@ -68,7 +69,8 @@ class _Reader:
                 value = self.value(stmt.value)
                 for target in stmt.targets:
                     if isinstance(target, ast.Name):
-                        self.names[target.id] = value
+                        known = target.id in self.names and self.names[target.id] != value
+                        self.names[target.id] = None if nested and known else value
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inserted = _inserted_parameter(stmt, self)
                 if inserted is not None:
@@ -78,12 +80,16 @@ class _Reader:
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 self.call(stmt.value, stmt.lineno)
             elif isinstance(stmt, (ast.If, ast.Try)):
-                self.statements(stmt.body)
-                self.statements(stmt.orelse)
+                self.statements(stmt.body, True)
+                self.statements(stmt.orelse, True)
                 if isinstance(stmt, ast.Try):
-                    self.statements(stmt.finalbody)
+                    self.statements(stmt.finalbody, True)
             elif isinstance(stmt, ast.With):
-                self.statements(stmt.body)
+                self.statements(stmt.body, nested)
+            else:  # a loop, ``+=``, ``global``...: what it binds is no longer known
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                        self.names[node.id] = None
 
     def dotted(self, node: ast.expr) -> Optional[str]:
         if isinstance(node, ast.Name):
