@@ -297,7 +297,7 @@ class Cache:
         result = self.state_now(root)
         if result[0] is not None and index.graph_state() is None:
             graph, selecting = result[0].graph()
-            index.seed_graph(result[0].files, graph, selecting)
+            index.seed_graph(result[0].files, graph, selecting, result[0].adding())
         return result
 
     def new_run(self) -> None:

@@ -47,7 +47,7 @@ class State:
     that read the graph asks; 31 on the torch package, 10 ms each)."""
 
     files: List[str]
-    modules: Dict[str, List[Any]]  # path -> [sorted edges, selects an accelerator]
+    modules: Dict[str, List[Any]]  # path -> [sorted edges, selects an accelerator, folders it adds to sys.path]
     stats: Dict[str, Optional[List[int]]] = field(default_factory=dict)  # path -> stat key
     _digests: Dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -68,6 +68,10 @@ class State:
         """The import graph and the accelerator modules, as ``ProjectIndex`` holds them."""
         return {p: frozenset(v[0]) for p, v in self.modules.items()}, frozenset(p for p, v in self.modules.items() if v[1])
 
+    def adding(self) -> Dict[str, Tuple[Tuple[int, str], ...]]:
+        """The modules that put folders on ``sys.path``, as ``ProjectIndex`` holds them."""
+        return {p: tuple((a[0], a[1]) for a in v[2]) for p, v in self.modules.items() if v[2]}
+
 
 def _key(key: Optional[StatKey]) -> Optional[List[int]]:
     return list(key) if key is not None else None
@@ -83,7 +87,7 @@ def from_json(data: Any) -> Optional[State]:
     if not isinstance(modules, dict) or not isinstance(stats, dict):
         return None
     for value in modules.values():
-        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], list) and isinstance(value[1], bool)):
+        if not (isinstance(value, list) and len(value) == 3 and isinstance(value[0], list) and isinstance(value[1], bool) and isinstance(value[2], list)):
             return None
         if not all(isinstance(e, str) for e in value[0]):
             return None
@@ -102,7 +106,8 @@ def state_of(index: "ProjectIndex", stats: Optional[Mapping[str, Optional[StatKe
         return None
     graph, selecting = held
     files = sorted(index.files)
-    modules = {p: [sorted(edges), p in selecting] for p, edges in graph.items()}
+    adding = index.adding_paths()
+    modules = {p: [sorted(edges), p in selecting, [list(a) for a in adding.get(p, ())]] for p, edges in graph.items()}
     if stats is None:
         from .project.linted import snapshot
 
@@ -192,5 +197,8 @@ def checked(state: State, index: "ProjectIndex", parsed: Optional[Callable[[str]
         if text is None or key is None:
             return None, False
         summary = summarize(tree, text, ())  # imports and the accelerator need no summarisers
-        updated.modules[path] = [sorted(index.edges_of(path, summary)), summary.accelerator is not None]
+        added = [list(a) for a in summary.added_paths]
+        if added != state.modules[path][2]:
+            return None, False  # other modules' imports may resolve differently now
+        updated.modules[path] = [sorted(index.edges_of(path, summary)), summary.accelerator is not None, added]
     return updated, False

@@ -46,6 +46,7 @@ MET = {
     "arch_from_args",
     "distributed_epochs",
     "steps_elsewhere",
+    "added_import_paths",
 }
 
 Finding = Tuple[str, int, str]  # (file relative to the project, line, code)

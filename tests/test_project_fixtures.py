@@ -78,11 +78,21 @@ def test_a_project_is_well_formed(project):
     assert {code for _, _, code in expected} == selected, "every selected rule is expected somewhere"
 
 
+# Look-alikes whose project-named imports must stay unresolved: the folder they come from is
+# put on sys.path by an unknown expression, or only after the import runs.
+UNRESOLVED = {("added_import_paths", "fit_from_env.py"), ("added_import_paths", "fit_late.py")}
+
+
 @pytest.mark.parametrize("project", PROJECTS, ids=[p.name for p in PROJECTS])
 def test_a_projects_imports_resolve_inside_it(project):
     index = ProjectIndex(project)
     names = {p.stem for p in _files(project)} | {p.name for p in project.rglob("*") if p.is_dir()}
     for path in _files(project):
+        if (project.name, path.name) in UNRESOLVED:
+            assert not any(
+                (t := index.import_target(str(path), r)) is not None and t.in_project for r in index.summary(path).imports if r.module.startswith(("detector", "recurrent_conv"))
+            ), f"{path.name}: an unknown or late path resolved"
+            continue
         for record in index.summary(path).imports:
             target = index.import_target(str(path), record)
             top = record.module.split(".")[0]

@@ -26,6 +26,7 @@ from .accelerator import sharing_modules
 from .details import ALL_TEXTS, TEXTS_NAMING, Details  # noqa: F401 - the recorded marks, exported here
 from .reads import ALL_FILES, TEXT_OF  # noqa: F401 - exported here
 from .recordings import Recordings
+from .import_paths import resolve_through_added
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
 from .sources import MAX_BYTES, RecentTexts, WordReads, collector_paused, read_source
@@ -87,6 +88,8 @@ class ProjectIndex(Recordings, Details):
         self.stored: Optional[Callable[[str, StatKey], Optional[ModuleSummary]]] = None
         # The modules whose summary selects an accelerator, kept with the graph.
         self._selecting: Optional[FrozenSet[str]] = None
+        # The modules that put folders on sys.path (path -> ``added_paths``), kept with the graph.
+        self._adding: Dict[str, Tuple[Tuple[int, str], ...]] = {}
         # ``generation`` moves whenever a summary is replaced (the value engine's memos are
         # stale); ``_graph_generation`` when the graph is dropped (a graph built meanwhile,
         # on another of the language server's threads, is not kept).
@@ -227,7 +230,9 @@ class ProjectIndex(Recordings, Details):
         self.resolution.forget()
         if self._graph is None:
             return
-        if previous is not None and _project_imports(previous) == _project_imports(summary):
+        if previous is not None and previous.added_paths != summary.added_paths:
+            same_edges = False  # other modules' imports may resolve differently
+        elif previous is not None and _project_imports(previous) == _project_imports(summary):
             same_edges = True
         else:
             same_edges = path in self._graph and self._edges(path, summary) == self._graph[path]
@@ -260,12 +265,15 @@ class ProjectIndex(Recordings, Details):
         return kept[0] if kept is not None else self._recent.read(path, self.max_bytes)
 
     # -- imports -------------------------------------------------------------------------------
-    def import_target(self, path: str, record: ImportRecord) -> Optional[Target]:
+    def import_target(self, path: str, record: ImportRecord, summary: Optional[ModuleSummary] = None) -> Optional[Target]:
         """The module an import record names, seen from ``path`` (None: a relative import
-        above the project root)."""
+        above the project root); ``summary``: ``path``'s, when not the index's."""
         if record.level:
             return self.modules.resolve_relative(record.level, record.module, path)
-        return self.modules.resolve_absolute(record.module, path)
+        target = self.modules.resolve_absolute(record.module, path)
+        if target.external is not None:  # a folder the script put on sys.path?
+            return resolve_through_added(self, os.path.abspath(path), record, summary) or target
+        return target
 
     def imported_modules(self, path: Union[str, Path]) -> FrozenSet[str]:
         """The project module files ``path`` imports, at any scope (``from pkg import mod``
@@ -279,7 +287,7 @@ class ProjectIndex(Recordings, Details):
         """``imported_modules`` of ``path`` when its summary is ``summary``."""
         out: Set[str] = set()
         for record in summary.imports:
-            target = self.import_target(path, record)
+            target = self.import_target(path, record, summary)
             if target is None or not target.in_project:
                 continue
             if target.path is not None:
@@ -309,8 +317,9 @@ class ProjectIndex(Recordings, Details):
                 with collector_paused():
                     graph = {path: self.imported_modules(path) for path in sorted(self.module_paths())}
                     selecting = frozenset(p for p in graph if self.summary(p).accelerator is not None)
+                    adding = {p: self.summary(p).added_paths for p in graph if self.summary(p).added_paths}
                 if generation == self._graph_generation:
-                    self._graph, self._selecting = graph, selecting
+                    self._graph, self._selecting, self._adding = graph, selecting, adding
             return graph, selecting
 
     def graph_state(self) -> Optional[Tuple[Mapping[str, FrozenSet[str]], FrozenSet[str]]]:
@@ -319,6 +328,11 @@ class ProjectIndex(Recordings, Details):
         if self._graph is None or self._selecting is None:
             return None
         return self._graph, self._selecting
+
+    def adding_paths(self) -> Dict[str, Tuple[Tuple[int, str], ...]]:
+        """The graph's modules that put folders on ``sys.path`` (a cache keeps them: an edit
+        of one changes other modules' edges)."""
+        return dict(self._adding)
 
     def seed_files(self, files: Iterable[str]) -> None:
         """Take the project's files from a cache that checked them (no walk of the tree)."""
@@ -330,7 +344,9 @@ class ProjectIndex(Recordings, Details):
         """The project modules ``path`` imports when its summary is ``summary``."""
         return self._edges(os.path.abspath(path), summary)
 
-    def seed_graph(self, files: Iterable[str], graph: Mapping[str, FrozenSet[str]], selecting: Iterable[str]) -> None:
+    def seed_graph(
+        self, files: Iterable[str], graph: Mapping[str, FrozenSet[str]], selecting: Iterable[str], adding: Optional[Mapping[str, Tuple[Tuple[int, str], ...]]] = None
+    ) -> None:
         """Take the project's files, import graph and accelerator modules from a cache that
         checked them against the files on disk: no module is read to answer a graph question.
         The module map of the same files is kept (tens of ms to build on the torch package)."""
@@ -339,6 +355,7 @@ class ProjectIndex(Recordings, Details):
             self._files, self._modules = files, None
         self._graph = dict(graph)
         self._selecting = frozenset(selecting)
+        self._adding = dict(adding or {})
         self._sharing = None
 
     def importers(self, path: Union[str, Path]) -> FrozenSet[str]:

@@ -13,6 +13,7 @@ standard library (an ``import`` of that name may be the library).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
@@ -168,7 +169,8 @@ class Resolution(CallerArguments):
                 target = self.index.import_target(path, record)
                 return None if target is None else _module_definition(target, record.module)
             top = record.module.split(".")[0]  # import a.b: binds a
-            return _module_definition(modules.resolve_absolute(top, path), top)
+            target = self.index.import_target(path, dataclasses.replace(record, module=top)) or modules.resolve_absolute(top, path)
+            return _module_definition(target, top)
         target = self.index.import_target(path, record)
         if target is None:
             return None

@@ -95,6 +95,7 @@ class ModuleMap:
         self.source_roots: Tuple[str, ...] = tuple(roots)  # deepest first
         self._cache: Dict[Tuple[str, str], Target] = {}
         self._nested: Dict[str, Optional[str]] = {}  # folder -> nested project root above it
+        self._names: Optional[FrozenSet[str]] = None  # every module's and folder's own name
 
     # -- names of files ---------------------------------------------------------------------
     def _is_package(self, folder: str) -> bool:
@@ -134,6 +135,22 @@ class ModuleMap:
         if namespaces and folder in self.folders:
             return Target(namespace=folder)
         return None
+
+    def names_somewhere(self, name: str) -> bool:
+        """Whether some project module or folder is called ``name`` (below any folder):
+        an import of any other top-level name is never a project module."""
+        if self._names is None:
+            stems = {os.path.splitext(os.path.basename(f))[0] for f in self.files}
+            self._names = frozenset(stems | {os.path.basename(f) for f in self.folders})
+        return name in self._names
+
+    def lookup_under(self, base: str, dotted: str) -> Optional[Target]:
+        """The module ``dotted`` below project folder ``base`` (a folder a script put on
+        ``sys.path``): a module or package first, as Python prefers, else a namespace."""
+        parts = dotted.split(".")
+        if not all(part.isidentifier() for part in parts):
+            return None
+        return self._lookup(base, parts, False) or self._lookup(base, parts, True)
 
     def _bases_for(self, importer: str) -> List[str]:
         own = os.path.dirname(os.path.abspath(importer))

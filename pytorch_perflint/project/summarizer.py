@@ -22,6 +22,7 @@ from .codec import to_json
 from .forms import FormBuilder, dotted, qualify
 from .scan import line_text, lines_with, nodes_on_lines, spans_line
 from .statements import ScopeNames, alias_target, import_records, read_scope
+from .import_paths import added_paths
 from .summary import ClassSummary, FunctionSummary, ImportRecord, ModuleSummary, Param, StepCall, failed
 
 Summarizer = Callable[[ast.Module, str], Any]
@@ -118,6 +119,7 @@ def summarize(
         aliases=tuple(sorted(aliases.items())),
         accelerator=selects_accelerator(tree, text, _all_aliases(imports, aliases)),
         extras=_extras(tree, source, registered_summarizers() if summarizers is None else summarizers),
+        added_paths=added_paths(tree, source),
     )
 
 

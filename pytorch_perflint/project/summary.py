@@ -203,6 +203,8 @@ class ModuleSummary:
     aliases: Tuple[Tuple[str, str], ...] = ()
     accelerator: Optional[Evidence] = None
     extras: Tuple[Tuple[str, Any], ...] = ()
+    # Folders its top-level code puts on ``sys.path``: (line, folder relative to its own).
+    added_paths: Tuple[Tuple[int, str], ...] = ()
 
     def function(self, name: str) -> Optional[FunctionSummary]:
         return next((f for f in self.functions if f.name == name), None)
