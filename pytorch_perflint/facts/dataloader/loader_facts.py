@@ -87,7 +87,7 @@ def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None
             loops = source.epoch_loops
             if loops:
                 facts.reiterated.add(id(source.site.call))
-                facts.passes.setdefault(id(source.site.call), []).append((path, loops))
+                facts.passes.setdefault(id(source.site.call), []).append((path, loops, source.creators))
 
 
 def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:
