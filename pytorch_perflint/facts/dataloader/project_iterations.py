@@ -21,6 +21,7 @@ from ...project.forms import dotted
 from ...project.summarizer import parse_tree
 from .global_walks import walked_through_free_name
 from .endless_walks import walks_endlessly
+from .trainer_classes import walks_every_epoch
 from .caller_scopes import caller_scopes, mentions as _mentions, scope_body as _scope_body
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -139,13 +140,26 @@ class _Walker:
 
     def walks_every_epoch(self, node: ast.AST, names: Sequence[str]) -> bool:
         """``train(model, name, ...)`` called once, where ``train`` walks that parameter in
-        a loop inside another loop of its own (the epoch loop is the callee's)."""
+        a loop inside another loop of its own (the epoch loop is the callee's); or
+        ``Trainer(name, ...)``, a project class that keeps it and walks it every epoch in a
+        method (``trainer_classes``)."""
         if type(node) is not ast.Call or any(type(a) is ast.Starred for a in node.args):  # type: ignore[attr-defined]
             return False
-        return any(
+        if any(
             type(arg) is ast.Name and arg.id in names and self._walks_parameter(node, position, nested=True)  # type: ignore[attr-defined]
             for position, arg in enumerate(node.args)  # type: ignore[attr-defined]
-        )
+        ):
+            return True
+        handed = [(None, p) for p, a in enumerate(node.args) if type(a) is ast.Name and a.id in names]  # type: ignore[attr-defined]
+        handed += [(k.arg, None) for k in node.keywords if k.arg is not None and type(k.value) is ast.Name and k.value.id in names]  # type: ignore[attr-defined]
+        callee = dotted(node.func) if handed else None  # type: ignore[attr-defined]
+        found = self.index.resolve(self.path, callee) if callee else None
+        if found is None or found.kind != "class" or found.path is None or any(k.arg is None for k in node.keywords):  # type: ignore[attr-defined]
+            return False
+        text = self.index.text(found.path)
+        if text is None or (self.unless_text is not None and self.unless_text in text):
+            return False
+        return any(walks_every_epoch(self.index, found, keyword, position, self.unless_name) for keyword, position in handed)
 
     def _walks_parameter(self, call: ast.Call, position: int, nested: bool = False) -> bool:
         callee = dotted(call.func)
