@@ -14,7 +14,7 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.dataloader.loader_args import Path
 from ...facts.dataloader.loader_facts import loader_facts, walked_every_epoch_elsewhere
-from ...facts.dataloader.project_iterations import packed_sampler_walked_every_epoch
+from ...facts.dataloader.packed_samplers import packed_sampler_walked_every_epoch
 from ...facts.dataloader.sampler_callers import sampler_walked_every_epoch
 from ...facts.dataloader.loader_sites import LoaderSite, _method_class
 from ...facts.dataloader.sampler_facts import (
