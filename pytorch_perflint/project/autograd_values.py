@@ -69,6 +69,11 @@ _LOSS_MODULE = re.compile(r"(?:Loss|Criterion)$")
 _LETS_GO = frozenset({"item", "detach", "tolist", "numpy", "cpu", "data"})
 
 
+def named_loss(name: str) -> bool:
+    """A project class named like a loss (``DiceLoss``, ``ContrastiveCriterion``)."""
+    return _LOSS_MODULE.search(name) is not None
+
+
 def loss_module(name: str, forward: Optional[ast.AST], found: Kind) -> Kind:
     """Calling a project ``nn.Module`` named like a loss (``class DiceLoss(nn.Module)``)
     gives its graph, as an ``nn.*Loss`` does, when the engine cannot tell what its

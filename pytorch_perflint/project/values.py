@@ -275,7 +275,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
                 callee = self._ref(func, where, depth + 1)
                 if type(callee) is ProjectCallable or type(callee) is OneOf or type(present(callee)) is Module:  # each candidate's; `self.criterion(out, y)`
                     return self._call_kind(callee, depth, form, where)
-                if type(held := present(callee)) is Instance and self.index.is_nn_module(held.klass):  # type: ignore[union-attr]
+                if type(held := present(callee)) is Instance and autograd.named_loss(held.klass.name) and self.index.is_nn_module(held.klass):  # type: ignore[union-attr]
                     if type(found := self._call_kind(held, depth, form, where)) is GraphTensor:
                         return found  # `self.dice(pred, y)`, a project loss module kept in an attribute
                 receiver = self._ref(Ref(head), where, depth + 1)
@@ -341,7 +341,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
                 return self._dispatch(callee, "__call__", depth)
             if self.index.is_nn_module(callee.klass):  # type: ignore[union-attr]
                 found = self._dispatch(callee, "forward", depth)
-                return autograd.loss_module(callee.klass.name, self._forward_node(callee.klass), found) if type(found) is Unknown else found
+                return autograd.loss_module(callee.klass.name, self._forward_node(callee.klass), found) if type(found) is Unknown and autograd.named_loss(callee.klass.name) else found
             return UNKNOWN
         return autograd.called(callee) or UNKNOWN  # a loss module's result
 
