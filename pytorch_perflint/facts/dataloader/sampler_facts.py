@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from ...analysis.calls import argument
-from ...analysis.walk import own_returns
+from ...analysis.walk import own_returns, child_nodes
 from ...analysis.scope import Scope, dotted_name
 from ...context import FileContext
 from .iterable_wrappers import walked_argument
@@ -145,7 +145,7 @@ def ancestors_of(root: cst.CSTNode, target: cst.CSTNode) -> Optional[Path]:
         if node is target:
             return path
         if isinstance(node, _STATEMENT_NODES):
-            stack.extend((child, path + (node,)) for child in node.children)
+            stack.extend((child, path + (node,)) for child in child_nodes(node))
     return None
 
 
@@ -177,7 +177,7 @@ def calls_in(root: cst.CSTNode):
             yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
             continue
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
 
 
 _STATEMENT_NODES = (cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally)
@@ -192,7 +192,7 @@ def defs_by_name(context: FileContext) -> Dict[str, List[cst.FunctionDef]]:
         if isinstance(node, cst.FunctionDef):
             found.setdefault(node.name.value, []).append(node)
         if isinstance(node, _STATEMENT_NODES):
-            stack.extend(node.children)
+            stack.extend(child_nodes(node))
     return found
 
 
@@ -321,7 +321,7 @@ def helper_calls(context: FileContext, function: cst.FunctionDef) -> List[cst.Ca
             found.append(node)
         if isinstance(node, (cst.FunctionDef, cst.Lambda)) and node is not function and _shadows(node, name):
             continue
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return found
 
 

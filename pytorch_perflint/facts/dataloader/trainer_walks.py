@@ -27,6 +27,8 @@ from typing import Iterator, List, Optional, Tuple
 
 import libcst as cst
 
+from ...analysis.walk import child_nodes
+
 from ...analysis.scope import dotted_name
 from ...context import FileContext
 from .loader_args import _LOOPS, _SCOPES, Path
@@ -81,7 +83,7 @@ def _own_cst(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(c for c in node.children if not isinstance(c, _SCOPES))
+        stack.extend(c for c in child_nodes(node) if not isinstance(c, _SCOPES))
 
 
 def _handed(scope: cst.CSTNode, name: str) -> Iterator[Tuple[cst.Call, Optional[str], Optional[int]]]:
@@ -98,4 +100,4 @@ def _handed(scope: cst.CSTNode, name: str) -> Iterator[Tuple[cst.Call, Optional[
                     yield node, (arg.keyword.value if arg.keyword is not None else None), (None if arg.keyword is not None else position)
                 if arg.keyword is None:
                     position += 1
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
