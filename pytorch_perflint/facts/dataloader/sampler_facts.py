@@ -17,6 +17,7 @@ from .iterable_wrappers import walked_argument
 from .loader_args import _TQDM, Path
 from .loader_facts import loader_facts
 from .loader_sites import LoaderSite, _method_class
+from ..training.reaching import binds
 from ...project.reads import spells
 
 # An evaluation pass, whose order does not matter: a function that says so, or a pass
@@ -326,8 +327,13 @@ def helper_calls(context: FileContext, function: cst.FunctionDef) -> List[cst.Ca
 
 
 def _shadows(function: cst.CSTNode, name: str) -> bool:
-    """``function``'s parameters or body bind ``name`` (by text: conservative)."""
-    return re.search(rf"\b{re.escape(name)}\b\s*(=[^=]|,|:|\))|def {re.escape(name)}\b|as {re.escape(name)}\b", cst.Module([]).code_for_node(function)) is not None
+    """``function`` binds ``name`` itself: a parameter, or a statement of its body (an
+    assignment, a loop target, an import ``as`` it, a nested ``def``)."""
+    params = function.params  # type: ignore[attr-defined]
+    every = (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg)
+    if any(isinstance(p, cst.Param) and p.name.value == name for p in every):
+        return True
+    return binds(function.body, name)  # type: ignore[attr-defined]
 
 def shuffled_by_callers(context: FileContext, arg: Optional[cst.Arg], ancestors: Path) -> bool:
     """``shuffle=shuffle``, a parameter of the module-level helper the call stands in,
