@@ -21,7 +21,7 @@ import re
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from .forms import Call, Form, Lit, Ref, dotted, qualify
-from .kinds import DeviceTensor, GraphTensor, HostTensor, Kind, Module, Number
+from .kinds import DeviceTensor, GraphTensor, HostTensor, Kind, Module, Number, Unknown
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
@@ -61,6 +61,64 @@ def call(qualname: str) -> Optional[Kind]:
 def called(callee: Kind) -> Optional[Kind]:
     """What calling a module gives, when it is a loss module (None: not known here)."""
     return GraphTensor() if type(callee) is Module and callee.loss else None
+
+
+# A project module named for what it computes: `DiceLoss`, `WeightedBCELoss`, `ContrastiveCriterion`.
+_LOSS_MODULE = re.compile(r"(?:Loss|Criterion)$")
+# What hands back a number or a tensor without its graph: `x.item()`, `x.detach()`, `float(x)`.
+_LETS_GO = frozenset({"item", "detach", "tolist", "numpy", "cpu", "data"})
+
+
+def named_loss(name: str) -> bool:
+    """A project class named like a loss (``DiceLoss``, ``ContrastiveCriterion``)."""
+    return _LOSS_MODULE.search(name) is not None
+
+
+def loss_module(name: str, forward: Optional[ast.AST], found: Kind) -> Kind:
+    """Calling a project ``nn.Module`` named like a loss (``class DiceLoss(nn.Module)``)
+    gives its graph, as an ``nn.*Loss`` does, when the engine cannot tell what its
+    ``forward`` returns from its own code (arithmetic on the tensors it is handed): every
+    ``return`` of the ``forward`` is one expression (not a tuple, a dict or a constant)
+    that does not let the graph go last (``.item()``, ``.detach()``, ``float(...)``, also
+    through the names it returns: ``loss = d.mean().item(); return loss``). Else
+    ``found``, what the engine read."""
+    if type(found) is not Unknown or not _LOSS_MODULE.search(name) or not isinstance(forward, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return found
+    nodes = list(ast.walk(forward))
+    returns = [n for n in nodes if isinstance(n, ast.Return)]
+    if not returns or any(r.value is None or isinstance(r.value, (ast.Tuple, ast.Dict, ast.List, ast.Constant)) for r in returns):
+        return found
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.FunctionDef, ast.Lambda)) and n is not forward for n in nodes):
+        return found
+    bound: dict = {}
+    for n in nodes:
+        if isinstance(n, ast.Assign):
+            for target in n.targets:
+                bound.setdefault(target.id if isinstance(target, ast.Name) else "", []).append(n.value)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name):
+            bound.setdefault(n.target.id, []).append(n.value)
+    if any(_lets_go(r.value, bound, 0) for r in returns):  # type: ignore[arg-type]
+        return found
+    return GraphTensor()
+
+
+def _lets_go(expr: Optional[ast.AST], bound: Mapping[str, list], depth: int) -> bool:
+    """The value of ``expr`` is last made by something that drops the graph (or cannot be
+    told: too deep, a name bound some other way)."""
+    if expr is None or depth > 8:
+        return True
+    if isinstance(expr, ast.Name):
+        values = bound.get(expr.id)
+        return values is not None and any(_lets_go(v, bound, depth + 1) for v in values)
+    if isinstance(expr, ast.Attribute) and expr.attr in _LETS_GO:
+        return True
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Name) and func.id in ("float", "int", "bool"):
+            return True
+        if isinstance(func, ast.Attribute):
+            return func.attr in _LETS_GO or (func.attr in KEEPS_GRAPH and _lets_go(func.value, bound, depth + 1))
+    return False
 
 
 def method(receiver: Kind, name: str) -> Optional[Kind]:

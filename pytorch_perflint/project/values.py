@@ -275,6 +275,9 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
                 callee = self._ref(func, where, depth + 1)
                 if type(callee) is ProjectCallable or type(callee) is OneOf or type(present(callee)) is Module:  # each candidate's; `self.criterion(out, y)`
                     return self._call_kind(callee, depth, form, where)
+                if type(held := present(callee)) is Instance and autograd.named_loss(held.klass.name) and self.index.is_nn_module(held.klass):  # type: ignore[union-attr]
+                    if type(found := self._call_kind(held, depth, form, where)) is GraphTensor:
+                        return found  # `self.dice(pred, y)`, a project loss module kept in an attribute
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
             local = self._local_def(func.name, where)  # a function defined in the caller's
@@ -337,7 +340,8 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
             if self._method_of(callee.klass, "__call__") is not None:
                 return self._dispatch(callee, "__call__", depth)
             if self.index.is_nn_module(callee.klass):  # type: ignore[union-attr]
-                return self._dispatch(callee, "forward", depth)
+                found = self._dispatch(callee, "forward", depth)
+                return autograd.loss_module(callee.klass.name, self._forward_node(callee.klass), found) if type(found) is Unknown and autograd.named_loss(callee.klass.name) else found
             return UNKNOWN
         evaluate = None if where is None else (lambda arg: self._eval(arg, where, depth + 1))
         return autograd.called(callee) or devices.called(callee, form, evaluate) or UNKNOWN  # a loss module's result; a model's output on the accelerator
@@ -381,6 +385,12 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
         scope = self.scope_of(definition)
         body = getattr(scope.node, "body", None) if scope is not None else None
         return bool(body) and not scope.returns and not scope.generator and type(body[-1]) is ast.Raise  # type: ignore[union-attr,index]
+
+    def _forward_node(self, klass: Definition) -> Optional[ast.AST]:
+        """The ``forward`` a project module runs, read from its module's text."""
+        found = self._method_of(klass, "forward")
+        text = self.index.text(found.path) if found is not None and found.path is not None and found.function is not None else None  # type: ignore[union-attr]
+        return locate(text, found.function.line, found.function.end_line, "forward", False) if text is not None else None  # type: ignore[union-attr]
 
     def _method_of(self, klass: Definition, name: str, seen: Tuple = ()) -> Optional[Definition]:
         """The method ``name`` of a project class, or of its project bases (in order)."""

@@ -6,13 +6,18 @@ class) and its ``__iter__`` walks it (``for b in self.source: yield ...``, ``yie
 self.source``, ``return iter(self.source)``): every pass over the wrapper is a pass over
 the loader, so a wrapper walked every epoch restarts the loader's workers every epoch. A
 class that walks its source once (``self.it = iter(source)`` in ``__init__``, ``__iter__``
-returning ``self``) is not one. The class's module is read with ``ast`` through the index
-(the finding depends on it).
+returning ``self``) is not one. An ``__iter__`` that starts its pass with ``it =
+iter(self.source)`` and steps it with ``next`` walks it too. A class whose ``__iter__``
+starts a new pass inside a ``while True:`` (``except StopIteration: self.it =
+iter(self.source)``) walks its source endlessly: each round of that loop is an epoch of
+the loop that walks the wrapper (``Walked.endless``). The class's module is read with
+``ast`` through the index (the finding depends on it).
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import libcst as cst
@@ -24,7 +29,16 @@ from ...project.call_values import own_path
 from .project_iterations import _PASS_THROUGH
 
 
-def walked_argument(context: FileContext, call: cst.Call) -> Optional[cst.Arg]:
+@dataclass(frozen=True)
+class Walked:
+    """The argument a project iterable walks, and whether one pass over the object walks
+    it again and again (an endless ``__iter__``)."""
+
+    arg: cst.Arg
+    endless: bool
+
+
+def walked_argument(context: FileContext, call: cst.Call) -> Optional[Walked]:
     """The argument of ``call`` (a project class built) that each pass over the object
     walks again, None when there is none or it cannot be told."""
     index = context.project
@@ -37,15 +51,16 @@ def walked_argument(context: FileContext, call: cst.Call) -> Optional[cst.Arg]:
     found = _walked_parameter(index, klass)
     if found is None:
         return None
-    name, position = found
+    name, position, endless = found
     positional = [a for a in call.args if a.keyword is None]
     keyword = next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-    return keyword if keyword is not None else positional[position] if position < len(positional) else None
+    arg = keyword if keyword is not None else positional[position] if position < len(positional) else None
+    return Walked(arg, endless) if arg is not None else None
 
 
-def _walked_parameter(index, klass) -> Optional[Tuple[str, int]]:
-    """(name, position after ``self``) of the ``__init__`` parameter kept in an attribute
-    that ``__iter__`` walks."""
+def _walked_parameter(index, klass) -> Optional[Tuple[str, int, bool]]:
+    """(name, position after ``self``, endless) of the ``__init__`` parameter kept in an
+    attribute that ``__iter__`` walks."""
     summary = klass.klass
     init, iterate = summary.method("__init__"), summary.method("__iter__")
     text = index.text(klass.path)
@@ -67,8 +82,10 @@ def _walked_parameter(index, klass) -> Optional[Tuple[str, int]]:
         attr = target.attr  # type: ignore[union-attr]
         if _assignments(class_node, attr) != 1 or _rebinds(init_node, value.id):  # type: ignore[union-attr]
             continue
-        if _walks_attribute(iter_node, attr):
-            return value.id, params.index(value.id) - 1  # type: ignore[union-attr]
+        if _walks_attribute(iter_node.body, attr):
+            # a class that sets a sampler's epoch itself (`set_epoch` in its code) counts its epochs
+            endless = _restarts(iter_node, attr) and "set_epoch" not in ast.get_source_segment(text, class_node)  # type: ignore[operator]
+            return value.id, params.index(value.id) - 1, endless  # type: ignore[union-attr]
     return None
 
 
@@ -85,11 +102,25 @@ def _rebinds(function: ast.FunctionDef, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(function))
 
 
-def _walks_attribute(function: ast.FunctionDef, attr: str) -> bool:
-    """The method's own code starts a pass over ``self.<attr>``: a ``for`` over it (through
-    ``enumerate``/``iter``/``tqdm``), ``yield from`` it, or ``return iter(...)`` of it."""
+def _restarts(function: ast.FunctionDef, attr: str) -> bool:
+    """``__iter__`` starts a new pass over ``self.<attr>`` inside a ``while True:`` (of its
+    own, not under a ``break`` or ``return``): it never ends, walking the source again and
+    again."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value in (True, 1):
+            if any(isinstance(n, (ast.Break, ast.Return)) for n in ast.walk(node)):
+                continue
+            if _walks_attribute(node.body, attr):
+                return True
+    return False
+
+
+def _walks_attribute(body, attr: str) -> bool:
+    """The code starts a pass over ``self.<attr>``: a ``for`` over it (through
+    ``enumerate``/``iter``/``tqdm``), ``yield from`` it, ``return iter(...)`` of it, or
+    ``iter(...)`` of it bound to a name or an attribute (stepped with ``next``)."""
     target = f"self.{attr}"
-    stack = list(function.body)
+    stack = list(body)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -98,10 +129,14 @@ def _walks_attribute(function: ast.FunctionDef, attr: str) -> bool:
             return True
         if isinstance(node, ast.YieldFrom) and _walked(node.value) == target:
             return True
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == "iter" and _walked(node.value) == target:
+        if isinstance(node, (ast.Return, ast.Assign)) and _is_iter_of(node.value, target):
             return True
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _is_iter_of(value: Optional[ast.AST], target: str) -> bool:
+    return isinstance(value, ast.Call) and ast.unparse(value.func) == "iter" and _walked(value) == target
 
 
 def _walked(expr: ast.AST) -> str:

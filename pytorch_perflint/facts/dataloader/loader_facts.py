@@ -88,7 +88,7 @@ def _find_reiterated(resolver: LoaderSourceResolver, facts: LoaderFacts) -> None
             if loops:
                 facts.reiterated.add(id(source.site.call))
                 if not source.prepared:  # TPF105's passes: Accelerate sets a prepared loader's epoch
-                    facts.passes.setdefault(id(source.site.call), []).append((path, loops))
+                    facts.passes.setdefault(id(source.site.call), []).append((path, loops, source.creators))
 
 
 def _find_reiterated_elsewhere(context: FileContext, resolver: LoaderSourceResolver, facts: LoaderFacts) -> None:

@@ -72,8 +72,9 @@ class LoaderFacts:
     sites: Dict[int, LoaderSite] = field(default_factory=dict)
     reiterated: Set[int] = field(default_factory=set)
     # id(DataLoader call) -> each pass over it in an epoch loop of this module: the
-    # iterating node's ancestors (the node last) and the epoch loops around it (TPF105).
-    passes: Dict[int, List[Tuple[Path, Tuple[cst.CSTNode, ...]]]] = field(default_factory=dict)
+    # iterating node's ancestors (the node last), the epoch loops around it and the
+    # ancestors of the calls that returned it, each ending with the call (TPF105).
+    passes: Dict[int, List[Tuple[Path, Tuple[cst.CSTNode, ...], Tuple[Path, ...]]]] = field(default_factory=dict)
     # The resolver the facts were found with (a LoaderSourceResolver), for later questions.
     resolver: Optional[object] = None
 

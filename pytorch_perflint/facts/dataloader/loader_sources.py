@@ -10,6 +10,7 @@ import libcst as cst
 from ...analysis.scope import Scope, dotted_name, target_names
 from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
+from ..training.reaching import reaching_binding
 from .iterable_wrappers import walked_argument
 from .prepared_loaders import prepared_binding
 from .loader_args import _TQDM, Path
@@ -52,7 +53,12 @@ class LoaderSourceResolver:
                 return self.union([(arg.value, path + (expr, arg)) for arg in zipped], depth)
             wrapped = walked_argument(self.context, expr) if self.context.project is not None else None
             if wrapped is not None:  # `Staging(loader, device)`: a project iterable that walks it on each pass
-                return self.resolve(wrapped.value, path + (expr, wrapped), depth + 1)
+                inner = self.resolve(wrapped.arg.value, path + (expr, wrapped.arg), depth + 1)
+                walker = _walking_loop(path, expr) if wrapped.endless else None
+                if walker is None:
+                    return inner
+                # `for b in Forever(loader)`: each round of the wrapper's endless loop is an epoch of this loop
+                return Resolution(tuple(s.through((walker,)) for s in inner.sources), inner.complete)
             return self.returned(expr, path, loops, depth)
         if isinstance(expr, cst.Name):
             return self.name(expr, path, loops, depth)
@@ -207,6 +213,10 @@ class LoaderSourceResolver:
             inner = self.resolve(rewrapped[0], rewrapped[1], depth + 1)
             inner = Resolution(tuple(replace(s, prepared=True) for s in inner.sources), inner.complete)
             return self._with_caller_loops(inner, path, loops)
+        rebound = self.rebound(expr, scope, path)
+        if rebound is not None:  # `loader = Staged(loader)` after `loader = make_loader()`
+            value, value_path = rebound
+            return self._with_caller_loops(self.resolve(value, value_path, depth + 1), path, loops)
         branches = self.branch_values(expr.value, scope)
         if branches is not None:
             return self._with_caller_loops(self.union(branches, depth), path, loops)
@@ -222,6 +232,24 @@ class LoaderSourceResolver:
         if values != [None] and not _reads_before_rebinding(values, path, loops):
             return _NOTHING  # rebound somewhere in the function, or not a parameter
         return self.parameter(function, expr.value, loops, depth)
+
+    def rebound(self, expr: cst.Name, scope: Scope, path: Path) -> Optional[Tuple[cst.BaseExpression, Path]]:
+        """A function's local bound more than once in plain statements, where one ``name =
+        value`` reaches the read (``reaching``): ``loader = make_loader(ds)`` then ``loader =
+        Staged(loader, device)``, each binding read by the next. Not a name changed in
+        place, declared global, or bound in a loop or ``try`` the read leaves."""
+        function = _enclosing_function(path)
+        name = expr.value
+        values = scope.bindings.get(name)
+        if function is None or scope.node is not function or not values or len(values) < 2 or None in values:
+            return None
+        if name in scope.imports or name in scope.declared_outer or name in scope.changed_itself:
+            return None
+        found = reaching_binding(function, path + (expr,), name)
+        if found is None:
+            return None
+        value_path = self.recorded.value_paths.get(id(found[0]))
+        return (found[0], value_path) if value_path is not None else None
 
     def progress_bar(self, name: str, scope: Scope, path: Path) -> Optional[cst.Call]:
         """``bar = tqdm(loader)`` (or ``with tqdm(loader) as bar``) bound once in its scope, whose ``bar.update()`` /
@@ -350,7 +378,7 @@ class LoaderSourceResolver:
                 continue
             inner = self.resolve(value, value_path, depth + 1)
             complete = complete and inner.complete
-            sources.extend(s.through(loops, creator=path) for s in inner.sources)
+            sources.extend(s.through(loops, creator=path + (call,)) for s in inner.sources)
         return Resolution(tuple(sources), complete)
 
     def self_attribute(self, expr: cst.Attribute, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:
@@ -416,6 +444,19 @@ def _reads_before_rebinding(values: Optional[List[Optional[cst.BaseExpression]]]
         return False
     value = next(v for v in values if v is not None)
     return any(node is value for node in path)
+
+
+def _walking_loop(path: Path, expr: cst.BaseExpression) -> Optional[cst.CSTNode]:
+    """The ``for`` whose header walks ``expr`` (directly or through ``enumerate``/``tqdm``
+    calls on the way), None when something else walks it."""
+    child: cst.CSTNode = expr
+    for node in reversed(path):
+        if isinstance(node, (cst.For, cst.CompFor)):
+            return node if node.iter is child else None
+        if not isinstance(node, (cst.Call, cst.Arg)):
+            return None
+        child = node
+    return None
 
 
 def _element(value: cst.BaseExpression, index: int, path: Path) -> Tuple[Optional[cst.BaseExpression], Path]:

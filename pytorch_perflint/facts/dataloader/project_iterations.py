@@ -21,6 +21,7 @@ from ...project.forms import dotted
 from ...project.summarizer import parse_tree
 from .global_walks import walked_through_free_name
 from .endless_walks import walks_endlessly
+from .trainer_classes import walks_every_epoch
 from .caller_scopes import caller_scopes, mentions as _mentions, scope_body as _scope_body
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -36,13 +37,19 @@ def iterated_every_epoch(
     element: Optional[int],
     unless_text: Optional[str] = None,
     unless_name: Optional["re.Pattern[str]"] = None,
+    origin: Optional[str] = None,
+    depth: int = 0,
 ) -> bool:
     """Some caller of module-level function ``helper`` (of module ``path``) in another
     module walks the loader it returns (element ``element`` of a returned tuple) inside an
     outer loop. A caller whose module, or a project module it imports, contains
     ``unless_text`` (TPF105: ``set_epoch``), or that binds the loader to a name
-    ``unless_name`` matches (``val_loader``), does not count."""
+    ``unless_name`` matches (``val_loader``), does not count. A module-level caller that
+    only hands the loader on (binds it once and returns it, ``loader, _ = make(...)``;
+    ``return loader``) is followed to its own callers, two such steps at most (any module
+    but the loader's own, ``origin``)."""
     path = os.path.abspath(path)
+    origin = origin or path
     found = index.resolve(path, helper)
     if found is None or found.kind != "function" or found.path != path:
         return False
@@ -51,7 +58,7 @@ def iterated_every_epoch(
         return False
     for caller_path, site in callers:
         # `**config` in the call does not change which loader the helper returns
-        if caller_path == path or site.star or (site.in_loop and unless_name is not None):
+        if caller_path == origin or site.star or (site.in_loop and unless_name is not None):
             continue
         text = index.text(caller_path)
         if unless_text is not None and (text is None or _mentions(index, caller_path, text, unless_text)):
@@ -65,7 +72,38 @@ def iterated_every_epoch(
             return True  # TPF103: `train(model, loader, epochs)` restarts its workers every epoch of its own
         if body is not None and unless_name is not None and _handed_to_epoch_loop(body, site.line, site.callee, element, unless_name, walker):
             return True  # TPF105: `train(model, loader, epochs)` walks it in its own epoch loop
+        handed_on = _forwarded(body, site.line, site.callee, element) if body is not None and not site.in_loop and depth < 2 and site.caller and "." not in site.caller else False
+        if handed_on is not False and iterated_every_epoch(index, caller_path, site.caller, handed_on, unless_text, unless_name, origin, depth + 1):  # type: ignore[arg-type]
+            return True
     return False
+
+
+def _forwarded(body: Sequence[ast.stmt], line: int, callee: str, element: Optional[int]):
+    """Where the scope returns the loader the call at ``line`` gave it: None (the whole
+    value), a tuple position, or False when it does not simply hand it on (bound more than
+    once on the same path, in a loop, or returned in different places)."""
+    assign = _assignment(body, line, callee)
+    name = _bound_name(assign.targets[0], element) if assign is not None else None
+    if assign is None or name is None or _holds_in_loop(body, assign):
+        return False
+    nodes = list(_own_nodes(body))
+    stores = [n for n in nodes if type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load]
+    binders = [n for n in nodes if type(n) is ast.Assign and type(n.value) is ast.Call and any(_holds(t, s) for t in n.targets for s in stores)]
+    if len(binders) != len(stores) or any(_holds_in_loop(body, b) for b in binders):
+        return False  # bound some other way too (a loop, a with, a rebinding wrapper)
+    block = next((b for b in _blocks(body) if any(x is assign for x in b)), ())
+    if any(_holds(later, s) for later in block[[id(x) for x in block].index(id(assign)) + 1:] for s in stores):
+        return False  # rebound after the call on its own path
+    places = set()
+    for returned in (n for n in nodes if type(n) is ast.Return):
+        value = returned.value
+        if type(value) is ast.Name and value.id == name:
+            places.add(None)
+        elif type(value) is ast.Tuple and sum(type(e) is ast.Name and e.id == name for e in value.elts) == 1:
+            places.add(next(i for i, e in enumerate(value.elts) if type(e) is ast.Name and e.id == name))
+        else:
+            return False
+    return places.pop() if len(places) == 1 else False
 
 
 def _handed_to_epoch_loop(
@@ -135,17 +173,44 @@ class _Walker:
                 return False
             if type(arg) is ast.Name and arg.id in names and self._walks_parameter(node, position):  # type: ignore[attr-defined]
                 return True
+        for keyword in node.keywords:  # type: ignore[attr-defined]
+            if keyword.arg is not None and type(keyword.value) is ast.Name and keyword.value.id in names:
+                position = self._position(node, keyword.arg)  # type: ignore[arg-type]
+                if position is not None and self._walks_parameter(node, position):  # type: ignore[arg-type]
+                    return True
         return False
+
+    def _position(self, call: ast.Call, keyword: str) -> Optional[int]:
+        """The position of the project function's parameter ``keyword`` (None: not one)."""
+        callee = dotted(call.func)
+        found = self.index.resolve(self.path, callee) if callee else None
+        if found is None or found.kind != "function" or found.function is None:
+            return None
+        names = [p.name for p in found.function.params if p.kind == "positional"]
+        return names.index(keyword) if keyword in names else None
 
     def walks_every_epoch(self, node: ast.AST, names: Sequence[str]) -> bool:
         """``train(model, name, ...)`` called once, where ``train`` walks that parameter in
-        a loop inside another loop of its own (the epoch loop is the callee's)."""
+        a loop inside another loop of its own (the epoch loop is the callee's); or
+        ``Trainer(name, ...)``, a project class that keeps it and walks it every epoch in a
+        method (``trainer_classes``)."""
         if type(node) is not ast.Call or any(type(a) is ast.Starred for a in node.args):  # type: ignore[attr-defined]
             return False
-        return any(
+        if any(
             type(arg) is ast.Name and arg.id in names and self._walks_parameter(node, position, nested=True)  # type: ignore[attr-defined]
             for position, arg in enumerate(node.args)  # type: ignore[attr-defined]
-        )
+        ):
+            return True
+        handed = [(None, p) for p, a in enumerate(node.args) if type(a) is ast.Name and a.id in names]  # type: ignore[attr-defined]
+        handed += [(k.arg, None) for k in node.keywords if k.arg is not None and type(k.value) is ast.Name and k.value.id in names]  # type: ignore[attr-defined]
+        callee = dotted(node.func) if handed else None  # type: ignore[attr-defined]
+        found = self.index.resolve(self.path, callee) if callee else None
+        if found is None or found.kind != "class" or found.path is None or any(k.arg is None for k in node.keywords):  # type: ignore[attr-defined]
+            return False
+        text = self.index.text(found.path)
+        if text is None or (self.unless_text is not None and self.unless_text in text):
+            return False
+        return any(walks_every_epoch(self.index, found, keyword, position, self.unless_name) for keyword, position in handed)
 
     def _walks_parameter(self, call: ast.Call, position: int, nested: bool = False) -> bool:
         callee = dotted(call.func)
@@ -401,61 +466,3 @@ def _loader_taking(body: Sequence[ast.stmt], sampler: str) -> Optional[ast.Assig
 
 def _bound_once(body: Sequence[ast.stmt], name: str) -> bool:
     return len([n for n in _own_nodes(body) if type(n) is ast.Name and n.id == name and type(n.ctx) is not ast.Load]) == 1
-
-
-def packed_sampler_walked_every_epoch(
-    index: ProjectIndex, path: str, helper: str, knob: Optional[Tuple[str, object]], unless_text: str, unless_name: "re.Pattern[str]"
-) -> bool:
-    """TPF105 across files, for a sampler packed into a dict of loader arguments: module-level
-    function ``helper`` of ``path`` returns the dict (``kwargs["sampler"] = DistributedSampler(
-    ...)``); a caller in another module binds the result once (passing a value for which the
-    sampler shuffles: ``knob``), unpacks it into one ``DataLoader(ds, **kwargs)`` bound once,
-    and walks that loader every epoch: in a loop of its own, or by handing it once to a
-    project function that walks it inside its epoch loop. The caller's module and the
-    modules it imports, and the walking function's module, never mention ``set_epoch``."""
-    for caller_path, body, assign, params in _results_bound_once(index, path, helper, unless_text):
-        kwargs = assign.targets[0].id  # type: ignore[attr-defined]
-        if knob is not None and not _passes(assign.value, knob, params) or _sampler_written(body, kwargs):  # type: ignore[arg-type]
-            continue
-        loader = _loader_unpacking(body, kwargs)  # type: ignore[arg-type]
-        name = _bound_name(loader.targets[0], None) if loader is not None else None
-        if loader is None or name is None or unless_name.search(name):
-            continue
-        walker = _Walker(index, caller_path, unless_text, unless_name)
-        if _name_walked(body, loader, name, unless_name, walker):  # type: ignore[arg-type]
-            return True
-        if _bound_once(body, name) and any(walker.walks_every_epoch(n, (name,)) for n in _own_nodes(body) if not _holds_in_loop(body, n)):  # type: ignore[arg-type]
-            return True  # as ``_handed_to_epoch_loop`` reads it
-    return False
-
-
-def _passes(call: ast.Call, knob: Tuple[str, object], params: Sequence[str]) -> bool:
-    """The call passes ``True`` for the parameter (``(param, None)``) or the literal the
-    sampler's ``shuffle=param == literal`` compares it with."""
-    name, literal = knob
-    if literal is None:
-        return _passes_true(call, name, params)
-    value = _argument(call, name, params)
-    return type(value) is ast.Constant and value.value == literal  # type: ignore[union-attr]
-
-
-def _sampler_written(body: Sequence[ast.stmt], kwargs: str) -> bool:
-    """``kwargs["sampler"] = ...`` / ``kwargs.pop(...)``/``update``: the caller changes it."""
-    for node in _own_nodes(body):
-        if type(node) is ast.Subscript and type(node.ctx) is not ast.Load and type(node.value) is ast.Name and node.value.id == kwargs:  # type: ignore[attr-defined]
-            key = node.slice  # type: ignore[attr-defined]
-            if not (type(key) is ast.Constant and key.value not in ("sampler", "batch_sampler", "shuffle")):
-                return True
-        if type(node) is ast.Call and type(node.func) is ast.Attribute and type(node.func.value) is ast.Name:  # type: ignore[attr-defined]
-            if node.func.value.id == kwargs and node.func.attr in ("pop", "update", "clear", "setdefault"):  # type: ignore[attr-defined]
-                return True
-    return False
-
-
-def _loader_unpacking(body: Sequence[ast.stmt], kwargs: str) -> Optional[ast.Assign]:
-    """The one ``loader = DataLoader(..., **kwargs)`` of the scope (no ``sampler=`` of its own)."""
-    return _one_loader(
-        body,
-        lambda keywords: any(k.arg is None and type(k.value) is ast.Name and k.value.id == kwargs for k in keywords)
-        and not any(k.arg in ("sampler", "batch_sampler") for k in keywords),
-    )

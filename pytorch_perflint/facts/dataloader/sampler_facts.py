@@ -10,12 +10,14 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from ...analysis.calls import argument
-from ...analysis.walk import own_returns
+from ...analysis.walk import own_returns, child_nodes
 from ...analysis.scope import Scope, dotted_name
 from ...context import FileContext
-from .loader_args import Path
+from .iterable_wrappers import walked_argument
+from .loader_args import _TQDM, Path
 from .loader_facts import loader_facts
 from .loader_sites import LoaderSite, _method_class
+from ..training.reaching import binds
 from ...project.reads import spells
 
 # An evaluation pass, whose order does not matter: a function that says so, or a pass
@@ -144,7 +146,7 @@ def ancestors_of(root: cst.CSTNode, target: cst.CSTNode) -> Optional[Path]:
         if node is target:
             return path
         if isinstance(node, _STATEMENT_NODES):
-            stack.extend((child, path + (node,)) for child in node.children)
+            stack.extend((child, path + (node,)) for child in child_nodes(node))
     return None
 
 
@@ -176,7 +178,7 @@ def calls_in(root: cst.CSTNode):
             yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
             continue
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
 
 
 _STATEMENT_NODES = (cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally)
@@ -191,7 +193,7 @@ def defs_by_name(context: FileContext) -> Dict[str, List[cst.FunctionDef]]:
         if isinstance(node, cst.FunctionDef):
             found.setdefault(node.name.value, []).append(node)
         if isinstance(node, _STATEMENT_NODES):
-            stack.extend(node.children)
+            stack.extend(child_nodes(node))
     return found
 
 
@@ -200,6 +202,17 @@ _BUILTINS = frozenset({"len", "print", "iter", "next", "enumerate", "zip", "isin
 
 def is_builtin_call(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Name) and call.func.value in _BUILTINS
+
+
+def only_walks(context: FileContext, call: cst.Call) -> bool:
+    """A call handed the loader that only reads it: a builtin (``len(loader)``), a progress
+    bar (``tqdm(loader, desc=...)``), or a project iterable whose endless ``__iter__`` walks
+    it again and again and whose class never calls ``set_epoch`` (``for b in
+    Forever(loader)``)."""
+    if is_builtin_call(call) or context.qualname(call.func) in _TQDM:
+        return True
+    walked = walked_argument(context, call) if context.project is not None else None
+    return walked is not None and walked.endless
 
 
 _BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
@@ -298,9 +311,29 @@ def returned_by(context: FileContext, call: cst.Call, ancestors: Path) -> Option
     return Helper(function.name.value, function)
 
 def helper_calls(context: FileContext, function: cst.FunctionDef) -> List[cst.Call]:
-    """The calls ``name(...)`` of a module-level function in this module."""
+    """The calls ``name(...)`` of a module-level function in this module, at module level
+    and inside functions (where no local of that name shadows it: a def or a binding)."""
     name = function.name.value
-    return [c for c in calls_in(context.module) if isinstance(c.func, cst.Name) and c.func.value == name]
+    found: List[cst.Call] = []
+    stack: List[cst.CSTNode] = [context.module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
+            found.append(node)
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)) and node is not function and _shadows(node, name):
+            continue
+        stack.extend(child_nodes(node))
+    return found
+
+
+def _shadows(function: cst.CSTNode, name: str) -> bool:
+    """``function`` binds ``name`` itself: a parameter, or a statement of its body (an
+    assignment, a loop target, an import ``as`` it, a nested ``def``)."""
+    params = function.params  # type: ignore[attr-defined]
+    every = (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg)
+    if any(isinstance(p, cst.Param) and p.name.value == name for p in every):
+        return True
+    return binds(function.body, name)  # type: ignore[attr-defined]
 
 def shuffled_by_callers(context: FileContext, arg: Optional[cst.Arg], ancestors: Path) -> bool:
     """``shuffle=shuffle``, a parameter of the module-level helper the call stands in,
@@ -319,6 +352,28 @@ def shuffled_by_callers(context: FileContext, arg: Optional[cst.Arg], ancestors:
         if passed.value is not True:
             return False
     return True
+
+def shuffling_calls(context: FileContext, arg: Optional[cst.Arg], ancestors: Path) -> Optional[FrozenSet[int]]:
+    """``shuffle=is_train``, a parameter of the module-level helper the call stands in,
+    that some calls of the helper in this module pass as ``True`` and others not (a
+    training loader and an evaluation one from one builder): the ids of the calls that
+    shuffle, whose loaders are the ones to follow; None when no call passes ``True`` or
+    the parameter is read some other way."""
+    helper = _returned_by_any(context, ancestors)
+    if arg is None or helper is None or not isinstance(arg.value, cst.Name):
+        return None
+    params = [p.name.value for p in helper.params.params]
+    name = arg.value.value
+    if name not in params or any(p.name.value == name for p in helper.params.kwonly_params):
+        return None
+    found = frozenset(id(c) for c in helper_calls(context, helper) if argument(c, name, params.index(name)).value is True)
+    return found or None
+
+
+def through_any(creators: Tuple[Path, ...], calls: FrozenSet[int]) -> bool:
+    """A loader's trail ran through one of ``calls`` (the helper calls that returned it)."""
+    return any(creator and id(creator[-1]) in calls for creator in creators)
+
 
 def _returned_by_any(context: FileContext, ancestors: Path) -> Optional[cst.FunctionDef]:
     function = next((a for a in reversed(ancestors) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)

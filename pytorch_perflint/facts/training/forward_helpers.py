@@ -7,6 +7,9 @@ functions and methods of one module (by name, as ``callee_key`` resolves calls, 
 training facts of ``loops.py``), which of them run a model forward, and which do so with
 autograd off.
 
+A helper that puts its model in eval mode before it runs it (``model.eval()``, then
+``model(x)``) evaluates on each call, as a loop after ``model.eval()`` does.
+
 A helper with a loop of its own is left out, as ``loops.py`` leaves out a train-one-epoch
 helper: ``for ckpt in ckpts: evaluate(model, loader)`` is a loop over checkpoints, each
 evaluated by a whole loop, not an evaluation loop.
@@ -19,6 +22,7 @@ from typing import Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
+from ...analysis.scope import dotted_name
 from ...context import FileContext
 from .classifiers import FuncKey, callee_key, is_no_grad_expr, last_name, method_name
 from .loops import walk
@@ -31,6 +35,7 @@ class ForwardHelpers:
 
     forward: FrozenSet[FuncKey]  # call a model, themselves or through such helpers
     no_grad_forward: FrozenSet[FuncKey]  # ... with autograd recording off
+    eval_forward: FrozenSet[FuncKey] = frozenset()  # ... on a model they put in eval mode first
 
 
 @dataclass
@@ -41,6 +46,8 @@ class _Helper:
     no_grad_forward: bool = False  # ... inside a no-grad region of its own (or decorated)
     callees: Set[FuncKey] = field(default_factory=set)
     no_grad_callees: Set[FuncKey] = field(default_factory=set)  # called inside no-grad
+    evaluated: Set[str] = field(default_factory=set)  # names put in eval mode (`model.eval()`)
+    eval_forward: bool = False  # calls a model it put in eval mode before
 
 
 def is_model_call(call: cst.Call) -> bool:
@@ -86,9 +93,13 @@ def forward_helpers(context: FileContext) -> ForwardHelpers:
                 helper.callees.add(key)
                 if no_grad[-1]:
                     helper.no_grad_callees.add(key)
-            if is_model_call(node):
+            if method_name(node) == "eval" and not node.args and type(node.func.value) in (cst.Name, cst.Attribute):  # type: ignore[attr-defined]
+                helper.evaluated.add(dotted_name(node.func.value))  # type: ignore[attr-defined, arg-type]
+            elif is_model_call(node):
                 helper.forward = True
                 helper.no_grad_forward |= bool(no_grad[-1])
+                target = node.func.value if method_name(node) == "forward" else node.func  # type: ignore[attr-defined]
+                helper.eval_forward |= type(target) in (cst.Name, cst.Attribute) and dotted_name(target) in helper.evaluated
         return True
 
     def leave(node: cst.CSTNode, stack: List[cst.CSTNode]) -> None:
@@ -112,7 +123,8 @@ def forward_helpers(context: FileContext) -> ForwardHelpers:
     no_grad_forward = _closure(
         plain, lambda h, found: h.no_grad_forward or bool(h.no_grad_callees & forward) or bool(h.callees & found)
     )
-    return ForwardHelpers(frozenset(forward), frozenset(no_grad_forward))
+    eval_forward = _closure(plain, lambda h, found: h.eval_forward or bool(h.callees & found))
+    return ForwardHelpers(frozenset(forward), frozenset(no_grad_forward), frozenset(eval_forward))
 
 
 def _closure(helpers: Dict[FuncKey, _Helper], holds) -> Set[FuncKey]:

@@ -276,6 +276,7 @@ def _model_calls(
             elif key is not None and key in helpers.forward:
                 forward = True
                 without_grad |= off or key in helpers.no_grad_forward
+                in_eval_mode |= key in helpers.eval_forward  # `model.eval()` in the helper, then `model(x)`
             elif chosen and chosen <= helpers.forward:  # `test = self.nonpad_test`, then `test()`
                 forward = True
                 without_grad |= off or chosen <= helpers.no_grad_forward

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from ...analysis.walk import own_returns
+from ...analysis.walk import own_returns, child_nodes
 from ...project.bodies import locate
 from .classifiers import is_backward_call
 
@@ -99,7 +99,7 @@ def _trains_without_loops(context: "FileContext", function: cst.FunctionDef) -> 
             if looped:
                 return False
             found = True
-        stack.extend((child, looped) for child in node.children)
+        stack.extend((child, looped) for child in child_nodes(node))
     return found
 
 

@@ -12,6 +12,7 @@ list of models) may evaluate a whole set per iteration, so neither counts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
@@ -23,6 +24,8 @@ from ...analysis.walk import child_nodes
 _PASS_THROUGH = frozenset({"enumerate", "tqdm", "list", "reversed"})
 _SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "array_split"})
 _SIZES = frozenset({"shape", "size", "len"})
+# A function named for cutting its input into pieces: `split_input`, `chunk_rays`, `split_batch`.
+_SPLIT_NAME = re.compile(r"^(?:split|chunk)_|_(?:split|chunks?)$")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ def item_names(loop: cst.CSTNode) -> Items:
     for statement in _statements(loop.body):
         if type(statement) is cst.Assign and _mentions(statement.value, names):
             bound = [n for target in statement.targets for n in _names_of(target.target)]
+            # `pose[:, :3] = rotation(q)`: the item written into a container makes it the item's too
+            bound += [t.target.value.value for t in statement.targets if type(t.target) is cst.Subscript and type(t.target.value) is cst.Name]
             names.update(bound)
             if len(bound) == 1 and _splits(statement.value, frozenset(names)):
                 splits.update(bound)
@@ -67,10 +72,14 @@ def walks_pieces(nested: cst.For, items: Items) -> bool:
 
 
 def _splits(expr: cst.BaseExpression, names: FrozenSet[str]) -> bool:
-    """``torch.split(clip, n)``, ``clip.chunk(4)`` of one of ``names``."""
-    if type(expr) is not cst.Call or type(expr.func) is not cst.Attribute or expr.func.attr.value not in _SPLITS:
+    """``torch.split(clip, n)``, ``clip.chunk(4)`` of one of ``names``; or a function named
+    for splitting its first argument (``utils.split_input(sample, n)``, ``chunk_rays(rays)``)."""
+    if type(expr) is not cst.Call or type(expr.func) not in (cst.Attribute, cst.Name):
         return False
-    return _mentions(expr.func.value, names) or any(_mentions(arg.value, names) for arg in expr.args[:1])
+    name = expr.func.attr.value if type(expr.func) is cst.Attribute else expr.func.value  # type: ignore[union-attr]
+    if name not in _SPLITS:
+        return _SPLIT_NAME.search(name) is not None and bool(expr.args) and not expr.args[0].star and _mentions(expr.args[0].value, names)
+    return type(expr.func) is cst.Attribute and (_mentions(expr.func.value, names) or any(_mentions(arg.value, names) for arg in expr.args[:1]))  # type: ignore[union-attr]
 
 
 def _is_range(expr: cst.BaseExpression) -> bool:

@@ -83,8 +83,8 @@ def binds(root: cst.CSTNode, name: str) -> bool:
         node = stack.pop()
         kind = type(node)
         if kind in _SCOPES:
-            if node.name.value == name:  # type: ignore[attr-defined]
-                return True
+            if kind is not cst.Lambda and node.name.value == name:  # type: ignore[attr-defined]
+                return True  # a nested def or class of that name (a lambda has none)
             continue
         if kind is cst.Assign and any(_binds_target(t.target, name) for t in node.targets):  # type: ignore[attr-defined]
             return True

@@ -12,15 +12,14 @@ from ...analysis.ast_index import code_identifiers
 from ...analysis.calls import argument
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ...facts.dataloader.loader_args import _TQDM, Path
+from ...facts.dataloader.loader_args import Path
 from ...facts.dataloader.loader_facts import loader_facts, walked_every_epoch_elsewhere
-from ...facts.dataloader.project_iterations import packed_sampler_walked_every_epoch
+from ...facts.dataloader.packed_samplers import packed_sampler_walked_every_epoch
 from ...facts.dataloader.sampler_callers import sampler_walked_every_epoch
 from ...facts.dataloader.loader_sites import LoaderSite, _method_class
 from ...facts.dataloader.sampler_facts import (
-    Helper, Keyed, Packed, ancestors_of, another_sampler, binding_scope, bound_name, calls_in, epoch_variable, evaluates, helper_calls,
-    is_builtin_call, local_defs, names_bound_to, packed_into, project_sets_epoch, returned_by, rewrapped, sampler_of, self_attr,
-    shuffled_by_callers,
+    Helper, Keyed, Packed, ancestors_of, another_sampler, binding_scope, bound_name, calls_in, epoch_variable, evaluates, helper_calls, local_defs,
+    only_walks, names_bound_to, packed_into, project_sets_epoch, returned_by, rewrapped, sampler_of, self_attr, shuffled_by_callers, shuffling_calls, through_any,
 )
 
 _SAMPLERS = frozenset({"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"})
@@ -360,13 +359,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             return self._report_packed(node, packed)
         # `shuffle=shuffle` of a helper no call here decides: only callers elsewhere can
         only_elsewhere = not (shuffle.missing or shuffle.value is True or shuffled_by_callers(self.context, shuffle.node, ancestors))
-        if only_elsewhere and not (isinstance(target, Helper) and isinstance(shuffle.node, cst.Arg) and isinstance(shuffle.node.value, cst.Name)):
+        # ... or some calls here shuffle (`is_train=True`) and others not: follow their loaders only
+        shuffling = shuffling_calls(self.context, shuffle.node, ancestors) if only_elsewhere else None  # type: ignore[arg-type]
+        if only_elsewhere and shuffling is None and not (isinstance(target, Helper) and isinstance(shuffle.node, cst.Arg) and isinstance(shuffle.node.value, cst.Name)):
             return
         facts = self.context.fact(loader_facts)
         self._sampler = node
         uncovered: List[Tuple[Path, cst.CSTNode]] = []
         elsewhere = batched = rebound = False
-        for site in () if only_elsewhere else facts.sites.values():
+        for site in () if only_elsewhere and shuffling is None else facts.sites.values():
             if not self._feeds(site, node, ancestors, target):
                 continue
             batched = batched or argument(site.call, "sampler", 3).node is None
@@ -375,10 +376,10 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if any(_EVAL_NAMES.search(name) for name in names):
                 continue
             if id(site.call) not in facts.passes:
-                elsewhere = elsewhere or walked_every_epoch_elsewhere(self.context, facts, site.call, "set_epoch", _EVAL_NAMES)
+                elsewhere = elsewhere or (shuffling is None and walked_every_epoch_elsewhere(self.context, facts, site.call, "set_epoch", _EVAL_NAMES))
                 continue
-            for path, loops in facts.passes[id(site.call)]:
-                if evaluates(path):
+            for path, loops, creators in facts.passes[id(site.call)]:
+                if evaluates(path) or (shuffling is not None and not through_any(creators, shuffling)):
                     continue
                 if any(self._sets_epoch(loop, path, target, site) for loop in loops):
                     continue
@@ -463,10 +464,9 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             if handed and any(isinstance(a.value, cst.Name) and a.value.value in handed for a in call.args):
                 # a builtin (`len(loader)`) or a progress bar (`tqdm(loader, desc=...)`) only
                 # reads what it is given; other calls that get it may set the epoch
-                if not is_builtin_call(call) and self.context.qualname(call.func) not in _TQDM:
+                if not only_walks(self.context, call):
                     return True
         return False
-
 
     # -- the fix -------------------------------------------------------------------------
     def _fix(self, sampler: cst.Call, ancestors: Path, target, uncovered: Sequence[Tuple[Path, cst.CSTNode]]):

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from ...analysis.walk import child_nodes
+
 from ...project.summarizer import parse_tree
 from ...project.values import engine_for
 from ...rule import Invalid, Rule
@@ -382,7 +384,7 @@ class LossAccumulatedWithGraph(Rule):
                     ):
                         found.append(node)
             if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                stack.extend(node.children)
+                stack.extend(child_nodes(node))
         return tuple(found)
 
 
@@ -407,7 +409,7 @@ def _entry_written(loop: cst.CSTNode, into: str, statement: cst.CSTNode) -> bool
             if any(isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value == into for t in targets):
                 return True
         if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+            stack.extend(child_nodes(node))
     return False
 
 
