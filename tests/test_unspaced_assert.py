@@ -54,3 +54,43 @@ def test_an_unspaced_assert_stops_no_rule(tmp_path: Path):
     results, _ = runner.run(sorted(tmp_path.rglob("*.py")), load_settings([tmp_path]), jobs=1)
     assert [e for r in results for e in r.errors] == []
     assert sorted((d.code, d.location.row) for r in results for d in r.diagnostics) == [("TPF105", 24), ("TPF205", 32)]
+
+
+SPARSE_SOURCE = """
+    import torch
+    import torch.nn as nn
+
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(1000, 32, sparse=False)
+            self.head = nn.Linear(32, 4)
+
+        def forward(self, x):
+            assert(x.dim() == 2 if self.training else True)
+            return self.head(self.embed(x).mean(1))
+
+
+    def train(loader):
+        model = Tagger().cuda()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for epoch in range(3):
+            for x, y in loader:
+                assert(len(x) > 0 if epoch else True)
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+"""
+
+
+def test_an_unspaced_assert_stops_no_preview_rule(tmp_path: Path):
+    """TPF602's walk of a module that spells ``sparse`` and the other walks over whole
+    statements (host tensors, TPF502's guards) read the same unvalidated nodes."""
+    config = '[tool.pytorch-perflint]\npreview = true\nselect = ["TPF4", "TPF5", "TPF6"]\n'
+    write_project(tmp_path, {"pyproject.toml": config, "train.py": SPARSE_SOURCE})
+    results, _ = runner.run(sorted(tmp_path.rglob("*.py")), load_settings([tmp_path]), jobs=1)
+    assert [e for r in results for e in r.errors] == []
+    codes = {d.code for r in results for d in r.diagnostics}
+    assert "TPF602" in codes  # the optimizer is still reported: no sparse embedding here

@@ -21,6 +21,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
+from ...analysis.walk import child_nodes
 from ...context import FileContext
 from ...project import kinds
 from ...project.tensor_values import FACTORIES, KEEP_DEVICE, LEGACY, RANDOM, RANDOM_FILLS, VARIABLES
@@ -249,7 +250,7 @@ def _names(node: cst.CSTNode) -> List[cst.Name]:
         elif isinstance(current, cst.Attribute):
             stack.append(current.value)
         else:
-            stack.extend(current.children)
+            stack.extend(child_nodes(current))
     return out
 
 

@@ -444,7 +444,7 @@ def _configuration_switch(test: cst.CSTNode, names: FrozenSet[str]) -> bool:
         if type(node) is cst.Attribute:
             stack.append(node.value)  # `config.TRAIN.x`: only the base name can be the loop's
             continue
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return True
 
 
@@ -482,5 +482,5 @@ def _counts_micro_steps(test: cst.CSTNode) -> bool:
             name = last_name(node)  # type: ignore[arg-type]
             if name is not None and "accum" in name.lower():
                 return True
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return False

@@ -7,6 +7,7 @@ from typing import List
 
 import libcst as cst
 
+from ...analysis.walk import child_nodes
 from ...analysis.ast_index import ast_dotted, tree_index
 from ...analysis.call_edits import keyword_arg, with_keywords
 from ...analysis.calls import Argument, argument
@@ -172,5 +173,5 @@ def _builds_sparse_embedding(context: FileContext) -> bool:
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
             if name in _EMBEDDINGS and argument(node, "sparse", None, context.lookup).value is True:
                 return True
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return False
