@@ -39,6 +39,7 @@ from .analysis.walk import child_nodes
 from .config import Settings
 from .context import FileContext
 from .edits import FixEdits
+from .facts.dead_arms import dead_nodes
 from .file_values import FileValues
 from .finding import Finding, NodeFix
 from .positions import NodePositions
@@ -407,6 +408,9 @@ def _lint_source(
     context = FileContext(path, source, module, settings, project, on_accelerator, ask, values)
     if active:
         _run_rules(context, active, result.errors)
+        if context.findings:  # code in an arm that never runs is not reported (``dead_arms``)
+            dead = dead_nodes(context, (f.node for f in context.findings))
+            context.findings = [f for f in context.findings if id(f.node) not in dead]
     findings = context.findings
     if narrowed is not None and with_edits and any(f.fix is not None and f.fix.imports for f in findings):
         # Where an added import goes depends on imports that were blanked: parse it whole.

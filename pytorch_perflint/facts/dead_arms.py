@@ -1,0 +1,144 @@
+"""Arms of an ``if`` that never run: code under ``if flag:`` (or ``if not flag:``, an
+``else``, either side of ``a if flag else b``) where ``flag`` is a parameter of the
+function around it, never rebound there, whose value the engine knows from its callers
+(every project caller passes the same literal, or none passes it and its default stands).
+Such code builds no sampler and pairs no layers, so no rule reports anything it holds.
+
+The value is the engine's answer for the parameter (``ParameterFlow``): a caller that
+passes a variable, ``*args``/``**kwargs``, or a command-line option made to turn a feature
+on leaves it unknown, and the arm is then taken to run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Optional, Sequence, Set
+
+import libcst as cst
+
+from ..analysis.walk import child_nodes
+from ..context import FileContext
+from ..project.kinds import Flag, NoneValue
+
+# A test that is a bare name or ``not`` a name: only such files are walked.
+_NAME_TEST = re.compile(r"\bif\s+(?:not\s+)?[A-Za-z_]\w*\s*(?::|\belse\b)")
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+def could_hold_dead_arms(source: str) -> bool:
+    """Cheap text screen: some ``if`` tests a bare (or negated) name."""
+    return _NAME_TEST.search(source) is not None
+
+
+def dead_nodes(context: FileContext, nodes: Iterable[cst.CSTNode]) -> Set[int]:
+    """The ids of those of ``nodes`` that sit in an arm that never runs."""
+    wanted = {id(n): n for n in nodes}
+    if not wanted or not could_hold_dead_arms(context.source):
+        return set()
+    paths = _paths(context.module, wanted)
+    memo: Dict[int, bool] = {}
+    return {key for key, path in paths.items() if in_dead_arm(context, path, memo)}
+
+
+def in_dead_arm(context: FileContext, path: Sequence[cst.CSTNode], memo: Optional[Dict[int, bool]] = None) -> bool:
+    """Whether the last node of ``path`` (the module down to it) is in an arm that never
+    runs. ``memo``: answers per ``if`` and arm already asked."""
+    memo = {} if memo is None else memo
+    for i in range(len(path) - 1):
+        node, child = path[i], path[i + 1]
+        if isinstance(node, cst.If):
+            arm = True if child is node.body else False if child is node.orelse else None
+        elif isinstance(node, cst.IfExp):
+            arm = True if child is node.body else False if child is node.orelse else None
+        else:
+            continue
+        if arm is None:
+            continue
+        key = id(child)
+        if key not in memo:
+            memo[key] = _never_runs(context, path[: i + 1], node.test, arm)
+        if memo[key]:
+            return True
+    return False
+
+
+def _never_runs(context: FileContext, path: Sequence[cst.CSTNode], test: cst.BaseExpression, arm: bool) -> bool:
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    if not isinstance(test, cst.Name) or len(path) < 2:
+        return False
+    function = next((n for n in reversed(path) if isinstance(n, _SCOPES)), None)
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    scope = context.scope_for(test, path)
+    bindings = scope.bindings.get(test.value)
+    if scope.node is not function or bindings is None or len(bindings) != 1 or bindings[0] is not None:
+        return False  # not a parameter, or rebound in the function
+    if test.value in scope.declared_outer or test.value in scope.mutated or not _is_param(function, test.value):
+        return False
+    kind = context.value_of(test, path[1])
+    if type(kind) is Flag:
+        truth = kind.value
+    elif type(kind) is NoneValue:
+        truth = False
+    else:
+        return False
+    return (truth != negated) != arm
+
+
+def _is_param(function: cst.FunctionDef, name: str) -> bool:
+    params = function.params
+    return any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params))
+
+
+def _paths(module: cst.Module, wanted: Dict[int, cst.CSTNode]) -> Dict[int, List[cst.CSTNode]]:
+    """The path from the module down to each wanted node (one walk)."""
+    found: Dict[int, List[cst.CSTNode]] = {}
+    stack: List[cst.CSTNode] = []
+    work: List[object] = [module]
+    end = object()
+    while work and len(found) < len(wanted):
+        item = work.pop()
+        if item is end:
+            stack.pop()
+            continue
+        node = item  # type: cst.CSTNode  # type: ignore[assignment]
+        stack.append(node)  # type: ignore[arg-type]
+        if id(node) in wanted:
+            found[id(node)] = list(stack)
+        work.append(end)
+        work.extend(reversed(child_nodes(node)))  # type: ignore[arg-type]
+    return found
+
+
+def dead_blocks(context: FileContext, statement: cst.BaseCompoundStatement) -> Set[int]:
+    """The ids of the statement lists (``IndentedBlock.body``) of an ``if``/``elif``/``else``
+    chain that never run: a layer list built in straight-line code skips them."""
+    if type(statement) is not cst.If or not could_hold_dead_arms(context.source):
+        return set()
+    path = _paths(context.module, {id(statement): statement}).get(id(statement))
+    if path is None:
+        return set()
+    dead: Set[int] = set()
+    memo: Dict[int, bool] = {}
+    node: object = statement
+    while type(node) is cst.If:
+        here = path + [node]  # type: ignore[list-item]
+        if in_dead_arm(context, here + [node.body], memo):  # type: ignore[attr-defined]
+            dead |= _lists(node.body)  # type: ignore[attr-defined]
+        orelse = node.orelse  # type: ignore[attr-defined]
+        if orelse is not None and in_dead_arm(context, here + [orelse], memo):
+            dead |= _lists(orelse)
+        path, node = here, orelse
+    return dead
+
+
+def _lists(arm: cst.CSTNode) -> Set[int]:
+    """The ids of every statement list of an arm (an ``elif``'s own arms too)."""
+    if isinstance(arm, cst.If):
+        return _lists(arm.body) | (_lists(arm.orelse) if arm.orelse is not None else set())
+    body = getattr(arm, "body", None)
+    if isinstance(arm, cst.Else):
+        return _lists(arm.body)
+    return {id(body)} if isinstance(arm, cst.IndentedBlock) and body is not None else set()
