@@ -113,3 +113,56 @@ def test_a_negated_flag_reads_its_else_arm(tmp_path):
     assert _convs(tmp_path, stack=plain) == [("towers.py", 11, "TPF301")]
     (tmp_path / "on").mkdir()
     assert _convs(tmp_path / "on", stack=plain.replace("plain=True", "plain=False")) == []
+
+
+PHASES = (
+    "import sys\n"
+    "from torch.utils.data import DataLoader\n\n\n"
+    "def loader_for(items, phase='train'):\n"
+    "    if phase == 'train':\n"
+    "        made = DataLoader(items, batch_size=8, num_workers=4)\n"
+    "    elif phase == 'val':\n"
+    "        made = DataLoader(items, batch_size=8, num_workers=4)\n"
+    "    elif phase == 'test':\n"
+    "        made = DataLoader(items, batch_size=1, num_workers=4)\n"
+    "    return made\n\n\n"
+    "def main(items, net, testing):\n"
+    "    if testing:\n"
+    "        for x in loader_for(items, 'test'):\n"
+    "            net(x)\n"
+    "        sys.exit()\n"
+    "    fit = loader_for(items)\n"
+    "    check = loader_for(items, phase='val')\n"
+    "    for epoch in range(3):\n"
+    "        for x in fit:\n"
+    "            net(x)\n"
+    "        for x in check:\n"
+    "            net(x)\n"
+)
+
+
+def _workers(tmp_path, text: str):
+    return _findings(_project(tmp_path, {"run.py": text, "other.py": "x = 1\n"}, "TPF103"), ".")
+
+
+def test_a_helper_call_gets_only_the_loader_of_the_arm_its_argument_takes(tmp_path):
+    """The test loader is walked once: only the train and val loaders restart workers."""
+    assert _workers(tmp_path, PHASES) == [("run.py", 7, "TPF103"), ("run.py", 9, "TPF103")]
+
+
+def test_a_phase_passed_as_a_variable_keeps_every_loader(tmp_path):
+    text = PHASES.replace("    check = loader_for(items, phase='val')\n", "    check = loader_for(items, phase=testing)\n")
+    assert _workers(tmp_path, text) == [("run.py", 7, "TPF103"), ("run.py", 9, "TPF103"), ("run.py", 11, "TPF103")]
+
+
+def test_the_test_phase_walked_every_epoch_keeps_its_loader(tmp_path):
+    text = PHASES.replace("loader_for(items, phase='val')", "loader_for(items, 'test')")
+    assert _workers(tmp_path, text) == [("run.py", 7, "TPF103"), ("run.py", 11, "TPF103")]
+
+
+def test_a_flag_argument_picks_its_arm(tmp_path):
+    text = PHASES.replace("phase == 'val'", "not phase").replace("phase='val'", "phase=False")
+    assert _workers(tmp_path, text) == [("run.py", 7, "TPF103"), ("run.py", 9, "TPF103")]
+    text = text.replace("phase=False", "phase=True")
+    (tmp_path / "on").mkdir()
+    assert _workers(tmp_path / "on", text) == [("run.py", 7, "TPF103")]

@@ -16,6 +16,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set
 
 import libcst as cst
 
+from ..analysis.values import UNKNOWN, literal_value
 from ..analysis.walk import child_nodes
 from ..context import FileContext
 from ..project.kinds import Flag, NoneValue
@@ -142,3 +143,86 @@ def _lists(arm: cst.CSTNode) -> Set[int]:
     if isinstance(arm, cst.Else):
         return _lists(arm.body)
     return {id(body)} if isinstance(arm, cst.IndentedBlock) and body is not None else set()
+
+
+def unreached_by(context: FileContext, function: cst.FunctionDef, call: cst.Call, path: Sequence[cst.CSTNode]) -> bool:
+    """Whether ``call`` of ``function`` never reaches the last node of ``path`` (the module
+    down to it, through ``function``): it sits in an arm of an ``if`` of ``function`` whose
+    test reads a parameter, never rebound there, for which ``call`` passes a literal (or
+    nothing: its literal default) that sends the run to the other arm (``mode == "test"``
+    when the call passes ``"train"``; ``if flag:`` when it passes ``False``). Anything the
+    call's text does not tell (a variable, ``*args``) leaves the arm reached."""
+    start = next((i for i, node in enumerate(path) if node is function), None)
+    if start is None or any(arg.star for arg in call.args):
+        return False
+    for i in range(start + 1, len(path) - 1):
+        node, child = path[i], path[i + 1]
+        if isinstance(node, _SCOPES):
+            return False  # a nested function's arms run when it is called
+        if isinstance(node, (cst.If, cst.IfExp)):
+            arm = True if child is node.body else False if child is node.orelse else None
+            if arm is None:
+                continue
+            truth = _truth_for_call(context, function, call, node.test, path[: i + 1])
+            if truth is not None and truth != arm:
+                return True
+    return False
+
+
+_NOT_GIVEN = object()
+
+
+def _truth_for_call(context: FileContext, function: cst.FunctionDef, call: cst.Call, test: cst.BaseExpression, path: Sequence[cst.CSTNode]) -> Optional[bool]:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _truth_for_call(context, function, call, test.expression, path)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Name):
+        value = _passed(context, function, call, test, path)
+        return None if value is _NOT_GIVEN else bool(value)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            return None
+        left, right = test.left, target.comparator
+        if not isinstance(left, cst.Name):
+            left, right = right, left
+        other = literal_value(right)
+        if not isinstance(left, cst.Name) or not _plain_literal(other):
+            return None
+        value = _passed(context, function, call, left, path)
+        if value is _NOT_GIVEN:
+            return None
+        same = type(value) is type(other) and value == other
+        return same if isinstance(target.operator, cst.Equal) else not same
+    return None
+
+
+def _plain_literal(value: object) -> bool:
+    return value is None or type(value) in (bool, int, float, str)
+
+
+def _passed(context: FileContext, function: cst.FunctionDef, call: cst.Call, name: cst.Name, path: Sequence[cst.CSTNode]) -> object:
+    """The literal ``call`` gives parameter ``name`` of ``function`` (its default when it
+    passes none), else ``_NOT_GIVEN``."""
+    scope = context.scope_for(name, path)
+    bindings = scope.bindings.get(name.value)
+    if scope.node is not function or bindings is None or len(bindings) != 1 or bindings[0] is not None:
+        return _NOT_GIVEN
+    if name.value in scope.declared_outer or name.value in scope.mutated:
+        return _NOT_GIVEN
+    params = function.params
+    positional = [*params.posonly_params, *params.params]
+    param = next((p for p in (*positional, *params.kwonly_params) if p.name.value == name.value), None)
+    if param is None:
+        return _NOT_GIVEN
+    index: Optional[int] = None
+    if param in positional:
+        index = positional.index(param) - (1 if isinstance(call.func, cst.Attribute) else 0)  # a bound method: self
+        if index < 0:
+            return _NOT_GIVEN
+    arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == name.value), None)
+    if arg is None and index is not None:
+        plain = [a for a in call.args if a.keyword is None]
+        arg = plain[index] if index < len(plain) else None
+    value = literal_value(arg.value) if arg is not None else (literal_value(param.default) if param.default is not None else UNKNOWN)
+    return value if value is not UNKNOWN and _plain_literal(value) else _NOT_GIVEN
