@@ -191,7 +191,7 @@ def _culprit(error: BaseException, rules: Sequence[Rule]) -> Optional[Rule]:
     return culprit
 
 
-def _traverse(context: FileContext, rules: Sequence[Rule]) -> None:
+def _traverse(context: FileContext, rules: Sequence[Rule], paths: Optional[Dict[int, Tuple[cst.CSTNode, ...]]] = None) -> None:
     """One pre-order pass over the code nodes (``analysis.walk.child_nodes``), calling each
     rule's ``visit_<Node>`` and ``leave_<Node>`` methods with the ancestor stack kept.
 
@@ -214,17 +214,24 @@ def _traverse(context: FileContext, rules: Sequence[Rule]) -> None:
     # A node to enter, or None: leave the innermost node entered (``ancestors[-1]``).
     todo: List[Optional[cst.CSTNode]] = [context.module]
     pop, push, extend = todo.pop, todo.append, todo.extend
+    findings, seen = context.findings, 0  # ``paths``: a finding's ancestors, when anchored at the node visited
     while todo:
         node = pop()
         if node is None:
             node = ancestors[-1]
             for method in leaves.get(type(node).__name__, no_calls):
                 method(node)
+            if len(findings) > seen and paths is not None:
+                paths.update((id(f.node), tuple(ancestors)) for f in findings[seen:] if f.node is node)
+            seen = len(findings)
             leave(node)
             continue
         enter(node)
         for method in visits.get(type(node).__name__, no_calls):
             method(node)
+        if len(findings) > seen and paths is not None:
+            paths.update((id(f.node), tuple(ancestors)) for f in findings[seen:] if f.node is node)
+        seen = len(findings)
         push(None)
         children = child_nodes(node)
         children.reverse()
@@ -250,8 +257,12 @@ def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors:
         context.findings = []
         context.ancestors = []
         instances = [rule(context) for rule in remaining]
+        paths: Dict[int, Tuple[cst.CSTNode, ...]] = {}
         try:
-            _traverse(context, instances)
+            _traverse(context, instances, paths)
+            if context.findings:  # code in an arm that never runs is not reported (``dead_arms``)
+                dead = dead_nodes(context, (f.node for f in context.findings), paths)
+                context.findings = [f for f in context.findings if id(f.node) not in dead]
             return
         except RecursionError:
             errors.append(f"{context.path}: too deeply nested to lint")
@@ -408,9 +419,6 @@ def _lint_source(
     context = FileContext(path, source, module, settings, project, on_accelerator, ask, values)
     if active:
         _run_rules(context, active, result.errors)
-        if context.findings:  # code in an arm that never runs is not reported (``dead_arms``)
-            dead = dead_nodes(context, (f.node for f in context.findings))
-            context.findings = [f for f in context.findings if id(f.node) not in dead]
     findings = context.findings
     if narrowed is not None and with_edits and any(f.fix is not None and f.fix.imports for f in findings):
         # Where an added import goes depends on imports that were blanked: parse it whole.

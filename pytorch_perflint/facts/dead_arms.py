@@ -12,7 +12,7 @@ on leaves it unknown, and the arm is then taken to run.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Optional, Sequence, Set
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -31,12 +31,17 @@ def could_hold_dead_arms(source: str) -> bool:
     return _NAME_TEST.search(source) is not None
 
 
-def dead_nodes(context: FileContext, nodes: Iterable[cst.CSTNode]) -> Set[int]:
-    """The ids of those of ``nodes`` that sit in an arm that never runs."""
+def dead_nodes(context: FileContext, nodes: Iterable[cst.CSTNode], known: Optional[Dict[int, Tuple[cst.CSTNode, ...]]] = None) -> Set[int]:
+    """The ids of those of ``nodes`` that sit in an arm that never runs. ``known``: the
+    path from the module down to some of them (each node last), kept by the rules' pass;
+    the others are found by a walk of the module."""
     wanted = {id(n): n for n in nodes}
     if not wanted or not could_hold_dead_arms(context.source):
         return set()
-    paths = _paths(context.module, wanted)
+    known = known or {}
+    paths: Dict[int, Sequence[cst.CSTNode]] = {key: known[key] for key in wanted if key in known}
+    if len(paths) < len(wanted):
+        paths.update(_paths(context.module, {key: n for key, n in wanted.items() if key not in paths}))
     memo: Dict[int, bool] = {}
     return {key for key, path in paths.items() if in_dead_arm(context, path, memo)}
 
