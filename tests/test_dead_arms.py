@@ -166,3 +166,27 @@ def test_a_flag_argument_picks_its_arm(tmp_path):
     text = text.replace("phase=False", "phase=True")
     (tmp_path / "on").mkdir()
     assert _workers(tmp_path / "on", text) == [("run.py", 7, "TPF103")]
+
+
+CLI = (
+    "import fire\n"
+    "from torch.utils.data import DataLoader\n\n\n"
+    "def build(items, cached=False):\n"
+    "    if cached:\n"
+    "        return DataLoader(items, batch_size=4, num_workers=2)\n"
+    "    else:\n"
+    "        return DataLoader(items, batch_size=4)\n\n\n"
+    "def train(items=(), cached=True):\n"
+    "    return build(items, cached=cached)\n\n\n"
+    "if __name__ == '__main__':\n"
+    "    fire.Fire(train)\n"
+)
+
+
+def test_a_command_line_flag_reaches_either_arm(tmp_path):
+    """``fire.Fire(train)``: the user may pass ``--cached=False``, so a ``True`` default
+    (as a ``False`` one) leaves both arms live."""
+    assert _findings(_project(tmp_path, {"cli.py": CLI, "other.py": "x = 1\n"}, "TPF101"), ".") == [("cli.py", 9, "TPF101")]
+    (tmp_path / "off").mkdir()
+    bare = CLI.replace("if __name__ == '__main__':\n    fire.Fire(train)\n", "train()\n")
+    assert _findings(_project(tmp_path / "off", {"cli.py": bare, "other.py": "x = 1\n"}, "TPF101"), ".") == []
