@@ -190,3 +190,18 @@ def test_a_command_line_flag_reaches_either_arm(tmp_path):
     (tmp_path / "off").mkdir()
     bare = CLI.replace("if __name__ == '__main__':\n    fire.Fire(train)\n", "train()\n")
     assert _findings(_project(tmp_path / "off", {"cli.py": bare, "other.py": "x = 1\n"}, "TPF101"), ".") == []
+
+
+def test_a_comprehension_variable_named_like_the_flag_is_not_the_flag(tmp_path):
+    text = (
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def build(items, lazy=False):\n"
+        "    return [DataLoader(items) if lazy else None for lazy in (True, False)]\n\n\n"
+        "def main(items):\n"
+        "    return build(items)\n"
+    )
+    root = _project(tmp_path, {"make.py": text, "other.py": "x = 1\n"}, "TPF101")
+    assert _findings(root, ".") == [("make.py", 5, "TPF101")]
+    (tmp_path / "plain").mkdir()
+    plain = text.replace(" for lazy in (True, False)]", "][0]")
+    assert _findings(_project(tmp_path / "plain", {"make.py": plain, "other.py": "x = 1\n"}, "TPF101"), ".") == []

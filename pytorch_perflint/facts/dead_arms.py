@@ -16,6 +16,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from ..analysis.scope import comprehension_binds
 from ..analysis.values import UNKNOWN, literal_value
 from ..analysis.walk import child_nodes
 from ..context import FileContext
@@ -83,6 +84,8 @@ def _never_runs(context: FileContext, path: Sequence[cst.CSTNode], test: cst.Bas
         return False  # not a parameter, or rebound in the function
     if test.value in scope.declared_outer or test.value in scope.mutated or not _is_param(function, test.value):
         return False
+    if comprehension_binds((*path, test), test.value):
+        return False  # `[a if p else b for p in ps]`: the loop's variable
     kind = context.value_of(test, path[1])
     if type(kind) is Flag:
         truth = kind.value
@@ -213,7 +216,7 @@ def _passed(context: FileContext, function: cst.FunctionDef, call: cst.Call, nam
     bindings = scope.bindings.get(name.value)
     if scope.node is not function or bindings is None or len(bindings) != 1 or bindings[0] is not None:
         return _NOT_GIVEN
-    if name.value in scope.declared_outer or name.value in scope.mutated:
+    if name.value in scope.declared_outer or name.value in scope.mutated or comprehension_binds((*path, name), name.value):
         return _NOT_GIVEN
     params = function.params
     positional = [*params.posonly_params, *params.params]
