@@ -41,7 +41,7 @@ from .context import FileContext
 from .edits import FixEdits
 from .facts.dead_arms import dead_nodes
 from .file_values import FileValues
-from .finding import Finding, NodeFix
+from .finding import Finding, NodeFix, PassFindings
 from .positions import NodePositions
 from .project.index import ProjectIndex
 from .project.bodies import offer_tree
@@ -191,7 +191,7 @@ def _culprit(error: BaseException, rules: Sequence[Rule]) -> Optional[Rule]:
     return culprit
 
 
-def _traverse(context: FileContext, rules: Sequence[Rule], paths: Optional[Dict[int, Tuple[cst.CSTNode, ...]]] = None) -> None:
+def _traverse(context: FileContext, rules: Sequence[Rule]) -> None:
     """One pre-order pass over the code nodes (``analysis.walk.child_nodes``), calling each
     rule's ``visit_<Node>`` and ``leave_<Node>`` methods with the ancestor stack kept.
 
@@ -214,24 +214,17 @@ def _traverse(context: FileContext, rules: Sequence[Rule], paths: Optional[Dict[
     # A node to enter, or None: leave the innermost node entered (``ancestors[-1]``).
     todo: List[Optional[cst.CSTNode]] = [context.module]
     pop, push, extend = todo.pop, todo.append, todo.extend
-    findings, seen = context.findings, 0  # ``paths``: a finding's ancestors, when anchored at the node visited
     while todo:
         node = pop()
         if node is None:
             node = ancestors[-1]
             for method in leaves.get(type(node).__name__, no_calls):
                 method(node)
-            if len(findings) > seen and paths is not None:
-                paths.update((id(f.node), tuple(ancestors)) for f in findings[seen:] if f.node is node)
-            seen = len(findings)
             leave(node)
             continue
         enter(node)
         for method in visits.get(type(node).__name__, no_calls):
             method(node)
-        if len(findings) > seen and paths is not None:
-            paths.update((id(f.node), tuple(ancestors)) for f in findings[seen:] if f.node is node)
-        seen = len(findings)
         push(None)
         children = child_nodes(node)
         children.reverse()
@@ -254,14 +247,13 @@ def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors:
     """One batched pass; a rule that crashes is reported and the pass re-run without it."""
     remaining = list(rule_classes)
     while remaining:
-        context.findings = []
         context.ancestors = []
+        context.findings = found = PassFindings(context.ancestors)
         instances = [rule(context) for rule in remaining]
-        paths: Dict[int, Tuple[cst.CSTNode, ...]] = {}
         try:
-            _traverse(context, instances, paths)
+            _traverse(context, instances)
             if context.findings:  # code in an arm that never runs is not reported (``dead_arms``)
-                dead = dead_nodes(context, (f.node for f in context.findings), paths)
+                dead = dead_nodes(context, (f.node for f in context.findings), found.paths)
                 context.findings = [f for f in context.findings if id(f.node) not in dead]
             return
         except RecursionError:
