@@ -39,8 +39,9 @@ from .analysis.walk import child_nodes
 from .config import Settings
 from .context import FileContext
 from .edits import FixEdits
+from .facts.dead_arms import dead_nodes
 from .file_values import FileValues
-from .finding import Finding, NodeFix
+from .finding import Finding, NodeFix, PassFindings
 from .positions import NodePositions
 from .project.index import ProjectIndex
 from .project.bodies import offer_tree
@@ -246,11 +247,14 @@ def _run_rules(context: FileContext, rule_classes: Sequence[Type[Rule]], errors:
     """One batched pass; a rule that crashes is reported and the pass re-run without it."""
     remaining = list(rule_classes)
     while remaining:
-        context.findings = []
         context.ancestors = []
+        context.findings = found = PassFindings(context.ancestors)
         instances = [rule(context) for rule in remaining]
         try:
             _traverse(context, instances)
+            if context.findings:  # code in an arm that never runs is not reported (``dead_arms``)
+                dead = dead_nodes(context, (f.node for f in context.findings), found.paths)
+                context.findings = [f for f in context.findings if id(f.node) not in dead]
             return
         except RecursionError:
             errors.append(f"{context.path}: too deeply nested to lint")

@@ -7,7 +7,7 @@ the fixer and the edits can use them without importing the contract itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -41,3 +41,19 @@ class Finding:
     node: cst.CSTNode
     message: str
     fix: Optional[NodeFix] = None
+
+
+class PassFindings(list):
+    """The findings of the rules' pass; ``paths``: the ancestors (the module down to it) of
+    each one anchored at the node being visited, kept for ``facts.dead_arms``, which would
+    otherwise walk the module to find them."""
+
+    def __init__(self, ancestors: List[cst.CSTNode]) -> None:
+        super().__init__()
+        self.ancestors = ancestors  # the pass's stack, kept current by the engine
+        self.paths: Dict[int, Tuple[cst.CSTNode, ...]] = {}
+
+    def append(self, finding: Finding) -> None:
+        super().append(finding)
+        if self.ancestors and self.ancestors[-1] is finding.node:
+            self.paths[id(finding.node)] = tuple(self.ancestors)

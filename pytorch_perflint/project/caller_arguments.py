@@ -96,8 +96,8 @@ class CallerArguments:
                 value, where = (arguments.args[position] if position < len(arguments.args) else None), site
             else:
                 value, where, path = param.default, None, definition.path
-                if site.command_line and type(value) is Lit and value.value is False:
-                    return None  # an option made to turn a feature on: not known off
+                if site.command_line and type(value) is Lit and type(value.value) is bool:
+                    return None  # an option made to turn a feature on (or off): not known either way
             if value is None:
                 return None
             values.append((path, where, value))

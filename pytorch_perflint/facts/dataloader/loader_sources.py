@@ -10,6 +10,7 @@ import libcst as cst
 from ...analysis.scope import Scope, dotted_name, target_names
 from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
+from ..dead_arms import unreached_by
 from ..training.reaching import reaching_binding
 from .iterable_wrappers import walked_argument
 from .prepared_loaders import prepared_binding
@@ -373,12 +374,13 @@ class LoaderSourceResolver:
         for value, value_path in returns:
             if value is not None and index is not None:
                 value, value_path = _element(value, index, value_path)
-            if value is None:
-                complete = False
+            if value is None or unreached_by(self.context, defs[0], call, (*value_path, value)):  # or in an arm this call never takes
+                complete = complete and value is not None
                 continue
             inner = self.resolve(value, value_path, depth + 1)
             complete = complete and inner.complete
-            sources.extend(s.through(loops, creator=path + (call,)) for s in inner.sources)
+            mine = [s for s in inner.sources if not unreached_by(self.context, defs[0], call, (*s.site.ancestors, s.site.call))]
+            sources.extend(s.through(loops, creator=path + (call,)) for s in mine)
         return Resolution(tuple(sources), complete)
 
     def self_attribute(self, expr: cst.Attribute, path: Path, loops: Tuple[cst.CSTNode, ...], depth: int) -> Resolution:

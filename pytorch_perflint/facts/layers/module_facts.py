@@ -29,6 +29,7 @@ import libcst as cst
 from ...analysis.scope import Scope, ScopeNode
 from ...analysis.walk import descendants
 from ...context import FileContext
+from ..dead_arms import dead_blocks
 from .module_parts import (
     HELPER, Fresh, _each_read_once, _fresh_binding, _MOVES, _ORDERED_DICTS, _SEQUENTIAL, Feed, Layer, ModuleClass, Visited, _blocks,
     _chain_to, _dotted, _mentions_target, _methods, _name_count, _only_read, _pairs, _drops_last,
@@ -237,7 +238,8 @@ class ModuleFactsBuilder:
             added = self._added(small, name, scope, just)  # `if batch_norm: layers += [bn]`, every caller's flag true
         if added is None:
             if isinstance(statement, cst.BaseCompoundStatement):
-                return all(self._block(block, name, scope, found) for block in _blocks(statement))
+                dead = dead_blocks(self.context, statement)  # arms that never run add nothing
+                return all(self._block(block, name, scope, found) for block in _blocks(statement) if id(block) not in dead)
             return "." not in name and _only_read(statement, name)
         fresh, items = added
         if items is None:  # the last item dropped: a feed into a statement's last item may be gone
