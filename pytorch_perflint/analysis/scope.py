@@ -108,6 +108,18 @@ class Scope:
                 yield scope
             scope = scope.parent
 
+    def binder(self, name: str) -> Optional[Tuple["Scope", List[Optional[cst.BaseExpression]]]]:
+        """The innermost visible scope that binds ``name``, with its bindings (None where the
+        binding is not a plain value); None when an import or a ``global``/``nonlocal``
+        declaration reaches the name first, or nothing binds it."""
+        for scope in self.visible():
+            if name in scope.imports or name in scope.declared_outer:
+                return None
+            values = scope.bindings.get(name)
+            if values is not None:
+                return scope, values
+        return None
+
     def lookup_value(self, name: str, same_object: bool = False) -> Optional[cst.BaseExpression]:
         """The expression ``name`` is bound to, if it is bound exactly once to one.
         ``same_object``: the object it names is asked about (which loader it is), so a

@@ -256,20 +256,17 @@ class LoaderSourceResolver:
         """``bar = tqdm(loader)`` (or ``with tqdm(loader) as bar``) bound once in its scope, whose ``bar.update()`` /
         ``bar.set_postfix(...)`` calls read as changes of the name: a bar's counter moves,
         the loader it walks stays the same."""
-        for current in scope.visible():
-            if name in current.imports or name in current.declared_outer:
-                return None
-            values = current.bindings.get(name)
-            if values is None:
-                continue
-            value = values[0] if len(values) == 1 else None
-            entered = self.recorded.entered.get((id(current.node), name), [])
-            if values == [None] and len(entered) == 1:  # `with tqdm(loader) as bar`: the bar itself
-                value = entered[0]
-            if not isinstance(value, cst.Call) or self.context.qualname(value.func, current) not in _TQDM:
-                return None
-            return value if current.parent is not None else None
-        return None
+        found = scope.binder(name)
+        if found is None:
+            return None
+        current, values = found
+        value = values[0] if len(values) == 1 else None
+        entered = self.recorded.entered.get((id(current.node), name), [])
+        if values == [None] and len(entered) == 1:  # `with tqdm(loader) as bar`: the bar itself
+            value = entered[0]
+        if not isinstance(value, cst.Call) or self.context.qualname(value.func, current) not in _TQDM:
+            return None
+        return value if current.parent is not None else None
 
     def unpacked(self, name: str, scope: Scope) -> Optional[List[Tuple[cst.Call, int, Path]]]:
         """``train_loader, val_loader = make_loaders()``: the call and the position, when

@@ -24,25 +24,22 @@ def prepared_binding(context: FileContext, recorded: LoaderSiteRecorder, name: s
     loader)`` (once, or on branches): every other binding of the name hands it to
     ``prepare`` at the position it takes back. The one binding left, and its ancestors
     (None: the name is bound some other way)."""
-    for current in scope.visible():
-        if name in current.imports or name in current.declared_outer:
-            return None
-        values = current.bindings.get(name)
-        if values is None:
-            continue
-        if name in current.mutated:
-            return None
-        plain = [v for v in values if v is not None]
-        rewraps = [v for v in plain if isinstance(v, cst.Call) and _prepares(context, v, None, name, recorded.value_paths.get(id(v)))]
-        others = [v for v in plain if not any(v is r for r in rewraps)]
-        unpacked = recorded.unpacked.get((id(current.node), name), [])
-        if len(values) - len(plain) != len(unpacked) or not all(_prepares(context, call, index, name, path) for call, index, path in unpacked):
-            return None
-        if len(others) != 1 or not (rewraps or unpacked):
-            return None
-        value_path = recorded.value_paths.get(id(others[0]))
-        return None if value_path is None else (others[0], value_path)
-    return None
+    found = scope.binder(name)
+    if found is None:
+        return None
+    current, values = found
+    if name in current.mutated:
+        return None
+    plain = [v for v in values if v is not None]
+    rewraps = [v for v in plain if isinstance(v, cst.Call) and _prepares(context, v, None, name, recorded.value_paths.get(id(v)))]
+    others = [v for v in plain if not any(v is r for r in rewraps)]
+    unpacked = recorded.unpacked.get((id(current.node), name), [])
+    if len(values) - len(plain) != len(unpacked) or not all(_prepares(context, call, index, name, path) for call, index, path in unpacked):
+        return None
+    if len(others) != 1 or not (rewraps or unpacked):
+        return None
+    value_path = recorded.value_paths.get(id(others[0]))
+    return None if value_path is None else (others[0], value_path)
 
 
 def _prepares(context: FileContext, call: cst.Call, index: Optional[int], name: str, path: Optional[Path]) -> bool:
