@@ -16,6 +16,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from ..analysis.calls import MISSING, argument
 from ..analysis.scope import comprehension_binds
 from ..analysis.values import UNKNOWN, literal_value
 from ..analysis.walk import child_nodes
@@ -53,12 +54,7 @@ def in_dead_arm(context: FileContext, path: Sequence[cst.CSTNode], memo: Optiona
     memo = {} if memo is None else memo
     for i in range(len(path) - 1):
         node, child = path[i], path[i + 1]
-        if isinstance(node, cst.If):
-            arm = True if child is node.body else False if child is node.orelse else None
-        elif isinstance(node, cst.IfExp):
-            arm = True if child is node.body else False if child is node.orelse else None
-        else:
-            continue
+        arm = _arm(node, child)
         if arm is None:
             continue
         key = id(child)
@@ -78,14 +74,8 @@ def _never_runs(context: FileContext, path: Sequence[cst.CSTNode], test: cst.Bas
     function = next((n for n in reversed(path) if isinstance(n, _SCOPES)), None)
     if not isinstance(function, cst.FunctionDef):
         return False
-    scope = context.scope_for(test, path)
-    bindings = scope.bindings.get(test.value)
-    if scope.node is not function or bindings is None or len(bindings) != 1 or bindings[0] is not None:
-        return False  # not a parameter, or rebound in the function
-    if test.value in scope.declared_outer or test.value in scope.mutated or not _is_param(function, test.value):
+    if _unrebound_param(context, function, test, path) is None:
         return False
-    if comprehension_binds((*path, test), test.value):
-        return False  # `[a if p else b for p in ps]`: the loop's variable
     kind = context.value_of(test, path[1])
     if type(kind) is Flag:
         truth = kind.value
@@ -96,9 +86,26 @@ def _never_runs(context: FileContext, path: Sequence[cst.CSTNode], test: cst.Bas
     return (truth != negated) != arm
 
 
-def _is_param(function: cst.FunctionDef, name: str) -> bool:
+def _arm(node: cst.CSTNode, child: cst.CSTNode) -> Optional[bool]:
+    """Which arm of ``node`` (an ``if`` or a conditional expression) ``child`` is: True the
+    body, False the ``else``; None for the test, or another kind of node."""
+    if type(node) not in (cst.If, cst.IfExp):
+        return None
+    return True if child is node.body else False if child is node.orelse else None  # type: ignore[attr-defined]
+
+
+def _unrebound_param(context: FileContext, function: cst.FunctionDef, name: cst.Name, path: Sequence[cst.CSTNode]) -> Optional[cst.Param]:
+    """The parameter of ``function`` that ``name`` (read under ``path``) is, when nothing in
+    the function rebinds or changes it (a comprehension's own variable of that name is not
+    it: ``[a if p else b for p in ps]``); else None."""
+    scope = context.scope_for(name, path)
+    bindings = scope.bindings.get(name.value)
+    if scope.node is not function or bindings is None or len(bindings) != 1 or bindings[0] is not None:
+        return None
+    if name.value in scope.declared_outer or name.value in scope.mutated or comprehension_binds((*path, name), name.value):
+        return None
     params = function.params
-    return any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params))
+    return next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name.value), None)
 
 
 def _paths(module: cst.Module, wanted: Dict[int, cst.CSTNode]) -> Dict[int, List[cst.CSTNode]]:
@@ -167,11 +174,9 @@ def unreached_by(context: FileContext, function: cst.FunctionDef, call: cst.Call
         node, child = path[i], path[i + 1]
         if isinstance(node, _SCOPES):
             return False  # a nested function's arms run when it is called
-        if isinstance(node, (cst.If, cst.IfExp)):
-            arm = True if child is node.body else False if child is node.orelse else None
-            if arm is None:
-                continue
-            truth = _truth_for_call(context, function, call, node.test, path[: i + 1])
+        arm = _arm(node, child)
+        if arm is not None:
+            truth = _truth_for_call(context, function, call, node.test, path[: i + 1])  # type: ignore[attr-defined]
             if truth is not None and truth != arm:
                 return True
     return False
@@ -212,25 +217,19 @@ def _plain_literal(value: object) -> bool:
 def _passed(context: FileContext, function: cst.FunctionDef, call: cst.Call, name: cst.Name, path: Sequence[cst.CSTNode]) -> object:
     """The literal ``call`` gives parameter ``name`` of ``function`` (its default when it
     passes none), else ``_NOT_GIVEN``."""
-    scope = context.scope_for(name, path)
-    bindings = scope.bindings.get(name.value)
-    if scope.node is not function or bindings is None or len(bindings) != 1 or bindings[0] is not None:
-        return _NOT_GIVEN
-    if name.value in scope.declared_outer or name.value in scope.mutated or comprehension_binds((*path, name), name.value):
+    param = _unrebound_param(context, function, name, path)
+    if param is None:
         return _NOT_GIVEN
     params = function.params
     positional = [*params.posonly_params, *params.params]
-    param = next((p for p in (*positional, *params.kwonly_params) if p.name.value == name.value), None)
-    if param is None:
-        return _NOT_GIVEN
     index: Optional[int] = None
     if param in positional:
         index = positional.index(param) - (1 if isinstance(call.func, cst.Attribute) else 0)  # a bound method: self
         if index < 0:
             return _NOT_GIVEN
-    arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == name.value), None)
-    if arg is None and index is not None:
-        plain = [a for a in call.args if a.keyword is None]
-        arg = plain[index] if index < len(plain) else None
-    value = literal_value(arg.value) if arg is not None else (literal_value(param.default) if param.default is not None else UNKNOWN)
+    passed = argument(call, name.value, index)
+    if passed.value is not MISSING:
+        value = passed.value
+    else:
+        value = literal_value(param.default) if param.default is not None else UNKNOWN
     return value if value is not UNKNOWN and _plain_literal(value) else _NOT_GIVEN
