@@ -30,17 +30,16 @@ then behave as before.
 from __future__ import annotations
 
 import ast
-import re
 from typing import Callable, Optional
 
 from .appended_lists import Appended, Collected
 from .forms import Call, Form, Lit, Ref
 from .scopes import expression_form
+from .tensor_values import ACCELERATOR_TEXT
 from .kinds import Accelerator, Dataset, DeviceTensor, DType, HostTensor, Items, Iterator, Kind, Module, Number, OnDevice, Text, Unknown
 
 Evaluate = Callable[[Form], Kind]
 
-_ACCELERATOR = re.compile(r"^(?:cuda|mps|xpu|hpu|npu)(?::\d+)?$")
 # Tensor methods whose result is a host value (a number, a list, a size) or another object.
 HOST_METHODS = frozenset(
     "cpu numpy item tolist size dim ndimension numel nelement element_size stride data_ptr is_contiguous "
@@ -58,7 +57,7 @@ def on_accelerator(kind: Kind) -> bool:
     """``torch.device("cuda")`` or a ``"cuda:0"`` text: the accelerator as a device."""
     if type(kind) is Accelerator:
         return True
-    return type(kind) is Text and kind.value is not None and bool(_ACCELERATOR.match(kind.value))  # type: ignore[union-attr]
+    return type(kind) is Text and kind.value is not None and bool(ACCELERATOR_TEXT.match(kind.value))  # type: ignore[union-attr]
 
 
 def holds(kind: Kind) -> bool:

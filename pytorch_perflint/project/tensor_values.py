@@ -39,7 +39,8 @@ LEGACY = frozenset(
 # The same on the GPU (``torch.cuda.FloatTensor(x)``): they copy their data as well.
 CUDA_LEGACY = frozenset(f"torch.cuda.{name[len('torch.'):]}" for name in LEGACY if name != "torch.Tensor")
 VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
-_ACCELERATOR = re.compile(r"^(?:cuda|mps|xpu|hpu|npu)(?::\d+)?$")
+# A device text naming an accelerator: "cuda", "cuda:1", "mps"... (also read by ``device_values``).
+ACCELERATOR_TEXT = re.compile(r"^(?:cuda|mps|xpu|hpu|npu)(?::\d+)?$")
 # Methods whose result lives where their receiver does: in-place fills, dtype casts, views.
 KEEP_DEVICE = frozenset(
     "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
@@ -91,7 +92,7 @@ def _device(form: Call) -> Kind:
     arg = form.args[0]
     arms = (arg.body, arg.orelse) if type(arg) is Either else (arg,)
     texts = [a.value for a in arms if type(a) is Lit and isinstance(a.value, str)]
-    if len(texts) != len(arms) or not any(_ACCELERATOR.match(t) for t in texts):
+    if len(texts) != len(arms) or not any(ACCELERATOR_TEXT.match(t) for t in texts):
         return UNKNOWN
     return Accelerator()
 
