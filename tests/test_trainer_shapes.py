@@ -4,7 +4,8 @@ each on a scratch project with its look-alikes.
 TPF202: an epoch function of another module (``fit_one_epoch(model, train_util, ...)``)
 whose loop calls a method of a trainer object handed in as a parameter
 (``train_util.train_step(...)``, which runs backward and an optimizer step) is a training
-loop: the ``.item()`` of the losses the method returns runs every step. Look-alikes: the
+loop: the ``.item()`` of the losses the method returns runs every step; so does a loop
+calling it on the attribute the trainer is kept in (``self.trainer = trainer``). Look-alikes: the
 same function's validation loop calling a method that trains nothing, a parameter whose
 ``step_``-named method trains nothing, and the epoch loop of the caller (an epoch loop, not
 a step loop).
@@ -82,11 +83,28 @@ TRAINER = {
                 val_loss += batch[0].cuda().sum().item()
             return total_loss
     """,
+    "utils/fitter.py": """
+        class Fitter:
+            def __init__(self, trainer, log):
+                self.trainer = trainer
+                self.log = log
+
+            def run(self, gen):
+                seen = 0
+                for batch in gen:
+                    part, total = self.trainer.train_step(batch[0].cuda())
+                    seen += total.item()  #!
+                for batch in gen:
+                    self.log.step_count(len(batch))
+                    seen += batch[0].cuda().sum().item()
+                return seen
+    """,
     "train.py": """
         import torch
         import torch.optim as optim
         from nets.trainer import Meter, Trainer
         from utils.fit import fit_one_epoch
+        from utils.fitter import Fitter
 
         if __name__ == "__main__":
             model = torch.nn.Conv2d(3, 3, 3).cuda()
@@ -95,6 +113,7 @@ TRAINER = {
             meter = Meter()
             for epoch in range(10):
                 fit_one_epoch(model, train_util, meter, [], [], True)
+                Fitter(train_util, meter).run([])
                 print(torch.zeros(1).cuda().item())
     """,
 }

@@ -62,12 +62,20 @@ def _built_objects(tree: ast.Module) -> Tuple[FrozenSet[str], FrozenSet[str]]:
 
 @per_tree
 def _parameters(tree: ast.Module) -> FrozenSet[str]:
-    """The parameter names of every function of the tree (not ``self``/``cls``)."""
+    """The parameter names of every function of the tree (not ``self``/``cls``), and the
+    attributes a parameter is kept in (``self.trainer = trainer`` in ``__init__``)."""
     names: Set[str] = set()
     for function in tree_index(tree).functions:
         arguments = function.args
         names.update(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs))
-    return frozenset(names - {"self", "cls"})
+    names -= {"self", "cls"}
+    kept = (
+        ast_dotted(target)
+        for node in tree_index(tree).assignments
+        if type(node) is ast.Assign and type(node.value) is ast.Name and node.value.id in names
+        for target in node.targets
+    )
+    return frozenset(names.union(k for k in kept if k.startswith("self.")))
 
 
 def last_name(node: ast.AST) -> str:
