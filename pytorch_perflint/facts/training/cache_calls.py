@@ -25,7 +25,8 @@ from ...project.resolution import Definition
 from ...project.tree_wheres import loop_calls_running
 from ...project.values import MAX_SCANNED_MODULES, engine_for
 from .no_grad import is_eval_function_name
-from .screens import could_have_training_loop, loop_calls_step_by_name
+from .screens import could_have_training_loop
+from .step_names import loop_calls_step_by_name
 
 # Names that mark evaluation: a loop of the module may evaluate a model.
 _EVALUATES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "eval"})

@@ -18,6 +18,7 @@ from .classifiers import (
     BACKWARD_ATTRS, Loop, call_receiver, callee_key, is_autograd_grad, is_no_grad_expr,
     is_optimizer_step, last_name, method_name, options_like,
 )
+from .class_layers import class_layers, reads_optimizer_state
 from .closures import closure_callees, lambda_binding
 from .eval_callers import callers_all_no_grad, callers_evaluate
 from .eval_helpers import helper_forward
@@ -109,6 +110,7 @@ class _EFrame:
     layers: FrozenSet[str] = frozenset()  # ``self.lstm``...: layers its class builds in __init__
     owner: object = False  # the class of a method of a module-level class, None: a module-level function
     mode: Dict[str, str] = field(default_factory=dict)
+    mode_at: Dict[str, int] = field(default_factory=dict)  # walk order of each model's last mode call
     grad_off: bool = False  # a bare ``torch.set_grad_enabled(False)`` ran earlier in it
     # The conditional branch the last mode call of each model stood in (None: unconditional).
     branch: Dict[str, Optional[cst.CSTNode]] = field(default_factory=dict)
@@ -185,11 +187,14 @@ class _EvalWalk:
         scope = self.context.scope_for(self.context.module, stack)
         return lambda expr: self.context.qualname(expr, scope)
 
-    def mark(self, attr: str) -> None:
+    def mark(self, attr: str, event: bool = True) -> None:
+        """Set ``attr`` on the loops open here; a ``needs_grad`` is also an event that makes
+        an earlier loop's outputs possibly differentiated (``_backward_after``), unless
+        ``event`` is False: an optimizer's settings or state read (``reads_optimizer_state``)."""
         frame = self.frames[-1]
         for loop in frame.loops:
             setattr(loop, attr, True)
-        if attr == "needs_grad":
+        if attr == "needs_grad" and event:
             self.grad_events.append((self.order, frame, tuple(frame.loops)))
 
     def run(self) -> Tuple[EvalLoop, ...]:
@@ -206,7 +211,7 @@ class _EvalWalk:
         frame = self.frames[-1]
         if type(node) is cst.ClassDef:
             self.classes.append(node.name.value)
-            self.layers[node.name.value] = _layers(node, self.qualname_at(stack), self._project_module)
+            self.layers[node.name.value] = class_layers(node, self.qualname_at(stack), self._project_module)
         elif type(node) is cst.FunctionDef:
             name = node.name.value
             if frame.node is not None:  # a closure of the function being walked
@@ -239,10 +244,10 @@ class _EvalWalk:
         elif type(node) is cst.Yield:
             self.mark("has_yield")
         elif type(node) is cst.Attribute and needs_grad_name(node.attr.value) and not self._options(node, stack):
-            self.mark("needs_grad")
+            self.mark("needs_grad", not reads_optimizer_state(node, stack))
         elif type(node) is cst.Name and needs_grad_name(node.value) and not self._options(node, stack):
             if not _keyword_false(node, stack):  # `Variable(x, requires_grad=False)` needs none
-                self.mark("needs_grad")
+                self.mark("needs_grad", not reads_optimizer_state(node, stack))
         elif type(node) is cst.Expr and type(node.value) is cst.Call:
             call = node.value
             if last_name(call.func) == "set_grad_enabled":
@@ -275,6 +280,7 @@ class _EvalWalk:
                 value = literal_value(call.args[0].value) if call.args else True
                 mode = "eval" if value is False else ("train" if value is True else "unknown")
             frame.mode[owner] = mode
+            frame.mode_at[owner] = self.order
             frame.branch[owner] = _innermost_branch(stack, frame.node)
             return
         called = last_name(call.func)
@@ -296,15 +302,19 @@ class _EvalWalk:
         if dotted is None:
             return
         mode = frame.mode.get(dotted)
-        branch = frame.branch.get(dotted)
+        branch, since = frame.branch.get(dotted), frame.mode_at.get(dotted, 0)
         if mode is None and dotted in frame.layers and "self" in frame.mode:  # `self.eval()`, then `self.decoder(...)`
-            mode, branch = frame.mode["self"], frame.branch.get("self")
+            mode, branch, since = frame.mode["self"], frame.branch.get("self"), frame.mode_at.get("self", 0)
         if mode == "eval" and branch is not None and not any(node is branch for node in stack):
             mode = "unknown"  # `if training: model.train() else: model.eval()`: not known here
         model_like = frame.eval_named and mode is None and (
             bool(MODEL_NAME.match(dotted.rsplit(".", 1)[-1])) or dotted in frame.layers
         )
-        if (mode == "eval" or model_like) and not self._foreign(target, stack):
+        if mode == "eval" and not self._foreign(target, stack):
+            after = [loop for loop in frame.loops if loop.start > since]
+            for loop in after or frame.loops:  # those begun in eval mode, not a loop around `model.eval()`
+                loop.forward = True
+        elif model_like and not self._foreign(target, stack):
             self.mark("forward")
         elif mode is None and frame.closures.get(dotted) is not None and self._closure_evaluates(frame.closures[dotted], frame, stack):
             self.mark("forward")  # `predict(b)`, a closure running a model this function put in eval mode
@@ -422,37 +432,6 @@ class _EvalWalk:
                 continue
             result.append(EvalLoop(loop.node, function, loop.has_yield))
         return tuple(result)
-
-
-def _layers(node: cst.ClassDef, qualname: Callable[[cst.CSTNode], Optional[str]], project_module: Callable[[cst.BaseExpression], bool]) -> FrozenSet[str]:
-    """``self.lstm``... for each ``self.x = nn.Layer(...)`` (or a project ``nn.Module``
-    class: ``self.G = Generator(c)``) in the class's ``__init__``: calling one runs a part
-    of the model (``DecoderRNN.sample`` decoding step by step)."""
-    out: Set[str] = set()
-    body = node.body
-    if not isinstance(body, cst.IndentedBlock):
-        return frozenset()
-    for statement in body.body:
-        if not (isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__"):
-            continue
-        inner = statement.body
-        if not isinstance(inner, cst.IndentedBlock):
-            continue
-        for line in inner.body:
-            if not isinstance(line, cst.SimpleStatementLine):
-                continue
-            for small in line.body:
-                if not (isinstance(small, cst.Assign) and isinstance(small.value, cst.Call)):
-                    continue
-                name = qualname(small.value.func) if isinstance(small.value.func, (cst.Name, cst.Attribute)) else None
-                torch_layer = name is not None and name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper()
-                if not torch_layer and not project_module(small.value.func):
-                    continue
-                for target in small.targets:
-                    dotted = dotted_name(target.target)
-                    if dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1:
-                        out.add(dotted)
-    return frozenset(out)
 
 
 def _innermost_branch(stack: Sequence[cst.CSTNode], function: Optional[cst.CSTNode]) -> Optional[cst.CSTNode]:

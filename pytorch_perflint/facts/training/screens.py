@@ -13,7 +13,7 @@ import bisect
 import functools
 import re
 import string
-from typing import Callable, FrozenSet, Iterator, Optional, Set, Tuple, Union
+from typing import Callable, FrozenSet, Iterator, Optional, Set, Union
 
 from ...analysis.ast_index import (
     LOOP_TYPES,
@@ -28,7 +28,8 @@ from .classifiers import BACKWARD_ATTRS, is_optimizer_name, options_like
 from .closures import closures_calling
 from .eval_names import FRAMEWORK_HOOKS, GRAD_ATTRS, called_names, is_eval_function_name, needs_grad_name
 from .no_grad import MODEL_NAME
-from .trainer_calls import TRAIN_WITH_DATA, handed_data
+from .step_names import STEP_WORDS as _STEP_WORDS, last_name as _last_name
+from .trainer_calls import TRAIN_WITH_DATA
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Assignment = Union[ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr]
@@ -283,15 +284,6 @@ def _layer_attributes(tree: ast.Module) -> FrozenSet[str]:
     return frozenset(out)
 
 
-def _last_name(node: ast.AST) -> str:
-    """``c`` for ``a.b.c``, ``a[0].c`` or ``c``; else an empty string (``training.last_name``)."""
-    while isinstance(node, ast.Subscript):
-        node = node.value
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
-
-
 @per_tree
 def _optimizer_targets(tree: ast.Module) -> FrozenSet[str]:
     """Over-approximates ``training``'s optimizer names (targets bound to a ``torch.optim``
@@ -356,54 +348,11 @@ def calls_training_step(tree: ast.Module) -> bool:
     return any(_is_training_call(call, tree) for call in tree_index(tree).calls)
 
 
-_STEP_WORDS = re.compile(r"(?:^|_|train)step(?:$|_)|^update$|^learn$|^optimi[sz]e(?:$|_)|_batch$", re.IGNORECASE)
-# Classes whose ``.update()`` fills a container, not a model (``OrderedSet()``, ``Counter()``).
-_CONTAINERS = re.compile(r"(?:Set|Dict|Counter|Map|List|Cache|Queue|Stack|Tuple)$")
-
-
 @per_tree  # asked by several rules' screens and questions of one file
 def _calls_step_by_name(tree: ast.Module) -> bool:
     """Some call, anywhere, of a function named like a training step (``a2c_step(...)``,
     ``step(...)``, ``update(...)``)."""
     return any(isinstance(call.func, ast.Name) and _STEP_WORDS.search(call.func.id) for call in tree_index(tree).calls)
-
-
-@per_tree  # asked by several rules' screens and questions of one file
-def loop_calls_step_by_name(tree: ast.Module) -> bool:
-    """Some loop calls a function named like a training step (``train_step(...)``), or such
-    a method of an object built here from a class (``agent.update(...)`` with ``agent =
-    Agent(...)``, ``engine.train(x, y)``; not ``self``'s): it may be a step function of
-    another module, which only the project index can tell."""
-    built = None
-    for call in tree_index(tree).calls_in_loops:
-        func = call.func
-        if isinstance(func, ast.Name):
-            if func.id not in ("update", "step") and _STEP_WORDS.search(func.id):
-                return True
-        elif isinstance(func, ast.Attribute) and func.attr != "step" and (_STEP_WORDS.search(func.attr) or handed_data(call)):
-            if built is None:
-                built = _built_objects(tree)
-            receiver = ast_dotted(func.value)
-            if receiver in built[0] or (receiver in built[1] and func.attr not in ("update", "learn")):
-                return True
-    return False
-
-
-@per_tree
-def _built_objects(tree: ast.Module) -> Tuple[FrozenSet[str], FrozenSet[str]]:
-    """Dotted targets assigned a call of a capitalised name that is not a container, and
-    those assigned any other call (``model = create_model(opt)``: a factory's object,
-    whose ``optimize_parameters()`` may train)."""
-    targets: Set[str] = set()
-    made: Set[str] = set()
-    for node in tree_index(tree).assignments:
-        value = node.value
-        if isinstance(value, ast.Call):
-            name = _last_name(value.func)
-            found = node.targets if isinstance(node, ast.Assign) else [node.target]
-            into = targets if name[:1].isupper() and not _CONTAINERS.search(name) else made
-            into.update(filter(None, map(ast_dotted, found)))
-    return frozenset(targets), frozenset(made)
 
 
 _SYNC_ATTRS = frozenset({"item", "cpu", "tolist", "synchronize"})

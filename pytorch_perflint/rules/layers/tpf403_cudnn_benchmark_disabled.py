@@ -21,7 +21,8 @@ from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.training.loop_training import loops_may_train
 from ...facts.training.loops import training_facts
-from ...facts.training.screens import could_have_training_loop, loop_calls_step_by_name
+from ...facts.training.screens import could_have_training_loop
+from ...facts.training.step_names import loop_calls_step_by_name
 from ...facts.training.trainer_calls import handed_data
 from ...facts.layers.entry_scripts import entry_scripts_decide, script_facts
 from ...facts.layers.module_parts import walk_scoped

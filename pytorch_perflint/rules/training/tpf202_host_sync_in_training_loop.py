@@ -19,13 +19,9 @@ from ...facts.training.loop_training import loops_may_train
 from ...facts.training.step_bodies import step_bodies_may_sync
 from ...facts.training.step_shapes import exits_early, hands_parameters, method_owner
 from ...facts.training.replay_loops import replay_loop_around
-from ...facts.training.loops import (
-    loop_bound_names,
-    step_loop_around,
-    training_facts,
-    walk,
-)
-from ...facts.training.screens import could_have_training_loop, could_train_text, loop_calls_step_by_name, step_function_syncs
+from ...facts.training.loops import loop_bound_names, step_loop_around, training_facts, walk
+from ...facts.training.screens import could_have_training_loop, could_train_text, step_function_syncs
+from ...facts.training.step_names import loop_calls_step_by_name
 from ...facts.training.test_code import in_test_code
 from ...facts.training.sync_forms import add_terms as _add_terms, formats as _formats, formatted_values as _formatted_values
 from ...facts.training.sync_forms import reduces_to_truth as _reduces

@@ -48,7 +48,11 @@ class EvalWithoutNoGrad(Rule):
     them), for functions whose callers in the project all run them inside no-grad (a `with`
     or a no-grad decorator on the caller), and for loops that need gradients (`.backward()`,
     `torch.autograd.grad`, an optimizer step: adversarial evaluation, a linear probe on a
-    frozen backbone). `Variable(x, volatile=True)` does nothing since torch 0.4. A loop also
+    frozen backbone; reading an optimizer's settings or state after the loop,
+    `optimizer.param_groups[0]["lr"]` or `optimizer.state_dict()` for a checkpoint, needs
+    none). `Variable(x, volatile=True)` does nothing since torch 0.4. When the model is put
+    in eval mode inside an outer loop, the loop reported is the one that begins in eval
+    mode, not the outer loop. A loop also
     evaluates when the model sits behind project code the value engine follows: in a function
     named like evaluation, a method of a parameter (`policy.select_action(state)` running
     `self.actor(state)`), or a helper handed a model put in eval mode here

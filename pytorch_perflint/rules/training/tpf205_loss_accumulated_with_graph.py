@@ -25,7 +25,8 @@ from ...facts.training.graph_values import (
 from ...facts.training.loop_training import loops_may_train
 from ...facts.training.loops import training_facts
 from ...facts.training.no_grad import under_no_grad
-from ...facts.training.screens import could_have_training_loop, could_train_text, loop_calls_step_by_name
+from ...facts.training.screens import could_have_training_loop, could_train_text
+from ...facts.training.step_names import loop_calls_step_by_name
 from ...facts.training.test_code import in_test_code
 
 if TYPE_CHECKING:
