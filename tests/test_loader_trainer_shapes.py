@@ -202,3 +202,54 @@ def test_constructors_that_cannot_be_followed_stay_silent(tmp_path: Path) -> Non
         root = write_project(tmp_path / name, {"pyproject.toml": SELECT, "running.py": running, "main.py": main})
         # (a forward that cannot be followed leaves the base's parameter unknown for every subclass)
         assert _findings(root, "TPF104") == set(), name
+
+
+OPTIONS = '''
+    import platform
+
+
+    def os_kwargs():
+        kwargs = {}
+        if platform.system() == "Darwin":
+            kwargs = {"multiprocessing_context": "forkserver", "persistent_workers": True}
+        return kwargs
+
+
+    def cuda_kwargs(cuda):
+        kwargs = {}
+        if cuda:
+            kwargs = {"pin_memory": True}
+        return kwargs
+
+
+    def either_kwargs(fast):
+        if fast:
+            return {"pin_memory": True, "num_workers": 4}
+        return {"pin_memory": False, "num_workers": 4}
+'''
+
+LOADERS = '''
+    import torch
+    from torch.utils.data import DataLoader
+    from options import cuda_kwargs, either_kwargs, os_kwargs
+
+    device = torch.device("cuda")
+
+
+    def loaders(train_set, val_set, fast):
+        train = DataLoader(train_set, batch_size=8, num_workers=2, **os_kwargs())  # TPF102
+        opts = os_kwargs()
+        val = DataLoader(val_set, batch_size=8, **opts)  # TPF102
+        maybe = DataLoader(val_set, **cuda_kwargs(True))
+        chosen = DataLoader(val_set, **either_kwargs(fast))
+        return train, val, maybe, chosen
+'''
+
+
+def test_keyword_dicts_a_helper_returns_on_two_arms(tmp_path: Path) -> None:
+    """A helper's ``**`` dict bound on two arms is the dicts' join: a key neither holds is
+    absent (no ``pin_memory``: TPF102), a key one arm holds or the arms disagree on is
+    unknown (silent)."""
+    files = {"options.py": OPTIONS, "loaders.py": LOADERS}
+    root = write_project(tmp_path / "p", {"pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF102"]\n', **files})
+    assert _findings(root, "TPF102") == _marked(files, "TPF102")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 
 from .caller_arguments import plain_decorator
 from .forms import Form, Ref
-from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join_all, present
+from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join, join_all, present
 from .loader_values import describe
 from .resolution import Definition
 from .scopes import build_scope
@@ -134,7 +134,7 @@ class ParameterFlow:
                 items.update((k, v) for k, v in known.items if k not in named)
                 open_ = open_ or known.open
             found.append(Options(tuple(items.items()), open_))
-        return reduce(_join_options, found)
+        return reduce(join, found)  # a key one caller leaves out is unknown: its default there
 
     def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
         """All callers' arguments, else unknown. A public method's callers: every call of its
@@ -220,10 +220,3 @@ class ParameterFlow:
             return None
         return self._where_in(definition, line)
 
-
-def _join_options(first: Options, second: Options) -> Options:
-    """Two callers' keyword dicts: every key either passes, its value known where both pass
-    the same one (a key one caller leaves out is unknown: its default there)."""
-    one, other = dict(first.items), dict(second.items)
-    keys = dict.fromkeys((*one, *other))
-    return Options(tuple((k, one[k] if one.get(k) == other.get(k) else "?") for k in keys), first.open or second.open)
