@@ -188,6 +188,15 @@ def test_a_base_classs_loader_through_forwarded_and_factory_made_constructors(tm
     _check(tmp_path, {"running.py": RUNNING, "main.py": MAIN})
 
 
+def test_a_base_classs_loader_through_an_explicit_super_call(tmp_path: Path) -> None:
+    explicit = RUNNING.replace(
+        "        def __init__(self, *args, **kwargs):\n            super(SupervisedRunner, self).__init__(*args, **kwargs)\n            self.classification = isinstance(args[3], torch.nn.CrossEntropyLoss)",
+        "        def __init__(self, model, dataloader, device, optimizer=None, classes=2):\n            super().__init__(model, dataloader, device, optimizer)\n            self.classes = classes",
+    )
+    assert explicit != RUNNING
+    _check(tmp_path, {"running.py": explicit, "main.py": MAIN})
+
+
 def test_constructors_that_cannot_be_followed_stay_silent(tmp_path: Path) -> None:
     silent = RUNNING.replace("  # TPF104", "")
     cases = {
