@@ -262,3 +262,53 @@ def test_keyword_dicts_a_helper_returns_on_two_arms(tmp_path: Path) -> None:
     files = {"options.py": OPTIONS, "loaders.py": LOADERS}
     root = write_project(tmp_path / "p", {"pyproject.toml": '[tool.pytorch-perflint]\nselect = ["TPF102"]\n', **files})
     assert _findings(root, "TPF102") == _marked(files, "TPF102")
+
+
+REBOUND = '''
+    from torch.utils.data import DataLoader
+
+
+    def on_an_arm(ds, epochs, small):
+        loader = DataLoader(ds, batch_size=8, num_workers=2)  # TPF103
+        if small:
+            loader = DataLoader(ds, batch_size=2, num_workers=2)  # TPF103
+        for epoch in range(epochs):
+            for batch in loader:
+                pass
+
+
+    def on_every_arm(ds, epochs, small):
+        loader = DataLoader(ds, batch_size=8, num_workers=2)
+        if small:
+            loader = DataLoader(ds, batch_size=2, num_workers=2, persistent_workers=True)
+        else:
+            loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True)
+        for epoch in range(epochs):
+            for batch in loader:
+                pass
+
+
+    def in_a_handler(ds, epochs):
+        loader = DataLoader(ds, batch_size=8, num_workers=2)
+        try:
+            loader = DataLoader(ds, batch_size=2, num_workers=2)
+        except RuntimeError:
+            for epoch in range(epochs):
+                for batch in loader:
+                    pass
+
+
+    def after_the_walk(ds, epochs):
+        loader = DataLoader(ds, batch_size=8, num_workers=2)
+        for epoch in range(epochs):
+            for batch in loader:
+                pass
+            loader = DataLoader(ds, batch_size=2, num_workers=2, persistent_workers=True)
+'''
+
+
+def test_names_rebound_on_arms_reach_the_walk(tmp_path: Path) -> None:
+    """Each plain binding that may reach the walk is followed (an arm that may not run lets
+    the binding before it through); one on every arm replaces it; a binding in a handler,
+    or in the loop after the walk (it reaches round the loop), leaves the name unknown."""
+    _check(tmp_path, {"loops.py": REBOUND})

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .resolution import Resolution, Site
 
 MAX_RETURN_CALLERS = 16
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def returned_class_calls(resolution: "Resolution", path: str, site: CallSite) -> Optional[List["Site"]]:
@@ -115,9 +116,12 @@ def _bound_calls(index, path: str, call: CallSite, places: Tuple[Optional[int], 
         else:
             return None
     builder = FormBuilder(dict(index.summary(path).aliases))
+    nested = {id(n) for inner in ast.walk(node) if inner is not node and isinstance(inner, _SCOPES) for n in ast.walk(inner)}
     out: List[CallSite] = []
     for name in names:
         for use in (n for n in ast.walk(node) if type(n) is ast.Name and n.id == name):
+            if id(use) in nested:
+                return None  # read in a nested function: its arguments are not the caller's
             holder = parents.get(id(use))
             if type(use.ctx) is not ast.Load:
                 if not _binds_from_same_factory(holder, parents, call.callee):

@@ -46,6 +46,7 @@ def rebound_values(recorded, expr: cst.Name, scope, path: Path) -> Optional[List
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _LOOPS = (cst.For, cst.While)
+_PARTIAL = (cst.Try, cst.TryStar, cst.Match)
 
 
 def reaching_values(scope_node: cst.CSTNode, path: Path, name: str) -> Optional[List[cst.BaseExpression]]:
@@ -63,6 +64,8 @@ def reaching_values(scope_node: cst.CSTNode, path: Path, name: str) -> Optional[
         block, statement = path[k], path[k + 1]
         if isinstance(block, _SCOPES) and k > start:
             return None
+        if isinstance(block, _PARTIAL) and binds(block, name):
+            return None  # a handler or a case: the bindings before it ran only in part
         if isinstance(block, _LOOPS) and statement is block.body and k + 2 < len(path):  # type: ignore[attr-defined]
             if _binds_after(block.body, path[k + 2], name) or _target_binds(block, name):  # type: ignore[attr-defined]
                 return None  # a binding in the loop reaches the read round it
