@@ -31,6 +31,14 @@ def find_handed_walks(context: FileContext, resolver, facts: LoaderFacts) -> Non
         return
     path = os.path.abspath(str(context.path))
     callees: Dict[str, Optional[Tuple[str, ...]]] = {}
+    answers: Dict[Tuple[str, int, bool], bool] = {}
+
+    def asked(name: str, place: int, nested: bool) -> bool:  # each callee's module is parsed once per question
+        key = (name, place, nested)
+        if key not in answers:
+            answers[key] = parameter_walked(index, path, name, place, nested)
+        return answers[key]
+
     for name, calls in resolver.recorded.name_calls.items():
         for call, call_path in calls:
             if any(arg.star for arg in call.args):
@@ -49,9 +57,9 @@ def find_handed_walks(context: FileContext, resolver, facts: LoaderFacts) -> Non
                 if not sources:
                     continue
                 walked = [s for s in sources if s.epoch_loops]
-                if walked and parameter_walked(index, path, name, place):
+                if walked and asked(name, place, False):
                     facts.reiterated.update(id(s.site.call) for s in walked)
-                elif parameter_walked(index, path, name, place, nested=True):
+                elif asked(name, place, True):
                     facts.reiterated.update(id(s.site.call) for s in sources)
 
 
