@@ -78,7 +78,7 @@ ENTRY = '''
         sized = DataLoader(val_set, batch_size=8, num_workers=workers)
         for epoch in range(100):
             if epoch >= 50 and not unfrozen:
-                gen = DataLoader(train_set, batch_size=4, num_workers=workers, pin_memory=True)
+                gen = DataLoader(train_set, batch_size=4, num_workers=workers, pin_memory=True)  # TPF103
                 unfrozen = True
             fit_one_epoch(model, optimizer, gen, gen_val, 10, True)
             print(count(sized))
@@ -87,7 +87,7 @@ ENTRY = '''
 
 REBUILT_ONCE = """
             if epoch >= 50 and not unfrozen:
-                gen = DataLoader(train_set, batch_size=4, num_workers=workers, pin_memory=True)
+                gen = DataLoader(train_set, batch_size=4, num_workers=workers, pin_memory=True)  # TPF103
                 unfrozen = True
 """
 REBUILT_ALWAYS = """
@@ -105,7 +105,7 @@ def test_handed_loaders_that_cannot_be_known_stay_silent(tmp_path: Path) -> None
         "utils/__init__.py": "",
         "utils/fit.py": FIT.replace("  # TPF104", ""),
         # the loader is built anew on every epoch before the call: the one before the loop never reaches it
-        "train.py": ENTRY.replace("  # TPF103", "").replace(REBUILT_ONCE, REBUILT_ALWAYS),
+        "train.py": ENTRY.replace(REBUILT_ONCE, REBUILT_ALWAYS).replace("  # TPF103", ""),
         # another caller hands unpinned loaders: the parameter is not known to be pinned
         "probe.py": '''
             from torch.utils.data import DataLoader
@@ -298,6 +298,37 @@ REBOUND = '''
                     pass
 
 
+    def once_under_a_flag(ds, epochs):
+        built = False
+        for epoch in range(epochs):
+            if epoch >= 2 and not built:
+                loader = DataLoader(ds, batch_size=2, num_workers=2)  # TPF103
+                built = True
+            if built:
+                for batch in loader:
+                    pass
+
+
+    def flag_reset(ds, epochs):
+        built = False
+        for epoch in range(epochs):
+            if not built:
+                loader = DataLoader(ds, batch_size=2, num_workers=2)
+                built = True
+            for batch in loader:
+                pass
+            built = epoch % 2 == 0
+
+
+    def flag_never_set(ds, epochs):
+        built = False
+        for epoch in range(epochs):
+            if not built:
+                loader = DataLoader(ds, batch_size=2, num_workers=2)
+            for batch in loader:
+                pass
+
+
     def after_the_walk(ds, epochs):
         loader = DataLoader(ds, batch_size=8, num_workers=2)
         for epoch in range(epochs):
@@ -310,5 +341,7 @@ REBOUND = '''
 def test_names_rebound_on_arms_reach_the_walk(tmp_path: Path) -> None:
     """Each plain binding that may reach the walk is followed (an arm that may not run lets
     the binding before it through); one on every arm replaces it; a binding in a handler,
-    or in the loop after the walk (it reaches round the loop), leaves the name unknown."""
+    or in the loop after the walk (it reaches round the loop), leaves the name unknown. A
+    loader built in the loop under a one-shot flag is walked every epoch after; one whose
+    flag is reset, or never set, is built anew."""
     _check(tmp_path, {"loops.py": REBOUND})

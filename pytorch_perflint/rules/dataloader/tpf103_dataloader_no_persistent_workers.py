@@ -20,7 +20,9 @@ class DataloaderNoPersistentWorkers(Rule):
     """## What it does
     Flags a `torch.utils.data.DataLoader` with worker processes (`num_workers` known to be
     more than 0) and without `persistent_workers=True` that is iterated inside an outer loop
-    (an epoch loop) which does not build the loader anew each time round. The loader is
+    (an epoch loop) which does not build the loader anew each time round (one built once in
+    the loop under a one-shot flag, `if not done: loader = ...; done = True`, is walked
+    every epoch after). The loader is
     followed through names, `self` attributes, helper functions that return it (also
     unpacked on the branches of an `if`/`elif` that picks a dataset: `if cifar: train, test =
     cifar_loaders() elif stl: train, test = stl_loaders()`; also a name rebound on an `if`
