@@ -8,6 +8,7 @@ from typing import List, Optional, Tuple
 from .forms import Call, Form, Lit, Ref
 from .summary import CallSite, Param
 from .definition import Definition
+from .forwarded_calls import MAX_FORWARDS, forwarding_callers
 
 Site = Tuple[str, CallSite]  # (the calling module's path, the call)
 
@@ -86,6 +87,9 @@ class CallerArguments:
             return None
         param, position = found
         values: List[Tuple[str, Optional[CallSite], Form]] = []
+        sites = self._forwarded(sites)
+        if sites is None:
+            return None
         for path, site in sites:
             arguments = site.arguments
             if site.star or site.dstar or arguments is None:
@@ -104,5 +108,23 @@ class CallerArguments:
         if not sites and param.default is not None:
             values.append((definition.path, None, param.default))
         return tuple(values)
+
+    def _forwarded(self, sites: Tuple[Site, ...], depth: int = 0) -> Optional[Tuple[Site, ...]]:
+        """``sites`` with each call that hands on its function's own ``*args, **kwargs``
+        (``super().__init__(*args, **kwargs)``) replaced by that function's calls
+        (``forwarded_calls``); None when such a call's arguments cannot be followed."""
+        if not any(site.star or site.dstar for _, site in sites):
+            return sites
+        out: List[Site] = []
+        for path, site in sites:
+            if not (site.star or site.dstar):
+                out.append((path, site))
+                continue
+            more = forwarding_callers(self, path, site) if depth < MAX_FORWARDS else None  # type: ignore[arg-type]
+            more = None if more is None else self._forwarded(more, depth + 1)
+            if more is None:
+                return None
+            out.extend(more)
+        return tuple(out)
 
     _plain = staticmethod(plain_decorator)

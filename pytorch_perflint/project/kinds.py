@@ -358,6 +358,8 @@ def join(first: Kind, second: Kind) -> Kind:
         return _loaders(first, second)
     if type(first) is Batch and type(second) is Batch and first.path == second.path:
         return Batch(_loaders(first.loader, second.loader), first.path)
+    if type(first) is Options and type(second) is Options:
+        return _options(first, second)
     nones = (NoneValue, MaybeNone)
     inner = [k.kind if type(k) is MaybeNone else k for k in (first, second) if type(k) is not NoneValue]  # type: ignore[union-attr]
     if (type(first) in nones or type(second) in nones) and all(k == inner[0] for k in inner) and type(inner[0]) is not Unknown:
@@ -382,6 +384,16 @@ def _loaders(first: Loader, second: Loader) -> Loader:
     if ("*", "?") in first.arguments or ("*", "?") in second.arguments:
         arguments.append(("*", "?"))
     return Loader(tuple(arguments), first.dataset if first.dataset == second.dataset else "")
+
+
+def _options(first: Options, second: Options) -> Options:
+    """Two keyword dicts (a helper's ``kwargs = {}`` and, on one arm, ``kwargs = {...}``;
+    two callers' ``**kwargs``): every key either holds, its value known where both hold
+    the same one (a key one leaves out is unknown there); a key neither holds is absent."""
+    one, other = dict(first.items), dict(second.items)
+    keys = dict.fromkeys((*one, *other))
+    items = tuple((k, one[k] if one.get(k) == other.get(k) else "?") for k in keys)
+    return Options(items, first.open or second.open, join(first.value, second.value))
 
 
 def join_all(kinds) -> Kind:

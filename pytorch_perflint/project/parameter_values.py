@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 
 from .caller_arguments import plain_decorator
 from .forms import Form, Ref
-from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join_all, present
+from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join, join_all, present
 from .loader_values import describe
 from .resolution import Definition
+from .scopes import build_scope
+from .summarizer import parse_tree
 from .where import Where
 
 if TYPE_CHECKING:
@@ -132,7 +134,7 @@ class ParameterFlow:
                 items.update((k, v) for k, v in known.items if k not in named)
                 open_ = open_ or known.open
             found.append(Options(tuple(items.items()), open_))
-        return reduce(_join_options, found)
+        return reduce(join, found)  # a key one caller leaves out is unknown: its default there
 
     def _arguments(self, definition: Definition, name: str, depth: int, public: bool = False) -> Kind:
         """All callers' arguments, else unknown. A public method's callers: every call of its
@@ -188,9 +190,29 @@ class ParameterFlow:
         return {c.key for c in (*self.index.resolution.lineage(klass), *self.index.resolution.subclasses(klass))}  # type: ignore[union-attr]
 
     def _site_where(self, path: str, site) -> Optional[Where]:
-        """Where a call site's arguments are read: its calling function, or the module for a
-        module-level call and for a default (no site)."""
-        return Where(path) if site is None or not site.caller else self._caller_where(path, site.caller, site.line)
+        """Where a call site's arguments are read: its calling function, or the module's
+        scope at the call's line for a module-level call (a name an entry script binds
+        twice, ``gen = DataLoader(...)`` before the epoch loop and again inside it, is the
+        binding that reaches the call), or the module for a default (no site)."""
+        if site is None:
+            return Where(path)
+        if not site.caller:
+            scope = self.module_scope(path)
+            return Where(path) if scope is None else Where(path, scope, site.line)
+        return self._caller_where(path, site.caller, site.line)
+
+    def module_scope(self, path: str) -> Optional["Scope"]:
+        """The scope of a project module's top level (its whole text parsed once, kept as
+        ``scope_of`` keeps a function's)."""
+        self._fresh()  # type: ignore[attr-defined]
+        key = (path, "", 0)
+        if key in self._scopes:  # type: ignore[attr-defined]
+            self.index.note_read(path)  # type: ignore[union-attr]
+        else:
+            text = self.index.text(path)  # type: ignore[union-attr]
+            tree = None if text is None else parse_tree(text)
+            self._scopes[key] = None if tree is None else build_scope(tree, {}, path, None)  # type: ignore[attr-defined]
+        return self._scopes[key]  # type: ignore[attr-defined]
 
     def _caller_where(self, path: str, caller: str, line: int) -> Optional[Where]:
         definition = self.index.resolve(path, caller)  # type: ignore[union-attr]
@@ -198,10 +220,3 @@ class ParameterFlow:
             return None
         return self._where_in(definition, line)
 
-
-def _join_options(first: Options, second: Options) -> Options:
-    """Two callers' keyword dicts: every key either passes, its value known where both pass
-    the same one (a key one caller leaves out is unknown: its default there)."""
-    one, other = dict(first.items), dict(second.items)
-    keys = dict.fromkeys((*one, *other))
-    return Options(tuple((k, one[k] if one.get(k) == other.get(k) else "?") for k in keys), first.open or second.open)

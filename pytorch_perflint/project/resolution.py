@@ -23,6 +23,7 @@ from .definition import Definition  # noqa: F401 - imported from here across the
 from .forms import Ref
 from .reads import ALL_FILES
 from .registry_callers import registry_calls
+from .returned_classes import returned_class_calls
 from .root import STDLIB_MODULES, Target
 from .summary import ImportRecord, ModuleSummary
 from .caller_arguments import CallerArguments, Site
@@ -316,10 +317,10 @@ class Resolution(CallerArguments):
             if found is None or found.key != definition.key:
                 continue
             if not site.called:  # it escapes as a value, unless into a registry of classes
-                more = registry_calls(self, path, site) if definition.kind == "class" else None
+                more = (registry_calls(self, path, site) or returned_class_calls(self, path, site)) if definition.kind == "class" else None
                 if more is None:
                     return None
-                out.extend(more)
+                out.extend(m for m in more if m not in out)  # two returns of the class: the same calls
                 continue
             out.append((path, site))
         return tuple(out)

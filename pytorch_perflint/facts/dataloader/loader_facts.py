@@ -32,6 +32,7 @@ from .loader_args import Path, known_loader_args
 from .loader_sites import LoaderFacts, LoaderSiteRecorder
 from .loader_sources import LoaderSourceResolver
 from .trainer_walks import walked_by_trainer
+from .handed_walks import find_handed_walks
 
 
 def loader_facts(context: FileContext) -> LoaderFacts:
@@ -49,6 +50,7 @@ def loader_facts(context: FileContext) -> LoaderFacts:
     if context.project is not None:
         _find_reiterated_elsewhere(context, resolver, facts)
         _find_walked_by_trainers(context, facts)
+        find_handed_walks(context, resolver, facts)
     return facts
 
 

@@ -11,6 +11,7 @@ from ...analysis.scope import target_leaves
 from ...analysis.walk import child_nodes
 from ...context import FileContext
 from .loader_args import _LOOPS, _SCOPES, DATALOADER, LoaderArgs, Path, loader_args
+from .once_guards import built_once_in
 
 # -- the module walk ------------------------------------------------------------------------
 
@@ -42,8 +43,9 @@ class Source:
 
     @property
     def epoch_loops(self) -> Tuple[cst.CSTNode, ...]:
-        """The loops around the reference that do not build the loader anew each time round."""
-        return tuple(loop for loop in self.loops if all(not _contains(path, loop) for path in self.creators))
+        """The loops around the reference that do not build the loader anew each time round
+        (one that builds it once, under a one-shot flag, still walks it every epoch after)."""
+        return tuple(loop for loop in self.loops if all(not _contains(path, loop) or built_once_in(path, loop) for path in self.creators))
 
     def through(self, loops: Sequence[cst.CSTNode], creator: Optional[Path] = None) -> "Source":
         creators = self.creators + ((creator,) if creator is not None else ())

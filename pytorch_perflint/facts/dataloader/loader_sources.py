@@ -11,7 +11,7 @@ from ...analysis.scope import Scope, dotted_name, target_names
 from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
 from ..dead_arms import unreached_by
-from ..training.reaching import reaching_binding
+from .reaching_loaders import rebound_values
 from .iterable_wrappers import walked_argument
 from .prepared_loaders import prepared_binding
 from .loader_args import _TQDM, Path
@@ -214,10 +214,9 @@ class LoaderSourceResolver:
             inner = self.resolve(rewrapped[0], rewrapped[1], depth + 1)
             inner = Resolution(tuple(replace(s, prepared=True) for s in inner.sources), inner.complete)
             return self._with_caller_loops(inner, path, loops)
-        rebound = self.rebound(expr, scope, path)
-        if rebound is not None:  # `loader = Staged(loader)` after `loader = make_loader()`
-            value, value_path = rebound
-            return self._with_caller_loops(self.resolve(value, value_path, depth + 1), path, loops)
+        rebound = rebound_values(self.recorded, expr, scope, path)
+        if rebound is not None:  # `loader = Staged(loader)` after `loader = make_loader()`; an arm's rebinding
+            return self._with_caller_loops(self.union(rebound, depth), path, loops)
         branches = self.branch_values(expr.value, scope)
         if branches is not None:
             return self._with_caller_loops(self.union(branches, depth), path, loops)
@@ -233,24 +232,6 @@ class LoaderSourceResolver:
         if values != [None] and not _reads_before_rebinding(values, path, loops):
             return _NOTHING  # rebound somewhere in the function, or not a parameter
         return self.parameter(function, expr.value, loops, depth)
-
-    def rebound(self, expr: cst.Name, scope: Scope, path: Path) -> Optional[Tuple[cst.BaseExpression, Path]]:
-        """A function's local bound more than once in plain statements, where one ``name =
-        value`` reaches the read (``reaching``): ``loader = make_loader(ds)`` then ``loader =
-        Staged(loader, device)``, each binding read by the next. Not a name changed in
-        place, declared global, or bound in a loop or ``try`` the read leaves."""
-        function = _enclosing_function(path)
-        name = expr.value
-        values = scope.bindings.get(name)
-        if function is None or scope.node is not function or not values or len(values) < 2 or None in values:
-            return None
-        if name in scope.imports or name in scope.declared_outer or name in scope.changed_itself:
-            return None
-        found = reaching_binding(function, path + (expr,), name)
-        if found is None:
-            return None
-        value_path = self.recorded.value_paths.get(id(found[0]))
-        return (found[0], value_path) if value_path is not None else None
 
     def progress_bar(self, name: str, scope: Scope, path: Path) -> Optional[cst.Call]:
         """``bar = tqdm(loader)`` (or ``with tqdm(loader) as bar``) bound once in its scope, whose ``bar.update()`` /

@@ -213,7 +213,11 @@ class _Walker:
         return any(walks_every_epoch(self.index, found, keyword, position, self.unless_name) for keyword, position in handed)
 
     def _walks_parameter(self, call: ast.Call, position: int, nested: bool = False) -> bool:
-        callee = dotted(call.func)
+        return self.walks_callee_parameter(dotted(call.func), position, nested)
+
+    def walks_callee_parameter(self, callee: Optional[str], position: int, nested: bool = False) -> bool:
+        """The project function ``callee`` names here walks its parameter at ``position``
+        (``nested``: in a loop inside another loop of its own)."""
         found = self.index.resolve(self.path, callee) if callee else None
         if found is None or found.kind != "function" or found.function is None or found.path is None:
             return False
@@ -251,6 +255,12 @@ class _Walker:
             outer = [l for l in _own_nodes(function.body) if isinstance(l, _LOOPS)]
             walks = [n for n in walks if any(l is not n and _holds(l, n) for l in outer)]
         return not rebound and any(not any(_holds(g, n) for g in guarded) for n in walks)
+
+
+def parameter_walked(index: ProjectIndex, path: str, callee: str, position: int, nested: bool = False) -> bool:
+    """The project function ``callee`` names in module ``path`` walks its parameter at
+    ``position`` on every call (``nested``: inside an outer loop of its own)."""
+    return _Walker(index, path, None, None).walks_callee_parameter(callee, position, nested)
 
 
 def _own_nodes(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:

@@ -20,11 +20,15 @@ class DataloaderNoPersistentWorkers(Rule):
     """## What it does
     Flags a `torch.utils.data.DataLoader` with worker processes (`num_workers` known to be
     more than 0) and without `persistent_workers=True` that is iterated inside an outer loop
-    (an epoch loop) which does not build the loader anew each time round. The loader is
+    (an epoch loop) which does not build the loader anew each time round (one built once in
+    the loop under a one-shot flag, `if not done: loader = ...; done = True`, is walked
+    every epoch after). The loader is
     followed through names, `self` attributes, helper functions that return it (also
     unpacked on the branches of an `if`/`elif` that picks a dataset: `if cifar: train, test =
-    cifar_loaders() elif stl: train, test = stl_loaders()`) and functions it is passed to
-    (`train(train_loader)` called once per epoch); a loop over `zip(train_in, train_out)`
+    cifar_loaders() elif stl: train, test = stl_loaders()`; also a name rebound on an `if`
+    arm in the epoch loop: each binding that may reach the walk) and functions it is passed
+    to (`train(train_loader)` called once per epoch, in this module or another: an entry
+    script's `fit_one_epoch(model, gen, gen_val)`); a loop over `zip(train_in, train_out)`
     walks each loader zipped. A loader that a helper returns is also
     flagged when a caller in another module of the project binds it once and walks it in
     an epoch loop (`train_loader, val_loader = get_loaders()` in `train.py`), itself, through
