@@ -438,8 +438,12 @@ class HostSyncInTrainingLoop(Rule):
             return self._is_tensor(expr.value, names)
         if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
             return self._is_tensor(expr.value, names)
-        if isinstance(expr, cst.Comparison):  # `bool(loss == 0)`: a comparison of tensors is one
-            return any(self._is_tensor(e, names) for e in (expr.left, *(c.comparator for c in expr.comparisons)))
+        if isinstance(expr, cst.Comparison):  # `bool(loss == 0)`: a comparison of tensors is one;
+            # `loss is None` compares identities on the host and reads no value
+            sides = (expr.left, *(c.comparator for c in expr.comparisons))
+            return any(not isinstance(c.operator, (cst.Is, cst.IsNot))
+                       and (self._is_tensor(sides[i], names) or self._is_tensor(c.comparator, names))
+                       for i, c in enumerate(expr.comparisons))
         if isinstance(expr, cst.Call):
             if self.context.qualname(expr.func) in _TORCH_REDUCTIONS:
                 return True
