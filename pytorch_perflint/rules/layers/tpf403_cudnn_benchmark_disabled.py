@@ -113,11 +113,15 @@ def _decide(context: FileContext) -> _Decision:
         called = set()
     false_values: List[cst.BaseExpression] = []
     trained: Set[str] = set()
+    trained_in: Set[Tuple[str, int]] = set()  # (receiver, id of the def that trains it there)
+    homes: Dict[int, int] = {}  # id of a statement line -> id of the def around it
     in_loops = _loop_method_calls(context) if context.project is not None else {}
     through: List[Tuple[str, cst.Call, Tuple[ScopeNode, ...]]] = []
     for visited in walk_scoped(context.module):
         node = visited.node
-        if type(node) is cst.Assign:
+        if type(node) is cst.SimpleStatementLine:
+            homes[id(node)] = id(visited.function)
+        elif type(node) is cst.Assign:
             scope = context.scope_of(visited.chain)
             value = literal_value(node.value, scope.lookup_value)
             for target in node.targets:
@@ -134,6 +138,7 @@ def _decide(context: FileContext) -> _Decision:
                 receiver = dotted_name(func.value)
                 if receiver is not None:
                     trained.add(receiver)
+                    trained_in.add((receiver, id(visited.function)))
             if id(node) in in_loops and in_loops[id(node)] not in called:
                 through.append((in_loops[id(node)], node, visited.chain))
             if context.qualname(func, context.scope_of(visited.chain)) == _USE_DETERMINISTIC and not (
@@ -166,7 +171,9 @@ def _decide(context: FileContext) -> _Decision:
         index = context.project
         objects = [b for b in model_builds(context, trained_objects(context)) if b.conv and b.trainer and b.home is not None]
         linked = [b for b in objects if index is not None and (facts := script_facts(index, b.home)) is not None and not facts.decides]  # type: ignore[arg-type]
-    linked.sort(key=lambda b: b.inside_model)
+    # The model to be trained: one built in the function that trains it comes before a
+    # namesake built elsewhere in the file (``net_G`` loaded to sample in ``generate()``).
+    linked.sort(key=lambda b: (b.inside_model, (b.target, homes.get(id(b.line))) not in trained_in))
     if not linked:
         return _Decision()
     if false_values:
