@@ -48,6 +48,40 @@ def test_the_folders_a_module_adds_are_read_only_from_what_is_known(source, fold
     assert _added(source) == folders
 
 
+GATED = [
+    "from sys import path as p\np.insert(0, 'lib')\n",
+    "try:\n    import sys as s\nexcept ImportError:\n    pass\ns.path.append('lib')\n",
+    "with ctx():\n    import sys.path as sp\nsp.append('lib')\n",
+    "import sys\nif x:\n    def add(p):\n        sys.path.insert(0, p)\nelse:\n    pass\ntry:\n    pass\nfinally:\n    add('lib')\n",
+    "import sys\nclass A:\n    lib = 'x'\nlib = 'lib'\nsys.path.append(lib)\n",
+]
+
+
+@pytest.mark.parametrize("source", GATED)
+def test_the_screen_before_the_reader_lets_every_adding_module_through(source):
+    """``_may_add`` skips the reader only where nothing can be added: each of these adds
+    a folder (an alias of ``sys`` or ``sys.path``, imports and helpers under ``if``/
+    ``try``/``with``), and each of the cases above reads the same without the screen."""
+    from pytorch_perflint.project import import_paths
+
+    assert import_paths._may_add(ast.parse(source).body)
+    assert _added(source) == ["lib"]
+
+
+def test_the_screen_changes_no_answer_of_the_reader():
+    from pytorch_perflint.project import import_paths
+
+    sources = [source for source, _ in test_the_folders_a_module_adds_are_read_only_from_what_is_known.pytestmark[0].args[1]]
+    for source in sources + GATED + ["import os\nos.path.join('a')\n", "import sys\nx.extend(['lib'])\n"]:
+        tree = ast.parse(source)
+        reader = import_paths._Reader(tree)
+        reader.statements(tree.body)
+        assert list(added_paths(tree, source)) == reader.out, source
+    # no import of sys; no call statement that could add (a helper only defined)
+    for source in ("import os\nos.path.join('a')\nsys.path.append('x')\n", "import sys\ndef f(p):\n    sys.path.append(p)\n"):
+        assert not import_paths._may_add(ast.parse(source).body)
+
+
 def _write(root: Path, files: dict) -> Path:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import os
 import posixpath
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, Union
 
 from .root import EXTERNAL_PACKAGES, STDLIB_MODULES, Target
 from .summary import ImportRecord, ModuleSummary
@@ -35,15 +35,61 @@ _FILE = object()  # the value of ``__file__``
 Value = Union[str, object, None]  # a relative folder, ``_FILE``, or None (unknown)
 _OS_PATH = {"os.path." + n for n in ("join", "dirname", "abspath", "realpath", "normpath")}
 _PATH = frozenset({"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"})
+_SYS = ("sys", "sys.path")  # what an import binds for ``_Reader.is_sys_path``
 
 
 def added_paths(tree: ast.Module, source: str) -> Added:
     """The folders the module's top-level code adds to ``sys.path``, by line."""
-    if "sys" not in source or "path" not in source:
+    if "sys" not in source or "path" not in source or not _may_add(tree.body):
         return ()
     reader = _Reader(tree)
     reader.statements(tree.body)
     return tuple(reader.out)
+
+
+def _may_add(body: List[ast.stmt]) -> bool:
+    """Over the statements ``_Reader.statements`` reads: some import binds ``sys`` or
+    ``sys.path`` (``import sys as s``, ``from sys import path``), and some call statement
+    is a ``.insert``/``.append`` or calls a function defined there (a helper). Without
+    both no call puts anything on ``sys.path``, and the reader's walks of every loop,
+    class and function are skipped: most modules that spell ``sys`` and ``path`` have
+    neither at module level (on the torch package 0.9 of 1.3 CPU-s of the summaries'
+    ``added_paths`` went to such modules' walks)."""
+    seen = _Seen()
+    seen.read(body)
+    return seen.sys and (seen.inserts or bool(seen.called & seen.defined))
+
+
+class _Seen:
+    """What ``_may_add`` looks for, collected in one pass."""
+
+    def __init__(self) -> None:
+        self.sys = self.inserts = False
+        self.called: Set[str] = set()
+        self.defined: Set[str] = set()
+
+    def read(self, body: List[ast.stmt]) -> None:
+        for stmt in body:
+            kind = type(stmt)
+            if kind is ast.Import:
+                self.sys = self.sys or any((a.name if a.asname else a.name.split(".")[0]) in _SYS for a in stmt.names)  # type: ignore[attr-defined]
+            elif kind is ast.ImportFrom:
+                self.sys = self.sys or (not stmt.level and stmt.module == "sys" and any(a.name == "path" for a in stmt.names))  # type: ignore[attr-defined]
+            elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+                self.defined.add(stmt.name)  # type: ignore[attr-defined]
+            elif kind is ast.Expr and type(stmt.value) is ast.Call:  # type: ignore[attr-defined]
+                func = stmt.value.func  # type: ignore[attr-defined]
+                if type(func) is ast.Attribute:
+                    self.inserts = self.inserts or func.attr in ("insert", "append")
+                elif type(func) is ast.Name:
+                    self.called.add(func.id)
+            elif kind in (ast.If, ast.Try):
+                self.read(stmt.body)  # type: ignore[attr-defined]
+                self.read(stmt.orelse)  # type: ignore[attr-defined]
+                if kind is ast.Try:
+                    self.read(stmt.finalbody)  # type: ignore[attr-defined]
+            elif kind is ast.With:
+                self.read(stmt.body)  # type: ignore[attr-defined]
 
 
 class _Reader:

@@ -21,7 +21,7 @@ from .forms import Dict as DictForm
 from .appended_lists import Appended, Collected, appended  # ``Appended`` re-exported
 from .loop_flow import other_arm, overwritten, reaching_back
 from .records import written
-from .statements import alias_target, import_records, scope_statements, target_names
+from .statements import alias_target, global_statements, import_records, scope_statements, target_names
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Entry forms of names bound by a ``def``/``class`` and by an import: at module level the
@@ -299,10 +299,9 @@ def build_scope(node: ast.AST, aliases: Mapping[str, str], path: Optional[str], 
             local[name] = next(iter(found))  # type: ignore[assignment]
     _walk(body, (), scope, own, [])
     if scope.module:  # a function's `global NAME` may rebind it at any time
-        for sub in ast.walk(node):
-            if type(sub) is ast.Global:
-                for name in sub.names:  # type: ignore[attr-defined]
-                    scope.entries[name] = [Entry(e.line, e.blocks, None) for e in scope.entries.get(name, [])]
+        for sub in global_statements(body):
+            for name in sub.names:
+                scope.entries[name] = [Entry(e.line, e.blocks, None) for e in scope.entries.get(name, [])]
     return scope
 
 

@@ -59,6 +59,31 @@ def _collect(body: Sequence[ast.stmt], out: List[ast.stmt]) -> None:
                 _collect(handler.body, out)
 
 
+def global_statements(body: Sequence[ast.stmt]) -> List[ast.Global]:
+    """Every ``global`` statement under ``body``, nested functions and classes entered.
+    Only statements are visited (a ``global`` is one): about a tenth of the nodes of
+    ``ast.walk``, which cost a module scope 0.1-0.4 s on each large torch module."""
+    out: List[ast.Global] = []
+    todo = list(body)
+    while todo:
+        stmt = todo.pop()
+        kind = type(stmt)
+        if kind is ast.Global:
+            out.append(stmt)  # type: ignore[arg-type]
+        elif kind in SCOPES:
+            todo.extend(stmt.body)  # type: ignore[attr-defined]
+        elif kind is _MATCH:
+            for case in stmt.cases:  # type: ignore[attr-defined]
+                todo.extend(case.body)
+        else:
+            for name in _BODIES.get(kind, ()):
+                todo.extend(getattr(stmt, name))
+            if kind in _HANDLERS:
+                for handler in stmt.handlers:  # type: ignore[attr-defined]
+                    todo.extend(handler.body)
+    return out
+
+
 def target_names(target: ast.AST) -> List[str]:
     """Names an assignment target binds (``a, (b, *c)`` -> a, b, c)."""
     if isinstance(target, ast.Name):
