@@ -233,11 +233,11 @@ def read_scope(body: Sequence[ast.stmt], module_scope: bool, own: Optional[str] 
                 names.returns.append(stmt)  # type: ignore[arg-type]
             elif kind in _BODIES:
                 _compound(stmt, kind, names, own)
-                for field in _BODIES[kind]:
-                    visit(getattr(stmt, field))
+                for part in _BODIES[kind]:
+                    visit(getattr(stmt, part))  # noqa: F821 (``visit`` is deleted after use)
                 if kind in _HANDLERS:
                     for handler in stmt.handlers:  # type: ignore[attr-defined]
-                        visit(handler.body)
+                        visit(handler.body)  # noqa: F821
             elif kind is FunctionDef or kind is AsyncFunctionDef or kind is ClassDef:
                 add(stmt.name, "class" if kind is ClassDef else "def", stmt.lineno)  # type: ignore[attr-defined]
                 names.scopes.append(stmt)
@@ -256,7 +256,7 @@ def read_scope(body: Sequence[ast.stmt], module_scope: bool, own: Optional[str] 
                         add(name, "del", stmt.lineno)
             elif kind is _MATCH:
                 for case in stmt.cases:  # type: ignore[attr-defined]
-                    visit(case.body)
+                    visit(case.body)  # noqa: F821
 
     visit(body)
     # ``visit`` refers to itself through its closure: a cycle that would keep ``names``, and
