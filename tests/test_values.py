@@ -310,11 +310,17 @@ def test_a_libcst_node_is_read_at_its_ast_twin(code, lines):
     assert [line for line, _ in lint_example(rule_by_code("TPF401"), code)] == lines
 
 
-def test_a_large_project_is_not_scanned_for_callers(tmp_path, monkeypatch):
-    """Callers and subclasses cost a scan of every module: past the bound a parameter is
-    unknown (a cold run of the torch package stays cheap)."""
+def test_a_large_project_reads_callers_of_names_few_modules_spell(tmp_path, monkeypatch):
+    """Past the scanning bound a parameter is read through the index of the words each
+    module spells, only for a function whose name few modules spell: a common name stays
+    unknown without a scan (a cold run of the torch package stays cheap)."""
+    from pytorch_perflint.project import parameter_values, word_index
+
     monkeypatch.setattr(values, "MAX_SCANNED_MODULES", 0)
-    assert type(_kind(tmp_path, {"main.py": PARAMS}, "a")) is Unknown
+    monkeypatch.setattr(word_index, "MAX_SCANNED_MODULES", 0)
+    assert type(_kind(tmp_path / "few", {"main.py": PARAMS}, "a")) is Array
+    monkeypatch.setattr(parameter_values, "MAX_NAMING_MODULES", 0)
+    assert type(_kind(tmp_path / "many", {"main.py": PARAMS}, "a")) is Unknown
 
 
 TABLES = {

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .scopes import Scope
 
 MAX_CALLERS = 16  # more callers than this: the parameter is not known
+MAX_NAMING_MODULES = 4  # in a large project, more modules spelling a callee's name: not read
 
 
 class ParameterFlow:
@@ -50,7 +51,7 @@ class ParameterFlow:
         public = public and method != "__init__"
         if self.optimistic:
             return Array()  # a screen's question: could it be an array?
-        if not self._scannable():
+        if not self._reads_callers(definition, public):
             return UNKNOWN
         key = ("param", scope.path, scope.owner, name)
         if any(p.name == name and p.kind == "kwarg" for p in params):  # `**kwargs`: the keywords callers pass
@@ -62,7 +63,7 @@ class ParameterFlow:
         """What each project caller passes for parameter ``name`` of the function ``scope``:
         (calling module, line, argument form, its kind read in the caller), a default as its
         definition's; None when the callers are not all known (as ``_parameter`` reads them)."""
-        if self.index is None or scope.owner is None or scope.path is None or not self._scannable() or self.optimistic:
+        if self.index is None or scope.owner is None or scope.path is None or self.optimistic:
             return None
         definition = self.index.resolve(scope.path, scope.owner)
         if definition is None or definition.kind not in ("function", "method") or definition.function is None:
@@ -72,6 +73,8 @@ class ParameterFlow:
         method = definition.name.rpartition(".")[2]
         if method.startswith("__"):
             return None  # a constructor's or a method Python calls
+        if not self._reads_callers(definition, definition.kind == "method" and not method.startswith("_")):
+            return None
         sites = None
         if definition.kind == "method" and not method.startswith("_"):
             sites = self._public_sites(definition)
@@ -87,6 +90,16 @@ class ParameterFlow:
                 return None
             out.append((path, site.line if site is not None else definition.function.line, form, self._eval(form, where, 1)))
         return tuple(out)
+
+    def _reads_callers(self, definition: Definition, public: bool) -> bool:
+        """Whether a parameter is read from the callers of ``definition``: always in a small
+        project; in a large one (``word_index``), for a function, a class or a private method
+        whose name at most ``MAX_NAMING_MODULES`` modules spell, so that a question parses
+        few modules and a common name (``forward``, ``build``) costs one look-up."""
+        if self._scannable():  # type: ignore[attr-defined]
+            return True
+        name = definition.name.rpartition(".")[2]
+        return not public and name.isidentifier() and self.index.modules_spelling(name) <= MAX_NAMING_MODULES  # type: ignore[union-attr]
 
     def _own_selves(self, definition: Definition, sites: Tuple) -> Tuple:
         """A public method's calls less the ``self.name(...)`` calls made in methods of

@@ -46,15 +46,17 @@ from .scopes import Appended, Branches, Each, Scope, build_scope, free
 from .attribute_values import AttributeFlow
 from .parameter_values import MAX_CALLERS, ParameterFlow  # noqa: F401  (MAX_CALLERS re-exported)
 from .where import Answer, Where  # re-exported: the engine's question and answer
+from .word_index import MAX_SCANNED_MODULES
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
 
 MAX_DEPTH = 24
-# Callers and subclasses are found by scanning every module's text: in a larger project
-# (the torch package) parameters stay unknown and a method's ``self`` is taken for an
-# object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
-MAX_SCANNED_MODULES = 400
+# Subclasses and attribute writes are found by scanning every module's text: in a larger
+# project (the torch package) a method's ``self`` is taken for an object of its own class,
+# as the per-rule resolvers did, so that cold runs stay cheap. Parameters are read from
+# callers there too, for a callee whose name few modules spell: its scans read only those
+# (``word_index``, ``ParameterFlow._reads_callers``).
 _ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -100,7 +102,7 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
 
     def reads_parameters(self) -> bool:
         """Whether a parameter's value can come from its callers here (screens ask)."""
-        return not self.optimistic and self._scannable()
+        return not self.optimistic and self.index is not None
 
     def _scannable(self) -> bool:
         """Whether the project is small enough to scan for callers and subclasses."""
