@@ -256,3 +256,17 @@ def test_a_small_project_scans_every_module_as_before(tmp_path):
     index = index_of(tmp_path, LARGE)
     assert index.spelling("build", index.module_paths()) == sorted(index.module_paths())
     assert _ask(index, "loaders.py", "build", 2, "distributed") == Flag(False)
+
+
+def test_a_name_too_many_modules_spell_is_unknown_and_depends_on_enough_of_them(tmp_path, large, monkeypatch):
+    """Past ``MAX_NAMING_MODULES`` the parameter is unknown without reading the callers; the
+    first ``limit + 1`` modules that spell the name are the answer's text dependencies, so
+    an edit that brings the count under the limit changes one of them (the cache sees it)."""
+    from pytorch_perflint.project import parameter_values
+
+    monkeypatch.setattr(parameter_values, "MAX_NAMING_MODULES", 1)
+    index = index_of(tmp_path, {**LARGE, "more.py": "from loaders import build\n"})
+    with index.recording() as used:
+        assert type(_ask(index, "loaders.py", "build", 2, "distributed")) is Unknown
+    texts = sorted(os.path.basename(p[len(TEXT_OF):]) for p in used if p.startswith(TEXT_OF))
+    assert texts == ["loaders.py", "more.py"]  # two of the three that spell it, sorted by path

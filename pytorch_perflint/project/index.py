@@ -263,9 +263,9 @@ class ProjectIndex(Recordings, Details):
         only those (``word_index``); a small project's, all."""
         return self._words.spelling(self, word, paths)
 
-    def modules_spelling(self, word: str) -> int:
-        """How many modules of a large project spell the identifier ``word``."""
-        return self._words.count(self, word)
+    def few_spell(self, word: str, limit: int) -> bool:
+        """Whether at most ``limit`` modules of a large project spell the identifier ``word``."""
+        return self._words.at_most(self, word, limit)
 
     def texts_in_memory(self) -> Dict[str, str]:
         """The texts handed to ``summary`` (linted files, editor buffers), by path."""

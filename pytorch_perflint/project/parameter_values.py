@@ -99,7 +99,7 @@ class ParameterFlow:
         if self._scannable():  # type: ignore[attr-defined]
             return True
         name = definition.name.rpartition(".")[2]
-        return not public and name.isidentifier() and self.index.modules_spelling(name) <= MAX_NAMING_MODULES  # type: ignore[union-attr]
+        return not public and name.isidentifier() and self.index.few_spell(name, MAX_NAMING_MODULES)  # type: ignore[union-attr]
 
     def _own_selves(self, definition: Definition, sites: Tuple) -> Tuple:
         """A public method's calls less the ``self.name(...)`` calls made in methods of

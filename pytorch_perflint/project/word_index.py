@@ -53,10 +53,17 @@ class ModuleWords:
             return sorted(paths)
         return sorted(p for p in self._spelling(index, word) if p in paths)
 
-    def count(self, index: "ProjectIndex", word: str) -> int:
-        """How many modules of a large project spell the identifier ``word`` (a look-up)."""
+    def at_most(self, index: "ProjectIndex", word: str, limit: int) -> bool:
+        """Whether at most ``limit`` modules of a large project spell the identifier
+        ``word`` (a look-up). The first ``limit + 1`` of them (sorted) become the answer's
+        text dependencies: for the verdict to change, one of them must change (when more
+        spell it, at least one of those must stop), and a module that starts spelling it is
+        a changed module that spells the word (``TEXTS_NAMING``)."""
         index.note_read(ALL_FILES)  # which modules there are
-        return len(self._spelling(index, word))
+        found = self._spelling(index, word)
+        for path in sorted(found)[: limit + 1]:
+            index.note_text(path)
+        return len(found) <= limit
 
     def _spelling(self, index: "ProjectIndex", word: str) -> FrozenSet[str]:
         index.note_read(TEXTS_NAMING + word)  # (as ``text_naming`` notes it, none found too)
