@@ -207,12 +207,14 @@ LARGE = {
     "loaders.py": """
         def build(ds, distributed=False, workers=2):
             return distributed, workers
-    """,
-    "train.py": """
-        from loaders import build
+
 
         def main(ds):
             return build(ds, workers=4)
+    """,
+    "train.py": """
+        def helper(ds):
+            return ds
     """,
     "other.py": """
         def builder_of(x):  # the word only inside longer names: not a caller
@@ -232,13 +234,15 @@ def large(monkeypatch):
 
 
 def test_a_large_project_reads_parameters_from_the_modules_that_name_the_function(tmp_path, large):
+    """Only the defining module spells ``build`` (``other.py`` spells it inside longer
+    names): its callers are read, and no other module's text is."""
     index = index_of(tmp_path, LARGE)
     assert len(index.files) > word_index.MAX_SCANNED_MODULES
     with index.recording() as used:
         assert _ask(index, "loaders.py", "build", 2, "distributed") == Flag(False)  # no caller passes it
-    assert _ask(index, "loaders.py", "build", 2, "workers") == _ask(index, "train.py", "main", 4, "4")
+    assert _ask(index, "loaders.py", "build", 2, "workers") == _ask(index, "loaders.py", "main", 6, "4")
     texts = {os.path.basename(p[len(TEXT_OF):]) for p in used if p.startswith(TEXT_OF)}
-    assert "train.py" in texts and "other.py" not in texts and "more.py" not in texts  # only callers' texts read
+    assert texts == {"loaders.py"}
 
 
 def test_a_caller_added_in_memory_is_seen_by_the_word_index(tmp_path, large):
@@ -246,8 +250,8 @@ def test_a_caller_added_in_memory_is_seen_by_the_word_index(tmp_path, large):
     passes True makes the callers disagree."""
     index = index_of(tmp_path, LARGE)
     assert _ask(index, "loaders.py", "build", 2, "distributed") == Flag(False)
-    path = os.path.abspath(tmp_path / "other.py")
-    source = "from loaders import build\n\ndef again(ds):\n    return build(ds, distributed=True)\n"
+    path = os.path.abspath(tmp_path / "loaders.py")
+    source = (tmp_path / "loaders.py").read_text() + "\n\ndef again(ds):\n    return build(ds, distributed=True)\n"
     index.summary(path, source, ast.parse(source))
     assert type(_ask(index, "loaders.py", "build", 2, "distributed")) is Unknown
 
@@ -258,14 +262,12 @@ def test_a_small_project_scans_every_module_as_before(tmp_path):
     assert _ask(index, "loaders.py", "build", 2, "distributed") == Flag(False)
 
 
-def test_a_name_too_many_modules_spell_is_unknown_and_depends_on_enough_of_them(tmp_path, large, monkeypatch):
-    """Past ``MAX_NAMING_MODULES`` the parameter is unknown without reading the callers; the
-    first ``limit + 1`` modules that spell the name are the answer's text dependencies, so
-    an edit that brings the count under the limit changes one of them (the cache sees it)."""
-    from pytorch_perflint.project import parameter_values
-
-    monkeypatch.setattr(parameter_values, "MAX_NAMING_MODULES", 1)
-    index = index_of(tmp_path, {**LARGE, "more.py": "from loaders import build\n"})
+def test_a_name_another_module_spells_is_unknown_and_depends_on_enough_of_them(tmp_path, large):
+    """Past ``MAX_NAMING_MODULES`` (another module spells the name) the parameter is unknown
+    without reading the callers; the first ``limit + 1`` modules that spell the name are the
+    answer's text dependencies, so an edit that brings the count under the limit changes
+    one of them (the cache sees it)."""
+    index = index_of(tmp_path, {**LARGE, "more.py": "from loaders import build\n", "zoo.py": "from loaders import build\n"})
     with index.recording() as used:
         assert type(_ask(index, "loaders.py", "build", 2, "distributed")) is Unknown
     texts = sorted(os.path.basename(p[len(TEXT_OF):]) for p in used if p.startswith(TEXT_OF))

@@ -5,8 +5,8 @@ leaves a default that does); so is a ``return`` after an ``if flag:`` whose live
 ``return`` or ``raise``. ``get_model(args, train=True)`` then gives the ``return model,
 optimizer`` of its ``if train:`` arm, not the join with ``return model`` below it.
 
-Only ``True``/``False``/``None`` are read (``Flag``, ``NoneValue``: the engine's kinds of the
-argument at that call); anything else leaves every return live.
+Only a literal ``True``/``False``/``None`` written in the call (or the default it leaves) is
+read, nothing is evaluated: anything else leaves every return live.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from .kinds import Flag, Kind, NoneValue, present
+from .forms import Call, Lit
+from .summary import FunctionSummary
 
 if TYPE_CHECKING:
     from .scopes import Scope
@@ -22,18 +23,12 @@ if TYPE_CHECKING:
 Blocks = Tuple[Tuple[int, str], ...]
 
 
-def live_returns(scope: "Scope", argument: Callable[[str], Kind]) -> Optional[FrozenSet[int]]:
-    """The lines of the returns of ``scope`` that a call can reach, ``argument(name)`` giving
-    what the call passes for a parameter; None when every return is reachable."""
-    truths: Dict[str, Optional[bool]] = {}
-
-    def truth(name: str) -> Optional[bool]:
-        if name not in truths:
-            kind = present(argument(name))
-            truths[name] = kind.value if type(kind) is Flag else (False if type(kind) is NoneValue else None)  # type: ignore[union-attr]
-        return truths[name]
-
-    arms = _known_arms(scope, truth)
+def live_returns(scope: "Scope", function: FunctionSummary, call: Call) -> Optional[FrozenSet[int]]:
+    """The lines of the returns of ``scope`` (the function ``function``) that ``call`` can
+    reach; None when every return is reachable."""
+    if not scope.tests or call.star or call.dstar:
+        return None
+    arms = _known_arms(scope, lambda name: _literal_truth(function, call, name))
     if not arms:
         return None
     ifs = _if_nodes(scope.node, {key for key, _ in arms.items()})
@@ -44,6 +39,25 @@ def live_returns(scope: "Scope", argument: Callable[[str], Kind]) -> Optional[Fr
         elif any(_after_exit(scope, ifs[key], arm, line, blocks) for key, arm in arms.items() if key in ifs):
             dead.append(line)  # after an `if flag: ... return` the call takes
     return frozenset(line for line, _, _ in scope.returns if line not in dead) if dead else None
+
+
+def _literal_truth(function: FunctionSummary, call: Call, name: str) -> Optional[bool]:
+    """The truth of what ``call`` passes for parameter ``name``: a literal ``True``,
+    ``False`` or ``None`` in the call, else its default when the call passes nothing."""
+    params = function.params
+    param = next((p for p in params if p.name == name), None)
+    if param is None or param.kind in ("vararg", "kwarg"):
+        return None
+    value = call.keyword(name)
+    if value is None and param.kind == "positional":
+        positional = [p for p in params if p.kind == "positional"]
+        position = positional.index(param)
+        value = call.args[position] if position < len(call.args) else None
+    if value is None:
+        value = param.default
+    if type(value) is Lit and (value.value is None or type(value.value) is bool):
+        return bool(value.value)
+    return None
 
 
 def _known_arms(scope: "Scope", truth: Callable[[str], Optional[bool]]) -> Dict[int, str]:

@@ -451,7 +451,7 @@ class LoaderFlow:
             return passes(item, line) or (tuple_display and any(passes(i, line) for i in item.items))
 
         own = [through(f, line) for line, _, f in scope.returns]
-        live = live_returns(scope, lambda name: self._argument_at(definition, name, form, where, depth))  # `if train: return m, opt`
+        live = live_returns(scope, definition.function, form)  # `get_model(cfg, train=True)`: `if train: return m, opt`
         if not any(own) and live is None:
             return self.returns(definition, depth)  # type: ignore[attr-defined]
         # A function whose other returns call it again (torch's _inductor/lowering.py) is

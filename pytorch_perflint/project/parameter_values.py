@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .scopes import Scope
 
 MAX_CALLERS = 16  # more callers than this: the parameter is not known
-MAX_NAMING_MODULES = 4  # in a large project, more modules spelling a callee's name: not read
+MAX_NAMING_MODULES = 1  # in a large project, a callee whose name another module spells: not read
 
 
 class ParameterFlow:
@@ -94,8 +94,8 @@ class ParameterFlow:
     def _reads_callers(self, definition: Definition, public: bool) -> bool:
         """Whether a parameter is read from the callers of ``definition``: always in a small
         project; in a large one (``word_index``), for a function, a class or a private method
-        whose name at most ``MAX_NAMING_MODULES`` modules spell, so that a question parses
-        few modules and a common name (``forward``, ``build``) costs one look-up."""
+        whose name at most ``MAX_NAMING_MODULES`` modules spell (its own), so that a
+        question parses no other module and a common name (``forward``) costs a look-up."""
         if self._scannable():  # type: ignore[attr-defined]
             return True
         name = definition.name.rpartition(".")[2]

@@ -277,8 +277,12 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
                 callee = self._ref(func, where, depth + 1)
                 if type(callee) is ProjectCallable or type(callee) is OneOf or type(present(callee)) is Module:  # each candidate's; `self.criterion(out, y)`
                     return self._call_kind(callee, depth, form, where)
-                if type(held := present(callee)) is Instance and type(found := self._call_kind(held, depth, form, where)) is not Unknown:
-                    return found  # `self.creator(box, anchor)`, `self.dice(pred, y)`: an object kept in an attribute, called
+                if type(held := present(callee)) is Instance and self._method_of(held.klass, "__call__") is not None:
+                    if type(found := self._dispatch(held, "__call__", depth)) is not Unknown:
+                        return found  # `self.creator(box, anchor)`: a callable object kept in an attribute
+                elif type(held) is Instance and autograd.named_loss(held.klass.name) and self.index.is_nn_module(held.klass):  # type: ignore[union-attr]
+                    if type(found := self._call_kind(held, depth, form, where)) is GraphTensor:
+                        return found  # `self.dice(pred, y)`, a project loss module kept in an attribute
                 receiver = self._ref(Ref(head), where, depth + 1)
                 return self._method(receiver, method, form, evaluate, depth)
             local = self._local_def(func.name, where)  # a function defined in the caller's
