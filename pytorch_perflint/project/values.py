@@ -101,8 +101,11 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
         return self.answer(form, where).kind
 
     def reads_parameters(self) -> bool:
-        """Whether a parameter's value can come from its callers here (screens ask)."""
-        return not self.optimistic and self.index is not None
+        """Whether a parameter's value can come from any caller here (screens ask): in a
+        large project only a few parameters are read (``_reads_callers``), and screens that
+        took every parameter for a possible source cost the torch package's cold run most
+        of its time again, so they keep taking none."""
+        return not self.optimistic and self._scannable()
 
     def _scannable(self) -> bool:
         """Whether the project is small enough to scan for callers and subclasses."""
