@@ -272,8 +272,9 @@ LOADERS = {
 def test_tpf104_follows_loaders_that_project_helpers_build(tmp_path):
     root = write_project(tmp_path / "p", LOADERS)
     # 31: `from_caller(ds, **kwargs)` is pinned by its only caller's `pin_memory=True` (a
-    # `**kwargs` parameter holds the keywords every caller passes, issue 22)
-    flagged = {("train.py", line) for line in (9, 12, 15, 19, 31)}
+    # `**kwargs` parameter holds the keywords every caller passes, issue 22); 33:
+    # `maybe(ds, True)` reaches only the `if pin:` arm's pinned loader (``call_arms``)
+    flagged = {("train.py", line) for line in (9, 12, 15, 19, 31, 33)}
     assert _findings(root, "TPF104") == flagged
     assert _findings(root, "TPF104", "train.py") == flagged
 

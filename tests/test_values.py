@@ -10,7 +10,7 @@ from typing import Mapping
 
 import pytest
 
-from pytorch_perflint.project.kinds import Array, Arrays, Instance, Items, Number, Unknown
+from pytorch_perflint.project.kinds import Array, Arrays, Flag, Instance, Items, Number, Unknown
 from pytorch_perflint.project import values
 from pytorch_perflint.project.scopes import build_scope, expression_form
 from pytorch_perflint.project.values import Where, engine_for
@@ -310,11 +310,27 @@ def test_a_libcst_node_is_read_at_its_ast_twin(code, lines):
     assert [line for line, _ in lint_example(rule_by_code("TPF401"), code)] == lines
 
 
-def test_a_large_project_is_not_scanned_for_callers(tmp_path, monkeypatch):
-    """Callers and subclasses cost a scan of every module: past the bound a parameter is
-    unknown (a cold run of the torch package stays cheap)."""
+def test_a_large_project_reads_callers_of_names_few_modules_spell(tmp_path, monkeypatch):
+    """Past the scanning bound a flag parameter is read through the index of the words each
+    module spells, only for a function whose name no other module spells: other
+    parameters and common names stay unknown without a scan (the torch package's cold
+    run stays cheap)."""
+    from pytorch_perflint.project import parameter_values, word_index
+
+    flags = {"main.py": "def run(x, fast=False):\n    return fast\n\nv = run(1)\nw = run(2, fast=False)\n"}
+
+    def fast(root: Path):
+        index = index_of(root, flags)
+        engine = engine_for(index)
+        where = engine._where_in(index.resolve(os.path.abspath(root / "main.py"), "run"), 2)
+        return engine.answer(expression_form(ast.parse("fast", mode="eval").body, where.scope), where).kind
+
     monkeypatch.setattr(values, "MAX_SCANNED_MODULES", 0)
-    assert type(_kind(tmp_path, {"main.py": PARAMS}, "a")) is Unknown
+    monkeypatch.setattr(word_index, "MAX_SCANNED_MODULES", 0)
+    assert fast(tmp_path / "few") == Flag(False)  # a flag of a name only its module spells
+    assert type(_kind(tmp_path / "array", {"main.py": PARAMS}, "a")) is Unknown  # not a flag: not read
+    monkeypatch.setattr(parameter_values, "MAX_NAMING_MODULES", 0)
+    assert type(fast(tmp_path / "many")) is Unknown
 
 
 TABLES = {

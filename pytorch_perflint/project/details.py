@@ -87,7 +87,7 @@ class Details:
         ``only``: the modules the caller keeps, asked before a module's text is read."""
         out = []
         self.note_read(TEXTS_NAMING + name)  # type: ignore[attr-defined]  # (as text_naming notes it)
-        for path in sorted(self.import_graph()):  # type: ignore[attr-defined]
+        for path in self.spelling(name, self.import_graph()):  # type: ignore[attr-defined]
             if path == skip or (only is not None and not only(path)):
                 continue
             # The texts that spell the name, noted with the word: an edit elsewhere (a comment
@@ -112,7 +112,7 @@ class Details:
         """Every ``<anything>.method(...)`` call in the project, with the calling module: the
         calls a method of any class may get (``trainer.train_step(batch)`` in a loop)."""
         out = []
-        for path in sorted(self.module_paths()):  # type: ignore[attr-defined]  # the graph's nodes
+        for path in self.spelling(method, self.module_paths()):  # type: ignore[attr-defined]  # the graph's nodes
             text = self.text_naming(path, f".{method}")  # type: ignore[attr-defined]
             if text is None:
                 continue

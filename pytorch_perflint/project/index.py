@@ -17,7 +17,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Collection, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..config import Settings
 from ..discovery import discover
@@ -30,6 +30,7 @@ from .import_paths import resolve_through_added
 from .resolution import Definition, Resolution
 from .root import EXTERNAL_PACKAGES, ModuleMap, Target, find_project_root
 from .sources import MAX_BYTES, RecentTexts, WordReads, collector_paused, read_source
+from .word_index import ModuleWords
 from .summarizer import Summarizer, registered_summarizers, summarize
 from .summary import Evidence, ImportRecord, ModuleSummary, failed
 
@@ -81,6 +82,7 @@ class ProjectIndex(Recordings, Details):
         self._texts: Dict[str, Tuple[int, int]] = {}
         self._word_reads = WordReads()  # text_naming's reads
         self._recent = RecentTexts()  # text's reads of unchanged files
+        self._words = ModuleWords()  # which modules spell a word, in a large project
         # Every path whose on-disk entry was set, in order (``entries_since``).
         self._order: List[str] = []
         # Summaries kept by a cache, asked for a module only when it is needed:
@@ -255,6 +257,19 @@ class ProjectIndex(Recordings, Details):
             return None
         self.note_text(path)
         return text
+
+    def spelling(self, word: str, paths: Collection[str]) -> List[str]:
+        """Those of ``paths`` (sorted) that may spell ``word``: a large project's scans read
+        only those (``word_index``); a small project's, all."""
+        return self._words.spelling(self, word, paths)
+
+    def few_spell(self, word: str, limit: int) -> bool:
+        """Whether at most ``limit`` modules of a large project spell the identifier ``word``."""
+        return self._words.at_most(self, word, limit)
+
+    def texts_in_memory(self) -> Dict[str, str]:
+        """The texts handed to ``summary`` (linted files, editor buffers), by path."""
+        return {path: kept[0] for path, kept in self._in_memory.items()}
 
     def text(self, path: Union[str, Path]) -> Optional[str]:
         """The module's text: the one handed to ``summary``, else the file's (None when it

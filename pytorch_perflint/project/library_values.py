@@ -264,13 +264,13 @@ def _reads_whole(index: Form) -> bool:
 
 
 def _keeps_array(index: Form, evaluate: Evaluate) -> bool:
-    """An array indexed by a slice, ``None``, a field name, a list or an array stays an
-    array (an int index may give a scalar)."""
+    """An array indexed by a slice, ``None``, ``...``, a field name, a list or an array
+    stays an array (an int index may give a scalar; with ``...`` a 0-d array)."""
     if _is_key(index):
         return True  # a field of a structured array
     parts = index.items if type(index) is Seq and index.kind == "tuple" else (index,)
     for part in parts:
-        if type(part) is UnknownForm and part.kind == "slice":
+        if type(part) is UnknownForm and part.kind in ("slice", "ellipsis"):
             return True
         if type(part) is Lit and part.value is None:
             return True

@@ -44,6 +44,7 @@ from .kinds import (
     join_all,
 )
 from . import device_values as devices
+from .call_arms import live_returns
 from .library_values import literal
 from .loader_options import accelerator_arm
 from .records import Written, record
@@ -450,7 +451,8 @@ class LoaderFlow:
             return passes(item, line) or (tuple_display and any(passes(i, line) for i in item.items))
 
         own = [through(f, line) for line, _, f in scope.returns]
-        if not any(own):
+        live = live_returns(scope, definition.function, form)  # `get_model(cfg, train=True)`: `if train: return m, opt`
+        if not any(own) and live is None:
             return self.returns(definition, depth)  # type: ignore[attr-defined]
         # A function whose other returns call it again (torch's _inductor/lowering.py) is
         # read per call once: inside, its memoised returns (else exponential in the depth).
@@ -461,6 +463,8 @@ class LoaderFlow:
         try:
             kinds = []
             for (line, _, returned), passed in zip(scope.returns, own):
+                if live is not None and line not in live:
+                    continue
                 if not passed:
                     kinds.append(self._eval_in(definition, returned, line, depth))
                 elif type(returned) is Ref:

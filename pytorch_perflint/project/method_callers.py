@@ -63,7 +63,7 @@ def public_method_sites(index: "ProjectIndex", definition: Definition) -> Option
     escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']|(?<!def )(?<![.\w]){method}\b")
     calls = re.compile(rf"\.\s*{method}\s*\(")
     spelled = 0
-    for path in sorted(index.module_paths()):
+    for path in index.spelling(method, index.module_paths()):
         text = index.text_naming(path, method)  # the texts that spell it, noted with the word
         if text is not None:
             if escape.search(text) is not None and escape.search(_without_comments(text)) is not None:

@@ -20,6 +20,7 @@ ARRAY_FUNCTIONS: FrozenSet[str] = frozenset(
         "flipud roll rot90 tile repeat pad broadcast_to atleast_1d "
         "frombuffer fromfile fromstring fromiter fromfunction loadtxt genfromtxt "
         "cumsum cumprod diff sort argsort outer kron bincount linalg.inv linalg.pinv linalg.cholesky "
+        "append delete insert "
         "random.permutation random.multivariate_normal random.dirichlet"
     ).split()
 )

@@ -9,7 +9,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 
 from .caller_arguments import plain_decorator
-from .forms import Form, Ref
+from .forms import Form, Lit, Ref
 from .kinds import UNKNOWN, Array, Instance, Kind, Options, Unknown, join, join_all, present
 from .loader_values import describe
 from .resolution import Definition
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .scopes import Scope
 
 MAX_CALLERS = 16  # more callers than this: the parameter is not known
+MAX_NAMING_MODULES = 1  # in a large project, a callee whose name another module spells: not read
 
 
 class ParameterFlow:
@@ -52,7 +53,7 @@ class ParameterFlow:
         public = public and method != "__init__"
         if self.optimistic:
             return Array()  # a screen's question: could it be an array?
-        if not self._scannable():
+        if not self._reads_callers(definition, public, name):
             return UNKNOWN
         key = ("param", scope.path, scope.owner, name)
         if any(p.name == name and p.kind == "kwarg" for p in params):  # `**kwargs`: the keywords callers pass
@@ -64,7 +65,7 @@ class ParameterFlow:
         """What each project caller passes for parameter ``name`` of the function ``scope``:
         (calling module, line, argument form, its kind read in the caller), a default as its
         definition's; None when the callers are not all known (as ``_parameter`` reads them)."""
-        if self.index is None or scope.owner is None or scope.path is None or not self._scannable() or self.optimistic:
+        if self.index is None or scope.owner is None or scope.path is None or self.optimistic:
             return None
         definition = self.index.resolve(scope.path, scope.owner)
         if definition is None or definition.kind not in ("function", "method") or definition.function is None:
@@ -74,6 +75,8 @@ class ParameterFlow:
         method = definition.name.rpartition(".")[2]
         if method.startswith("__"):
             return None  # a constructor's or a method Python calls
+        if not self._reads_callers(definition, definition.kind == "method" and not method.startswith("_"), name):
+            return None
         sites = None
         if definition.kind == "method" and not method.startswith("_"):
             sites = self._public_sites(definition)
@@ -89,6 +92,22 @@ class ParameterFlow:
                 return None
             out.append((path, site.line if site is not None else definition.function.line, form, self._eval(form, where, 1)))
         return tuple(out)
+
+    def _reads_callers(self, definition: Definition, public: bool, parameter: str) -> bool:
+        """Whether ``parameter`` is read from the callers of ``definition``: always in a small
+        project; in a large one (``word_index``), a flag (its default a literal ``True``,
+        ``False`` or ``None``: what decides an arm, read off literals at the call) of a
+        function, a class or a private method whose name no other module spells
+        (``MAX_NAMING_MODULES``), so that a question parses no other module, reads literal
+        arguments, and a common name (``forward``) costs a look-up. Reading every
+        parameter so made the torch package's cold run a fifth slower."""
+        if self._scannable():  # type: ignore[attr-defined]
+            return True
+        function = definition.function if definition.kind != "class" else (definition.klass.method("__init__") if definition.klass else None)
+        param = next((p for p in function.params if p.name == parameter), None) if function is not None else None
+        flag = param is not None and type(param.default) is Lit and (param.default.value is None or type(param.default.value) is bool)
+        name = definition.name.rpartition(".")[2]
+        return flag and not public and name.isidentifier() and self.index.few_spell(name, MAX_NAMING_MODULES)  # type: ignore[union-attr]
 
     def _own_selves(self, definition: Definition, sites: Tuple) -> Tuple:
         """A public method's calls less the ``self.name(...)`` calls made in methods of

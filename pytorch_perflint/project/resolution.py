@@ -255,7 +255,7 @@ class Resolution(CallerArguments):
             return kept[0]
         found: List[Site] = []
         with self.index.recording() as used:
-            for path in sorted(self.index.import_graph()):
+            for path in self.index.spelling(name, self.index.import_graph()):
                 if self.index.text_naming(path, name) is None:
                     continue
                 for site in self.index.uses(path):
@@ -351,7 +351,7 @@ class Resolution(CallerArguments):
         ``super().`` (the recorded uses hold only chains a project name may start)."""
         attribute = re.compile(rf"\.\s*{re.escape(method)}\b")
         on_self = re.compile(r"(?:^|[^\w.])(?:self|cls|super\(\))\s*$")
-        for path in sorted(self.index.import_graph()):
+        for path in self.index.spelling(method, self.index.import_graph()):
             text = self.index.text_naming(path, method)
             if text is None:
                 continue
@@ -418,7 +418,7 @@ class Resolution(CallerArguments):
             return list(kept[0])
         out = []
         with self.index.recording() as used:
-            for path in sorted(self.index.import_graph()):
+            for path in self.index.spelling(definition.name, self.index.import_graph()):
                 if self.index.text_naming(path, definition.name) is None:
                     continue
                 for klass in self.index.summary(path).classes:

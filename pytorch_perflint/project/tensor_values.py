@@ -44,7 +44,7 @@ ACCELERATOR_TEXT = re.compile(r"^(?:cuda|mps|xpu|hpu|npu)(?::\d+)?$")
 # Methods whose result lives where their receiver does: in-place fills, dtype casts, views.
 KEEP_DEVICE = frozenset(
     "zero_ fill_ float double half long int bool byte short char bfloat16 view reshape unsqueeze "
-    "squeeze expand expand_as contiguous repeat t transpose permute".split()
+    "squeeze expand expand_as contiguous repeat t transpose permute detach".split()
 )
 # The dtypes torch names (``.to(torch.float16)`` casts, it does not move).
 DTYPES = frozenset(
@@ -100,7 +100,7 @@ def _device(form: Call) -> Kind:
 def method(receiver: Kind, name: str, form: Call, evaluate: Optional[Evaluate] = None) -> Kind:
     """``tensor.name(...)`` of a known tensor: a step that keeps it where it is (a dtype
     cast, ``.to(x.dtype)`` included), ``.cuda()``, ``.cpu()``."""
-    if form.star or form.dstar:
+    if (form.star or form.dstar) and name not in KEEP_DEVICE:  # `.view(*shape)` still keeps it
         return UNKNOWN
     if type(receiver) is HostTensor and (name in KEEP_DEVICE or name in RANDOM_FILLS or (name == "to" and _casts(form, evaluate))):
         return HostTensor(receiver.factory, receiver.random or name in RANDOM_FILLS)

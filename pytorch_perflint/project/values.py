@@ -46,15 +46,17 @@ from .scopes import Appended, Branches, Each, Scope, build_scope, free
 from .attribute_values import AttributeFlow
 from .parameter_values import MAX_CALLERS, ParameterFlow  # noqa: F401  (MAX_CALLERS re-exported)
 from .where import Answer, Where  # re-exported: the engine's question and answer
+from .word_index import MAX_SCANNED_MODULES
 
 if TYPE_CHECKING:
     from .index import ProjectIndex
 
 MAX_DEPTH = 24
-# Callers and subclasses are found by scanning every module's text: in a larger project
-# (the torch package) parameters stay unknown and a method's ``self`` is taken for an
-# object of its own class, as the per-rule resolvers did, so that cold runs stay cheap.
-MAX_SCANNED_MODULES = 400
+# Subclasses and attribute writes are found by scanning every module's text: in a larger
+# project (the torch package) a method's ``self`` is taken for an object of its own class,
+# as the per-rule resolvers did, so that cold runs stay cheap. Parameters are read from
+# callers there too, for a callee whose name few modules spell: its scans read only those
+# (``word_index``, ``ParameterFlow._reads_callers``).
 _ENGINES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -99,7 +101,10 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
         return self.answer(form, where).kind
 
     def reads_parameters(self) -> bool:
-        """Whether a parameter's value can come from its callers here (screens ask)."""
+        """Whether a parameter's value can come from any caller here (screens ask): in a
+        large project only a few parameters are read (``_reads_callers``), and screens that
+        took every parameter for a possible source cost the torch package's cold run most
+        of its time again, so they keep taking none."""
         return not self.optimistic and self._scannable()
 
     def _scannable(self) -> bool:
@@ -275,7 +280,10 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
                 callee = self._ref(func, where, depth + 1)
                 if type(callee) is ProjectCallable or type(callee) is OneOf or type(present(callee)) is Module:  # each candidate's; `self.criterion(out, y)`
                     return self._call_kind(callee, depth, form, where)
-                if type(held := present(callee)) is Instance and autograd.named_loss(held.klass.name) and self.index.is_nn_module(held.klass):  # type: ignore[union-attr]
+                if type(held := present(callee)) is Instance and self._method_of(held.klass, "__call__") is not None:
+                    if type(found := self._dispatch(held, "__call__", depth)) is not Unknown:
+                        return found  # `self.creator(box, anchor)`: a callable object kept in an attribute
+                elif type(held) is Instance and autograd.named_loss(held.klass.name) and self.index.is_nn_module(held.klass):  # type: ignore[union-attr]
                     if type(found := self._call_kind(held, depth, form, where)) is GraphTensor:
                         return found  # `self.dice(pred, y)`, a project loss module kept in an attribute
                 receiver = self._ref(Ref(head), where, depth + 1)

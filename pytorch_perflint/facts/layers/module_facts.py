@@ -30,6 +30,7 @@ from ...analysis.scope import Scope, ScopeNode
 from ...analysis.walk import descendants
 from ...context import FileContext
 from ..dead_arms import dead_blocks
+from .list_displays import displayed
 from .module_parts import (
     HELPER, Fresh, _each_read_once, _fresh_binding, _MOVES, _ORDERED_DICTS, _SEQUENTIAL, Feed, Layer, ModuleClass, Visited, _blocks,
     _chain_to, _dotted, _mentions_target, _methods, _name_count, _only_read, _pairs, _drops_last,
@@ -128,7 +129,7 @@ class ModuleFactsBuilder:
 
     def _starred(self, value: cst.BaseExpression, visited: Visited) -> None:
         scope = self.scope(visited.chain)
-        if isinstance(value, (cst.List, cst.Tuple)):
+        if isinstance(value, (cst.List, cst.Tuple, cst.BinaryOperation)):
             self._pairs(self._list_items(value, scope))
         elif isinstance(value, cst.Name):
             self.list_building(value.value, visited.function or self.context.module, scope)
@@ -140,11 +141,7 @@ class ModuleFactsBuilder:
                 self.star_sources.add(func.value)
 
     def _list_items(self, value: cst.BaseExpression, scope: Scope, fresh: Optional[Fresh] = None) -> List[Optional[Layer]]:
-        if not isinstance(value, (cst.List, cst.Tuple)):
-            return [None]
-        return [
-            None if isinstance(e, cst.StarredElement) else self._item(e.value, scope, fresh) for e in value.elements
-        ]
+        return displayed(value, lambda element: self._item(element, scope, fresh))  # `[conv, bn] * n` too
 
     def _item(self, value: cst.BaseExpression, scope: Scope, fresh: Optional[Fresh]) -> Optional[Layer]:
         """A layer item of a list a statement adds (a name rebound elsewhere: through ``fresh``)."""

@@ -55,7 +55,10 @@ def _never_array(path: str, project: "ProjectIndex") -> Callable[[str], bool]:
 
     def never_array(name: str) -> bool:
         walked = name.endswith(EACH)  # an item of what it returns (a generator's yields, `a, b = f()`)
-        definition = project.resolve(path, name[: -len(EACH)] if walked else name)
+        root = name[: -len(EACH)] if walked else name
+        if root in ("self", "super"):  # `loc, label = self.creator(box, anchor)`: a method's or a held object's call
+            return not engine_for(project).reads_parameters()  # read where the engine reads callers (cheap screens elsewhere)
+        definition = project.resolve(path, root)
         if walked and (definition is None or definition.kind not in ("function", "class")):
             return True  # the items of a library call's result (`itertools.product(...)`) are not known
         if definition is None or definition.kind != "function":
