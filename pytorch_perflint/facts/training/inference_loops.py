@@ -70,7 +70,7 @@ def evaluation_loop_around(context: "FileContext", ancestors: Sequence[cst.CSTNo
         forward, without_grad, in_eval_mode = _model_calls(loop, class_name, helpers, context.qualname, evaluated, around_off, project, aliases, pipelines)
         if without_grad and _needs_grad(loop, class_name, facts_all.grad_functions):
             without_grad = False  # a no-grad target network inside a training step, say
-        if forward or walks_own_samples(loop, ancestors[:current]):
+        if forward or walks_own_samples(context, loop, ancestors[:current]):
             evaluates = without_grad or in_eval_mode or not forward or under_no_grad(context, ancestors)
             return current if evaluates or _in_reported_loop(context, ancestors[: current + 1]) else None
         current = _enclosing_loop(ancestors, current)

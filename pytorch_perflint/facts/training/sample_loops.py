@@ -11,11 +11,14 @@ count from a setting), a parameter the method rebinds, or a body that never call
 
 from __future__ import annotations
 
-from typing import FrozenSet, List, Optional, Sequence
+from typing import TYPE_CHECKING, FrozenSet, List, Optional, Sequence
 
 import libcst as cst
 
 from ...analysis.walk import child_nodes
+
+if TYPE_CHECKING:
+    from ...context import FileContext
 
 
 def runs_inherited_forward(call: cst.Call) -> bool:
@@ -30,7 +33,7 @@ def runs_inherited_forward(call: cst.Call) -> bool:
     )
 
 
-def walks_own_samples(loop: cst.CSTNode, ancestors: Sequence[cst.CSTNode]) -> bool:
+def walks_own_samples(context: "FileContext", loop: cst.CSTNode, ancestors: Sequence[cst.CSTNode]) -> bool:
     """The loop (in a method, the node at the end of ``ancestors`` its parent) walks the
     samples of a parameter of that method (``range(x.shape[0])``, ``range(x.size(0))``,
     ``range(len(x))``) that the method never rebinds, and its own body runs
@@ -45,7 +48,10 @@ def walks_own_samples(loop: cst.CSTNode, ancestors: Sequence[cst.CSTNode]) -> bo
         return False
     params = _parameters(method)
     counted = _counted_parameter(iterable.args[0].value)
-    if counted is None or counted not in params or counted in _rebound(method):
+    if counted is None or counted not in params:
+        return False
+    bindings = context.scope_for(loop, ancestors).bindings.get(counted, [])
+    if len(bindings) != 1:  # the parameter alone: never rebound in the method
         return False
     return _calls_inherited_forward(loop.body)
 
@@ -83,39 +89,6 @@ def _counted_parameter(expr: cst.BaseExpression) -> Optional[str]:
         owner = expr.args[0].value
         return owner.value if type(owner) is cst.Name else None
     return None
-
-
-def _rebound(method: cst.FunctionDef) -> FrozenSet[str]:
-    """Names the method's body binds (assignments, loop targets, ``with ... as``)."""
-    names = set()
-    stack: List[cst.CSTNode] = [method.body]
-    while stack:
-        node = stack.pop()
-        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        targets: List[cst.CSTNode] = []
-        if type(node) is cst.Assign:
-            targets = [t.target for t in node.targets]
-        elif type(node) in (cst.AugAssign, cst.AnnAssign, cst.For):
-            targets = [node.target]  # type: ignore[attr-defined]
-        elif type(node) is cst.AsName:
-            targets = [node.name]  # type: ignore[attr-defined]
-        elif type(node) is cst.NamedExpr:
-            targets = [node.target]
-        for target in targets:
-            names.update(n.value for n in _names(target))
-        stack.extend(child_nodes(node))
-    return frozenset(names)
-
-
-def _names(target: cst.CSTNode) -> List[cst.Name]:
-    if type(target) is cst.Name:
-        return [target]
-    if type(target) in (cst.Tuple, cst.List):
-        return [n for element in target.elements for n in _names(element.value)]  # type: ignore[attr-defined]
-    if type(target) is cst.StarredElement:
-        return _names(target.value)
-    return []
 
 
 def _calls_inherited_forward(body: cst.CSTNode) -> bool:
