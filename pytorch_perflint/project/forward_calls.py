@@ -41,7 +41,7 @@ from .autograd_values import no_grad_expr, no_grad_form
 from .bodies import locate, memoised_body
 from .call_values import _definition_where, dispatch, trains
 from .forms import Form, FormBuilder, Ref, dotted
-from .parameter_loops import counts_through, draws_items, walks_pieces
+from .parameter_loops import bookkeeping, counts_through, draws_items, walks_pieces
 from .kinds import Instance, Module, OneOf, ProjectCallable, Unknown, Wrapper, present
 from .resolution import Definition
 from .scopes import DEEP
@@ -70,6 +70,9 @@ GENERATIVE_NAME = re.compile(rf"^(?:{_VERB}\w*_)?(?:unet|vae|denoiser)$", re.IGN
 INFERENCE_METHODS = re.compile(
     r"^(?:forward\w*|infer\w*|predict\w*|generate|sample|encode\w*|decode\w*|inpaint\w*|tts\w*|synthesi[sz]e\w*|chat)$"
 )
+# A method named for running a model on what it is handed, whatever its owner is called
+# (``task.run_model(batch, infer=True)``, ``self.model_forward(x)``, ``agent.forward_net(s)``).
+RUNS_MODEL = re.compile(r"^_*(?:(?:run|forward|infer|call)_(?:model|net|network)|(?:model|net|network)_(?:forward|infer|inference))$")
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -94,7 +97,9 @@ class ForwardBody:
 
 def is_model_name(spelled: Optional[str], method: Optional[str] = None) -> bool:
     """``model``, ``self.net_g``, ``self.unet``; with ``method``: an inference method of one
-    (``self.vae.decode(z)``). TPF206's reading only: the other rules ask ``MODEL_NAME``."""
+    (``self.vae.decode(z)``), or a method named for running one (``RUNS_MODEL``). TPF206's reading only: the other rules ask ``MODEL_NAME``."""
+    if spelled is not None and method is not None and RUNS_MODEL.match(method):
+        return True  # `task.run_model(batch)`: the method says it runs one
     if spelled is None or (method is not None and not INFERENCE_METHODS.match(method)):
         return False
     last = spelled.rsplit(".", 1)[-1]
@@ -111,7 +116,8 @@ def named_forward(func: ast.AST) -> bool:
 def read_forward_body(node: ast.AST, aliases: Dict[str, str], into_loops: bool = False) -> ForwardBody:
     """The calls of a function's own statements outside its loops (nested defs left out).
     ``into_loops``: inside its loops too, when every loop walks pieces of the function's
-    own input (``parameter_loops.walks_pieces``); else no site at all."""
+    own input (``parameter_loops.walks_pieces``); else no site at all. A loop that only
+    computes numbers and lists (``parameter_loops.bookkeeping``) is no loop here."""
     builder = FormBuilder(aliases, DEEP)
     sites: List[Site] = []
     looped = [False]
@@ -122,6 +128,8 @@ def read_forward_body(node: ast.AST, aliases: Dict[str, str], into_loops: bool =
     def visit(child: ast.AST, off: bool) -> None:
         if isinstance(child, _LOOPS):
             looped[0] = True
+            if bookkeeping(child, aliases):
+                return  # `T.append([np.radians(x), ...])`: numbers, no model, no project code
             if into_loops and not _loop_walks_pieces(child, node, params):
                 held[0] = True
         if isinstance(child, _SCOPES) or (isinstance(child, _LOOPS) and (not into_loops or held[0])):

@@ -291,3 +291,42 @@ def _names_data(node: ast.AST, bindings: Dict[str, list], depth: int) -> bool:
             if depth < 4 and any(_names_data(v, bindings, depth + 1) for v in bindings.get(child.id, ())):
                 return True
     return False
+
+
+# What a loop may call and still only compute numbers and lists: builtins, the math and
+# NumPy libraries, and a list's own growth.
+_PLAIN_CALLS = frozenset({"len", "range", "zip", "enumerate", "float", "int", "abs", "min", "max", "round", "sum", "list", "tuple", "str"})
+_PLAIN_MODULES = ("numpy.", "math.")
+_GROWTH = frozenset({"append", "extend", "insert"})
+
+
+def bookkeeping(loop: ast.AST, aliases: Dict[str, str]) -> bool:
+    """The loop only computes numbers and lists (``for x, y in zip(xs, ys):
+    T.append([np.radians(x), np.sin(y)])``): every call in it is a builtin, a ``numpy`` or
+    ``math`` function, or a list's ``append``/``extend``/``insert``. It runs no model and no
+    project code, so a function that has it still handles one item per call."""
+    calls = [node for node in ast.walk(loop) if isinstance(node, ast.Call)]
+    if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Await)) for node in ast.walk(loop)):
+        return False
+    return all(_plain_call(call.func, aliases) for call in calls)
+
+
+def _plain_call(func: ast.AST, aliases: Dict[str, str]) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in _PLAIN_CALLS and func.id not in aliases
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in _GROWTH:
+        return True
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id not in aliases:
+        return False
+    parts = [func.attr]
+    node = func.value
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    qualname = aliases[root.id] + "." + ".".join(reversed(parts))
+    return qualname.startswith(_PLAIN_MODULES)

@@ -30,6 +30,8 @@ from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
 from .item_pieces import item_names, method_aliases, walks_pieces
 from .loops import loop_bound_names, training_facts
 from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
+from .pipelines import pipeline_parameters
+from .sample_loops import walks_own_samples
 
 if TYPE_CHECKING:
     from ...context import FileContext
@@ -64,11 +66,12 @@ def evaluation_loop_around(context: "FileContext", ancestors: Sequence[cst.CSTNo
             return _project_forward(context, call, ancestors[1] if len(ancestors) > 1 else call)
 
         aliases = method_aliases(ancestors[:current], class_name)
-        forward, without_grad, in_eval_mode = _model_calls(loop, class_name, helpers, context.qualname, evaluated, around_off, project, aliases)
+        pipelines = pipeline_parameters(context, ancestors[:current])
+        forward, without_grad, in_eval_mode = _model_calls(loop, class_name, helpers, context.qualname, evaluated, around_off, project, aliases, pipelines)
         if without_grad and _needs_grad(loop, class_name, facts_all.grad_functions):
             without_grad = False  # a no-grad target network inside a training step, say
-        if forward:
-            evaluates = without_grad or in_eval_mode or under_no_grad(context, ancestors)
+        if forward or walks_own_samples(context, loop, ancestors[:current]):
+            evaluates = without_grad or in_eval_mode or not forward or under_no_grad(context, ancestors)
             return current if evaluates or _in_reported_loop(context, ancestors[: current + 1]) else None
         current = _enclosing_loop(ancestors, current)
     return None
@@ -221,6 +224,7 @@ def _model_calls(
     around_off: bool = False,
     project: Optional[Callable[[cst.Call], Optional[bool]]] = None,
     aliases: Optional[Dict[str, FrozenSet[FuncKey]]] = None,
+    pipelines: FrozenSet[str] = frozenset(),
 ) -> Tuple[bool, bool, bool]:
     """Whether the loop's own body (not a nested loop or function) runs a model forward,
     whether it does so with autograd off, in a no-grad ``with`` of its body or through
@@ -242,7 +246,9 @@ def _model_calls(
     item (``for b in range(0, clip.shape[1], 5)``, ``for part in torch.split(clip, n)``:
     ``item_pieces``) runs its forwards for this item, so they count as the loop's own. A
     local name bound only to methods of ``self`` (``test = self.nonpad_test``, or
-    ``partial(self.pad_test, 8)`` in another branch: ``aliases``) calls those methods."""
+    ``partial(self.pad_test, 8)`` in another branch: ``aliases``) calls those methods. A
+    parameter annotated as a diffusers pipeline (``pipelines``), called, generates with
+    autograd off (the library's ``__call__`` is no-grad)."""
     bound = loop_bound_names(loop)  # type: ignore[arg-type]
     pieces = item_names(loop)
     forward = without_grad = in_eval_mode = False
@@ -273,6 +279,8 @@ def _model_calls(
                 without_grad |= off
                 named.append(node)
                 in_eval_mode |= root in evaluated or (off and _submodule_of(root, evaluated)) or root.rpartition(".")[0] in evaluated
+            elif type(node.func) is cst.Name and node.func.value in pipelines and node.func.value not in bound:
+                forward = without_grad = True  # `pipeline(prompt=p)` of a `pipeline: DiffusionPipeline`
             elif key is not None and key in helpers.forward:
                 forward = True
                 without_grad |= off or key in helpers.no_grad_forward

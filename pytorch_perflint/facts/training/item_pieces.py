@@ -30,11 +30,14 @@ _SPLIT_NAME = re.compile(r"^(?:split|chunk)_|_(?:split|chunks?)$")
 
 @dataclass(frozen=True)
 class Items:
-    """The names that hold a loop's item or what its body computes from it (``names``), and
-    those its body binds to a split of one (``splits``: ``parts = torch.split(clip, 8)``)."""
+    """The names that hold a loop's item or what its body computes from it (``names``),
+    those its body binds to a split of one (``splits``: ``parts = torch.split(clip, 8)``),
+    and those bound to a size of one or arithmetic on such a size (``sizes``: ``n =
+    len(frames)``, ``steps = ceil(n / batch)``, ``bs, t, c, h, w = clip.shape``)."""
 
     names: FrozenSet[str] = frozenset()
     splits: FrozenSet[str] = frozenset()
+    sizes: FrozenSet[str] = frozenset()
 
 
 def item_names(loop: cst.CSTNode) -> Items:
@@ -44,7 +47,14 @@ def item_names(loop: cst.CSTNode) -> Items:
         return Items()
     names: Set[str] = {n for n in _names_of(loop.target)}
     splits: Set[str] = set()
+    sizes: Set[str] = set()
     for statement in _statements(loop.body):
+        if type(statement) is cst.Assign:  # a count until rebound to anything else
+            counted = [n for target in statement.targets for n in _names_of(target.target)]
+            if _count(statement.value, frozenset(names), frozenset(sizes)):
+                sizes.update(counted)
+            else:
+                sizes.difference_update(counted)
         if type(statement) is cst.Assign and _mentions(statement.value, names):
             bound = [n for target in statement.targets for n in _names_of(target.target)]
             # `pose[:, :3] = rotation(q)`: the item written into a container makes it the item's too
@@ -52,12 +62,12 @@ def item_names(loop: cst.CSTNode) -> Items:
             names.update(bound)
             if len(bound) == 1 and _splits(statement.value, frozenset(names)):
                 splits.update(bound)
-    return Items(frozenset(names), frozenset(splits))
+    return Items(frozenset(names), frozenset(splits), frozenset(sizes))
 
 
 def walks_pieces(nested: cst.For, items: Items) -> bool:
     """The nested loop walks pieces of the item: ``range(...)`` over a size of it
-    (``clip.shape[1]``, ``clip.size(0)``, ``len(clip)``), a split of it
+    (``clip.shape[1]``, ``clip.size(0)``, ``len(clip)``, a name bound to one), a split of it
     (``torch.split(clip, n)``, ``clip.chunk(4)``), or a name the loop body bound to a split."""
     if not items.names:
         return False
@@ -67,7 +77,7 @@ def walks_pieces(nested: cst.For, items: Items) -> bool:
     if type(iterable) is cst.Name:
         return iterable.value in items.splits
     if type(iterable) is cst.Call and _is_range(iterable):
-        return any(_sized(arg.value, items.names) for arg in iterable.args)
+        return any(_sized(arg.value, items.names) or _mentions(arg.value, items.sizes) for arg in iterable.args)
     return _splits(iterable, items.names)
 
 
@@ -80,6 +90,32 @@ def _splits(expr: cst.BaseExpression, names: FrozenSet[str]) -> bool:
     if name not in _SPLITS:
         return _SPLIT_NAME.search(name) is not None and bool(expr.args) and not expr.args[0].star and _mentions(expr.args[0].value, names)
     return type(expr.func) is cst.Attribute and (_mentions(expr.func.value, names) or any(_mentions(arg.value, names) for arg in expr.args[:1]))  # type: ignore[union-attr]
+
+
+def _count(expr: cst.BaseExpression, items: FrozenSet[str], sizes: FrozenSet[str]) -> bool:
+    """A count taken from the item: a size of it (``clip.shape``, ``clip.shape[:2]``,
+    ``clip.size(0)``, ``len(frames)``), a name bound to one, or arithmetic and rounding of
+    such a count (``int(math.ceil(n / float(batch)))``, ``bs * t``)."""
+    if type(expr) is cst.Name:
+        return expr.value in sizes
+    if type(expr) is cst.Attribute:
+        return expr.attr.value == "shape" and _mentions(expr.value, items)
+    if type(expr) is cst.Subscript:
+        return _count(expr.value, items, sizes)
+    if type(expr) is cst.BinaryOperation:
+        return _count(expr.left, items, sizes) or _count(expr.right, items, sizes)
+    if type(expr) is cst.Call and expr.args:
+        func = expr.func
+        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+        if name == "size" and type(func) is cst.Attribute:
+            return _mentions(func.value, items)
+        if name == "len":
+            return _mentions(expr.args[0].value, items)
+        return name in _ROUNDING and any(_count(arg.value, items, sizes) for arg in expr.args)
+    return False
+
+
+_ROUNDING = frozenset({"int", "float", "ceil", "floor", "round", "min", "max", "abs"})
 
 
 def _is_range(expr: cst.BaseExpression) -> bool:

@@ -82,7 +82,15 @@ class EmptyCacheInLoop(Rule):
     (`for b in range(0, clip.shape[1], 4)`, `for part in torch.split(clip, n)`) evaluates
     every item; a network's part called by itself (`self.model.image_encoder(x)`) runs a
     model; and a local name bound only to methods of `self` (`run = self.plain_test`, or
-    `partial(self.padded_test, 8)`) calls them.
+    `partial(self.padded_test, 8)`) calls them. A count taken from the current item through
+    names (`n = len(video)`, `steps = ceil(n / batch)`, `bs, t, c, h, w = clip.shape`)
+    counts its pieces too; a method named for running a model (`task.run_model(batch)`,
+    `self.model_forward(x)`) runs one; a helper whose only loop builds numbers and lists
+    (`T.append([np.radians(x), ...])`) still handles one item per call; a parameter
+    annotated as a diffusers pipeline (`pipeline: DiffusionPipeline`), called, generates
+    with autograd off; and a model's method that runs `super().forward(...)` on each sample
+    of a tensor it is handed (`for i in range(input_ids.shape[0])`) is an inference loop
+    over those samples.
     A step method of a trainer subclass (`_train_step(self, batch)`, which backpropagates)
     that empties the cache on every call is reported at its `empty_cache()` when a project
     base class calls `self._train_step(batch)` on every iteration of its own loop: the
