@@ -256,6 +256,23 @@ def test_a_caller_added_in_memory_is_seen_by_the_word_index(tmp_path, large):
     assert type(_ask(index, "loaders.py", "build", 2, "distributed")) is Unknown
 
 
+def test_the_word_index_forgets_what_an_edited_module_no_longer_spells(tmp_path, large):
+    """A module's words are replaced when its text changes: a word it stops spelling no
+    longer finds it, one it starts spelling does, and the other modules' entries stay."""
+    index = index_of(tmp_path, LARGE)
+    path = os.path.abspath(tmp_path / "loaders.py")
+    paths = index.module_paths()
+    assert path in index.spelling("build", paths)
+    assert index.spelling("rebuilt_once", paths) == []
+    source = "def rebuilt_once(ds):\n    return ds\n"
+    index.summary(path, source, ast.parse(source))
+    assert index.spelling("rebuilt_once", paths) == [path]
+    assert path not in index.spelling("build", paths)
+    train = os.path.abspath(tmp_path / "train.py")
+    assert index.spelling("helper", paths) == [train]  # another module's entry stays
+    assert path in index.spelling("return", paths) and train in index.spelling("return", paths)
+
+
 def test_a_small_project_scans_every_module_as_before(tmp_path):
     index = index_of(tmp_path, LARGE)
     assert index.spelling("build", index.module_paths()) == sorted(index.module_paths())
