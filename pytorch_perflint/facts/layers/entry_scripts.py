@@ -26,6 +26,7 @@ from typing import Callable, Dict, Optional
 
 from ...analysis.ast_index import ast_dotted
 from ...project import ProjectIndex
+from ...project.resolution import Definition
 from ...project.summarizer import parse
 from ...testfiles import is_test_file
 
@@ -73,6 +74,24 @@ def script_facts(index: ProjectIndex, path: str) -> Optional[ScriptFacts]:
     return ScriptFacts(entry=entry, decides=_decides(tree, aliases))
 
 
+def helper_decides(index: ProjectIndex, definition: Optional[Definition]) -> bool:
+    """A project function that decides the setting itself when called (``util.setup_runtime()``
+    assigning ``cudnn.benchmark = True``, an ``init_seeds()`` asking for determinism): a
+    script that calls it has decided, as if it had written the assignment. Its own body only
+    (not the functions it calls)."""
+    if definition is None or definition.kind != "function" or definition.function is None or definition.path is None:
+        return False
+    text = index.text(definition.path)
+    tree = None if text is None else parse(text, definition.path)[0]
+    if tree is None:
+        return False
+    line = definition.function.line
+    for statement in tree.body:
+        if type(statement) in (ast.FunctionDef, ast.AsyncFunctionDef) and statement.lineno == line:
+            return _decides(statement, dict(index.summary(definition.path).aliases))
+    return False
+
+
 def _runs(statement: ast.stmt) -> bool:
     if type(statement) is ast.If:
         return _is_main_guard(statement.test)
@@ -102,7 +121,7 @@ def _qualname(node: ast.AST, aliases: Dict[str, str]) -> str:
     return f"{target}.{rest}" if rest else target
 
 
-def _decides(tree: ast.Module, aliases: Dict[str, str]) -> bool:
+def _decides(tree: ast.AST, aliases: Dict[str, str]) -> bool:
     for node in ast.walk(tree):
         if type(node) is ast.Assign:
             value = node.value.value if type(node.value) is ast.Constant else None  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ from ...facts.training.loops import training_facts
 from ...facts.training.screens import could_have_training_loop
 from ...facts.training.step_names import loop_calls_step_by_name
 from ...facts.training.trainer_calls import handed_data
-from ...facts.layers.entry_scripts import entry_scripts_decide, script_facts
+from ...facts.layers.entry_scripts import entry_scripts_decide, helper_decides, script_facts
 from ...facts.layers.module_parts import walk_scoped
 from ...facts.layers.script_settings import insert_after_imports, is_entry_script, training_receivers
 from ...facts.layers.handed_models import a_trainer, handed_to_trainers, hands_to_an_object, makes_and_runs, trained_objects
@@ -117,6 +117,7 @@ def _decide(context: FileContext) -> _Decision:
     homes: Dict[int, int] = {}  # id of a statement line -> id of the def around it
     in_loops = _loop_method_calls(context) if context.project is not None else {}
     through: List[Tuple[str, cst.Call, Tuple[ScopeNode, ...]]] = []
+    helpers: Dict[str, bool] = {}
     for visited in walk_scoped(context.module):
         node = visited.node
         if type(node) is cst.SimpleStatementLine:
@@ -150,6 +151,8 @@ def _decide(context: FileContext) -> _Decision:
                 for a in node.args
             ):
                 return _Decision()  # e.g. set_random_seed(seed, deterministic=True)
+            if _helper_decides(context, func, helpers):
+                return _Decision()  # util.setup_runtime() sets benchmark = True itself
     wanted = trained | called | {receiver for receiver, _, _ in through}
     builds = [b for b in model_builds(context, wanted) if b.conv]
     # ``x.train()`` switches a model to training mode; on a trainer object it runs training,
@@ -181,6 +184,17 @@ def _decide(context: FileContext) -> _Decision:
     if _set_by_entry_scripts(context, linked[0]):
         return _Decision()
     return _Decision(build=linked[0])
+
+
+def _helper_decides(context: FileContext, func: cst.BaseExpression, seen: Dict[str, bool]) -> bool:
+    """The call runs a project function that decides the setting in its own body."""
+    name = dotted_name(func) if context.project is not None else None
+    if name is None:
+        return False
+    if name not in seen:
+        path = own_path(context)
+        seen[name] = path is not None and helper_decides(context.project, context.project.resolve(path, name))  # type: ignore[arg-type]
+    return seen[name]
 
 
 def _set_by_entry_scripts(context: FileContext, build: ModelBuild) -> bool:
@@ -266,7 +280,10 @@ class CudnnBenchmarkDisabled(Rule):
     accelerator, when the script asks for determinism (`cudnn.deterministic = True`,
     `torch.use_deterministic_algorithms`), when `benchmark` is set from a flag, or when the
     model is not known to be convolutional (an option with no default, one the script
-    changes after parsing, a default that names a vision transformer).
+    changes after parsing, a default that names a vision transformer). A call of a project
+    function that makes that choice in its own body (`util.setup_runtime()` assigning
+    `cudnn.benchmark = True`, an `init_seeds()` asking for determinism) counts as the
+    script's own choice.
 
     A module that is not a script itself (a trainer whose class builds and trains the
     model) is not flagged when every entry script of the project that imports it, directly
