@@ -82,14 +82,18 @@ def helper_decides(index: ProjectIndex, definition: Optional[Definition]) -> boo
     if definition is None or definition.kind != "function" or definition.function is None or definition.path is None:
         return False
     text = index.text(definition.path)
-    tree = None if text is None else parse(text, definition.path)[0]
+    if text is None or ("cudnn" not in text and "deterministic" not in text):
+        return False
+    function = definition.function
+    # A module-level def starts at column 0: its lines parse alone. Most callees name
+    # neither setting, and are not parsed at all.
+    body = "\n".join(text.splitlines()[function.line - 1 : function.end_line])
+    if "cudnn" not in body and "deterministic" not in body:
+        return False
+    tree = parse(body, definition.path)[0]
     if tree is None:
         return False
-    line = definition.function.line
-    for statement in tree.body:
-        if type(statement) in (ast.FunctionDef, ast.AsyncFunctionDef) and statement.lineno == line:
-            return _decides(statement, dict(index.summary(definition.path).aliases))
-    return False
+    return _decides(tree, dict(index.summary(definition.path).aliases))
 
 
 def _runs(statement: ast.stmt) -> bool:
