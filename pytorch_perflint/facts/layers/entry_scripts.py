@@ -26,6 +26,7 @@ from typing import Callable, Dict, Optional
 
 from ...analysis.ast_index import ast_dotted
 from ...project import ProjectIndex
+from ...project.bodies import locate
 from ...project.resolution import Definition
 from ...project.summarizer import parse
 from ...testfiles import is_test_file
@@ -84,16 +85,9 @@ def helper_decides(index: ProjectIndex, definition: Optional[Definition]) -> boo
     text = index.text(definition.path)
     if text is None or ("cudnn" not in text and "deterministic" not in text):
         return False
-    function = definition.function
-    # A module-level def starts at column 0: its lines parse alone. Most callees name
-    # neither setting, and are not parsed at all.
-    body = "\n".join(text.splitlines()[function.line - 1 : function.end_line])
-    if "cudnn" not in body and "deterministic" not in body:
-        return False
-    tree = parse(body, definition.path)[0]
-    if tree is None:
-        return False
-    return _decides(tree, dict(index.summary(definition.path).aliases))
+    function = definition.function  # most callees' modules name neither setting: not read further
+    node = locate(text, function.line, function.end_line, function.name, False)
+    return node is not None and _decides(node, dict(index.summary(definition.path).aliases))
 
 
 def _runs(statement: ast.stmt) -> bool:
