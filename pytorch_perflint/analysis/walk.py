@@ -129,3 +129,30 @@ def own_returns(node: cst.CSTNode) -> Iterator[cst.Return]:
         if type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             stack.extend(child_nodes(node))
 
+
+
+_REPEATING = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def reads_before(binding: Sequence[cst.CSTNode], use: Sequence[cst.CSTNode]) -> bool:
+    """Whether a read (given by its ancestors from the scope's node, outermost first) runs
+    before a binding statement (its ancestors from the same node, the statement last) and so
+    cannot see the value it binds: the read is in the binding's own value, or in an earlier
+    statement of a block the two share, with no loop around the binding to run it again.
+    Anything else (a later statement, another branch, a nested function) may see it."""
+    if any(type(node) in _REPEATING for node in binding[1:]):
+        return False
+    statement = binding[-1]
+    if any(node is statement for node in use):
+        return True  # ``x = wrap(x)``: the argument reads the previous binding
+    for index, (a, b) in enumerate(zip(binding, use)):
+        if a is b:
+            continue
+        if any(type(node) in _REPEATING for node in use[index:]):
+            return False
+        block = getattr(binding[index - 1], "body", None) if index else None
+        if not isinstance(block, (tuple, list)):
+            return False
+        order = {id(node): at for at, node in enumerate(block)}
+        return id(b) in order and id(a) in order and order[id(b)] < order[id(a)]
+    return False

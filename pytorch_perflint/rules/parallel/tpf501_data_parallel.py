@@ -8,7 +8,7 @@ from typing import Sequence
 import libcst as cst
 
 from ...analysis.ast_index import code_identifiers
-from ...analysis.walk import name_uses
+from ...analysis.walk import name_uses, reads_before
 from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
@@ -89,6 +89,8 @@ class DataParallel(Rule):
         "import torch\nfrom torch import nn\ntorch.save(nn.DataParallel(net).state_dict(), 'x.pt')\n",
         "import torch\nfrom torch import nn\ndef strip(net, sd):\n    w = nn.DataParallel(net)\n"
         "    w.load_state_dict(sd)\n    return w.module.state_dict()\n",
+        # The name held the model before; only the reads after the wrapper see the wrapper.
+        "import torch\nnet = Net()\nout = net(x)\nnet = torch.nn.DataParallel(net)\ntorch.save(net.state_dict(), 'x.pt')\n",
     )
     INVALID = (
         Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", line=2),
@@ -100,6 +102,19 @@ class DataParallel(Rule):
             "from torch import nn\ndef run(net, sd, x):\n    w = nn.DataParallel(net)\n"
             "    w.load_state_dict(sd)\n    return w(x)\n",
             line=3,
+        ),
+        # Rebound, then called after the checkpoint; rebound in a loop whose next pass calls
+        # it; read by a function defined earlier and called later.
+        Invalid("import torch\nnet = Net()\nnet = torch.nn.DataParallel(net)\ntorch.save(net.state_dict(), 'x.pt')\nout = net(x)\n", line=3),
+        Invalid(
+            "import torch\nnet = Net()\nfor x in data:\n    out = net(x)\n    net = torch.nn.DataParallel(net)\n"
+            "    torch.save(net.state_dict(), 'x.pt')\n",
+            line=5,
+        ),
+        Invalid(
+            "import torch\nnet = Net()\ndef step(x):\n    return net(x)\nnet = torch.nn.DataParallel(net)\n"
+            "torch.save(net.state_dict(), 'x.pt')\nstep(1)\n",
+            line=5,
         ),
     )
 
@@ -135,9 +150,22 @@ def _checkpoint_only(context: FileContext, call: cst.Call) -> bool:
         return False
     target = assign.targets[0].target
     scope = context.scope
-    if scope.is_class or target.value in scope.declared_outer or scope.lookup_value(target.value) is not call:
+    if scope.is_class or target.value in scope.declared_outer:
         return False
     uses = [(name, path) for name, path in name_uses(scope.node, target.value) if name is not target]
+    if scope.lookup_value(target.value) is not call:
+        # A name bound before (``psp = Net()`` ... ``psp = DataParallel(psp)``): the reads
+        # that run before this binding see the model, not the wrapper.
+        ancestors = context.ancestors
+        start = next((at for at, node in enumerate(ancestors) if node is scope.node), None)
+        if start is None:
+            return False
+        binding = tuple(ancestors[start:-1])
+        while binding and type(binding[-1]) is not cst.SimpleStatementLine:
+            binding = binding[:-1]
+        if not binding:
+            return False
+        uses = [(name, path) for name, path in uses if not reads_before(binding, path)]
     return bool(uses) and all(_checkpoint_use(path, name) for name, path in uses)
 
 
