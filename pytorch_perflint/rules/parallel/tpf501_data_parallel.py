@@ -25,8 +25,9 @@ class DataParallel(Rule):
     from it (through any number of project classes).
 
     Not flagged: a wrapper built only to rename checkpoint keys, which never runs a step
-    (`nn.DataParallel(net).state_dict()`, or a name bound once to the wrapper whose every
-    use is `.state_dict()`, `.load_state_dict(...)` or `.module`).
+    (`nn.DataParallel(net).state_dict()`, or a name bound to the wrapper whose every use
+    that can see it is `.state_dict()`, `.load_state_dict(...)` or `.module`; reads of the
+    same name earlier in the block see the model it held before).
 
     ## Why is this bad?
     `DataParallel` drives all GPUs from one Python process with one thread per device. Every
