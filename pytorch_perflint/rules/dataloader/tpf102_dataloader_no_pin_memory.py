@@ -26,7 +26,10 @@ class DataloaderNoPinMemory(Rule):
     the driver first copies the batch into page-locked memory, then to the device, and the
     copy cannot overlap with compute. With `pin_memory=True` the loader puts each batch in
     page-locked memory, so the transfer is a single faster DMA that `non_blocking=True` can
-    overlap with the previous step.
+    overlap with the previous step. Pinning is itself a host copy (the loader's pin thread
+    does it beside the training thread), so the gain shows where the input copy is a real
+    part of the step: on the project's H200 scenario (12 MB batches, copied blocking) it was
+    within the noise on two days (1.00x, docs/benchmarks/gpu-nvidia-h200-2.md).
 
     ## Example
     ```python

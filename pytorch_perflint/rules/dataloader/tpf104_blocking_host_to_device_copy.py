@@ -49,7 +49,10 @@ class BlockingHostToDeviceCopy(Rule):
     queues it and goes on (to the forward pass, to queueing the next copy) while the DMA
     engine moves the data. Without it the host waits for every copy to finish, so the
     loader's pinning buys only part of its benefit. The copy stays ordered before later
-    work on the same CUDA stream, so results are unchanged.
+    work on the same CUDA stream, so results are unchanged. The overlap pays where the
+    copy is a real part of the step and the host has work to queue meanwhile; on the
+    project's H200 scenario (batches of 64 images of 128x128, a small model) it was within
+    the noise on two days (1.01x, docs/benchmarks/gpu-nvidia-h200-2.md).
 
     ## Example
     ```python
