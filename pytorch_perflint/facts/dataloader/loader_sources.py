@@ -7,7 +7,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import Scope, dotted_name, target_names
+from ...analysis.scope import Scope, declared_global, dotted_name, target_names
 from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
 from ..dead_arms import unreached_by
@@ -85,10 +85,15 @@ class LoaderSourceResolver:
         """``if c: loader = A(...) else: loader = B(...)``: the values of a name that its scope
         binds only in plain assignments on mutually exclusive branches of one ``if``; or
         only to ``iter(...)`` calls, wherever (an iterator re-created when it runs out:
-        whichever binding is live, it walks one of those loaders)."""
+        whichever binding is live, it walks one of those loaders). A function reading the
+        name free (``def train(): for b in loader``) reads the bindings of the scope around
+        it that binds it, unless some function rebinds it ``global``."""
         while scope.is_class and scope.parent is not None:
             scope = scope.parent
-        values = scope.bindings.get(name)
+        binder = scope.binder(name)
+        if binder is None or (binder[0] is not scope and binder[0].parent is None and declared_global(binder[0], name)):
+            return None
+        scope, values = binder
         if not values or len(values) < 2 or any(v is None for v in values):
             return None
         if name in scope.imports or name in scope.declared_outer or name in scope.mutated:
