@@ -305,3 +305,33 @@ def test_a_device_chosen_in_a_trainer_module_reaches_the_entry_scripts_loaders(t
     syncs (TPF202). A trainer module that only logs a device template stays on the CPU."""
     _check(tmp_path, "TPF102", {name: (s if name == "train_rnn.py" else s.replace("  # flagged", "")) for name, s in TRAINER_MODULES.items()})
     _check(tmp_path, "TPF202", {name: (s if name == "trainer/trainer_gpu.py" else s.replace("  # flagged", "")) for name, s in TRAINER_MODULES.items()})
+
+
+BARS = '''
+    from torch.utils.data import DataLoader
+    from tqdm import tqdm
+
+    train_loader = DataLoader(train_ds, batch_size=8, num_workers=4)  # flagged
+    valid_loader = DataLoader(valid_ds, batch_size=1, num_workers=4)  # flagged
+    probe_loader = DataLoader(probe_ds, batch_size=1, num_workers=4)
+    other_loader = DataLoader(other_ds, batch_size=1, num_workers=4)
+
+    for epoch in range(10):
+        with tqdm(train_loader) as bar:
+            for batch in bar:
+                model(batch).sum().backward()
+        with tqdm(valid_loader) as bar:
+            for batch in bar:
+                model(batch)
+        with tqdm(probe_loader) as bar:
+            bar = tqdm(other_loader) if epoch == 0 else bar
+            for batch in bar:
+                model(batch)
+'''
+
+
+def test_a_bar_name_entered_by_several_withs_is_the_one_around_the_read(tmp_path):
+    """Each ``with tqdm(loader) as bar:`` binds ``bar`` for the loop in its body, though the
+    script binds ``bar`` three times. A body that rebinds the bar before its loop hides
+    which loader the loop walks: ``probe_loader`` is not flagged (nor ``other_loader``)."""
+    _check(tmp_path, "TPF103", {"train.py": BARS})

@@ -11,7 +11,7 @@ from ...analysis.scope import Scope, declared_global, dotted_name, target_names
 from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
 from ..dead_arms import unreached_by
-from .reaching_loaders import rebound_values
+from .reaching_loaders import entered_around, rebound_values
 from .iterable_wrappers import walked_argument
 from .prepared_loaders import prepared_binding
 from .loader_args import _TQDM, Path
@@ -250,6 +250,9 @@ class LoaderSourceResolver:
         entered = self.recorded.entered.get((id(current.node), name), [])
         if values == [None] and len(entered) == 1:  # `with tqdm(loader) as bar`: the bar itself
             value = entered[0]
+        around = entered_around(path, name) if current.node is scope.node and not declared_global(current, name) else None
+        if around is not None:  # inside its `with` (one of several that bind the name)
+            return around if isinstance(around, cst.Call) and self.context.qualname(around.func, current) in _TQDM else None
         if not isinstance(value, cst.Call) or self.context.qualname(value.func, current) not in _TQDM:
             return None
         return value if current.parent is not None else None
