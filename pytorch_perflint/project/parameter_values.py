@@ -110,11 +110,14 @@ class ParameterFlow:
 
     def _own_self(self, path: str, site, related: set) -> bool:
         """A ``self.name(...)`` call that may run this class's method: not one made in a
-        method of an unrelated project class (it runs its own class's method)."""
+        method of an unrelated project class that no project class derives from together
+        with this one (it runs its own class's method)."""
         if "." not in site.caller:
             return True
         caller_class = self.index.resolve(path, site.caller.rpartition(".")[0])  # type: ignore[union-attr]
-        return caller_class is None or caller_class.kind != "class" or caller_class.key in related
+        if caller_class is None or caller_class.kind != "class" or caller_class.key in related:
+            return True
+        return any(s.key in related for s in self.index.resolution.subclasses(caller_class))  # type: ignore[union-attr]
 
     def _keywords(self, definition: Definition, named: FrozenSet[str], depth: int, public: bool) -> Kind:
         """A ``**kwargs`` parameter: the dict of the keywords every caller passes that no

@@ -161,4 +161,3 @@ def entered_around(path: Path, name: str) -> Optional[cst.CSTNode]:
         if items:
             return items[-1].item if len(items) == 1 and not binds(node.body, name) else None  # type: ignore[attr-defined]
     return None
-
