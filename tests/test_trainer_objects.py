@@ -335,3 +335,47 @@ def test_a_bar_name_entered_by_several_withs_is_the_one_around_the_read(tmp_path
     script binds ``bar`` three times. A body that rebinds the bar before its loop hides
     which loader the loop walks: ``probe_loader`` is not flagged (nor ``other_loader``)."""
     _check(tmp_path, "TPF103", {"train.py": BARS})
+
+
+PREPARED = '''
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader
+
+    accelerator = Accelerator()
+
+
+    def train(model, opt, loader, epochs):
+        model, opt, loader = accelerator.prepare(model, opt, loader)
+        for epoch in range(epochs):
+            for batch in loader:
+                accelerator.backward(model(batch).sum())
+                opt.step()
+
+
+    def shuffled(model, opt, loader, epochs):
+        model, loader, opt = accelerator.prepare(model, opt, loader)
+        for epoch in range(epochs):
+            for batch in loader:
+                model(batch)
+
+
+    def wrapped(model, loader, epochs):
+        loader = other.prepare(loader)
+        for epoch in range(epochs):
+            for batch in loader:
+                model(batch)
+
+
+    def main(model, opt):
+        train(model, opt, DataLoader(ds, batch_size=8, num_workers=4), 10)  # flagged
+        shuffled(model, opt, DataLoader(ds, batch_size=8, num_workers=4), 10)
+        wrapped(model, DataLoader(ds, batch_size=8, num_workers=4), 10)
+'''
+
+
+def test_a_loader_parameter_taken_back_from_prepare_is_the_callers_loader(tmp_path):
+    """``model, opt, loader = accelerator.prepare(model, opt, loader)`` in a training
+    function wraps the loader its caller passes, which the epoch loop then walks. Taken back
+    at another position, or from a ``prepare`` of something not an ``Accelerator``, the name
+    may hold something else: not flagged."""
+    _check(tmp_path, "TPF103", {"train.py": PREPARED})

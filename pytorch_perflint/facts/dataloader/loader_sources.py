@@ -13,7 +13,7 @@ from ...context import FileContext
 from ..dead_arms import unreached_by
 from .reaching_loaders import entered_around, rebound_values
 from .iterable_wrappers import walked_argument
-from .prepared_loaders import prepared_binding
+from .prepared_loaders import prepared_binding, prepared_parameter
 from .loader_args import _TQDM, Path
 from .loader_sites import (
     _NOTHING,
@@ -234,6 +234,9 @@ class LoaderSourceResolver:
         if function is None or scope.node is not function:
             return _NOTHING
         values = scope.bindings.get(expr.value)
+        if prepared_parameter(self.context, self.recorded, expr.value, scope, function):  # `loader = accelerator.prepare(loader)`
+            inner = self.parameter(function, expr.value, loops, depth)
+            return Resolution(tuple(replace(s, prepared=True) for s in inner.sources), inner.complete)
         if values != [None] and not _reads_before_rebinding(values, path, loops):
             return _NOTHING  # rebound somewhere in the function, or not a parameter
         return self.parameter(function, expr.value, loops, depth)
