@@ -140,3 +140,48 @@ def test_accelerator_setting_in_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.pytorch-perflint]\naccelerator = true\n")
     with pytest.raises(ConfigError, match="accelerator"):
         load_settings([str(tmp_path)])
+
+
+def test_a_device_template_filled_in_selects_only_where_it_is_a_device(tmp_path):
+    """``torch.device("cuda:{}".format(gpu))`` in a trainer module selects the accelerator,
+    and an entry script that imports the trainer shares it (Dual-Path-RNN's layout); the same
+    template logged, compared or kept under another name selects nothing."""
+    index = index_of(
+        tmp_path,
+        {
+            "train.py": "from torch.utils.data import DataLoader\nfrom trainer import trainer_gpu\n",
+            "trainer/__init__.py": "",
+            "trainer/trainer_gpu.py": """
+                import torch
+                class Trainer:
+                    def __init__(self, loader, gpuid):
+                        if gpuid:
+                            self.device = torch.device('cuda:{}'.format(gpuid[0]))
+                        else:
+                            self.device = torch.device('cpu')
+                """,
+            "percent.py": "import torch\ndev = 'cuda:%d' % 0\n",
+            "to_call.py": "def move(x, rank):\n    return x.to('cuda:{}'.format(rank))\n",
+            "cpu_train.py": "from trainer import trainer_cpu\n",
+            "trainer/trainer_cpu.py": """
+                import torch
+                class Trainer:
+                    def __init__(self, loader, gpuid):
+                        print('cuda:{}'.format(gpuid))
+                        if name == 'cuda:{}'.format(gpuid):
+                            pass
+                        label = 'cuda:{}'.format(gpuid)
+                        self.device = torch.device('cpu')
+                """,
+        },
+    )
+    assert _runs(index, "train.py", "trainer/trainer_gpu.py", "percent.py", "to_call.py", "cpu_train.py", "trainer/trainer_cpu.py") == {
+        "train.py": True,  # the entry script shares its trainer module's device
+        "trainer/trainer_gpu.py": True,
+        "percent.py": True,
+        "to_call.py": True,
+        "cpu_train.py": False,
+        "trainer/trainer_cpu.py": False,  # logged, compared, a label: no device chosen
+    }
+    source, evidence = index.accelerator_evidence(Path(index.root) / "train.py")
+    assert Path(source).name == "trainer_gpu.py" and evidence.what == "'cuda:{}'"

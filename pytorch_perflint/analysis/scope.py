@@ -210,6 +210,11 @@ def _globals_rebound(module_scope: Scope) -> Set[str]:
     return cached
 
 
+def declared_global(module_scope: Scope, name: str) -> bool:
+    """Some function of the module declares ``name`` ``global`` (and may rebind it)."""
+    return name in _globals_rebound(module_scope)
+
+
 def _walk_all(node: cst.CSTNode):
     stack = [node]
     while stack:

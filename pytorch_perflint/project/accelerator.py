@@ -3,7 +3,7 @@ shares the fact.
 
 A module *selects* an accelerator when its code (never a comment or a docstring: this reads
 the ``ast``) does one of: ``x.cuda(...)``; passes ``"cuda…"``, ``"mps"`` or ``"xpu"`` as a
-value (``device="cuda"``, ``torch.device("cuda:0")``, ``.to("mps")``, an argparse or config
+value (``device="cuda"``, ``torch.device("cuda:0")``, ``torch.device("cuda:{}".format(gpu))``, ``.to("mps")``, an argparse or config
 default, ``set_default_device("cuda")``, ``autocast("cuda")``); calls
 ``torch.cuda.is_available()`` (or the mps/xpu ones), ``torch.cuda.synchronize()`` /
 ``set_device()`` / ``current_device()`` (they fail without a CUDA device), anything under
@@ -35,6 +35,8 @@ NEEDLES = (
 _DEVICE = re.compile(r"^(?:cuda|mps|xpu)(?::\d+)?$")
 # An f-string device with its index filled in: f"cuda:{rank}".
 _DEVICE_PREFIX = re.compile(r"^(?:cuda|xpu):$")
+# A template of one: "cuda:{}".format(gpu), "cuda:%d" % rank.
+_DEVICE_TEMPLATE = re.compile(r"^(?:cuda|xpu):(?:\{\w*\}|%[ds])$")
 _AVAILABLE = frozenset(
     {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.mps.is_available", "torch.xpu.is_available"}
 )
@@ -73,11 +75,48 @@ def _selection(node: ast.AST, ancestors: Tuple[ast.AST, ...], aliases: Mapping[s
         if _is_value(node, ancestors):
             return repr(node.value)  # type: ignore[attr-defined]
         return None
+    if kind is ast.Constant and isinstance(node.value, str) and _DEVICE_TEMPLATE.match(node.value):  # type: ignore[attr-defined]
+        filled = _filled(node, ancestors)
+        return repr(node.value) if filled is not None and _device_use(*filled) else None  # type: ignore[attr-defined]
     if kind is ast.JoinedStr and _DEVICE_PREFIX.match(_leading_text(node)) and _is_value(node, ancestors):
         return "f'cuda:{...}'"  # f"cuda:{rank}"
     if kind is ast.keyword and node.arg == "non_blocking":  # type: ignore[attr-defined]
         return "non_blocking="
     return None
+
+
+def _filled(node: ast.AST, ancestors: Tuple[ast.AST, ...]) -> Optional[Tuple[ast.AST, Tuple[ast.AST, ...]]]:
+    """The expression that fills a device template in (``"cuda:{}".format(i)``,
+    ``"cuda:%d" % i``) with its ancestors, or None."""
+    parent = ancestors[-1] if ancestors else None
+    if type(parent) is ast.BinOp and type(parent.op) is ast.Mod and parent.left is node:
+        return parent, ancestors[:-1]
+    call = ancestors[-2] if len(ancestors) > 1 else None
+    if type(parent) is ast.Attribute and parent.attr == "format" and type(call) is ast.Call and call.func is parent:
+        return call, ancestors[:-2]
+    return None
+
+
+def _device_use(node: ast.AST, ancestors: Tuple[ast.AST, ...]) -> bool:
+    """A filled-in template used as a device, not logged (``print("cuda:{}".format(i))``):
+    passed to ``torch.device``, ``.to``, ``set_device``, as ``device=``/``map_location=``,
+    or assigned to a name or attribute that says device."""
+    child = node
+    for parent in reversed(ancestors):
+        if isinstance(parent, _TRANSPARENT) and not (isinstance(parent, ast.IfExp) and parent.test is child):
+            child = parent
+            continue
+        if type(parent) is ast.Call:
+            name = getattr(parent.func, "attr", None) or getattr(parent.func, "id", "")
+            return any(a is child for a in parent.args) and name in ("device", "to", "set_device")
+        if type(parent) is ast.keyword:
+            return parent.arg in ("device", "map_location")
+        if type(parent) in (ast.Assign, ast.AnnAssign):
+            targets = parent.targets if type(parent) is ast.Assign else [parent.target]
+            names = [getattr(t, "id", None) or getattr(t, "attr", "") for t in targets]
+            return any("device" in n.lower() or n.lower() == "dev" for n in names)
+        return False
+    return False
 
 
 def _leading_text(node: ast.AST) -> str:

@@ -60,13 +60,14 @@ def public_method_sites(index: "ProjectIndex", definition: Definition) -> Option
         if bases and not (bases <= _NN_BASES and method not in NN_MODULE_METHODS):
             return None
     # `.name` not called, `"name"` (getattr), a bare `name` other than its `def` (`__call__ = name`).
-    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|[\"']{method}[\"']|(?<!def )(?<![.\w]){method}\b")
+    escape = re.compile(rf"\.\s*{method}\b(?!\s*\()|(?<!def )(?<![.\w]){method}\b")
+    quoted = re.compile(rf"[\"']{method}[\"']")
     calls = re.compile(rf"\.\s*{method}\s*\(")
     spelled = 0
     for path in index.spelling(method, index.module_paths()):
         text = index.text_naming(path, method)  # the texts that spell it, noted with the word
         if text is not None:
-            if escape.search(text) is not None and escape.search(_without_comments(text)) is not None:
+            if (escape.search(text) or quoted.search(text)) and (escape.search(_code(text, True)) or quoted.search(_code(text, False))):
                 return None
             spelled += len(calls.findall(text))
             if spelled > MAX_SITES:
@@ -84,16 +85,30 @@ def public_method_sites(index: "ProjectIndex", definition: Definition) -> Option
     return sites
 
 
-def _without_comments(text: str) -> str:
-    """The text with its comments blanked (strings kept whole); the text itself when it
-    does not tokenize."""
+def _code(text: str, prose: bool) -> str:
+    """The text with its comments blanked, and with ``prose`` the insides of its plain
+    string literals too (``print("will optimize L")`` names no method; an f-string's
+    fields are code and stay); the text itself when it does not tokenize."""
     lines = text.splitlines(keepends=True)
     try:
-        comments = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, ValueError):
         return text
-    for token in comments:
-        row, column = token.start
-        line = lines[row - 1]
-        lines[row - 1] = line[:column] + " " * len(token.string) + line[column + len(token.string):]
+    for token in tokens:
+        if token.type == tokenize.COMMENT:
+            row, column = token.start
+            line = lines[row - 1]
+            lines[row - 1] = line[:column] + " " * len(token.string) + line[column + len(token.string):]
+        elif prose and token.type == tokenize.STRING and token.start[0] == token.end[0] and "f" not in _prefix(token.string):
+            row, column = token.start
+            skip = len(_prefix(token.string))
+            quote = 3 if token.string[skip : skip + 3] in ('"""', "'''") else 1
+            inner = len(token.string) - skip - 2 * quote
+            line, at = lines[row - 1], column + skip + quote
+            lines[row - 1] = line[:at] + " " * inner + line[at + inner:]
     return "".join(lines)
+
+
+def _prefix(literal: str) -> str:
+    """A string literal's prefix letters, lower-cased (``rb``, ``f``)."""
+    return literal[: len(literal) - len(literal.lstrip("rbuRBUfF"))].lower()

@@ -81,7 +81,6 @@ class ParameterFlow:
         if definition.kind == "method" and not method.startswith("_"):
             sites = self._public_sites(definition)
             sites = sites and self._on_its_class(definition, sites, 0)  # type: ignore[arg-type]
-            sites = sites and self._own_selves(definition, sites)  # type: ignore[arg-type]
         found = self.index.resolution.arguments(definition, name, sites)
         if not found or len(found) > MAX_CALLERS:
             return None
@@ -109,18 +108,16 @@ class ParameterFlow:
         name = definition.name.rpartition(".")[2]
         return flag and not public and name.isidentifier() and self.index.few_spell(name, MAX_NAMING_MODULES)  # type: ignore[union-attr]
 
-    def _own_selves(self, definition: Definition, sites: Tuple) -> Tuple:
-        """A public method's calls less the ``self.name(...)`` calls made in methods of
-        unrelated project classes (they run their own class's method)."""
-        related = self._related(definition)
-        kept = []
-        for path, site in sites:
-            if site.callee.startswith("self.") and "." in site.caller:
-                caller_class = self.index.resolve(path, site.caller.rpartition(".")[0])  # type: ignore[union-attr]
-                if caller_class is not None and caller_class.kind == "class" and caller_class.key not in related:
-                    continue
-            kept.append((path, site))
-        return tuple(kept)
+    def _own_self(self, path: str, site, related: set) -> bool:
+        """A ``self.name(...)`` call that may run this class's method: not one made in a
+        method of an unrelated project class that no project class derives from together
+        with this one (it runs its own class's method)."""
+        if "." not in site.caller:
+            return True
+        caller_class = self.index.resolve(path, site.caller.rpartition(".")[0])  # type: ignore[union-attr]
+        if caller_class is None or caller_class.kind != "class" or caller_class.key in related:
+            return True
+        return any(s.key in related for s in self.index.resolution.subclasses(caller_class))  # type: ignore[union-attr]
 
     def _keywords(self, definition: Definition, named: FrozenSet[str], depth: int, public: bool) -> Kind:
         """A ``**kwargs`` parameter: the dict of the keywords every caller passes that no
@@ -180,8 +177,9 @@ class ParameterFlow:
     def _on_its_class(self, definition: Definition, sites: Tuple, depth: int) -> Tuple:
         """The calls of a public method's name left when those on an object known to be of
         an unrelated project class are dropped (``memory.push(...)`` of another script's
-        buffer class): such a call runs that class's method, never this one. An object of
-        the class, a subclass or a base (which may be one of ours) keeps its call."""
+        buffer class, ``self.optimize_epoch(...)`` in another class's method): such a call
+        runs that class's method, never this one. An object of the class, a subclass or a
+        base (which may be one of ours) keeps its call."""
         key = ("receivers", definition.path, definition.name)
         if key not in self._sites:
             self._sites[key] = (sites, frozenset())  # while they are read: every call kept
@@ -191,6 +189,8 @@ class ParameterFlow:
             with self.index.recording() as used:  # type: ignore[union-attr]
                 for path, site in sites:
                     receiver = site.callee[: -len(method) - 1]
+                    if receiver == "self" and not self._own_self(path, site, related):
+                        continue
                     where = self._site_where(path, site)
                     dotted = receiver != "self" and all(part.isidentifier() for part in receiver.split("."))
                     kind = present(self._eval(Ref(receiver), where, depth + 1)) if where is not None and dotted else UNKNOWN

@@ -7,13 +7,13 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from ...analysis.scope import Scope, dotted_name, target_names
+from ...analysis.scope import Scope, declared_global, dotted_name, target_names
 from ...analysis.walk import child_nodes, exclusive_branches
 from ...context import FileContext
 from ..dead_arms import unreached_by
-from .reaching_loaders import rebound_values
+from .reaching_loaders import entered_around, rebound_values
 from .iterable_wrappers import walked_argument
-from .prepared_loaders import prepared_binding
+from .prepared_loaders import prepared_binding, prepared_parameter
 from .loader_args import _TQDM, Path
 from .loader_sites import (
     _NOTHING,
@@ -85,10 +85,15 @@ class LoaderSourceResolver:
         """``if c: loader = A(...) else: loader = B(...)``: the values of a name that its scope
         binds only in plain assignments on mutually exclusive branches of one ``if``; or
         only to ``iter(...)`` calls, wherever (an iterator re-created when it runs out:
-        whichever binding is live, it walks one of those loaders)."""
+        whichever binding is live, it walks one of those loaders). A function reading the
+        name free (``def train(): for b in loader``) reads the bindings of the scope around
+        it that binds it, unless some function rebinds it ``global``."""
         while scope.is_class and scope.parent is not None:
             scope = scope.parent
-        values = scope.bindings.get(name)
+        binder = scope.binder(name)
+        if binder is None or (binder[0] is not scope and binder[0].parent is None and declared_global(binder[0], name)):
+            return None
+        scope, values = binder
         if not values or len(values) < 2 or any(v is None for v in values):
             return None
         if name in scope.imports or name in scope.declared_outer or name in scope.mutated:
@@ -229,6 +234,9 @@ class LoaderSourceResolver:
         if function is None or scope.node is not function:
             return _NOTHING
         values = scope.bindings.get(expr.value)
+        if prepared_parameter(self.context, self.recorded, expr.value, scope, function):  # `loader = accelerator.prepare(loader)`
+            inner = self.parameter(function, expr.value, loops, depth)
+            return Resolution(tuple(replace(s, prepared=True) for s in inner.sources), inner.complete)
         if values != [None] and not _reads_before_rebinding(values, path, loops):
             return _NOTHING  # rebound somewhere in the function, or not a parameter
         return self.parameter(function, expr.value, loops, depth)
@@ -245,6 +253,9 @@ class LoaderSourceResolver:
         entered = self.recorded.entered.get((id(current.node), name), [])
         if values == [None] and len(entered) == 1:  # `with tqdm(loader) as bar`: the bar itself
             value = entered[0]
+        around = entered_around(path, name) if current.node is scope.node and not declared_global(current, name) else None
+        if around is not None:  # inside its `with` (one of several that bind the name)
+            return around if isinstance(around, cst.Call) and self.context.qualname(around.func, current) in _TQDM else None
         if not isinstance(value, cst.Call) or self.context.qualname(value.func, current) not in _TQDM:
             return None
         return value if current.parent is not None else None

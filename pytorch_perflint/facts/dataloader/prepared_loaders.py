@@ -42,6 +42,22 @@ def prepared_binding(context: FileContext, recorded: LoaderSiteRecorder, name: s
     return None if value_path is None else (others[0], value_path)
 
 
+def prepared_parameter(context: FileContext, recorded: LoaderSiteRecorder, name: str, scope: Scope, function: cst.FunctionDef) -> bool:
+    """A parameter of ``function`` that it rebinds only by handing it to ``prepare`` and
+    taking it back (``model, loader = accelerator.prepare(model, loader)``, as a tuple or
+    alone): it still holds the loader its callers pass."""
+    params = function.params
+    if scope.node is not function or name in scope.mutated or name not in {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}:
+        return False
+    values = scope.bindings.get(name, [])
+    plain = [v for v in values if v is not None]
+    unpacked = recorded.unpacked.get((id(function), name), [])
+    if len(values) - len(plain) != len(unpacked) + 1 or not (plain or unpacked):
+        return False  # bound some other way too (a loop target, a `with`)
+    rewraps = all(isinstance(v, cst.Call) and _prepares(context, v, None, name, recorded.value_paths.get(id(v))) for v in plain)
+    return rewraps and all(_prepares(context, call, index, name, path) for call, index, path in unpacked)
+
+
 def _prepares(context: FileContext, call: cst.Call, index: Optional[int], name: str, path: Optional[Path]) -> bool:
     """``accelerator.prepare(..., name, ...)`` with ``name`` at ``index`` (the only argument
     when None), ``accelerator`` an ``accelerate.Accelerator`` to the value engine (asked in

@@ -145,3 +145,19 @@ def _target_binds(loop: cst.CSTNode, name: str) -> bool:
     return type(loop) is cst.For and any(
         type(leaf) is cst.Name and leaf.value == name for leaf, _ in target_leaves(loop.target)  # type: ignore[attr-defined]
     )
+
+
+def entered_around(path: Path, name: str) -> Optional[cst.CSTNode]:
+    """``with tqdm(loader) as bar:`` around the read ``path`` leads to, in the same scope,
+    whose body binds ``bar`` nowhere else: what ``bar`` holds there (the bar the ``with``
+    entered, ``bar`` bound by each of several such statements alike)."""
+    for k in range(len(path) - 2, -1, -1):
+        node = path[k]
+        if isinstance(node, _SCOPES):
+            return None
+        if type(node) is not cst.With or path[k + 1] is not node.body:  # type: ignore[attr-defined]
+            continue
+        items = [i for i in node.items if i.asname is not None and binds(i.asname, name)]  # type: ignore[attr-defined]
+        if items:
+            return items[-1].item if len(items) == 1 and not binds(node.body, name) else None  # type: ignore[attr-defined]
+    return None
