@@ -414,3 +414,11 @@ def may_hold_array(kind: Kind) -> bool:
     if type(kind) is Iterator:
         return may_hold_array(kind.element)  # type: ignore[union-attr]
     return type(kind) is Items and any(may_hold_array(k) for k in kind.items)  # type: ignore[union-attr]
+
+
+def converted_as_array(kind: Kind) -> bool:
+    """Whether a value handed to a tensor constructor (or anything else that takes only
+    arrays and sequences) is an array there: an array, or what ``np.load`` of a path not
+    known gives (an ``.npz`` archive makes the constructor raise, so where the program runs
+    it was an array)."""
+    return type(kind) is Array or (type(kind) is ArrayArchive and kind.may_be_array)  # type: ignore[union-attr]
