@@ -199,7 +199,7 @@ ARRAYS = {
                 image = image.astype(np.float32)
             elif image.dtype == np.float32:
                 image = image * 2 - 1.0
-            return torch.Tensor(image)
+            return torch.Tensor(image)  #!
 
 
         def archive(path):
@@ -264,7 +264,7 @@ def test_arrays_through_objects(tmp_path):
     arithmetic or ``.astype`` is an array, plain ``np.load`` handed to the constructor is one
     too (an archive would make it raise), and an
     ``if``/``elif`` whose ``else`` raises rebinds it on every path (without the ``else``,
-    the untouched load and the arrays join to unknown); ``store``'s
+    the untouched load may reach the read: an array there too, as the constructor takes it); ``store``'s
     callers on another script's ``Memory`` class do not count."""
     assert _findings(tmp_path, ARRAYS, "TPF401") == _marked(ARRAYS)
 

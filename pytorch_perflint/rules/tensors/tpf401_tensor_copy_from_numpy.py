@@ -81,7 +81,8 @@ class TensorCopyFromNumpy(Rule):
     read, an `h5py` dataset or `np.load` archive key read whole or sliced (`f["x"][:]`), a
     SciPy filter or matrix routine (and `wavfile.read`'s data, `fmin_l_bfgs_b`'s minimum,
     a `loadmat` variable), a field of a structured array, arithmetic or `.astype`
-    of an array, a slice or fancy index of one (`self.state[ind]`), or a name bound to one
+    of an array, a reduction over an axis a 1-d array lacks (`np.argmax(a, 1)`: it raises on
+    one), `np.digitize` of an array, a slice or fancy index of one (`self.state[ind]`), or a name bound to one
     of these. With the project index it also follows a project function's returns (any
     module), a method of the object's class, an attribute every assignment of its class
     sets to an array (also when it reads itself: `self.state = self.state + dx`), and a
