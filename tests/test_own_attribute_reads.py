@@ -50,6 +50,11 @@ OWN = {
                 self.refresh()
                 return torch.LongTensor(self.L)
 
+            def after_super(self, hc, n):
+                self.L = np.zeros((hc, n))
+                super().reset()
+                return torch.LongTensor(self.L)
+
             def handed_self(self, hc, n):
                 self.L = np.zeros((hc, n))
                 fill(self)

@@ -11,8 +11,9 @@ back. Known only when
   runs on every path to the read), and no other line of the method binds it between them
   (``setattr`` included), nor in a loop around the read that the binding is not in (the next
   round would see it);
-* no line between them (nor such a loop, nor the read's own line) calls a method of ``self``,
-  hands ``self`` itself to a call, or yields or awaits (other code could rebind it there);
+* no line between them (nor such a loop, nor the read's own line) calls a method of ``self``
+  (or of ``super()``), hands ``self`` itself to a call, or yields or awaits (other code could
+  rebind it there);
   item writes (``self.L[i] = v``) and calls handed ``self.L`` or ``self.L[i]`` change the
   object in place, not the binding.
 
@@ -74,8 +75,8 @@ def _hidden_writes(function: ast.AST, head: str) -> Iterator[ast.AST]:
             yield node
         elif isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Attribute) and _is_head(func.value, head):
-                yield node  # `self.reset()`
+            if isinstance(func, ast.Attribute) and (_is_head(func.value, head) or _is_super(func.value)):
+                yield node  # `self.reset()`, `super().reset()`
             elif any(_is_head(arg, head) for arg in (*node.args, *(k.value for k in node.keywords))):
                 yield node  # `helper(self)`
             elif any(isinstance(arg, ast.Starred) and _is_head(arg.value, head) for arg in node.args):
@@ -89,3 +90,7 @@ def _hidden_writes(function: ast.AST, head: str) -> Iterator[ast.AST]:
 
 def _is_head(node: ast.AST, head: str) -> bool:
     return isinstance(node, ast.Name) and node.id == head
+
+
+def _is_super(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
