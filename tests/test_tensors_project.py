@@ -80,7 +80,7 @@ HELPERS = {
         from helpers import grid, inverse, load, maybe, read, read_one, read_text, rows
 
         a = torch.tensor(grid(3))  #!
-        b = torch.tensor(load("p"))
+        b = torch.tensor(load("p"))  # np.load of a path not known: an .npz would make it raise  #!
         c = torch.tensor(maybe(3))
         d = torch.tensor(rows(3))
         e = torch.tensor(read("p"))  #!

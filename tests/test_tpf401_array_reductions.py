@@ -5,7 +5,7 @@ a number, so ``(1 - b) / np.array(counts)`` divided by its ``np.sum`` and scaled
 slices of a method's parameters whose every project caller passes an array (through an
 intermediate ``self._score(rows)``), and the items a project generator yields over
 ``np.vstack``. Look-alikes: an operand that is not known (NumPy defers to its reflected
-operator), a reduction with an axis, the scalar a reduction gives, ``len`` itself, a
+operator), a reduction over axis 0 (a 1-d array gives a scalar), the scalar a reduction gives, ``len`` itself, a
 method another class defines under the same name whose callers pass lists, a generator
 that yields lists."""
 
@@ -82,7 +82,7 @@ PROJECT = {
 
         def by_axis(counts):
             raw = np.array(counts)
-            return torch.tensor(np.sum(raw, axis=0)), torch.tensor(raw.sum(1))
+            return torch.tensor(np.sum(raw, axis=0)), torch.tensor(raw.sum(0))
 
 
         def mixed(counts, other):

@@ -76,7 +76,7 @@ PROJECT = {
 
         def means(table):
             kept = np.mean(table, axis=1, keepdims=True)
-            flat = np.mean(table, axis=1)
+            flat = np.mean(table, axis=0)  # a 1-d table gives a scalar (axis 1 would raise on one)
             return torch.tensor(kept), torch.tensor(flat)  #!
     """,
     "learner.py": """

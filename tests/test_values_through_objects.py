@@ -199,11 +199,11 @@ ARRAYS = {
                 image = image.astype(np.float32)
             elif image.dtype == np.float32:
                 image = image * 2 - 1.0
-            return torch.Tensor(image)
+            return torch.Tensor(image)  #!
 
 
         def archive(path):
-            return torch.Tensor(np.load(path))
+            return torch.Tensor(np.load(path))  #!
 
 
         def keyed(path):
@@ -261,9 +261,10 @@ def test_arrays_through_objects(tmp_path):
     """An inherited ``run`` returns its subclass's ``gather`` (a base that only raises or
     passes gives nothing); a loop that overwrites ``seen`` with the next array never hands
     its tensor to the next step (but one with a ``continue`` may); ``np.load`` after
-    arithmetic or ``.astype`` is an array, plain ``np.load`` may be an archive, and an
+    arithmetic or ``.astype`` is an array, plain ``np.load`` handed to the constructor is one
+    too (an archive would make it raise), and an
     ``if``/``elif`` whose ``else`` raises rebinds it on every path (without the ``else``,
-    the archive may reach the read); ``store``'s
+    the untouched load may reach the read: an array there too, as the constructor takes it); ``store``'s
     callers on another script's ``Memory`` class do not count."""
     assert _findings(tmp_path, ARRAYS, "TPF401") == _marked(ARRAYS)
 

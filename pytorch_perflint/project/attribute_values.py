@@ -1,6 +1,8 @@
 """Attributes, for the value engine (mixed in as ``AttributeFlow``; split from ``values``):
 an instance's ``self.x`` is what every ``self.x = ...`` of its class and its project bases
-(and subclasses, when the object may be one of theirs) and a class attribute agree on; a
+(and subclasses, when the object may be one of theirs) and a class attribute agree on, a
+base's binding read for the object (its ``self`` the instance: ``self._build_model()`` in a
+base's ``__init__`` runs the subclass's override); a
 class's attribute its class-body binding; a choice's or a module's each candidate's; library
 kinds' through ``module_values`` and ``library_values``."""
 
@@ -40,10 +42,14 @@ class AttributeFlow:
         kinds = []
         getter = False  # a read-only `@property` of that name: its return
         owners = list(self.index.resolution.lineage(klass))  # type: ignore[union-attr]
+        bases = len(owners)  # past the class itself, its bases: read for this object (`Where.this`)
         if not exact:
             owners += [sub for sub in self.index.resolution.subclasses(klass) if sub.klass is not None]  # type: ignore[union-attr]
-        for owner in owners:
+        for position, owner in enumerate(owners):
             assert owner.klass is not None
+            # a base's `self.model = self._build_model()` is read for this object: the
+            # subclass's override builds it (inherited methods are read so, `_dispatch`)
+            this = Instance(klass, exact) if 0 < position < bases and (owner.path, owner.name) != (klass.path, klass.name) else None
             binding = next((b for b in owner.klass.bindings if b.name == name), None)
             if binding is not None:
                 kinds.append(self._eval(binding.form, Where(owner.path), depth + 1))
@@ -61,7 +67,7 @@ class AttributeFlow:
                     if form is None or mutable_display(form):
                         return UNKNOWN
                     scope = scope or self.scope_of(definition)
-                    kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path)), depth + 1))
+                    kinds.append(self._eval(form, Where(owner.path, scope, line, Where(owner.path), this), depth + 1))
         if getter:  # the class's getter (an override in a subclass, when it may be one)
             return UNKNOWN if kinds else self._dispatch(Instance(klass, exact), name, depth)
         known = join_all([kind for kind in kinds if type(kind) is not Unknown])

@@ -412,7 +412,8 @@ def read_body(node: ast.AST, aliases: Dict[str, str]) -> BodyFacts:
 
 def device_test(test: ast.AST, aliases: Dict[str, str]) -> bool:
     """An ``if`` that asks whether an accelerator is there, not how far training got:
-    ``torch.cuda.is_available()``, ``len(opt.gpu_ids) > 0``, ``args.cuda``, ``use_gpu``."""
+    ``torch.cuda.is_available()``, ``len(opt.gpu_ids) > 0``, ``args.cuda``, ``use_gpu``,
+    ``preds.is_cuda`` (a tensor on the accelerator: where the program runs there, always)."""
     if isinstance(test, ast.Call) and not test.args:
         spelled = dotted(test.func)
         return spelled is not None and qualify(spelled, aliases) in _DEVICE_TESTS
@@ -424,7 +425,7 @@ def device_test(test: ast.AST, aliases: Dict[str, str]) -> bool:
             and isinstance(test.comparators[0], ast.Constant)
         )
     spelled = dotted(test) if isinstance(test, (ast.Name, ast.Attribute)) else None
-    return spelled is not None and spelled.rsplit(".", 1)[-1] in ("cuda", "use_cuda", "use_gpu", "gpu")
+    return spelled is not None and spelled.rsplit(".", 1)[-1] in ("cuda", "use_cuda", "use_gpu", "gpu", "is_cuda")
 
 
 def _trains_call(call: ast.Call) -> bool:

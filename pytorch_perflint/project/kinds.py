@@ -346,8 +346,8 @@ UNKNOWN = Unknown()
 
 def join(first: Kind, second: Kind) -> Kind:
     """Where two values meet (branches, callers): the kind both are, a known kind or
-    ``None`` (``MaybeNone``), two numbers, loaders on the arguments they agree on; else
-    ``Unknown``."""
+    ``None`` (``MaybeNone``), two numbers, loaders on the arguments they agree on, an array
+    and a load that may be one; else ``Unknown``."""
     if first == second:
         return first
     if type(first) is Number and type(second) is Number:
@@ -360,6 +360,8 @@ def join(first: Kind, second: Kind) -> Kind:
         return Batch(_loaders(first.loader, second.loader), first.path)
     if type(first) is Options and type(second) is Options:
         return _options(first, second)
+    if {type(first), type(second)} == {Array, ArrayArchive} and ArrayArchive(may_be_array=True) in (first, second):
+        return ArrayArchive(may_be_array=True)  # an array, or what `np.load` of a path not known gives
     nones = (NoneValue, MaybeNone)
     inner = [k.kind if type(k) is MaybeNone else k for k in (first, second) if type(k) is not NoneValue]  # type: ignore[union-attr]
     if (type(first) in nones or type(second) in nones) and all(k == inner[0] for k in inner) and type(inner[0]) is not Unknown:
@@ -414,3 +416,11 @@ def may_hold_array(kind: Kind) -> bool:
     if type(kind) is Iterator:
         return may_hold_array(kind.element)  # type: ignore[union-attr]
     return type(kind) is Items and any(may_hold_array(k) for k in kind.items)  # type: ignore[union-attr]
+
+
+def converted_as_array(kind: Kind) -> bool:
+    """Whether a value handed to a tensor constructor (or anything else that takes only
+    arrays and sequences) is an array there: an array, or what ``np.load`` of a path not
+    known gives (an ``.npz`` archive makes the constructor raise, so where the program runs
+    it was an array)."""
+    return type(kind) is Array or (type(kind) is ArrayArchive and kind.may_be_array)  # type: ignore[union-attr]

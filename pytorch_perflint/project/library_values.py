@@ -49,6 +49,7 @@ from .numpy_api import (
     OTHER_ARRAY_FUNCTIONS,
     PATH_JOINERS,
     REDUCTIONS,
+    SHAPED_BY,
     SCIPY_MAT_FILES,
     SCIPY_MINIMISERS,
     SCIPY_TUPLES,
@@ -82,6 +83,9 @@ def call(qualname: str, form: Call, evaluate: Evaluate) -> Kind:
         return UNKNOWN
     if qualname in ELEMENTWISE:
         return Array() if any(type(evaluate(arg)) is Array for arg in form.args[:2]) else UNKNOWN
+    if qualname in SHAPED_BY:  # `np.digitize(x, bins)`: the shape of `x`
+        position = SHAPED_BY[qualname]
+        return Array() if len(form.args) > position and type(evaluate(form.args[position])) is Array else UNKNOWN
     if qualname.startswith("numpy.") and qualname[len("numpy."):] in REDUCTIONS:  # `np.sum(w)`: a NumPy scalar
         return _reduced(form, evaluate)
     if qualname == "numpy.linspace":
@@ -124,7 +128,15 @@ def _reduced(form: Call, evaluate: Evaluate) -> Kind:
     keep = form.keyword("keepdims")
     if type(keep) is Lit and keep.value is True and form.keyword("out") is None and len(form.args) <= 2:
         return Array()
-    return UNKNOWN
+    axis = form.args[1] if len(form.args) == 2 and not form.kwargs else form.keyword("axis") if len(form.args) == 1 and len(form.kwargs) == 1 else None
+    return Array() if _beyond_first_axis(axis) else UNKNOWN
+
+
+def _beyond_first_axis(axis: object) -> bool:
+    """A literal axis a 1-d array lacks (``1``, ``-2``): the reduction raises on one, so where
+    the program runs its array has two dimensions or more and the result is an array."""
+    value = axis.value if type(axis) is Lit else None  # type: ignore[union-attr]
+    return type(value) is int and value not in (0, -1)
 
 
 def _scipy(qualname: str, form: Call) -> Kind:
@@ -185,6 +197,8 @@ def method(receiver: Kind, name: str, form: Call, evaluate: Evaluate) -> Kind:
         return Array()  # an archive has no `.astype()`: `np.load(path).astype(...)` is an array
     if kind is Array and name in REDUCTIONS and not form.args and not form.kwargs:  # `w.sum()`: a NumPy scalar
         return Number()
+    if kind is Array and name in REDUCTIONS and len(form.args) == 1 and not form.kwargs and _beyond_first_axis(form.args[0]):
+        return Array()  # `w.argmax(1)`
     if kind is Frame:
         return Array() if name == "to_numpy" else Frame()
     if kind is RandomGenerator:

@@ -37,11 +37,17 @@ ELEMENTWISE: FrozenSet[str] = frozenset(
     ).split()
 )
 
+# Functions whose result has the shape of one argument (its position): an array when that
+# argument is one (``np.digitize(x, bins)``; a scalar ``x`` gives an integer).
+SHAPED_BY: Dict[str, int] = {"numpy.digitize": 0, "numpy.searchsorted": 1}
+
 # Reductions: with no axis (one argument, no keyword), a NumPy scalar of a known array
 # (``np.sum(w)``, ``w.max()``), which takes part in arithmetic as a number does; with an axis
-# they may give an array or a scalar, so they are not known then.
+# they may give an array or a scalar (a 1-d array's), so they are known only for a literal axis
+# a 1-d array lacks (``np.argmax(a, 1)``: where it runs, ``a`` has two dimensions or more).
 REDUCTIONS: FrozenSet[str] = frozenset(
-    "sum mean max min amax amin prod std var median nansum nanmean nanmax nanmin nanstd nanvar ptp".split()
+    "sum mean max min amax amin prod std var median nansum nanmean nanmax nanmin nanstd nanvar ptp "
+    "argmax argmin nanargmax nanargmin".split()
 )
 
 # Random draws return an array only when given a size (``np.random.rand()`` is a float).

@@ -44,6 +44,7 @@ from .local_values import ImportRecord, LocalFlow
 from .appended_lists import Collected
 from .scopes import Appended, Branches, Each, Scope, build_scope, free
 from .attribute_values import AttributeFlow
+from .own_reads import reaching_own_binding
 from .parameter_values import MAX_CALLERS, ParameterFlow  # noqa: F401  (MAX_CALLERS re-exported)
 from .where import Answer, Where  # re-exported: the engine's question and answer
 from .word_index import MAX_SCANNED_MODULES
@@ -176,6 +177,11 @@ class ValueEngine(LocalFlow, AttributeFlow, ParameterFlow, loaders.LoaderFlow, M
 
     def _ref(self, form: Ref, where: Where, depth: int) -> Kind:
         head, _, rest = form.name.partition(".")
+        if rest and (own := reaching_own_binding(where.scope, head, rest.partition(".")[0], where.line)) is not None:
+            kind = self._eval(own[0], where.at(own[1]), depth + 1)  # `self.L = np.zeros(n)` earlier in this method
+            for part in rest.split(".")[1:]:
+                kind = self._attribute(kind, part, depth)
+            return kind
         found = self._name(head, where, depth, form.name if rest else None)
         if isinstance(found, tuple):  # a dotted name the index resolved whole
             return found[0]

@@ -54,6 +54,9 @@ class HostTensor:
     # `z.cuda() if x.is_cuda else z`) or a GPU flag is on (`if args.cuda:`): `device=`
     # says it, but no fix is offered
     conditional: bool = False
+    # the move's result goes to another target (`w = z.cuda()`, `self.L[i] = z.to(d)`) and
+    # the function never reads the name again: the fix keeps that statement, moving nothing
+    handed_on: bool = False
 
     def device_readable_at_creation(self, target: cst.BaseExpression) -> bool:
         """Whether the move's target means the same at the creating statement: no name it
@@ -134,9 +137,12 @@ def _earlier(name: cst.Name, context: FileContext, move: cst.Call) -> Optional[T
     statement = block[index]
     value = _assigned(statement, name.value)
     conditional = _moved_or_kept(value, move, name.value)
-    if (value is not move and not conditional) or _mentions(statement, name.value) != 2 + conditional:
+    handed_on = value is None and _handed_on(statement, move, name.value)
+    if handed_on:
+        pass  # `w = z.cuda()`: the move's value goes elsewhere, and `z` dies there
+    elif (value is not move and not conditional) or _mentions(statement, name.value) != 2 + conditional:
         return None  # the move must rebind the name and read it only as its root
-    outer = _if_around(owner, context, block[:index], name.value)
+    outer = None if handed_on else _if_around(owner, context, block[:index], name.value)
     if outer is not None:  # `if x.is_cuda:` around the move, its only statement naming it
         block, index, owner = outer
         conditional = True
@@ -152,8 +158,32 @@ def _earlier(name: cst.Name, context: FileContext, move: cst.Call) -> Optional[T
         if not isinstance(root, cst.Call) or mentions != 1 + _mentions(root, name.value):
             return None  # the name may be read only by the factory: `x = torch.tensor(x).view(1, -1)`
         assert isinstance(earlier, cst.SimpleStatementLine) and isinstance(statement, cst.SimpleStatementLine)
-        return root, (earlier, statement, tuple(block[position + 1 : index]), conditional)
+        if handed_on and not _dies_at_move(context, name.value, sum(_mentions(s, name.value) for s in block[position : index + 1])):
+            return None  # `z` is read elsewhere in its function (or is not a function's local)
+        return root, (earlier, statement, tuple(block[position + 1 : index]), conditional, handed_on)
     return None
+
+
+def _handed_on(statement: cst.BaseStatement, move: cst.Call, name: str) -> bool:
+    """``w = z<steps>.cuda()`` / ``self.L[i] = z.to(d)``: one plain assignment whose value is
+    the move, naming ``z`` only as the move's root (not as its target)."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    return isinstance(small, cst.Assign) and len(small.targets) == 1 and small.value is move and _mentions(statement, name) == 1
+
+
+def _dies_at_move(context: FileContext, name: str, seen: int) -> bool:
+    """Whether the function around the current node names ``name`` only in the ``seen``
+    places of its creation, the steps on the way and the move: nothing reads the host tensor
+    after the move (a later line, the next round of a loop, a closure), and no ``global`` or
+    ``nonlocal`` makes it visible elsewhere."""
+    for node in reversed(context.ancestors):
+        if isinstance(node, (cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(node, cst.FunctionDef):
+            return _mentions(node.body, name) == seen and not _mentions(node.params, name)
+    return False  # a module's name: other modules and functions may read it
 
 
 def _moved_or_kept(value: Optional[cst.BaseExpression], move: cst.Call, name: str) -> bool:

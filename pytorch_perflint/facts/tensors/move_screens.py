@@ -218,10 +218,15 @@ def _separate_statements(tree: ast.Module, moves: List[Tuple[ast.Call, str]]) ->
 
 
 def _moved_name(statement: ast.stmt, wanted: Dict[int, str]) -> Optional[str]:
-    """The name ``z = z.cuda()`` (or ``z = z.cuda() if test else z``) moves and rebinds;
-    ``w = z.cuda()`` keeps ``z``: never reported."""
+    """The name ``z = z.cuda()`` (or ``z = z.cuda() if test else z``) moves and rebinds, or
+    ``w = z.cuda()`` hands on (reported only when its function never reads ``z`` again:
+    ``host_tensors``)."""
     if not isinstance(statement, ast.Assign):
         return None
+    if len(statement.targets) == 1 and not isinstance(statement.value, ast.IfExp):
+        name = wanted.get(id(statement.value))
+        if name is not None and not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(statement.targets[0])):
+            return name
     value = statement.value.body if isinstance(statement.value, ast.IfExp) else statement.value
     name = wanted.get(id(value))
     return name if name is not None and _binds_name(statement, name) else None

@@ -1,7 +1,7 @@
 """Is a node run on every iteration of the loop around it? The guards TPF2xx rules share
 (``guarded_between``), and the tests that are no guard: flags that cannot change from one
 iteration to the next, and device-availability tests (``if torch.cuda.is_available():``,
-``if len(opt.gpu_ids) > 0:``)."""
+``if len(opt.gpu_ids) > 0:``, ``if preds.is_cuda:``)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,8 @@ def loop_invariant(test: cst.BaseExpression, loop_names: FrozenSet[str]) -> bool
         return test.value not in loop_names
     if _length(test, loop_names):
         return True
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return True  # `if preds.is_cuda:`: where the program runs on the GPU, on every iteration
     if isinstance(test, cst.Attribute):
         return loop_invariant(test.value, loop_names)
     if isinstance(test, (cst.Integer, cst.Float, cst.SimpleString)):

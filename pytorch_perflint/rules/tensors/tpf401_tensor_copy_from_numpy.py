@@ -12,7 +12,7 @@ from ...analysis.call_edits import keyword_arg, with_keywords
 from ...finding import NodeFix
 from ...rule import Invalid, Rule
 from ...types import Applicability
-from ...project.kinds import Array, TensorType, may_hold_array
+from ...project.kinds import Array, TensorType, converted_as_array, may_hold_array
 from ...project.records import Record
 from ...project.values import engine_for
 from ...facts.tensors.asked_roots import EACH
@@ -81,7 +81,8 @@ class TensorCopyFromNumpy(Rule):
     read, an `h5py` dataset or `np.load` archive key read whole or sliced (`f["x"][:]`), a
     SciPy filter or matrix routine (and `wavfile.read`'s data, `fmin_l_bfgs_b`'s minimum,
     a `loadmat` variable), a field of a structured array, arithmetic or `.astype`
-    of an array, a slice or fancy index of one (`self.state[ind]`), or a name bound to one
+    of an array, a reduction over an axis a 1-d array lacks (`np.argmax(a, 1)`: it raises on
+    one), `np.digitize` of an array, a slice or fancy index of one (`self.state[ind]`), or a name bound to one
     of these. With the project index it also follows a project function's returns (any
     module), a method of the object's class, an attribute every assignment of its class
     sets to an array (also when it reads itself: `self.state = self.state + dx`), and a
@@ -89,7 +90,9 @@ class TensorCopyFromNumpy(Rule):
     for a public method, every `.name(...)` call in the project, when no caller can hide),
     a base's method through `super()`, a read-only `@property`, an item unpacked from a
     helper's tuple (`feats, names = load(p)`), an entry of a dict of arrays (`store["x"]`),
-    `with np.load(p) as d`, and an array changed in place (`a *= mask`, `a[0] = x`). A value the engine does not know (a helper that may
+    `with np.load(p) as d`, and an array changed in place (`a *= mask`, `a[0] = x`).
+    `np.load(p)` of a path not known is an array here: a constructor raises on an `.npz`
+    archive, so where the program runs it was one. A value the engine does not know (a helper that may
     return a list, `np.load` of a path that may hold a pickle, `arr[i]`, which may be a
     scalar) is not reported, and nothing is known of other definitions in a file linted
     outside any project.
@@ -176,7 +179,8 @@ class TensorCopyFromNumpy(Rule):
         "import torch\nimport numpy as np\na = np.zeros(3)\nx = torch.tensor(a.shape)\n",
         "import torch\nimport numpy as np\ndef f(a):\n    return torch.tensor(a)\n",
         "import torch\nimport numpy as np\na = np.zeros(3)\na = a + t\nx = torch.tensor(a)\n",
-        "import torch\nimport numpy as np\nx = torch.tensor(np.load(path))\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.load(path, allow_pickle=True))\n",
+        "import torch\nimport numpy as np\nx = torch.tensor(np.load('a.npz'))\n",
         "import torch\nimport numpy as np\nx = torch.tensor(np.zeros(3), pin_memory=True)\n",
         "import numpy as np\ndef f(torch):\n    return torch.tensor(np.zeros(3))\n",
         "import torch\nimport numpy as np\nx = torch.from_numpy(np.zeros(3))\n",
@@ -211,6 +215,11 @@ class TensorCopyFromNumpy(Rule):
         ),
         Invalid("import torch\nimport numpy as np\nv, inv = np.unique(a, return_inverse=True)\nx = torch.tensor(inv)\n", line=4),
         Invalid("import torch\nimport numpy as np\nx = torch.tensor(np.load(p)['images'][:])\n", line=3),
+        Invalid(
+            "import torch\nimport numpy as np\nx = torch.Tensor(np.load(path))\n",
+            line=3,
+            expected_fix="import torch\nimport numpy as np\nx = torch.as_tensor(np.load(path), dtype=torch.float32)\n",
+        ),
         Invalid("import torch\nimport numpy as np\nx = [torch.tensor(a) for a in (np.zeros(2), np.ones(2))]\n", line=3),
     )
 
@@ -236,7 +245,7 @@ class TensorCopyFromNumpy(Rule):
             return
         if bound:
             name = "<bound>"  # `self.Tensor(x)`, `self.Tensor = torch.FloatTensor`: no fix (which one is not known)
-        if type(self.context.value_of(data.value)) is not Array:
+        if not converted_as_array(self.context.value_of(data.value)):
             return
         callee = self.context.code_for(node.func)
         fix = None if "requires_grad" in keywords or name == "<bound>" else self._fix(node, name, keywords)

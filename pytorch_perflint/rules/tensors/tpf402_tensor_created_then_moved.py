@@ -65,7 +65,10 @@ class TensorCreatedThenMoved(Rule):
     is (`.zero_()`, `.fill_(0)`, `.uniform_()`, `.float()`, `.to(x.dtype)`, `.to(torch.half)`,
     `.view(...)`, `.unsqueeze(...)`, `.expand_as(x)`) or a `Variable(...)` wrapper, or in a later statement of the same block
     that rebinds the name (`z = torch.randn(n)` ... `z = z.cuda()`) when no statement in
-    between mentions it but lines that rebind it through such steps (`z = z.view(-1)`); also
+    between mentions it but lines that rebind it through such steps (`z = z.view(-1)`), or
+    that hands the moved tensor to another target (`labels = z.cuda()`, `self.L[i] =
+    z.to(device)`) when the function never names `z` again (no later line, no next round of
+    a loop, no closure, no `global`); also
     when that move only follows another tensor to the GPU (`if x.is_cuda: z = z.cuda()`,
     `z = z.cuda() if x.is_cuda else z`), where `device=x.device` makes it in its place, or
     runs under a flag named for the GPU (`if args.cuda:`, `if self.use_gpu:`, `if
@@ -119,7 +122,8 @@ class TensorCreatedThenMoved(Rule):
     GPU) are reported without a fix. Not reported: `.to()` of a dtype or of another tensor
     (`.to(other)` may be either), `*_like` factories, factories that already pass `device=`,
     `generator=` or `pin_memory=`, a legacy constructor that wraps a storage, a name read
-    between its creation and its move or kept after it (`w = z.cuda()`), and the factories
+    between its creation and its move or kept after it (`w = z.cuda()` where the function
+    reads `z` again, or a module's name), and the factories
     other than the legacy typed ones in a file that calls `torch.set_default_tensor_type` or
     `torch.set_default_device` (they may already make GPU tensors).
     """
@@ -274,7 +278,7 @@ class TensorCreatedThenMoved(Rule):
             return self.fix([(node, new)], message="Pass `device=` to the factory", applicability=applicability)
         assert host.move_statement is not None
         created = host.statement.deep_replace(host.factory, placed)
-        if isinstance(receiver, cst.Name):
+        if isinstance(receiver, cst.Name) and not host.handed_on:
             moved: Replacement = cst.RemovalSentinel.REMOVE
             target: cst.CSTNode = host.move_statement
         else:

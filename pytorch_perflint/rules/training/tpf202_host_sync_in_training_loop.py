@@ -70,9 +70,9 @@ class HostSyncInTrainingLoop(Rule):
     `self.backward_g()`, which runs backward and then `.item()`s: reported there, not at
     the call). A loop also trains through a trainer's `train` method handed data
     (`engine.train(x, y)`, not `model.train(mode)`).
-    Silent for syncs under a guard (`if step % log_every == 0:`; a device-availability test,
-    `if torch.cuda.is_available():`, `if len(opt.gpu_ids) > 0:`, is no guard), helpers that sync only
-    under a condition or after an early `return`, after the loop, and in code that does not
+    Silent for syncs under a guard (`if step % log_every == 0:`; a device test, `if
+    torch.cuda.is_available():`, `if len(opt.gpu_ids) > 0:`, `if preds.is_cuda:`, is no guard),
+    helpers that sync only under a condition or after an early `return`, after the loop, and in code that does not
     run on an accelerator.
 
     ## Why is this bad?
