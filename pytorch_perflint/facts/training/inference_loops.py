@@ -4,7 +4,9 @@ inference loops (batches, frames, chunks, slices).
 The loop's own body (not a nested loop or function) must run a forward: a call of a model
 (by name, or put in eval mode before the loop), a same-module loop-free helper that runs
 one (``forward_helpers``), or project code of any module that does, one or two calls down
-(``project.forward_calls``: ``infer(piece, net_g=net_g)``, ``tracker.track(frame)``). And
+(``project.forward_calls``: ``infer(piece, net_g=net_g)``, ``tracker.track(frame)``), or a
+call handed a model and the item (``handed_models``: ``sliding_window_inference(image, roi,
+1, model)``). And
 the loop must evaluate: the forward runs with autograd off (a no-grad ``with`` in the loop,
 around it, or in the helper), or the loop sits in a loop TPF203 reports. A call in a nested
 loop that runs no model runs on every iteration of the loop around it, which is then asked
