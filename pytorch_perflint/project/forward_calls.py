@@ -51,13 +51,17 @@ from .values import ValueEngine, Where
 MAX_DEPTH = 2
 # A name that starts with a verb names what is done to a model (``load_model``,
 # ``self._build_net``), not the model.
-_VERB = (
-    r"(?!_*(?:load|loads|save|saves|build|builds|get|gets|create|creates|make|makes|init|initialize|reset|copy|"
+_VERBS = (
+    r"load|loads|save|saves|build|builds|get|gets|create|creates|make|makes|init|initialize|reset|copy|"
     r"update|freeze|unfreeze|set|prepare|wrap|export|print|eval|evaluate|train|test|run|fit|restore|convert|"
     r"define|construct|setup|check|validate|new|to|from|is|has|add|register|apply|clone|merge|average|swap|sync|"
     r"move|put|push|pull|download|upload|show|log|dump|parse|select|choose|find|resolve|replace|patch|quantize|"
-    r"prune|compile|trace|script|summarize|count|describe|remove|delete|del|use|with|on|of|for|in)_)"
+    r"prune|compile|trace|script|summarize|count|describe|remove|delete|del|use|with|on|of|for|in"
 )
+_VERB = rf"(?!_*(?:{_VERBS})_)"
+# A callable named for doing something else to a model it is handed than running it
+# (``save_model(model, path)``, ``deepcopy(model)``, ``wandb.watch(model)``, ``logger.info``).
+_OTHER_USE = re.compile(rf"^_*(?:{_VERBS}|deepcopy|watch|info|debug|warning|error|write\w*|print\w*|state_dict)(?:_|$)", re.IGNORECASE)
 # The last name of a callee that is a model: model, net, self.model, netG, base_model. Both
 # alternatives are anchored at the start, as callers ``match`` (the suffix alternative was
 # written without its own ``^\w*``, so it never matched and ``base_model`` was missed).
@@ -338,6 +342,21 @@ def runs_handed_model(engine: ValueEngine, definition: Definition, position: Opt
         return False
     if trains(function) or any(_NO_GRAD.search(str(d)) for d in function.decorators):
         return False
+    name = _parameter_name(definition, position, keyword)
+    if name is None:
+        return False
+    calls = _grad_calls(engine, definition)
+    if not calls or _rebinds(engine, definition, name):
+        return False
+    return any(type(func) is Ref and func.name in (name, f"{name}.forward") for _, func in calls)  # type: ignore[attr-defined]
+
+
+def _parameter_name(definition: Definition, position: Optional[int], keyword: Optional[str]) -> Optional[str]:
+    """The parameter that receives the argument at ``position`` (``self`` left out of a
+    method's), or the one named ``keyword``."""
+    function = definition.function
+    if function is None:
+        return None
     params = [p for p in function.params if p.kind == "positional"]
     if definition.kind == "method" and not any("staticmethod" in str(d) for d in function.decorators):
         params = params[1:]  # `self` / `cls`
@@ -345,13 +364,37 @@ def runs_handed_model(engine: ValueEngine, definition: Definition, position: Opt
         names = [p.name for p in function.params if p.name == keyword and p.kind in ("positional", "keyword")]
     else:
         names = [params[position].name] if position is not None and position < len(params) else []
-    if not names:
-        return False
-    name = names[0]
-    calls = _grad_calls(engine, definition)
-    if not calls or _rebinds(engine, definition, name):
-        return False
-    return any(type(func) is Ref and func.name in (name, f"{name}.forward") for _, func in calls)  # type: ignore[attr-defined]
+    return names[0] if names else None
+
+
+def names_other_use(name: str) -> bool:
+    """``save_model``, ``deepcopy``, ``log``: a callable named for what it does to a model
+    other than running it."""
+    return bool(_OTHER_USE.match(name))
+
+
+def calls_parameter(engine: ValueEngine, definition: Definition, position: Optional[int], keyword: Optional[str]) -> Optional[bool]:
+    """TPF206's question for a project callable handed a model (at ``position`` or as
+    ``keyword``): whether it calls the parameter that receives it (``predictor(x)``,
+    ``model.forward(x)``, ``net.infer(x)``) outside its own loops, or in loops over pieces of
+    its input, never rebinding it. None when not; True when autograd is off there (decorated
+    or in a no-grad ``with``), False when it is as the caller has it."""
+    name = _parameter_name(definition, position, keyword)
+    if engine.index is None or name is None:
+        return None
+    body = forward_body(engine, definition)
+    if body is not None and body.looped:
+        body = looped_forward_body(engine, definition)
+    if body is None or _rebinds(engine, definition, name):
+        return None
+    calls = [s for s in body.sites if type(s.func) is Ref and _calls(s.func.name, name)]  # type: ignore[attr-defined]
+    return (body.no_grad or any(s.off for s in calls)) if calls else None
+
+
+def _calls(spelled: str, name: str) -> bool:
+    """``name(x)`` or an inference method of it (``name.forward(x)``, ``name.infer(x)``)."""
+    owner, _, method = spelled.rpartition(".")
+    return spelled == name or (owner == name and bool(INFERENCE_METHODS.match(method)))
 
 
 def _rebinds(engine: ValueEngine, definition: Definition, name: str) -> bool:

@@ -33,6 +33,7 @@ from ...analysis.scope import dotted_name
 from ...context import FileContext
 from ...project.forward_calls import evaluates_own_model, runs_forward_with_grad, runs_handed_model
 from .eval_names import is_eval_function_name
+from .handed_models import handed_at
 from .loops import training_facts
 
 
@@ -65,19 +66,7 @@ def helper_forward(
 def _handed(call: cst.Call, evaluated: Collection[str]) -> List[Tuple[Optional[int], Optional[str]]]:
     """Where the call hands a model this function put in eval mode: (position, None) or
     (None, keyword); nothing after a ``*args``."""
-    out: List[Tuple[Optional[int], Optional[str]]] = []
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            break
-        if arg.keyword is not None:
-            if dotted_name(arg.value) in evaluated:
-                out.append((None, arg.keyword.value))
-            continue
-        if dotted_name(arg.value) in evaluated:
-            out.append((position, None))
-        position += 1
-    return out
+    return handed_at(call, lambda name: name in evaluated)
 
 
 def _evaluating_method(call: cst.Call, stack: Sequence[cst.CSTNode], context: FileContext) -> bool:

@@ -10,6 +10,12 @@ autograd off.
 A helper that puts its model in eval mode before it runs it (``model.eval()``, then
 ``model(x)``) evaluates on each call, as a loop after ``model.eval()`` does.
 
+A method of a model the helper put in eval mode, handed an input, runs it too
+(``self.net_g.eval()``, then ``net_g.test(lq)`` or ``net_g.test_tile(lq)``), also through a
+local name the helper binds to a call handed that model and named like one (``net_g =
+self.get_bare_model(self.net_g)``: the model unwrapped); not a method that handles the
+model rather than running it (``load_state_dict``, ``set_mode``, ``to``, ``train``).
+
 A helper with a loop of its own is left out, as ``loops.py`` leaves out a train-one-epoch
 helper: ``for ckpt in ckpts: evaluate(model, loader)`` is a loop over checkpoints, each
 evaluated by a whole loop, not an evaluation loop.
@@ -17,6 +23,7 @@ evaluated by a whole loop, not an evaluation loop.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set
 
@@ -57,6 +64,31 @@ def is_model_call(call: cst.Call) -> bool:
     return name is not None and bool(MODEL_NAME.match(name))
 
 
+# Methods that handle a model rather than run it: `net.load_state_dict(sd)`, `net.to(device)`.
+_HANDLES = re.compile(
+    r"^_*(?:load|save|set|get|init|reset|register|apply|add|remove|update|freeze|unfreeze|copy|clone|to|cpu|cuda|half|"
+    r"float|double|bfloat16|type|train|eval|zero|state|named|parameters|modules|children|buffers|requires|share|print|log)(?:_|$)"
+)
+
+
+def _runs_evaluated(call: cst.Call, evaluated: Set[str]) -> bool:
+    """``net_g.test(lq)``: a method, handed an input, of a model put in eval mode here."""
+    func = call.func
+    if type(func) is not cst.Attribute or not call.args or type(func.value) not in (cst.Name, cst.Attribute):
+        return False
+    return dotted_name(func.value) in evaluated and not _HANDLES.match(func.attr.value)
+
+
+def _unwraps(node: cst.Assign, evaluated: Set[str]) -> bool:
+    """``net_g = self.get_bare_model(self.net_g)``: a name like a model's bound to a call
+    handed a model put in eval mode here."""
+    if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name or type(node.value) is not cst.Call:
+        return False
+    if not MODEL_NAME.match(node.targets[0].target.value):  # type: ignore[attr-defined]
+        return False
+    return any(type(a.value) in (cst.Name, cst.Attribute) and dotted_name(a.value) in evaluated for a in node.value.args)
+
+
 def forward_helpers(context: FileContext) -> ForwardHelpers:
     """Compute the module's forward helpers (use ``context.fact(forward_helpers)``)."""
     helpers: List[_Helper] = []
@@ -87,6 +119,8 @@ def forward_helpers(context: FileContext) -> ForwardHelpers:
             helper.looped = True
         elif type(node) is cst.With and any(is_no_grad_expr(i.item, qualname_at(stack)) for i in node.items):
             no_grad[-1] += 1
+        elif type(node) is cst.Assign and _unwraps(node, helper.evaluated):
+            helper.evaluated.add(node.targets[0].target.value)  # type: ignore[attr-defined]
         elif type(node) is cst.Call:
             key = callee_key(node, helper.key[0])
             if key is not None:
@@ -95,6 +129,9 @@ def forward_helpers(context: FileContext) -> ForwardHelpers:
                     helper.no_grad_callees.add(key)
             if method_name(node) == "eval" and not node.args and type(node.func.value) in (cst.Name, cst.Attribute):  # type: ignore[attr-defined]
                 helper.evaluated.add(dotted_name(node.func.value))  # type: ignore[attr-defined, arg-type]
+            elif _runs_evaluated(node, helper.evaluated):
+                helper.forward = helper.eval_forward = True
+                helper.no_grad_forward |= bool(no_grad[-1])
             elif is_model_call(node):
                 helper.forward = True
                 helper.no_grad_forward |= bool(no_grad[-1])

@@ -4,7 +4,9 @@ inference loops (batches, frames, chunks, slices).
 The loop's own body (not a nested loop or function) must run a forward: a call of a model
 (by name, or put in eval mode before the loop), a same-module loop-free helper that runs
 one (``forward_helpers``), or project code of any module that does, one or two calls down
-(``project.forward_calls``: ``infer(piece, net_g=net_g)``, ``tracker.track(frame)``). And
+(``project.forward_calls``: ``infer(piece, net_g=net_g)``, ``tracker.track(frame)``), or a
+call handed a model and the item (``handed_models``: ``sliding_window_inference(image, roi,
+1, model)``). And
 the loop must evaluate: the forward runs with autograd off (a no-grad ``with`` in the loop,
 around it, or in the helper), or the loop sits in a loop TPF203 reports. A call in a nested
 loop that runs no model runs on every iteration of the loop around it, which is then asked
@@ -27,6 +29,7 @@ from ...project.call_values import may_run_project_code
 from ...project.forward_calls import is_model_name, target_runs_forward
 from .classifiers import FuncKey, callee_key, is_no_grad_expr, last_name, method_name
 from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
+from .handed_models import item_values, runs_handed_model
 from .item_pieces import item_names, method_aliases, walks_pieces
 from .loops import loop_bound_names, training_facts
 from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
@@ -65,9 +68,12 @@ def evaluation_loop_around(context: "FileContext", ancestors: Sequence[cst.CSTNo
         def project(call: cst.Call) -> Optional[bool]:
             return _project_forward(context, call, ancestors[1] if len(ancestors) > 1 else call)
 
+        def handed(call: cst.Call, bound: FrozenSet[str], items: FrozenSet[str]) -> Optional[bool]:
+            return runs_handed_model(context, call, ancestors[1] if len(ancestors) > 1 else call, bound, items, evaluated)
+
         aliases = method_aliases(ancestors[:current], class_name)
         pipelines = pipeline_parameters(context, ancestors[:current])
-        forward, without_grad, in_eval_mode = _model_calls(loop, class_name, helpers, context.qualname, evaluated, around_off, project, aliases, pipelines)
+        forward, without_grad, in_eval_mode = _model_calls(loop, class_name, helpers, context.qualname, evaluated, around_off, project, aliases, pipelines, handed)
         if without_grad and _needs_grad(loop, class_name, facts_all.grad_functions):
             without_grad = False  # a no-grad target network inside a training step, say
         if forward or walks_own_samples(context, loop, ancestors[:current]):
@@ -225,6 +231,7 @@ def _model_calls(
     project: Optional[Callable[[cst.Call], Optional[bool]]] = None,
     aliases: Optional[Dict[str, FrozenSet[FuncKey]]] = None,
     pipelines: FrozenSet[str] = frozenset(),
+    handed: Optional[Callable[[cst.Call, FrozenSet[str], FrozenSet[str]], Optional[bool]]] = None,
 ) -> Tuple[bool, bool, bool]:
     """Whether the loop's own body (not a nested loop or function) runs a model forward,
     whether it does so with autograd off, in a no-grad ``with`` of its body or through
@@ -248,7 +255,9 @@ def _model_calls(
     local name bound only to methods of ``self`` (``test = self.nonpad_test``, or
     ``partial(self.pad_test, 8)`` in another branch: ``aliases``) calls those methods. A
     parameter annotated as a diffusers pipeline (``pipelines``), called, generates with
-    autograd off (the library's ``__call__`` is no-grad)."""
+    autograd off (the library's ``__call__`` is no-grad). A call handed a model and the
+    item (``sliding_window_inference(image, roi, 1, model)``: ``handed``, asked last, only
+    when nothing else in the loop is a forward) runs the model there."""
     bound = loop_bound_names(loop)  # type: ignore[arg-type]
     pieces = item_names(loop)
     forward = without_grad = in_eval_mode = False
@@ -296,6 +305,13 @@ def _model_calls(
         if runs is not None:
             forward = True
             without_grad |= off or runs
+    items = item_values(loop, pieces.names)
+    for call, off in others if handed is not None and not forward else ():
+        runs = handed(call, bound, items)
+        if runs is not None:
+            forward = True
+            without_grad |= off or runs
+            in_eval_mode |= any(dotted_name(a.value) in evaluated for a in call.args if type(a.value) in (cst.Name, cst.Attribute))
     for call in named if project is not None and not without_grad else ():
         without_grad = project(call) is True  # `model.tts_to_file(text)`: no-grad inside it
         if without_grad:

@@ -90,7 +90,14 @@ class EmptyCacheInLoop(Rule):
     annotated as a diffusers pipeline (`pipeline: DiffusionPipeline`), called, generates
     with autograd off; and a model's method that runs `super().forward(...)` on each sample
     of a tensor it is handed (`for i in range(input_ids.shape[0])`) is an inference loop
-    over those samples.
+    over those samples. A model handed to a call together with the current item runs on it
+    there: a library routine (`pred = sliding_window_inference(image, roi, 1, model)`),
+    unless its name says it does something else with a model (`save_model(model, x)`,
+    `deepcopy(model)`) or the item is a whole loader or dataset, and a project function that
+    calls the parameter receiving it outside its own loops (`tiled(image, net)` running
+    `fn(x[..., :96])`). A helper that puts a model in eval mode and then calls one of its
+    methods on an input runs it (`self.net_g.eval()`, `net_g = self.get_bare_model(
+    self.net_g)`, `net_g.test(self.lq)`), not one that only loads weights into it.
     A step method of a trainer subclass (`_train_step(self, batch)`, which backpropagates)
     that empties the cache on every call is reported at its `empty_cache()` when a project
     base class calls `self._train_step(batch)` on every iteration of its own loop: the
