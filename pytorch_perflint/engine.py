@@ -50,7 +50,7 @@ from .project.linted import runs_on_accelerator
 from .pyparse import compile_python, verdict  # noqa: F401 - compile_python: the fixer's, the notebooks'
 from .rule import Rule
 from .selection import Selection, for_file
-from .suppression import FILE_NOQA, noqa_comments, suppressed, unused_noqa
+from .suppression import file_noqa, noqa_comments, suppressed, unused_noqa
 from .testfiles import policy_for
 from .unanalysed import source_size, too_large
 from .types import Applicability, Diagnostic, Fix, Location
@@ -332,7 +332,7 @@ def _lint_source(
 ) -> FileLint:
     result = FileLint(path=path, source=source)
     codes, rule_classes = chosen.codes, chosen.rules
-    if FILE_NOQA.search(source) and not settings.ignore_noqa:
+    if file_noqa(source) and not settings.ignore_noqa:
         return result
     limit = settings.max_file_size
     if limit and source_size(source, limit) > limit:

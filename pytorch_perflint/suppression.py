@@ -17,10 +17,24 @@ from .comments import comment_start
 from .types import Diagnostic, Location
 
 FILE_NOQA = re.compile(r"^[ \t]*#[ \t]*pytorch-perflint:[ \t]*noqa[ \t]*$", re.MULTILINE | re.IGNORECASE)
+# ``FILE_NOQA`` from its ``#``: a search that starts at a literal skips to each ``#`` at
+# C speed, where one that starts at ``^`` tries every position (0.26 -> 0.02 CPU-s over
+# the torch package's 46 MB, which every file of a run was searched for twice).
+_FILE_NOQA_FROM_HASH = re.compile(r"#[ \t]*pytorch-perflint:[ \t]*noqa[ \t]*$", re.MULTILINE | re.IGNORECASE)
 NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
+
+
+def file_noqa(source: str) -> bool:
+    """Whether a line of ``source`` is the file-wide ``# pytorch-perflint: noqa``
+    (``FILE_NOQA.search``): a match from a ``#`` with only blanks before it on its line."""
+    for match in _FILE_NOQA_FROM_HASH.finditer(source):
+        start = match.start()
+        if not source[source.rfind("\n", 0, start) + 1 : start].strip(" \t"):
+            return True
+    return False
 
 
 def noqa_comments(source: str) -> Dict[int, Optional[FrozenSet[str]]]:

@@ -7,6 +7,7 @@ project above the scanning limit, through the index of which modules spell a nam
 from __future__ import annotations
 
 import ast
+import re
 import os
 from pathlib import Path
 
@@ -289,3 +290,30 @@ def test_a_name_another_module_spells_is_unknown_and_depends_on_enough_of_them(t
         assert type(_ask(index, "loaders.py", "build", 2, "distributed")) is Unknown
     texts = sorted(os.path.basename(p[len(TEXT_OF):]) for p in used if p.startswith(TEXT_OF))
     assert texts == ["loaders.py", "more.py"]  # two of the three that spell it, sorted by path
+
+
+def test_the_word_index_finds_the_runs_the_expression_finds():
+    """``_words`` (a byte translation for ASCII text) gives the distinct ``\\w+`` runs of
+    every text, non-ASCII ones included, each held as ``_key`` looks it up."""
+    texts = [
+        "def build(ds, *, x1=2):\n    return ds.to('cuda:0')  # a_b\tc\x0bd\x0ce\r\n",
+        "x = 'caf\u00e9 na\u00efve'\n\u00e9t\u00e9 = build(\u03b1)  # \u2192 not a word\n",
+        "a\u00b7b\u2014c__d 9e \u0130x K\u212a\n",
+        "",
+    ]
+    for text in texts:
+        runs = set(re.findall(r"\w+", text))
+        held = word_index._words(text)
+        assert held == {word_index._key(run) for run in runs}
+        assert all(word_index._key(run) in held for run in runs)
+
+
+def test_a_large_project_finds_a_module_by_a_word_outside_ascii(tmp_path, large):
+    """A module that is not ASCII is indexed by the expression: its ASCII and non-ASCII
+    words are both found, and an ASCII module's word as well."""
+    index = index_of(tmp_path, {**LARGE, "zz.py": "def \u00e9t\u00e9(ds):\n    return build_more(ds)  # \u2192\n"})
+    paths = index.module_paths()
+    other = os.path.abspath(tmp_path / "zz.py")
+    assert index.spelling("\u00e9t\u00e9", paths) == [other]
+    assert index.spelling("build_more", paths) == [other]
+    assert os.path.abspath(tmp_path / "loaders.py") in index.spelling("build", paths)

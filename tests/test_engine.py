@@ -113,6 +113,28 @@ def test_noqa_suppresses_by_code_and_bare():
     assert lint_source("# pytorch-perflint: noqa\n" + DP, Path("x.py"), settings).diagnostics == []
 
 
+def test_the_file_wide_noqa_is_found_as_its_expression_finds_it():
+    """``file_noqa`` (a search from each ``#``) answers as ``FILE_NOQA.search`` does: only
+    blanks before the ``#`` on its line, nothing but blanks after ``noqa``, any case."""
+    texts = [
+        "# pytorch-perflint: noqa\n",
+        "x = 1\n \t#\tPyTorch-PerfLint:noqa \t\ny = 2\n",
+        "x = 1  # pytorch-perflint: noqa\n",
+        "# # pytorch-perflint: noqa\n",
+        "  # pytorch-perflint: noqa: TPF101\n",
+        "s = '''\n# pytorch-perflint: noqa\n'''\n",
+        "\r# pytorch-perflint: noqa\n",
+        "# pytorch-perflint: noqa\r\n",
+        "x\n# pytorch-perflint: noqa",
+        "\u00e9 = 1\n  # pytorch-perflint: NOQA\n",
+        "# pytorch-perflint: noqa x\n# pytorch-perflint: noqa\n",
+        "",
+    ]
+    for text in texts:
+        assert suppression.file_noqa(text) is (suppression.FILE_NOQA.search(text) is not None), text
+    assert [suppression.file_noqa(t) for t in texts[:4]] == [True, True, False, False]
+
+
 def test_unused_noqa_is_reported_only_when_selected():
     source = "import torch\nx = 1  # noqa: TPF501\n"
     assert lint_source(source, Path("x.py"), Settings()).diagnostics == []

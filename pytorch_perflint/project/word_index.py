@@ -23,6 +23,8 @@ import threading
 from sys import intern
 from typing import TYPE_CHECKING, Collection, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
+Word = Union[str, bytes]  # an ASCII word as bytes (``_words``), any other as text
+
 from ..tree_files import stat_key
 from .reads import ALL_FILES, TEXTS_NAMING
 from .sources import read_source
@@ -34,6 +36,24 @@ if TYPE_CHECKING:
 # at or below it, module by module.
 MAX_SCANNED_MODULES = 400
 _RUN = re.compile(r"\w+")
+# ASCII text: every byte that ``\w`` does not match becomes a space (``_words``).
+_NOT_WORD = bytes(c if chr(c).isalnum() or c == 0x5F else 0x20 for c in range(128)) + b" " * 128
+
+
+def _words(text: str) -> Set[Word]:
+    """The distinct maximal ``\\w+`` runs of a text, an ASCII one as bytes: on ASCII text
+    ``\\w`` is ``[A-Za-z0-9_]``, and a byte translation and a split find the same runs as
+    the regular expression in a third of its time (the torch package's texts, 46 MB: 1.1
+    -> 0.4 CPU-s, most of what building the index costs). Other texts (178 of torch's
+    2,285 modules) through the expression, their ASCII words as bytes too."""
+    if text.isascii():
+        return set(text.encode("ascii").translate(_NOT_WORD).split())
+    return {word.encode("ascii") if word.isascii() else intern(word) for word in _RUN.findall(text)}
+
+
+def _key(word: str) -> Word:
+    """How ``_words`` holds ``word``."""
+    return word.encode("ascii") if word.isascii() else word
 
 
 class ModuleWords:
@@ -41,15 +61,16 @@ class ModuleWords:
     key (or, for a text held in memory, the text's length and hash) they were read at, and
     checked again when the index's summaries change (``ProjectIndex.generation``).
 
-    Compact because it lives as long as the run: words are interned, a word one module spells
+    Compact because it lives as long as the run: each word is held once, a word one module spells
     maps to that path, one several spell to a tuple of paths, and no module keeps its own set
     of words (the torch tree's 2,285 modules spell 132,598 words, 839,322 pairs: about 24 MB
-    this way, 169 MB as per-module sets and per-word sets). Forgetting a changed module scans
+    this way, 169 MB as per-module sets and per-word sets; an ASCII word is held as bytes,
+    one object per word as an interned text was). Forgetting a changed module scans
     the words once for all the modules that changed."""
 
     def __init__(self) -> None:
         self._entries: Dict[str, object] = {}
-        self._by_word: Dict[str, Union[str, Tuple[str, ...]]] = {}
+        self._by_word: Dict[Word, Union[str, Tuple[str, ...]]] = {}
         self._checked: Optional[Tuple[int, FrozenSet[str], Tuple[Tuple[str, int, int], ...]]] = None
         self._lock = threading.Lock()
 
@@ -76,7 +97,7 @@ class ModuleWords:
         index.note_read(TEXTS_NAMING + word)  # (as ``text_naming`` notes it, none found too)
         with self._lock:
             self._refresh(index)
-            found = self._by_word.get(word)
+            found = self._by_word.get(_key(word))
         if found is None:
             return frozenset()
         return frozenset((found,)) if type(found) is str else frozenset(found)
@@ -88,7 +109,7 @@ class ModuleWords:
             return
         paths = set(index.files) | set(memory)
         gone = {p for p in self._entries if p not in paths}
-        added: Dict[str, List[str]] = {}
+        added: Dict[Word, List[str]] = {}
         for path in paths:
             if not path.endswith(".py"):
                 continue
@@ -101,8 +122,8 @@ class ModuleWords:
             if text is None:
                 text = read_source(path, index.max_bytes)[0] if key is not None else None
             self._entries[path] = key
-            for word in set(_RUN.findall(text)) if text is not None else ():
-                added.setdefault(intern(word), []).append(path)
+            for word in _words(text) if text is not None else ():
+                added.setdefault(word, []).append(path)
         if gone:
             self._forget(gone)
             for path in gone:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import AbstractSet, FrozenSet, List, Set, Union
+from typing import AbstractSet, FrozenSet, List, Set, Tuple, Union
 
 import libcst as cst
 
-from ...analysis.ast_index import ast_dotted
+from ...analysis.ast_index import ast_children, ast_dotted
 from ...analysis.scope import dotted_name
 from .classifiers import BACKWARD_ATTRS, method_name
 from .eval_names import needs_grad_name
@@ -67,19 +67,21 @@ def closure_callees(closure: Closure) -> FrozenSet[str]:
 
 def closures_calling(frame: ast.AST, owners: AbstractSet[str]) -> FrozenSet[str]:
     """The screens' over-approximation (on ``ast``): the names of the functions and lambdas
-    defined within the frame whose bodies call one of ``owners``."""
+    defined within the frame whose bodies call one of ``owners``. One walk, each node
+    with the names of the closures around it: a walk of each closure's body (as this was)
+    walked a nested one again for every closure around it."""
     if not owners:
         return frozenset()
     found: Set[str] = set()
-    stack = list(ast.iter_child_nodes(frame))
+    stack: List[Tuple[ast.AST, Tuple[str, ...]]] = [(child, ()) for child in ast_children(frame)]
     while stack:
-        node = stack.pop()
-        body = name = None
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            name, body = node.name, node
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Lambda):
-            name, body = node.targets[0].id, node.value
-        stack.extend(ast.iter_child_nodes(node))  # deeper ones too: a screen may take more
-        if body is not None and any(isinstance(n, ast.Call) and ast_dotted(n.func) in owners for n in ast.walk(body)):
-            found.add(name)  # type: ignore[arg-type]
+        node, around = stack.pop()
+        kind = type(node)
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            around = (*around, node.name)  # type: ignore[attr-defined]
+        elif kind is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name and type(node.value) is ast.Lambda:  # type: ignore[attr-defined]
+            around = (*around, node.targets[0].id)  # type: ignore[attr-defined]  # the target holds no call
+        elif kind is ast.Call and around and ast_dotted(node.func) in owners:  # type: ignore[attr-defined]
+            found.update(around)
+        stack.extend((child, around) for child in ast_children(node))
     return frozenset(found)
