@@ -10,7 +10,7 @@ from ...analysis.call_edits import with_keyword
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.dataloader.datasets import dataset_facts
-from ...facts.dataloader.loader_args import known_loader_args, names_dataloader
+from ...facts.dataloader.loader_args import known_loader_args, loader_args, names_dataloader
 from ...facts.dataloader.loader_facts import loader_facts
 
 _SETUP = "import torch\nfrom torch.utils.data import DataLoader\n"
@@ -65,7 +65,9 @@ class DataloaderNoPersistentWorkers(Rule):
     The fix adds `persistent_workers=True` and is unsafe: the workers keep their copy of the
     dataset, so changes the main process makes to the dataset between epochs (a curriculum,
     `dataset.set_epoch()`) no longer reach them, and the workers hold their memory for the
-    whole run. It needs torch 1.7 or newer.
+    whole run. It needs torch 1.7 or newer. When the workers come from a dict chosen by the
+    accelerator (`**({"num_workers": 4} if cuda else {})`), the other path has none and
+    `persistent_workers=True` would make `DataLoader` raise there: no fix is offered.
 
     When the dataset is an `IterableDataset` whose `__iter__` does not split the stream by
     `torch.utils.data.get_worker_info()` (or a sharding wrapper), every worker already yields
@@ -162,7 +164,11 @@ class DataloaderNoPersistentWorkers(Rule):
         persistent = args.persistent_workers
         if not (persistent.missing or persistent.value is False):
             return
-        if persistent.missing or persistent.node is not None:
+        if not _workers_on_every_path(self.context, node, args.num_workers.node is not None, workers):
+            # ``**({"num_workers": 4} if cuda else {})``: with no workers on the other path,
+            # ``persistent_workers=True`` makes DataLoader raise there; no fix is offered.
+            self.report(node)
+        elif persistent.missing or persistent.node is not None:
             replacement = with_keyword(node, "persistent_workers", cst.Name("True"))
             stream = dataset_facts(self.context, node, self.context.scope).stream
             if stream is not None:  # its workers each yield the whole stream: shard it first
@@ -172,6 +178,13 @@ class DataloaderNoPersistentWorkers(Rule):
             self.report(node, fix=self.fix([(node, replacement)], message="Add `persistent_workers=True`"))
         else:
             self.report(node)
+
+
+def _workers_on_every_path(context, call: cst.Call, own_argument: bool, workers: int) -> bool:
+    """The worker count holds wherever the call runs: the call passes it itself (a literal, or
+    a name the engine knows), or a ``**`` dict its own text reads says it; not one the value
+    engine took from the accelerator's arm of a conditional dict."""
+    return own_argument or loader_args(call, context.lookup, context.source).num_workers.value == workers
 
 
 _STREAM_MESSAGE = (
