@@ -136,15 +136,13 @@ _REPEATING = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ListComp, cst
 
 def reads_before(binding: Sequence[cst.CSTNode], use: Sequence[cst.CSTNode]) -> bool:
     """Whether a read (given by its ancestors from the scope's node, outermost first) runs
-    before a binding statement (its ancestors from the same node, the statement last) and so
-    cannot see the value it binds: the read is in the binding's own value, or in an earlier
-    statement of a block the two share, with no loop around the binding to run it again.
-    Anything else (a later statement, another branch, a nested function) may see it."""
+    before a binding statement (its ancestors from the same node, the statement line last)
+    and so cannot see the value it binds: the read is in an earlier statement of a block the
+    two share, with no loop around the binding to run it again. Anything else (the same line,
+    a later statement, another branch, a nested function) may see it; the binding's own
+    value (``x = wrap(x)``) is the caller's to leave out."""
     if any(type(node) in _REPEATING for node in binding[1:]):
         return False
-    statement = binding[-1]
-    if any(node is statement for node in use):
-        return True  # ``x = wrap(x)``: the argument reads the previous binding
     for index, (a, b) in enumerate(zip(binding, use)):
         if a is b:
             continue

@@ -112,6 +112,7 @@ class DataParallel(Rule):
             "    torch.save(net.state_dict(), 'x.pt')\n",
             line=5,
         ),
+        Invalid("import torch\nnet = Net()\nnet = torch.nn.DataParallel(net); out = net(x)\ntorch.save(net.state_dict(), 'x.pt')\n", line=3),
         Invalid(
             "import torch\nnet = Net()\ndef step(x):\n    return net(x)\nnet = torch.nn.DataParallel(net)\n"
             "torch.save(net.state_dict(), 'x.pt')\nstep(1)\n",
@@ -166,7 +167,10 @@ def _checkpoint_only(context: FileContext, call: cst.Call) -> bool:
             binding = binding[:-1]
         if not binding:
             return False
-        uses = [(name, path) for name, path in uses if not reads_before(binding, path)]
+        # ``psp = DataParallel(psp)``: the argument reads the model, as do earlier lines.
+        uses = [
+            (name, path) for name, path in uses if not any(node is call for node in path) and not reads_before(binding, path)
+        ]
     return bool(uses) and all(_checkpoint_use(path, name) for name, path in uses)
 
 
