@@ -130,7 +130,6 @@ def own_returns(node: cst.CSTNode) -> Iterator[cst.Return]:
             stack.extend(child_nodes(node))
 
 
-
 _REPEATING = (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 

@@ -69,7 +69,7 @@ def item_values(loop: cst.CSTNode, names: FrozenSet[str]) -> FrozenSet[str]:
     return names
 
 
-def runs_handed_model(
+def runs_model_on_item(
     context: "FileContext",
     call: cst.Call,
     statement: cst.CSTNode,

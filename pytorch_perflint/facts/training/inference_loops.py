@@ -29,7 +29,7 @@ from ...project.call_values import may_run_project_code
 from ...project.forward_calls import is_model_name, target_runs_forward
 from .classifiers import FuncKey, callee_key, is_no_grad_expr, last_name, method_name
 from .forward_helpers import ForwardHelpers, forward_helpers, is_model_call
-from .handed_models import item_values, runs_handed_model
+from .handed_models import item_values, runs_model_on_item
 from .item_pieces import item_names, method_aliases, walks_pieces
 from .loops import loop_bound_names, training_facts
 from .no_grad import evaluation_loops, needs_grad_name, under_no_grad
@@ -69,7 +69,7 @@ def evaluation_loop_around(context: "FileContext", ancestors: Sequence[cst.CSTNo
             return _project_forward(context, call, ancestors[1] if len(ancestors) > 1 else call)
 
         def handed(call: cst.Call, bound: FrozenSet[str], items: FrozenSet[str]) -> Optional[bool]:
-            return runs_handed_model(context, call, ancestors[1] if len(ancestors) > 1 else call, bound, items, evaluated)
+            return runs_model_on_item(context, call, ancestors[1] if len(ancestors) > 1 else call, bound, items, evaluated)
 
         aliases = method_aliases(ancestors[:current], class_name)
         pipelines = pipeline_parameters(context, ancestors[:current])

@@ -7,6 +7,7 @@ import ast
 import libcst as cst
 
 from ...analysis.call_edits import with_keyword
+from ...context import FileContext
 from ...rule import Invalid, Rule
 from ...types import Applicability
 from ...facts.dataloader.datasets import dataset_facts
@@ -180,7 +181,7 @@ class DataloaderNoPersistentWorkers(Rule):
             self.report(node)
 
 
-def _workers_on_every_path(context, call: cst.Call, own_argument: bool, workers: int) -> bool:
+def _workers_on_every_path(context: FileContext, call: cst.Call, own_argument: bool, workers: int) -> bool:
     """The worker count holds wherever the call runs: the call passes it itself (a literal, or
     a name the engine knows), or a ``**`` dict its own text reads says it; not one the value
     engine took from the accelerator's arm of a conditional dict."""
